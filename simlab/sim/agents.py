@@ -1,0 +1,176 @@
+"""Agents under test: a Python callable, or an LLM that calls the domain's tools.
+
+A Python agent is any sync or async callable taking one ``AgentInput`` and returning the reply
+text (or an ``AgentReply``). It acts on the world only through ``inp.tools.call(name, **args)``,
+which executes the domain tool and records the call and its result in the transcript.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import importlib.util
+import inspect
+import json
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from simlab.env.domain import Environment
+from simlab.errors import SpecError
+from simlab.llm.types import ChatModel, Message
+from simlab.transcript import InvalidCall, Pin, ToolCall, ToolResult
+
+LOOP_REPEATS = 3  # the same tool with the same arguments this many times in a row is a loop
+
+
+class StopTrial(BaseException):
+    """Ends the trial from inside an agent turn (loop, budget). A BaseException, so that an agent's
+    ``except Exception`` cannot swallow it."""
+
+    def __init__(self, reason: str, detail: str):
+        self.reason = reason
+        self.detail = detail
+        super().__init__(detail)
+
+
+@dataclass
+class ToolReply:
+    """What a tool call gave back to the agent."""
+
+    ok: bool
+    result: Any = None
+    error: str | None = None
+
+    def as_text(self) -> str:
+        if self.ok:
+            return self.result if isinstance(self.result, str) else json.dumps(self.result, ensure_ascii=False)
+        return json.dumps({"error": self.error}, ensure_ascii=False)
+
+
+class ToolHandle:
+    """Executes domain tools for the agent and records each call in the transcript."""
+
+    def __init__(self, env: Environment, record: Callable[[Any], None], *, turn: int = 0,
+                 max_calls_per_turn: int = 50):
+        self._env = env
+        self._record = record
+        self.turn = turn
+        self._max_calls = max_calls_per_turn
+        self._calls_this_turn = 0
+        self._last_key: str | None = None
+        self._repeats = 0
+        self._next_id = 0
+
+    def start_turn(self, turn: int) -> None:
+        self.turn = turn
+        self._calls_this_turn = 0
+
+    @property
+    def schemas(self) -> list[dict[str, Any]]:
+        return self._env.tool_schemas()
+
+    def call(self, name: str, arguments: dict[str, Any] | str | None = None, *, call_id: str | None = None,
+             **kwargs: Any) -> ToolReply:
+        """Run ``name`` with ``arguments`` (a dict, raw JSON text, or keyword arguments)."""
+        if kwargs:
+            arguments = {**(arguments if isinstance(arguments, dict) else {}), **kwargs}
+        self._next_id += 1
+        call_id = call_id or f"call_{self.turn}_{self._next_id}"
+        outcome = self._env.execute(name, arguments)
+        self._record(ToolCall(
+            turn=self.turn, call_id=call_id, name=name, arguments=outcome.arguments,
+            raw_arguments=outcome.raw_arguments, access=outcome.access.value if outcome.access else None,
+        ))
+        if outcome.invalid_reason is not None:
+            self._record(InvalidCall(turn=self.turn, call_id=call_id, name=name, reason=outcome.invalid_reason))
+        self._record(ToolResult(turn=self.turn, call_id=call_id, name=name, ok=outcome.ok,
+                                result=outcome.result, error=outcome.error))
+        self._watch_for_loops(name, outcome.raw_arguments)
+        return ToolReply(outcome.ok, outcome.result, outcome.error)
+
+    def _watch_for_loops(self, name: str, raw: str) -> None:
+        self._calls_this_turn += 1
+        key = f"{name}\x00{_canonical(raw)}"
+        self._repeats = self._repeats + 1 if key == self._last_key else 1
+        self._last_key = key
+        if self._repeats >= LOOP_REPEATS:
+            raise StopTrial("agent_loop", f"{name} called {self._repeats} times in a row with the same arguments")
+        if self._calls_this_turn > self._max_calls:
+            raise StopTrial("agent_loop", f"more than {self._max_calls} tool calls in one turn")
+
+
+def _canonical(raw: str) -> str:
+    try:
+        return json.dumps(json.loads(raw), sort_keys=True)
+    except (ValueError, TypeError):
+        return raw
+
+
+@dataclass
+class AgentInput:
+    """Everything an agent gets for one turn."""
+
+    messages: list[Message]  # the conversation so far: {"role": "user"|"assistant", "content": str}
+    context: dict[str, Any]  # the scenario's agent_context
+    tools: ToolHandle
+    policy: str
+    seed: int
+    turn: int
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class AgentReply:
+    text: str
+    transfer: bool = False  # the agent handed the conversation to a human
+
+
+class Agent:
+    """Base of the agent adapters: one ``respond`` per user turn."""
+
+    def pin(self) -> Pin:
+        raise NotImplementedError
+
+    async def respond(self, inp: AgentInput) -> AgentReply:
+        raise NotImplementedError
+
+
+class PythonAgent(Agent):
+    def __init__(self, func: Callable[[AgentInput], Any], ref: str):
+        self.func = func
+        self.ref = ref
+
+    def pin(self) -> Pin:
+        return Pin(kind="python", ref=self.ref)
+
+    async def respond(self, inp: AgentInput) -> AgentReply:
+        value = self.func(inp)
+        if inspect.isawaitable(value):
+            value = await value
+        if isinstance(value, AgentReply):
+            return value
+        if not isinstance(value, str):
+            raise TypeError(f"agent {self.ref} returned {type(value).__name__}; return the reply text")
+        return AgentReply(text=value)
+
+
+def load_python_agent(ref: str, *, source: str = "agent") -> PythonAgent:
+    """Import ``module:attr`` (the module may also be a path to a .py file)."""
+    module_name, sep, attr = ref.rpartition(":")
+    if not sep or not module_name or not attr:
+        raise SpecError(f"{source}: {ref!r} is not module:attr (e.g. examples.retail_agents:careful_agent)")
+    try:
+        if module_name.endswith(".py"):
+            spec = importlib.util.spec_from_file_location("simlab_user_agent_" + hashlib.sha256(module_name.encode()).hexdigest()[:12], module_name)
+            if spec is None or spec.loader is None:
+                raise ImportError(f"cannot load {module_name}")
+            module = importlib.util.module_from_spec(spec)
+            spec.loader.exec_module(module)
+        else:
+            module = importlib.import_module(module_name)
+    except Exception as exc:  # an import error in user code is a spec problem, shown in one line
+        raise SpecError(f"{source}: cannot import {module_name!r}: {type(exc).__name__}: {exc}") from None
+    func = getattr(module, attr, None)
+    if func is None or not callable(func):
+        raise SpecError(f"{source}: {module_name!r} has no callable {attr!r}")
+    return PythonAgent(func, ref)

@@ -1,0 +1,37 @@
+"""Spec models (personas, scenarios, suites, project config) and their YAML loading."""
+
+from simlab.specs.config import AgentSpec, ProjectConfig, RunSettings, SimulatorSpec, Suite
+from simlab.specs.expect import Expect
+from simlab.specs.loader import (
+    Loaded,
+    LoadedScenario,
+    load_config,
+    load_model,
+    load_personas,
+    load_scenarios,
+    load_suite,
+    scenario_files,
+)
+from simlab.specs.persona import Persona
+from simlab.specs.scenario import Limits, Scenario, UserSpec
+
+__all__ = [
+    "AgentSpec",
+    "Expect",
+    "Limits",
+    "Loaded",
+    "LoadedScenario",
+    "Persona",
+    "ProjectConfig",
+    "RunSettings",
+    "Scenario",
+    "SimulatorSpec",
+    "Suite",
+    "UserSpec",
+    "load_config",
+    "load_model",
+    "load_personas",
+    "load_scenarios",
+    "load_suite",
+    "scenario_files",
+]

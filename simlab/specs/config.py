@@ -1,0 +1,114 @@
+"""Project config (``simlab.yaml``), suites, and how the agent and simulator are named."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import Field, model_validator
+
+from simlab.specs.base import SpecModel
+from simlab.specs.scenario import Limits
+
+PYTHON_PREFIX = "python:"
+
+
+class AgentSpec(SpecModel):
+    """The agent under test: a LiteLLM model, or a Python callable ``module:attr``."""
+
+    model: str | None = Field(None, description="Any LiteLLM model string, e.g. openai/gpt-4o-2024-08-06.")
+    python: str | None = Field(None, description="module:attr of a sync or async callable.")
+    api_base: str | None = Field(None, description="OpenAI-compatible endpoint (llama.cpp, Ollama, vLLM…).")
+    api_key_env: str | None = Field(None, description="Name of the environment variable holding the key.")
+    temperature: float | None = 0.0
+    system_prompt: str | None = Field(None, description="Overrides the domain policy as system prompt.")
+    max_steps: int = Field(10, ge=1, description="Tool-call rounds per agent turn.")
+    params: dict[str, Any] = Field(default_factory=dict, description="Extra LiteLLM parameters.")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _from_string(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            if value.startswith(PYTHON_PREFIX):
+                return {"python": value[len(PYTHON_PREFIX):]}
+            return {"model": value}
+        return value
+
+    @model_validator(mode="after")
+    def _one_kind(self) -> "AgentSpec":
+        if (self.model is None) == (self.python is None):
+            raise ValueError("give exactly one of 'model' (a LiteLLM model) or 'python' (module:attr)")
+        return self
+
+    @property
+    def ref(self) -> str:
+        return self.model or f"{PYTHON_PREFIX}{self.python}"
+
+
+class SimulatorSpec(SpecModel):
+    """Who plays the user: ``rules`` or ``scripted`` (offline, deterministic) or a LiteLLM model."""
+
+    kind: Literal["rules", "scripted", "llm"] = "rules"
+    model: str | None = None
+    api_base: str | None = None
+    api_key_env: str | None = None
+    temperature: float = 0.7
+    allow_same_family: bool = False
+    params: dict[str, Any] = Field(default_factory=dict)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _from_string(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            if value in ("rules", "scripted"):
+                return {"kind": value}
+            return {"kind": "llm", "model": value}
+        if isinstance(value, dict) and "model" in value and "kind" not in value:
+            return {**value, "kind": "llm"}
+        return value
+
+    @model_validator(mode="after")
+    def _model_for_llm(self) -> "SimulatorSpec":
+        if self.kind == "llm" and not self.model:
+            raise ValueError("an llm simulator needs 'model'")
+        if self.kind != "llm" and self.model:
+            raise ValueError(f"a {self.kind} simulator takes no model")
+        return self
+
+    @property
+    def ref(self) -> str:
+        return self.model if self.kind == "llm" and self.model else self.kind
+
+
+class RunSettings(SpecModel):
+    """Settings shared by ``simlab.yaml`` and suite files; a suite's override the project's."""
+
+    agent: AgentSpec | None = None
+    simulator: SimulatorSpec | None = None
+    judge: str | None = Field(None, description="Judge model (LiteLLM string), used by the graders.")
+    trials: int | None = Field(None, ge=1, le=10_000)
+    concurrency: int | None = Field(None, ge=1, le=4096)
+    model_concurrency: dict[str, int] = Field(
+        default_factory=dict, description="Per-model cap on concurrent calls: {model: N}."
+    )
+    seed: int | None = None
+    limits: Limits | None = None
+    max_retries: int | None = Field(None, ge=0, le=20, description="Retries of a transient model error.")
+    call_timeout_s: float | None = Field(None, gt=0, description="Per model call timeout.")
+
+
+class ProjectConfig(RunSettings):
+    """``simlab.yaml`` at the project root."""
+
+    scenarios: list[str] = Field(default_factory=lambda: ["scenarios"], description="Where scenarios live.")
+    personas: str = Field("personas", description="Folder of persona files.")
+    transcripts: str = Field("transcripts", description="Where runs are written.")
+
+
+class Suite(RunSettings):
+    """A named set of scenarios with its own settings (``--suite FILE``)."""
+
+    id: str
+    description: str = ""
+    scenarios: list[str] = Field(description="Paths or globs of scenario files, relative to the suite file.")
+    tags: list[str] = Field(default_factory=list, description="Only scenarios carrying one of these tags.")
+    gates: list[Any] = Field(default_factory=list, description="Gates (checked by `simlab gate`).")

@@ -1,0 +1,141 @@
+"""The ``expect:`` block of a scenario: what the graders check.
+
+This module only describes and validates the block (unknown keys and unknown tools are load
+errors); the graders give it meaning.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import Field, model_validator
+
+from simlab.specs.base import SpecModel
+
+COMPARISONS = ("equals", "not_equals", "contains", "exists", "absent", "gt", "ge", "lt", "le")
+
+
+class StateAssertion(SpecModel):
+    """One assertion on the final environment state, e.g. ``refunds[order_id=A123].method``."""
+
+    path: str = Field(description="Path into the state: dotted keys, [index] or [field=value] filters.")
+    equals: Any = None
+    not_equals: Any = None
+    contains: Any = None
+    exists: bool | None = None
+    absent: bool | None = None
+    gt: float | None = None
+    ge: float | None = None
+    lt: float | None = None
+    le: float | None = None
+    tolerance: float = Field(1e-9, ge=0, description="Numeric tolerance for equals and comparisons.")
+    name: str | None = Field(None, description="Sub-goal name used in reports and partial credit.")
+
+    @model_validator(mode="after")
+    def _one_comparison(self) -> "StateAssertion":
+        given = [c for c in COMPARISONS if c in self.model_fields_set]
+        if not given:
+            raise ValueError(f"give one comparison: {', '.join(COMPARISONS)}")
+        return self
+
+
+class CallSpec(SpecModel):
+    """A reference tool call; ``args`` lists only the arguments that matter."""
+
+    tool: str
+    args: dict[str, Any] = Field(default_factory=dict)
+    compare: dict[str, str | dict[str, Any]] = Field(
+        default_factory=dict,
+        description="Per-argument comparator: exact, ignore, casefold, number, date, regex, one_of, module:func.",
+    )
+
+
+class Trajectory(SpecModel):
+    mode: Literal["exact", "in_order", "any_order", "subset", "superset"] = "in_order"
+    calls: list[str | CallSpec] = Field(description="Reference calls: tool names or {tool, args}.")
+
+
+class Rule(SpecModel):
+    """One policy rule; exactly one of the rule keys is set."""
+
+    before: list[str] | None = Field(None, min_length=2, max_length=2, description="[A, B]: A must precede every B.")
+    after_confirmation: str | None = Field(None, description="Tool allowed only after the user confirmed.")
+    max_calls: dict[str, int] | None = Field(None, description="{tool: N}: at most N calls.")
+    limit: str | None = Field(None, description="Argument limit, e.g. 'issue_refund.amount <= 100'.")
+    unless: str | None = Field(None, description="With limit: a tool whose earlier success lifts the limit.")
+    no_write_after_refusal: bool | None = None
+    owner: dict[str, str] | None = Field(
+        None, description="Permission rule: {tool.arg: state path of the owner, principal: agent_context key}."
+    )
+    forbid_args: dict[str, Any] | None = Field(
+        None, description="{tool, args, category}: a call with these arguments is a violation (injection cases)."
+    )
+    python: str | None = Field(None, description="module:function(transcript) -> list of violations.")
+    name: str | None = None
+
+    @model_validator(mode="after")
+    def _exactly_one(self) -> "Rule":
+        keys = ["before", "after_confirmation", "max_calls", "limit", "no_write_after_refusal", "owner",
+                "forbid_args", "python"]
+        given = [k for k in keys if getattr(self, k) is not None]
+        if len(given) != 1:
+            raise ValueError(f"a rule needs exactly one of {', '.join(keys)}; got {given or 'none'}")
+        if self.unless is not None and self.limit is None:
+            raise ValueError("'unless' only goes with 'limit'")
+        return self
+
+
+class Budgets(SpecModel):
+    max_user_turns: int | None = Field(None, ge=0)
+    max_agent_turns: int | None = Field(None, ge=0)
+    max_tool_calls: int | None = Field(None, ge=0)
+    max_tokens: int | None = Field(None, ge=0)
+    max_cost_usd: float | None = Field(None, ge=0)
+    max_seconds: float | None = Field(None, ge=0)
+
+
+class RubricItem(SpecModel):
+    id: str
+    text: str
+    hard: bool = False
+
+
+class Expect(SpecModel):
+    state: list[StateAssertion] = Field(default_factory=list)
+    expected_actions: list[CallSpec] = Field(
+        default_factory=list,
+        description="Reference WRITE actions; replayed on a fresh state to get the expected end state.",
+    )
+    ignore_paths: list[str] = Field(default_factory=list, description="State paths left out of the comparison.")
+    predicate: str | None = Field(None, description="module:function(state, transcript) -> bool | (bool, reason)")
+    trajectory: Trajectory | None = None
+    forbidden: list[str | CallSpec] = Field(default_factory=list)
+    rules: list[Rule] = Field(default_factory=list)
+    budgets: Budgets | None = None
+    rubric: list[RubricItem] = Field(default_factory=list)
+    groundedness: bool = False
+
+    def tool_references(self) -> list[tuple[tuple[Any, ...], str]]:
+        """Every tool name this block mentions, with the field path that mentions it."""
+        refs: list[tuple[tuple[Any, ...], str]] = []
+        for i, action in enumerate(self.expected_actions):
+            refs.append((("expected_actions", i, "tool"), action.tool))
+        if self.trajectory:
+            for i, call in enumerate(self.trajectory.calls):
+                refs.append((("trajectory", "calls", i), call if isinstance(call, str) else call.tool))
+        for i, item in enumerate(self.forbidden):
+            refs.append((("forbidden", i), item if isinstance(item, str) else item.tool))
+        for i, rule in enumerate(self.rules):
+            for name in rule.before or []:
+                refs.append((("rules", i, "before"), name))
+            if rule.after_confirmation:
+                refs.append((("rules", i, "after_confirmation"), rule.after_confirmation))
+            for name in rule.max_calls or {}:
+                refs.append((("rules", i, "max_calls"), name))
+            if rule.limit:
+                refs.append((("rules", i, "limit"), rule.limit.split(".", 1)[0].strip()))
+            if rule.unless:
+                refs.append((("rules", i, "unless"), rule.unless))
+            if rule.forbid_args and "tool" in rule.forbid_args:
+                refs.append((("rules", i, "forbid_args", "tool"), str(rule.forbid_args["tool"])))
+        return refs

@@ -1,0 +1,78 @@
+"""Scenario: one case a simulated user plays against the agent."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import Field, field_validator
+
+from simlab.specs.base import SpecModel
+from simlab.specs.expect import Expect
+from simlab.specs.persona import Persona
+
+
+class UserSpec(SpecModel):
+    """What the simulated user wants, knows, and must keep to itself."""
+
+    goal: str = Field(description="The hidden goal, in the user's terms. The agent never sees it.")
+    known_facts: dict[str, Any] = Field(
+        default_factory=dict, description="Facts the user can tell when asked: {name: value}."
+    )
+    never_reveal: dict[str, Any] = Field(
+        default_factory=dict,
+        description="Facts the user must never say: {name: value} (a list of values is accepted too).",
+    )
+    success_phrases: list[str] = Field(
+        default_factory=list,
+        description="Regexes (case-insensitive): an agent reply matching one means the goal is met.",
+    )
+    reject_phrases: list[str] = Field(
+        default_factory=list,
+        description="Regexes: offers the user refuses (e.g. 'store credit').",
+    )
+    give_up_phrases: list[str] = Field(
+        default_factory=list,
+        description="Regexes: an agent reply matching one makes the goal hopeless (the user gives up).",
+    )
+    opening: str | None = Field(None, description="A fixed first message; otherwise the simulator writes one.")
+    script: list[str] = Field(default_factory=list, description="User turns for the scripted simulator.")
+
+    @field_validator("never_reveal", mode="before")
+    @classmethod
+    def _list_to_mapping(cls, value: Any) -> Any:
+        if isinstance(value, list):
+            return {str(v): v for v in value}
+        return value
+
+
+class Limits(SpecModel):
+    """Run-time caps: hitting one ends the trial with ``budget_exceeded``."""
+
+    max_tokens: int | None = Field(None, ge=1)
+    max_cost_usd: float | None = Field(None, gt=0)
+    max_seconds: float | None = Field(None, gt=0)
+    max_agent_steps: int = Field(10, ge=1, description="Tool-call rounds within one agent turn.")
+
+
+class Scenario(SpecModel):
+    id: str = Field(pattern=r"^[a-z0-9][a-z0-9_.-]*$")
+    title: str
+    description: str = ""
+    tags: list[str] = Field(default_factory=list)
+    domain: str = Field(description="Built-in domain name or an importable module (module or module:attr).")
+    persona: str | Persona = Field(description="A persona id from personas/, or an inline persona.")
+    user: UserSpec
+    agent_context: dict[str, Any] = Field(
+        default_factory=dict, description="Told to the agent up front: signed-in customer, channel, role…"
+    )
+    initial_state: dict[str, Any] = Field(
+        default_factory=dict, description="Overrides deep-merged over the domain's seed data."
+    )
+    max_turns: int = Field(12, ge=1, le=500)
+    trials: int | None = Field(None, ge=1, le=10_000, description="Trials per run; default from simlab.yaml.")
+    limits: Limits = Field(default_factory=Limits)
+    expect: Expect = Field(default_factory=Expect)
+
+    @property
+    def persona_id(self) -> str:
+        return self.persona if isinstance(self.persona, str) else self.persona.id

@@ -1,0 +1,204 @@
+"""The transcript: everything one trial did, in order.
+
+Events form one discriminated union keyed by ``type``. Each event carries ``turn`` (the
+conversation turn it belongs to; a turn is one user message and the agent's whole answer to it)
+so a check can point at it. The list index of an event in ``Transcript.events`` is its stable
+address (``event`` in a check).
+"""
+
+from __future__ import annotations
+
+from enum import Enum
+from typing import Annotated, Any, Literal, Union
+
+from pydantic import BaseModel, ConfigDict, Field
+
+TRANSCRIPT_SCHEMA_VERSION = 1
+
+Role = Literal["agent", "simulator", "judge"]
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class Usage(_Model):
+    """What one model call (or a sum of them) cost. ``None`` means unknown, never zero."""
+
+    input_tokens: int | None = Field(None, description="Prompt tokens; None when the provider did not say.")
+    output_tokens: int | None = Field(None, description="Completion tokens; None when unknown.")
+    cached_tokens: int | None = Field(None, description="Prompt tokens served from the provider cache.")
+    cost_usd: float | None = Field(None, description="Cost in USD; None when the price is unknown.")
+    latency_s: float = Field(0.0, description="Wall-clock seconds of the call, retries included.")
+    retries: int = Field(0, description="How many times the call was retried after a transient error.")
+    retry_wait_s: float = Field(0.0, description="Seconds spent waiting between retries.")
+
+    def __add__(self, other: "Usage") -> "Usage":
+        def add(a: float | int | None, b: float | int | None) -> Any:
+            return None if a is None or b is None else a + b
+
+        return Usage(
+            input_tokens=add(self.input_tokens, other.input_tokens),
+            output_tokens=add(self.output_tokens, other.output_tokens),
+            cached_tokens=add(self.cached_tokens, other.cached_tokens),
+            cost_usd=add(self.cost_usd, other.cost_usd),
+            latency_s=self.latency_s + other.latency_s,
+            retries=self.retries + other.retries,
+            retry_wait_s=self.retry_wait_s + other.retry_wait_s,
+        )
+
+
+class UserMessage(_Model):
+    """A message of the simulated user, with any control signal already stripped out."""
+
+    type: Literal["user"] = "user"
+    turn: int
+    text: str
+
+
+class AgentMessage(_Model):
+    """The agent's text reply that ends its part of a turn."""
+
+    type: Literal["agent"] = "agent"
+    turn: int
+    text: str
+
+
+class ToolCall(_Model):
+    """The agent asked for a tool. ``arguments`` is None when ``raw_arguments`` was not JSON."""
+
+    type: Literal["tool_call"] = "tool_call"
+    turn: int
+    call_id: str
+    name: str
+    arguments: dict[str, Any] | None = None
+    raw_arguments: str = ""
+    access: Literal["read", "write"] | None = Field(None, description="The tool's kind; None for unknown tools.")
+
+
+class ToolResult(_Model):
+    """What the tool returned (``ok``) or the error the agent was shown instead."""
+
+    type: Literal["tool_result"] = "tool_result"
+    turn: int
+    call_id: str
+    name: str
+    ok: bool
+    result: Any = None
+    error: str | None = None
+
+
+class InvalidCall(_Model):
+    """A call that never ran: unknown tool, arguments that are not JSON or fail the schema."""
+
+    type: Literal["invalid_call"] = "invalid_call"
+    turn: int
+    call_id: str
+    name: str
+    reason: str
+
+
+class Signal(_Model):
+    """A control signal: the user stopped, gave up, or asked for a transfer; the agent transferred."""
+
+    type: Literal["signal"] = "signal"
+    turn: int
+    role: Literal["user", "agent"]
+    signal: Literal["stop", "give_up", "transfer"]
+
+
+class ModelCall(_Model):
+    """One model call (after retries) made on behalf of a role."""
+
+    type: Literal["model_call"] = "model_call"
+    turn: int
+    role: Role
+    model: str
+    usage: Usage
+    error: str | None = None
+
+
+class ErrorEvent(_Model):
+    """Something broke that is not the agent's fault or is unrecoverable for this trial."""
+
+    type: Literal["error"] = "error"
+    turn: int
+    source: str = Field(description="Where it broke: agent, simulator, judge, tool, lab.")
+    kind: str = Field(description="auth | bad_request | not_found | transient | context_window | timeout | crash")
+    message: str
+
+
+Event = Annotated[
+    Union[UserMessage, AgentMessage, ToolCall, ToolResult, InvalidCall, Signal, ModelCall, ErrorEvent],
+    Field(discriminator="type"),
+]
+
+
+class TerminationReason(str, Enum):
+    GOAL_REACHED = "goal_reached"  # the user said the goal is met (stop signal)
+    USER_GAVE_UP = "user_gave_up"
+    AGENT_TRANSFERRED = "agent_transferred"
+    MAX_TURNS = "max_turns"  # turn cap: a fail, never a silent pass
+    AGENT_LOOP = "agent_loop"  # same tool and arguments three times in a row
+    BUDGET_EXCEEDED = "budget_exceeded"  # tokens, cost or wall time per trial
+    CONTEXT_WINDOW = "context_window"
+    ERROR = "error"  # infrastructure: retries exhausted, auth failure, a crash in the lab
+
+
+class Termination(_Model):
+    reason: TerminationReason
+    detail: str = ""
+    turn: int = 0
+
+
+class Pin(_Model):
+    """Exactly what played a role: kind, model or reference, and its settings."""
+
+    kind: str = Field(description="llm | python | rules | scripted")
+    ref: str = Field(description="Model string or module:attr.")
+    settings: dict[str, Any] = Field(default_factory=dict, description="Temperature, api_base, seed… never secrets.")
+
+
+class Transcript(_Model):
+    """One trial, complete: what was said, done, spent, and why it ended."""
+
+    schema_version: int = TRANSCRIPT_SCHEMA_VERSION
+    run_id: str
+    unit_id: str = Field(description="scenario_id#trial: the unit's identity inside its run.")
+    scenario_id: str
+    persona_id: str
+    domain: str
+    trial: int
+    seed: int
+    agent: Pin
+    simulator: Pin
+    agent_context: dict[str, Any] = Field(default_factory=dict)
+    events: list[Event] = Field(default_factory=list)
+    termination: Termination
+    final_state: dict[str, Any] | None = None
+    started_at: str = ""
+    duration_s: float = 0.0
+
+    def usage_by_role(self) -> dict[str, Usage]:
+        """Sum of model-call usage per role; roles with no call are absent."""
+        totals: dict[str, Usage] = {}
+        for event in self.events:
+            if isinstance(event, ModelCall):
+                totals[event.role] = totals.get(event.role, Usage()) + event.usage
+        return totals
+
+    def user_turns(self) -> int:
+        return sum(1 for e in self.events if isinstance(e, UserMessage))
+
+    def tool_calls(self) -> list[ToolCall]:
+        return [e for e in self.events if isinstance(e, ToolCall)]
+
+
+class TrialRecord(_Model):
+    """One line of ``trials.jsonl``: a transcript plus the checks graded on it."""
+
+    schema_version: int = TRANSCRIPT_SCHEMA_VERSION
+    unit_id: str
+    transcript: Transcript
+    checks: list[dict[str, Any]] = Field(default_factory=list, description="Filled by the graders.")
+    verdict: str | None = Field(None, description="pass | fail | invalid | error; None until graded.")

@@ -35,6 +35,7 @@ class Domain:
     policy: str
     seed_state: dict[str, Any] = field(default_factory=dict)
     policy_version: str | None = None
+    transfer_tools: tuple[str, ...] = ("transfer_to_human",)  # a successful call hands the user to a human
 
     def __post_init__(self) -> None:
         names = [t.name for t in self.tools]

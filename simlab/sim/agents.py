@@ -18,7 +18,7 @@ from typing import Any, Callable
 from simlab.env.domain import Environment
 from simlab.errors import SpecError
 from simlab.llm.types import ChatModel, Message
-from simlab.transcript import InvalidCall, Pin, ToolCall, ToolResult
+from simlab.transcript import InvalidCall, ModelCall, Pin, ToolCall, ToolResult
 
 LOOP_REPEATS = 3  # the same tool with the same arguments this many times in a row is a loop
 
@@ -116,7 +116,8 @@ class AgentInput:
     policy: str
     seed: int
     turn: int
-    extra: dict[str, Any] = field(default_factory=dict)
+    memory: dict[str, Any] = field(default_factory=dict)  # kept across the turns of one trial
+    record: Callable[[Any], None] | None = None  # appends an event (e.g. a ModelCall) to the transcript
 
 
 @dataclass
@@ -174,3 +175,58 @@ def load_python_agent(ref: str, *, source: str = "agent") -> PythonAgent:
     if func is None or not callable(func):
         raise SpecError(f"{source}: {module_name!r} has no callable {attr!r}")
     return PythonAgent(func, ref)
+
+
+def render_context(context: dict[str, Any]) -> str:
+    if not context:
+        return ""
+    lines = "\n".join(f"- {key}: {value}" for key, value in context.items())
+    return f"\n\n# Context of this conversation\n{lines}"
+
+
+class LLMAgent(Agent):
+    """A tool-calling LLM: within one turn it calls tools until it answers in text (step cap)."""
+
+    def __init__(self, model: ChatModel, *, system_prompt: str | None = None, max_steps: int = 10,
+                 transfer_tools: tuple[str, ...] = ("transfer_to_human",)):
+        self.model = model
+        self.system_prompt = system_prompt
+        self.max_steps = max_steps
+        self.transfer_tools = transfer_tools
+
+    def pin(self) -> Pin:
+        pin = self.model.pin()
+        settings = {**pin.settings, "max_steps": self.max_steps}
+        if self.system_prompt is not None:
+            settings["system_prompt_sha256"] = hashlib.sha256(self.system_prompt.encode()).hexdigest()
+        return Pin(kind="llm", ref=pin.ref, settings=settings)
+
+    async def respond(self, inp: AgentInput) -> AgentReply:
+        history: list[Message] = inp.memory.setdefault("history", [
+            {"role": "system", "content": (self.system_prompt or inp.policy) + render_context(inp.context)}
+        ])
+        history.append(inp.messages[-1])  # the user's newest message
+        transferred = False
+        for _ in range(self.max_steps):
+            result = await self.model.chat(history, tools=inp.tools.schemas, seed=inp.seed)
+            if inp.record:
+                inp.record(ModelCall(turn=inp.turn, role="agent", model=self.model.model, usage=result.usage))
+            if not result.tool_calls:
+                text = result.text or ""
+                history.append({"role": "assistant", "content": text})
+                return AgentReply(text=text, transfer=transferred)
+            history.append({
+                "role": "assistant",
+                "content": result.text or None,
+                "tool_calls": [
+                    {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}
+                    for c in result.tool_calls
+                ],
+            })
+            for call in result.tool_calls:
+                reply = inp.tools.call(call.name, call.arguments, call_id=call.id)
+                history.append({"role": "tool", "tool_call_id": call.id, "content": reply.as_text()})
+                transferred = transferred or (reply.ok and call.name in self.transfer_tools)
+            if transferred:
+                return AgentReply(text=result.text or "", transfer=True)
+        raise StopTrial("agent_loop", f"no text reply after {self.max_steps} tool-call rounds in one turn")

@@ -1,8 +1,8 @@
 """Safe YAML loading that remembers where every value came from.
 
 Returns the data and a map from field path (tuple of keys and indexes) to the 1-based line, so
-that a validation error can name the line. Duplicate keys, Python tags and alias bombs are
-rejected before any value is built.
+that a validation error can name the line. Duplicate keys, Python and custom tags, alias bombs,
+deep nesting and huge files are rejected before any value is built.
 """
 
 from __future__ import annotations
@@ -15,8 +15,13 @@ import yaml
 from simlab.errors import SpecError
 
 MAX_NODES = 200_000  # far beyond any hand-written spec; stops billion-laughs expansion
+MAX_DEPTH = 64
 MAX_BYTES = 5_000_000
 LineMap = dict[tuple[Any, ...], int]
+
+_Loader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+_MERGE = "tag:yaml.org,2002:merge"
+_ALLOWED_TAGS = {tag for tag in yaml.SafeLoader.yaml_constructors if tag} | {_MERGE}
 
 
 def load_yaml_file(path: Path) -> tuple[Any, LineMap]:
@@ -27,60 +32,130 @@ def load_yaml_file(path: Path) -> tuple[Any, LineMap]:
     if len(raw) > MAX_BYTES:
         raise SpecError(f"{path}: file is {len(raw):,} bytes; specs are limited to {MAX_BYTES:,}")
     try:
-        text = raw.decode("utf-8")
+        text = raw.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         raise SpecError(f"{path}: not UTF-8 text (byte {exc.start}); is this a YAML file?") from None
-    if "\x00" in text:
-        raise SpecError(f"{path}: contains NUL bytes; is this a YAML file?")
     return load_yaml_text(text, str(path))
 
 
 def load_yaml_text(text: str, source: str) -> tuple[Any, LineMap]:
-    loader = yaml.SafeLoader(text)
+    if "\x00" in text:
+        line = text.count("\n", 0, text.index("\x00")) + 1
+        raise SpecError(f"{source}:{line}: contains NUL bytes; is this a YAML file?")
     try:
-        node = loader.get_single_node()
-        if node is None:
-            raise SpecError(f"{source}: the file is empty; expected a mapping of fields")
-        lines: LineMap = {}
-        _walk(node, (), lines, source, [0])
-        data = loader.construct_document(node)
+        _prescan(text, source)
+        loader = _Loader(text)
+        try:
+            node = loader.get_single_node()
+            if node is None:
+                raise SpecError(f"{source}: the file is empty; expected a mapping of fields")
+            lines: LineMap = {}
+            _Walker(loader, source, lines).walk(node, ())
+            data = loader.construct_document(node)
+        finally:
+            loader.dispose()
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         where = f":{mark.line + 1}" if mark else ""
         problem = " ".join(p for p in (exc.context, exc.problem) if p)
         raise SpecError(f"{source}{where}: YAML syntax error: {problem}") from None
+    except yaml.reader.ReaderError as exc:
+        line = text.count("\n", 0, max(exc.position, 0)) + 1
+        raise SpecError(
+            f"{source}:{line}: character {exc.character!r} is not allowed in YAML ({exc.reason})"
+        ) from None
     except yaml.YAMLError as exc:
         raise SpecError(f"{source}: YAML error: {exc}") from None
     except RecursionError:
         raise SpecError(f"{source}: YAML nested too deeply") from None
-    finally:
-        loader.dispose()
     return data, lines
 
 
-def _walk(node: yaml.Node, path: tuple[Any, ...], lines: LineMap, source: str, count: list[int]) -> None:
-    count[0] += 1
-    if count[0] > MAX_NODES:
-        raise SpecError(f"{source}: YAML expands to more than {MAX_NODES:,} values (alias bomb?)")
-    if len(path) > 64:
-        raise SpecError(f"{source}:{node.start_mark.line + 1}: YAML nested deeper than 64 levels")
-    lines.setdefault(path, node.start_mark.line + 1)
-    if isinstance(node, yaml.MappingNode):
+def _prescan(text: str, source: str) -> None:
+    """Count values and nesting on the event stream (cheap, not recursive) before composing."""
+    depth = count = 0
+    for event in yaml.parse(text, Loader=_Loader):
+        if isinstance(event, yaml.CollectionStartEvent):
+            depth += 1
+            if depth > MAX_DEPTH:
+                line = event.start_mark.line + 1
+                raise SpecError(f"{source}:{line}: YAML nested deeper than {MAX_DEPTH} levels")
+        elif isinstance(event, yaml.CollectionEndEvent):
+            depth -= 1
+        if isinstance(event, yaml.NodeEvent):
+            count += 1
+            if count > MAX_NODES:
+                raise SpecError(f"{source}: more than {MAX_NODES:,} YAML values; is this a spec file?")
+
+
+class _Walker:
+    """Record the line of every path; reject duplicate keys, unknown tags and alias bombs."""
+
+    def __init__(self, loader: Any, source: str, lines: LineMap):
+        self.loader, self.source, self.lines, self.count = loader, source, lines, 0
+
+    def walk(self, node: yaml.Node, path: tuple[Any, ...]) -> None:
+        self.count += 1
+        if self.count > MAX_NODES:
+            raise SpecError(f"{self.source}: YAML expands to more than {MAX_NODES:,} values (alias bomb?)")
+        line = node.start_mark.line + 1
+        if len(path) > MAX_DEPTH:
+            raise SpecError(f"{self.source}:{line}: YAML nested deeper than {MAX_DEPTH} levels")
+        self._check_tag(node, path)
+        self.lines.setdefault(path, line)
+        if isinstance(node, yaml.MappingNode):
+            self._mapping(node, path)
+        elif isinstance(node, yaml.SequenceNode):
+            for index, item in enumerate(node.value):
+                self.walk(item, (*path, index))
+
+    def _check_tag(self, node: yaml.Node, path: tuple[Any, ...]) -> None:
+        if node.tag not in _ALLOWED_TAGS:
+            tag = node.tag.replace("tag:yaml.org,2002:", "!!")
+            dotted = ".".join(str(p) for p in path) or "(top level)"
+            raise SpecError(
+                f"{self.source}:{node.start_mark.line + 1}: {dotted}: YAML tag {tag!r} is not allowed; "
+                "specs are plain data (no Python objects or custom tags)"
+            )
+
+    def _mapping(self, node: yaml.MappingNode, path: tuple[Any, ...]) -> None:
         seen: dict[Any, int] = {}
+        merges = []
         for key_node, value_node in node.value:
-            key = key_node.value if isinstance(key_node, yaml.ScalarNode) else repr(key_node)
+            if key_node.tag == _MERGE:
+                merges.append(value_node)
+                continue
+            self._check_tag(key_node, path)
+            key = self._key(key_node)
             line = key_node.start_mark.line + 1
-            if key in seen and key != "<<":
+            if key in seen:
                 dotted = ".".join(str(p) for p in (*path, key))
                 raise SpecError(
-                    f"{source}:{line}: {dotted}: duplicate key (first at line {seen[key]}); remove one"
+                    f"{self.source}:{line}: {dotted}: duplicate key (first at line {seen[key]}); remove one"
                 )
             seen[key] = line
-            lines[(*path, key)] = line
-            _walk(value_node, (*path, key), lines, source, count)
-    elif isinstance(node, yaml.SequenceNode):
-        for index, item in enumerate(node.value):
-            _walk(item, (*path, index), lines, source, count)
+            self.lines[(*path, key)] = line
+            self.walk(value_node, (*path, key))
+        for value_node in merges:  # `<<: *base` puts base's keys here unless given explicitly
+            self.walk(value_node, (*path, "<<"))
+            sources = value_node.value if isinstance(value_node, yaml.SequenceNode) else [value_node]
+            for source in sources:
+                if isinstance(source, yaml.MappingNode):
+                    for key_node, _ in source.value:
+                        key = self._key(key_node)
+                        if key not in seen:
+                            self.lines.setdefault((*path, key), key_node.start_mark.line + 1)
+
+    def _key(self, key_node: yaml.Node) -> Any:
+        """The key as it will be in the data (``1`` and ``'1'`` differ), so error paths match."""
+        if isinstance(key_node, yaml.ScalarNode):
+            key = self.loader.construct_object(key_node)
+            try:
+                hash(key)
+                return key
+            except TypeError:
+                return key_node.value
+        return repr(key_node.value)
 
 
 def line_for(lines: LineMap, loc: tuple[Any, ...]) -> int | None:

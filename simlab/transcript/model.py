@@ -180,11 +180,12 @@ class Transcript(_Model):
     duration_s: float = 0.0
 
     def usage_by_role(self) -> dict[str, Usage]:
-        """Sum of model-call usage per role; roles with no call are absent."""
+        """Sum of model-call usage per role; roles with no call are absent. A sum with any
+        unknown part is unknown (None), never a silent undercount."""
         totals: dict[str, Usage] = {}
         for event in self.events:
             if isinstance(event, ModelCall):
-                totals[event.role] = totals.get(event.role, Usage()) + event.usage
+                totals[event.role] = totals[event.role] + event.usage if event.role in totals else event.usage
         return totals
 
     def user_turns(self) -> int:

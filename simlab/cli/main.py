@@ -1,0 +1,103 @@
+"""``simlab``: the command line. Errors become one message and an exit code, never a traceback."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from typing import Callable
+
+from simlab import __version__
+from simlab.errors import EXIT_USAGE, SimlabError
+
+EXIT_INTERRUPTED = 130
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="simlab",
+        description="Simulated users talk to your agent; every conversation is recorded, graded and summarised.",
+    )
+    parser.add_argument("--version", action="version", version=f"simlab {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    run = sub.add_parser("run", help="simulate conversations and record transcripts",
+                         description="Plan scenario × trial units and play them; re-running a run id resumes it.")
+    run.add_argument("paths", nargs="*", help="scenario files or folders (default: simlab.yaml's scenarios)")
+    run.add_argument("--suite", help="a suite file naming scenarios and settings")
+    run.add_argument("--agent", help="LiteLLM model string, or python:module:attr")
+    run.add_argument("--simulator", help="rules | scripted | a LiteLLM model string")
+    run.add_argument("--judge", help="judge model (LiteLLM string), for the graders")
+    run.add_argument("--trials", type=_positive, help="trials per scenario")
+    run.add_argument("--concurrency", type=_positive, help="trials played at once")
+    run.add_argument("--run-id", help="name of the run folder; an existing one is resumed")
+    run.add_argument("--seed", type=int, help="run seed; trial seeds are derived from it (default 0)")
+    run.add_argument("--force", action="store_true", help="resume even if the stored pins differ")
+    run.add_argument("--allow-same-family", action="store_true",
+                     help="allow a simulator of the same model family as the agent")
+    run.add_argument("--no-progress", action="store_true", help="no progress bar")
+
+    validate = sub.add_parser("validate", help="check scenario, persona, suite and config files")
+    validate.add_argument("paths", nargs="*", help="files or folders (default: the project's scenarios and personas)")
+
+    schema = sub.add_parser("schema", help="write JSON Schemas for the YAML files (for editors)")
+    schema.add_argument("--out", default="schemas", help="folder to write into (default: schemas)")
+    return parser
+
+
+def _positive(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError("must be at least 1")
+    return value
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.command is None:
+        parser.print_help()
+        return EXIT_USAGE
+    commands: dict[str, Callable[[argparse.Namespace], int]] = {
+        "run": _run, "validate": _validate, "schema": _schema,
+    }
+    try:
+        return commands[args.command](args)
+    except SimlabError as exc:
+        print(f"error: {exc}" if "\n" not in str(exc) else f"error:\n{exc}", file=sys.stderr)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    except Exception as exc:  # a bug in simlab: one line unless asked for the traceback
+        if os.environ.get("SIMLAB_DEBUG"):
+            raise
+        print(f"internal error: {type(exc).__name__}: {exc} (set SIMLAB_DEBUG=1 for the traceback)",
+              file=sys.stderr)
+        return 70
+
+
+def _run(args: argparse.Namespace) -> int:
+    from simlab.cli.run_cmd import run_command
+
+    return run_command(args)
+
+
+def _validate(args: argparse.Namespace) -> int:
+    from simlab.cli.validate_cmd import validate_command
+
+    return validate_command(args)
+
+
+def _schema(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from simlab.specs.schema import write_schemas
+
+    for path in write_schemas(Path(args.out)):
+        print(path)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

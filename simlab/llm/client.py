@@ -1,0 +1,241 @@
+"""``LiteLLMModel``: one async chat call to any LiteLLM model, with simlab's retries and usage.
+
+LiteLLM's own retries are off (``num_retries=0, max_retries=0``) so that only ``retry.py``
+retries and the transcript can say how often. Usage never invents numbers: tokens and cost the
+provider did not report stay ``None``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import os
+import time
+from typing import Any
+
+from simlab.llm.lazy import load_litellm
+from simlab.llm.limits import ModelLimiter
+from simlab.llm.redact import safe_settings, scrub, secret_values
+from simlab.llm.retry import RetryPolicy, RetryStats, Sleep, call_with_retries, classify
+from simlab.llm.types import ChatResult, Message, ModelError, ModelErrorKind, ToolCallRequest
+from simlab.transcript import Pin, Usage
+
+log = logging.getLogger("simlab.llm")
+
+# Keys simlab sets itself; letting ``params`` override them would break retries or leak keys.
+_RESERVED = frozenset({"model", "messages", "tools", "num_retries", "max_retries", "stream", "api_key"})
+_MAX_ERROR_CHARS = 800
+
+
+class LiteLLMModel:
+    """A ``ChatModel`` backed by ``litellm.acompletion``.
+
+    ``api_key_env`` names the environment variable holding the key; it is read at call time and
+    never stored. ``params`` are extra LiteLLM arguments (``max_tokens``, ``mock_response``...).
+    """
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        role: str,
+        api_base: str | None = None,
+        api_key_env: str | None = None,
+        temperature: float | None = None,
+        params: dict[str, Any] | None = None,
+        max_retries: int = 4,
+        timeout_s: float = 60.0,
+        limiter: ModelLimiter | None = None,
+        sleep: Sleep | None = None,
+        retry_policy: RetryPolicy | None = None,
+    ):
+        params = dict(params or {})
+        clash = sorted(_RESERVED & params.keys())
+        if clash:
+            raise ValueError(f"{role} model {model}: params may not set {', '.join(clash)}"
+                             + (" (use api_key_env)" if "api_key" in clash else ""))
+        self.model = model
+        self.role = role
+        self.api_base = api_base
+        self.api_key_env = api_key_env
+        self.temperature = temperature
+        self.params = params
+        self.timeout_s = timeout_s
+        self.limiter = limiter
+        self.retry_policy = retry_policy or RetryPolicy(max_retries=max_retries)
+        if sleep is not None:
+            self.retry_policy.sleep = sleep
+        self._seed_supported: bool | None = None
+
+    def __repr__(self) -> str:  # no params: they might hold headers
+        return f"LiteLLMModel({self.model!r}, role={self.role!r})"
+
+    def pin(self) -> Pin:
+        settings = safe_settings(self.params)
+        settings["temperature"] = self.temperature if self.temperature is not None else self.params.get("temperature")
+        settings["api_base"] = self.api_base
+        return Pin(kind="llm", ref=self.model, settings=settings)
+
+    # ------------------------------------------------------------------ the call
+
+    def _secrets(self) -> list[str]:
+        found = secret_values(self.params)
+        if self.api_key_env:
+            found.append(os.environ.get(self.api_key_env, ""))
+        return found
+
+    def _scrub(self, exc: BaseException) -> str:
+        text = str(exc)
+        if not text and isinstance(exc, TimeoutError):
+            text = f"no answer within {self.timeout_s:g}s"
+        text = text or type(exc).__name__
+        if type(exc).__name__ not in text:
+            text = f"{type(exc).__name__}: {text}"
+        text = scrub(text, self._secrets())
+        return text if len(text) <= _MAX_ERROR_CHARS else text[:_MAX_ERROR_CHARS] + "..."
+
+    def _supports_seed(self, litellm: Any) -> bool:
+        """Some providers reject ``seed`` outright (Anthropic): omit it there rather than fail."""
+        if self._seed_supported is None:
+            try:
+                _, provider, _, _ = litellm.get_llm_provider(self.model, api_base=self.api_base)
+                supported = litellm.get_supported_openai_params(model=self.model, custom_llm_provider=provider)
+                self._seed_supported = supported is None or "seed" in supported
+            except Exception:  # unknown provider: let the provider decide
+                self._seed_supported = True
+        return self._seed_supported
+
+    def _kwargs(self, litellm: Any, messages: list[Message], tools: list[dict[str, Any]] | None,
+                seed: int | None) -> dict[str, Any]:
+        kwargs: dict[str, Any] = {"timeout": self.timeout_s, **self.params}
+        kwargs.update(model=self.model, messages=messages, num_retries=0, max_retries=0)
+        if tools:
+            kwargs["tools"] = tools
+        if self.temperature is not None:
+            kwargs["temperature"] = self.temperature
+        if seed is not None and self._supports_seed(litellm):
+            kwargs["seed"] = seed
+        if self.api_base is not None:
+            kwargs["api_base"] = self.api_base
+        if self.api_key_env:
+            key = os.environ.get(self.api_key_env)
+            if not key:
+                raise ModelError(ModelErrorKind.AUTH, f"environment variable {self.api_key_env} is not set",
+                                 role=self.role, model=self.model)
+            kwargs["api_key"] = key
+        return kwargs
+
+    async def chat(
+        self, messages: list[Message], *, tools: list[dict[str, Any]] | None = None, seed: int | None = None
+    ) -> ChatResult:
+        litellm = load_litellm()
+        kwargs = self._kwargs(litellm, messages, tools, seed)
+        stats = RetryStats()
+        queued = 0.0
+        start = time.perf_counter()
+
+        async def attempt() -> Any:
+            nonlocal queued
+            if self.limiter is None:
+                async with asyncio.timeout(self.timeout_s):
+                    return await litellm.acompletion(**kwargs)
+            async with self.limiter.slot(self.model) as waited:
+                queued += waited
+                async with asyncio.timeout(self.timeout_s):
+                    return await litellm.acompletion(**kwargs)
+
+        try:
+            response = await call_with_retries(attempt, self.retry_policy, stats, describe=self._scrub)
+        except Exception as exc:
+            kind = classify(exc)
+            if kind is None:
+                raise  # not a provider error: a bug, keep its traceback
+            usage = Usage(latency_s=max(0.0, time.perf_counter() - start - queued),
+                          retries=stats.retries, retry_wait_s=stats.waited_s)
+            message = self._scrub(exc)
+            if kind in (ModelErrorKind.TRANSIENT, ModelErrorKind.TIMEOUT):
+                message = f"gave up after {stats.retries} retries ({stats.waited_s:.1f}s waited): {message}"
+            error = ModelError(kind, message, role=self.role, model=self.model, usage=usage)
+            log.warning("%s", error.describe())
+            if scrub(str(exc), self._secrets()) != str(exc):  # it held a secret: do not chain it
+                raise error from None
+            raise error from exc
+        latency = max(0.0, time.perf_counter() - start - queued)
+        return parse_response(response, model=self.model, usage_extra=Usage(
+            latency_s=latency, retries=stats.retries, retry_wait_s=stats.waited_s), litellm=litellm)
+
+
+# ---------------------------------------------------------------------- parsing
+
+def _get(obj: Any, name: str) -> Any:
+    if obj is None:
+        return None
+    if isinstance(obj, dict):
+        return obj.get(name)
+    return getattr(obj, name, None)
+
+
+def _text(content: Any) -> str | None:
+    if isinstance(content, list):  # content parts
+        content = "".join(str(_get(p, "text") or "") for p in content)
+    return content if isinstance(content, str) and content != "" else None
+
+
+def _arguments(raw: Any) -> str:
+    if raw is None:
+        return ""
+    return raw if isinstance(raw, str) else json.dumps(raw)
+
+
+def _usage(response: Any, model: str, litellm: Any) -> Usage:
+    usage = _get(response, "usage")
+    input_tokens = _get(usage, "prompt_tokens")
+    output_tokens = _get(usage, "completion_tokens")
+    cached = _get(_get(usage, "prompt_tokens_details"), "cached_tokens")
+    if cached is None:
+        cached = _get(usage, "cache_read_input_tokens")
+    cost: float | None = None
+    if usage is not None and input_tokens is not None and output_tokens is not None:
+        try:
+            value = litellm.completion_cost(completion_response=response, model=model)
+            cost = float(value) if value is not None else None
+        except Exception:  # unpriced or custom model: unknown, never 0
+            cost = None
+    return Usage(
+        input_tokens=input_tokens if isinstance(input_tokens, int) else None,
+        output_tokens=output_tokens if isinstance(output_tokens, int) else None,
+        cached_tokens=cached if isinstance(cached, int) else None,
+        cost_usd=cost,
+    )
+
+
+def parse_response(response: Any, *, model: str, usage_extra: Usage | None = None, litellm: Any = None) -> ChatResult:
+    """A LiteLLM ``ModelResponse`` (or its dict form) as a ``ChatResult``."""
+    litellm = litellm or load_litellm()
+    choices = _get(response, "choices") or []
+    choice = choices[0] if choices else None
+    message = _get(choice, "message")
+    calls: list[ToolCallRequest] = []
+    for i, call in enumerate(_get(message, "tool_calls") or []):
+        function = _get(call, "function")
+        calls.append(ToolCallRequest(id=_get(call, "id") or f"call_{i}", name=_get(function, "name") or "",
+                                     arguments=_arguments(_get(function, "arguments"))))
+    legacy = _get(message, "function_call")
+    if not calls and legacy is not None and _get(legacy, "name"):
+        calls.append(ToolCallRequest(id="call_0", name=_get(legacy, "name"), arguments=_arguments(_get(legacy, "arguments"))))
+    usage = _usage(response, model, litellm)
+    if usage_extra is not None:
+        usage = usage.model_copy(update={"latency_s": usage_extra.latency_s, "retries": usage_extra.retries,
+                                         "retry_wait_s": usage_extra.retry_wait_s})
+    return ChatResult(text=_text(_get(message, "content")), tool_calls=calls, usage=usage, model=model,
+                      finish_reason=_get(choice, "finish_reason"))
+
+
+def make_model(ref: str, *, role: str, **settings: Any) -> LiteLLMModel:
+    """``LiteLLMModel(ref, role=role, **settings)``; ``simlab-fake/<name>`` refs need ``register_fake``."""
+    if ref.startswith("simlab-fake/"):
+        from simlab.llm.fakes import register_fake_provider
+
+        register_fake_provider()
+    return LiteLLMModel(ref, role=role, **settings)

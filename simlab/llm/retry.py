@@ -1,0 +1,235 @@
+"""Which provider errors are worth another try, and the back-off between tries.
+
+Only transient errors are retried (rate limits, timeouts, connection drops, 5xx); everything
+else fails fast so a bad key or an unknown model stops a run at the first call instead of
+after minutes of back-off. LiteLLM's own retries are switched off by the client so nothing
+retries twice.
+
+Unknown exceptions: provider SDK errors (``openai.APIError`` family) are classified by their
+HTTP status when they carry one (429/408/409/5xx transient, 401/403 auth, 404 not found, other
+4xx bad request) and otherwise treated as permanent BAD_REQUEST. Plain Python exceptions that are
+not provider errors (a ``TypeError`` in simlab's code, say) are not model errors at all:
+``classify`` returns None and they propagate unchanged, so bugs keep their traceback.
+
+Tests never sleep: the back-off ``sleep`` is looked up at call time from ``backoff_sleep`` in
+this module (or given per policy), and ``tests/conftest.py`` replaces it with a recorder.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import email.utils
+import logging
+import random
+import time
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_after_attempt
+from tenacity.wait import wait_base
+
+from simlab.llm.lazy import load_litellm
+from simlab.llm.types import ModelErrorKind
+
+log = logging.getLogger("simlab.llm")
+T = TypeVar("T")
+Sleep = Callable[[float], Awaitable[None]]
+
+
+async def backoff_sleep(seconds: float) -> None:
+    """The module-wide back-off sleep; tests replace this attribute (see tests/conftest.py)."""
+    await asyncio.sleep(seconds)
+
+
+# --------------------------------------------------------------------------- classification
+
+def _status_kind(status: int | None) -> ModelErrorKind | None:
+    if status is None:
+        return None
+    if status in (408,):
+        return ModelErrorKind.TIMEOUT
+    if status in (409, 429) or status >= 500:
+        return ModelErrorKind.TRANSIENT
+    if status in (401, 403):
+        return ModelErrorKind.AUTH
+    if status == 404:
+        return ModelErrorKind.NOT_FOUND
+    if 400 <= status < 500:
+        return ModelErrorKind.BAD_REQUEST
+    return None
+
+
+def classify(exc: BaseException) -> ModelErrorKind | None:
+    """The kind of a failed call, or None when ``exc`` is not a provider error (a bug: re-raise).
+
+    TRANSIENT and TIMEOUT are retried; the rest are final. Order matters: LiteLLM's
+    ContextWindowExceededError is a BadRequestError, and its Timeout is not an APIConnectionError.
+    """
+    if isinstance(exc, (asyncio.TimeoutError, TimeoutError)):
+        return ModelErrorKind.TIMEOUT
+    module = type(exc).__module__ or ""
+    if not (module.startswith("litellm") or module.startswith("openai") or module.startswith("httpx")):
+        return None
+    litellm = load_litellm()
+    ordered: list[tuple[tuple[type[BaseException], ...], ModelErrorKind]] = [
+        ((litellm.ContextWindowExceededError,), ModelErrorKind.CONTEXT_WINDOW),
+        ((litellm.Timeout,), ModelErrorKind.TIMEOUT),
+        (
+            (
+                litellm.RateLimitError,
+                litellm.APIConnectionError,
+                litellm.InternalServerError,
+                litellm.ServiceUnavailableError,
+                litellm.BadGatewayError,
+            ),
+            ModelErrorKind.TRANSIENT,
+        ),
+        ((litellm.AuthenticationError, litellm.PermissionDeniedError), ModelErrorKind.AUTH),
+        ((litellm.NotFoundError,), ModelErrorKind.NOT_FOUND),
+        ((litellm.BadRequestError, litellm.UnprocessableEntityError), ModelErrorKind.BAD_REQUEST),
+    ]
+    for classes, kind in ordered:
+        if isinstance(exc, classes):
+            return kind
+    import httpx
+    import openai
+
+    if isinstance(exc, openai.APITimeoutError) or isinstance(exc, httpx.TimeoutException):
+        return ModelErrorKind.TIMEOUT
+    if isinstance(exc, (openai.APIConnectionError, httpx.TransportError)):
+        return ModelErrorKind.TRANSIENT
+    status = getattr(exc, "status_code", None)
+    kind = _status_kind(status if isinstance(status, int) else None)
+    if kind is not None:
+        return kind
+    return ModelErrorKind.BAD_REQUEST  # a provider error we cannot place: do not hammer the provider
+
+
+def is_retryable(exc: BaseException) -> bool:
+    return classify(exc) in (ModelErrorKind.TRANSIENT, ModelErrorKind.TIMEOUT)
+
+
+# --------------------------------------------------------------------------- Retry-After
+
+def _headers_of(exc: BaseException) -> list[Mapping[str, Any]]:
+    found: list[Mapping[str, Any]] = []
+    for candidate in (
+        getattr(exc, "headers", None),
+        getattr(exc, "litellm_response_headers", None),
+        getattr(getattr(exc, "response", None), "headers", None),
+    ):
+        if candidate is not None and hasattr(candidate, "items"):
+            found.append(candidate)
+    return found
+
+
+def retry_after_seconds(exc: BaseException, *, now: float | None = None) -> float | None:
+    """Seconds the provider asked us to wait (``retry-after-ms``, ``retry-after`` as seconds or an
+    HTTP date), or None when it did not say."""
+    for headers in _headers_of(exc):
+        lowered = {str(k).lower(): str(v) for k, v in headers.items()}
+        if "retry-after-ms" in lowered:
+            try:
+                return max(0.0, float(lowered["retry-after-ms"]) / 1000.0)
+            except ValueError:
+                pass
+        value = lowered.get("retry-after")
+        if value is None:
+            continue
+        try:
+            return max(0.0, float(value))
+        except ValueError:
+            pass
+        try:
+            when = email.utils.parsedate_to_datetime(value)
+        except (TypeError, ValueError, IndexError):
+            continue
+        if when is None:
+            continue
+        return max(0.0, when.timestamp() - (time.time() if now is None else now))
+    return None
+
+
+# --------------------------------------------------------------------------- policy
+
+@dataclass
+class RetryPolicy:
+    """How hard to try: ``max_retries`` after the first attempt, full-jitter exponential back-off
+    (``uniform(0, min(max_wait_s, multiplier * 2**n))``) unless the provider sent Retry-After,
+    which is honoured up to ``retry_after_cap_s``. ``sleep`` None means the module's
+    ``backoff_sleep``; ``rng`` makes the jitter reproducible in tests."""
+
+    max_retries: int = 4
+    multiplier: float = 0.5
+    max_wait_s: float = 30.0
+    retry_after_cap_s: float = 60.0
+    sleep: Sleep | None = None
+    rng: random.Random = field(default_factory=random.Random)
+
+    def wait_for(self, exc: BaseException | None, retry_number: int) -> float:
+        """Seconds to wait before retry number ``retry_number`` (1-based) after ``exc``."""
+        if exc is not None:
+            asked = retry_after_seconds(exc)
+            if asked is not None:
+                return min(asked, self.retry_after_cap_s)
+        ceiling = min(self.max_wait_s, self.multiplier * (2 ** (retry_number - 1)))
+        return self.rng.uniform(0.0, ceiling)
+
+
+class _PolicyWait(wait_base):
+    def __init__(self, policy: RetryPolicy):
+        self.policy = policy
+
+    def __call__(self, retry_state: RetryCallState) -> float:
+        outcome = retry_state.outcome
+        exc = outcome.exception() if outcome is not None else None
+        return self.policy.wait_for(exc, retry_state.attempt_number)
+
+
+@dataclass
+class RetryStats:
+    """What the retry loop spent: filled in even when the call finally fails."""
+
+    retries: int = 0
+    waited_s: float = 0.0
+    last_error: BaseException | None = None
+    waits: list[float] = field(default_factory=list)
+
+
+async def call_with_retries(
+    attempt: Callable[[], Awaitable[T]],
+    policy: RetryPolicy,
+    stats: RetryStats,
+    *,
+    describe: Callable[[BaseException], str] = str,
+) -> T:
+    """Run ``attempt`` until it succeeds, fails permanently, or retries run out.
+
+    The last exception is re-raised unchanged; ``stats`` says how many retries and how long
+    was waited. ``describe`` renders an error for the log (the client passes a scrubber).
+    """
+
+    async def sleep(seconds: float) -> None:
+        stats.retries += 1
+        stats.waited_s += seconds
+        stats.waits.append(seconds)
+        exc = stats.last_error
+        log.info("retry %d after %.2fs: %s", stats.retries, seconds, describe(exc) if exc else "")
+        await (policy.sleep or backoff_sleep)(seconds)
+
+    def remember(exc: BaseException) -> bool:
+        stats.last_error = exc
+        return is_retryable(exc)
+
+    retrying = AsyncRetrying(
+        stop=stop_after_attempt(policy.max_retries + 1),
+        wait=_PolicyWait(policy),
+        retry=retry_if_exception(remember),
+        sleep=sleep,
+        reraise=True,
+    )
+    async for try_ in retrying:
+        with try_:
+            return await attempt()
+    raise AssertionError("unreachable: tenacity either returns or re-raises")  # pragma: no cover

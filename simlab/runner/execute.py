@@ -1,0 +1,105 @@
+"""Run the planned units: bounded concurrency, resume, append each finished trial at once.
+
+A permanent provider error (authentication, unknown model, bad request) stops the whole run:
+no trial is blamed for it and none is recorded, so a resume after fixing it runs them all.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import traceback
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import Callable, Iterator
+
+from simlab.errors import InfraError
+from simlab.llm.types import ModelError
+from simlab.runner.plan import WorkUnit
+from simlab.runner.prepare import RunPlan
+from simlab.runner.store import Appender
+from simlab.sim.agents import Agent
+from simlab.sim.loop import Trial, run_trial
+from simlab.sim.simulators import Simulator
+from simlab.transcript import ErrorEvent, Termination, TerminationReason, Transcript, TrialRecord
+
+
+@dataclass
+class RunOutcome:
+    finished: int = 0
+    reasons: dict[str, int] = field(default_factory=dict)
+    stopped_by: str | None = None
+
+
+OnTrial = Callable[[TrialRecord], None]
+
+
+async def execute(plan: RunPlan, units: list[WorkUnit], agent: Agent, simulator: Simulator,
+                  appender: Appender, on_trial: OnTrial | None = None) -> RunOutcome:
+    """Play ``units`` with at most ``plan.concurrency`` trials at once; append each as it ends."""
+    outcome = RunOutcome()
+    queue: Iterator[WorkUnit] = iter(units)
+    states = {sid: plan.domains[sid].build_state(s.spec.initial_state) for sid, s in plan.scenarios.items()}
+    failure: list[ModelError] = []
+
+    async def worker() -> None:
+        for unit in queue:  # a shared iterator: each unit is taken by exactly one worker
+            if failure:
+                return
+            loaded = plan.scenarios[unit.scenario_id]
+            trial = Trial(
+                run_id=plan.run_id, unit_id=unit.unit_id, trial=unit.trial, seed=unit.seed,
+                scenario=loaded.spec, persona=loaded.persona, domain=plan.domains[unit.scenario_id],
+                initial_state=states[unit.scenario_id], agent=agent, simulator=simulator,
+                limits=_limits(plan, loaded.spec.limits),
+            )
+            try:
+                transcript = await run_trial(trial)
+            except ModelError as exc:
+                failure.append(exc)
+                return
+            except Exception as exc:  # a bug in the lab: record it against this trial, keep going
+                transcript = _crashed(trial, exc)
+            record = TrialRecord(unit_id=unit.unit_id, transcript=transcript)
+            appender.append(record)
+            outcome.finished += 1
+            reason = transcript.termination.reason.value
+            outcome.reasons[reason] = outcome.reasons.get(reason, 0) + 1
+            if on_trial:
+                on_trial(record)
+
+    workers = [asyncio.create_task(worker()) for _ in range(max(1, min(plan.concurrency, len(units))))]
+    try:
+        await asyncio.gather(*workers)
+    finally:
+        for task in workers:
+            task.cancel()
+    if failure:
+        exc = failure[0]
+        outcome.stopped_by = exc.describe()
+        raise InfraError(
+            f"run stopped: {exc.describe()}. No trial was recorded for this; fix it and run the same "
+            f"command with --run-id {plan.run_id} to resume."
+        )
+    return outcome
+
+
+def _limits(plan: RunPlan, scenario_limits):  # type: ignore[no-untyped-def]
+    """Scenario limits win where set; the run's fill the gaps."""
+    merged = plan.limits.model_dump()
+    merged.update({k: v for k, v in scenario_limits.model_dump(exclude_unset=True).items() if v is not None})
+    return type(plan.limits).model_validate(merged)
+
+
+def _crashed(trial: Trial, exc: Exception) -> Transcript:
+    detail = "".join(traceback.format_exception_only(type(exc), exc)).strip()
+    return Transcript(
+        run_id=trial.run_id, unit_id=trial.unit_id, scenario_id=trial.scenario.id, persona_id=trial.persona.id,
+        domain=trial.domain.name, trial=trial.trial, seed=trial.seed, agent=trial.agent.pin(),
+        simulator=trial.simulator.pin(), agent_context=dict(trial.scenario.agent_context),
+        events=[ErrorEvent(turn=0, source="lab", kind="crash", message=detail)],
+        termination=Termination(reason=TerminationReason.ERROR, detail=f"simlab crashed: {detail}"),
+        started_at=datetime.now(timezone.utc).isoformat(timespec="seconds"), duration_s=0.0,
+    )
+
+
+__all__ = ["RunOutcome", "execute"]

@@ -1,0 +1,203 @@
+"""From a command line to a runnable plan: load specs, resolve settings, plan units, pin everything."""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from simlab import __version__
+from simlab.env.checks import check_scenarios
+from simlab.env.domain import Domain
+from simlab.errors import UsageError
+from simlab.redact import redact_mapping
+from simlab.runner.plan import WorkUnit, plan_units
+from simlab.runner.store import MANIFEST_SCHEMA_VERSION
+from simlab.specs import (
+    AgentSpec,
+    Limits,
+    LoadedScenario,
+    ProjectConfig,
+    SimulatorSpec,
+    load_config,
+    load_personas,
+    load_scenarios,
+    load_suite,
+    scenario_files,
+)
+
+DEFAULT_CONCURRENCY = 8
+
+
+@dataclass
+class RunRequest:
+    """What the user asked for; ``None`` means "not given here"."""
+
+    root: Path = Path(".")
+    paths: list[str] = field(default_factory=list)
+    suite: str | None = None
+    agent: str | None = None
+    simulator: str | None = None
+    judge: str | None = None
+    trials: int | None = None
+    concurrency: int | None = None
+    run_id: str | None = None
+    seed: int | None = None
+    allow_same_family: bool = False
+    command: list[str] = field(default_factory=list)
+
+
+@dataclass
+class RunPlan:
+    run_id: str
+    folder: Path
+    scenarios: dict[str, LoadedScenario]
+    domains: dict[str, Domain]
+    units: list[WorkUnit]
+    agent: AgentSpec
+    simulator: SimulatorSpec
+    judge: str | None
+    concurrency: int
+    seed: int
+    limits: Limits
+    max_retries: int
+    call_timeout_s: float
+    model_concurrency: dict[str, int]
+    manifest: dict[str, Any]
+
+
+def prepare(req: RunRequest) -> RunPlan:
+    root = req.root
+    config: ProjectConfig = load_config(root / "simlab.yaml")
+    suite = load_suite(Path(req.suite)).spec if req.suite else None
+    layers = [s for s in (suite, config) if s is not None]
+
+    def pick(name: str, flag: Any = None, default: Any = None) -> Any:
+        if flag is not None:
+            return flag
+        for layer in layers:
+            value = getattr(layer, name)
+            if value is not None:
+                return value
+        return default
+
+    if req.paths:
+        files = scenario_files(req.paths)
+    elif suite is not None:
+        files = scenario_files(suite.scenarios, base=Path(req.suite).parent)  # type: ignore[arg-type]
+    else:
+        files = scenario_files(config.scenarios, base=root)
+    personas = load_personas(root / config.personas)
+    loaded = load_scenarios(files, personas)
+    if suite is not None and suite.tags:
+        loaded = [s for s in loaded if set(s.spec.tags) & set(suite.tags)]
+    if not loaded:
+        raise UsageError("no scenarios to run: check the paths, the suite's scenarios and its tags")
+    domains = check_scenarios(loaded)
+
+    agent = _agent(req.agent, pick("agent"))
+    simulator = _simulator(req.simulator, pick("simulator"), req.allow_same_family)
+    seed = int(pick("seed", req.seed, 0))
+    flag_trials = req.trials if req.trials is not None else (suite.trials if suite else None)
+    trials = {s.spec.id: flag_trials or s.spec.trials or config.trials or 1 for s in loaded}
+    units = plan_units(trials, seed)
+    run_id = req.run_id or _new_run_id()
+    folder = root / config.transcripts / run_id
+    plan = RunPlan(
+        run_id=run_id,
+        folder=folder,
+        scenarios={s.spec.id: s for s in loaded},
+        domains=domains,
+        units=units,
+        agent=agent,
+        simulator=simulator,
+        judge=pick("judge", req.judge),
+        concurrency=int(pick("concurrency", req.concurrency, DEFAULT_CONCURRENCY)),
+        seed=seed,
+        limits=pick("limits", None, Limits()),
+        max_retries=int(pick("max_retries", None, 4)),
+        call_timeout_s=float(pick("call_timeout_s", None, 60.0)),
+        model_concurrency=pick("model_concurrency", None, {}) or {},
+        manifest={},
+    )
+    plan.manifest = manifest_for(plan, req, trials)
+    return plan
+
+
+def _agent(flag: str | None, configured: AgentSpec | None) -> AgentSpec:
+    if flag:
+        return _parse(AgentSpec, flag, "--agent")
+    if configured is None:
+        raise UsageError(
+            "no agent under test: pass --agent (a LiteLLM model, or python:module:attr) or set 'agent' in simlab.yaml"
+        )
+    return configured
+
+
+def _simulator(flag: str | None, configured: SimulatorSpec | None, allow_same_family: bool) -> SimulatorSpec:
+    spec = _parse(SimulatorSpec, flag, "--simulator") if flag else configured or SimulatorSpec()
+    return spec.model_copy(update={"allow_same_family": True}) if allow_same_family else spec
+
+
+def _parse(model: Any, value: str, flag: str) -> Any:
+    from pydantic import ValidationError
+
+    try:
+        return model.model_validate(value)
+    except ValidationError as exc:
+        raise UsageError(f"{flag} {value!r}: {exc.errors()[0]['msg']}") from None
+
+
+def _new_run_id() -> str:
+    return datetime.now(timezone.utc).strftime("%Y%m%d-%H%M%S")
+
+
+def manifest_for(plan: RunPlan, req: RunRequest, trials: dict[str, int]) -> dict[str, Any]:
+    """Everything that decides a run's results. Never secrets: keys are named by env var only."""
+    return {
+        "schema_version": MANIFEST_SCHEMA_VERSION,
+        "run_id": plan.run_id,
+        "simlab_version": __version__,
+        "python": sys.version.split()[0],
+        "created_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "command": req.command,
+        "pins": pins_of(plan, trials),
+        "units": len(plan.units),
+    }
+
+
+def pins_of(plan: RunPlan, trials: dict[str, int]) -> dict[str, Any]:
+    return {
+        "agent": redact_mapping(plan.agent.model_dump(mode="json", exclude_none=True)),
+        "simulator": redact_mapping(plan.simulator.model_dump(mode="json", exclude_none=True)),
+        "judge": plan.judge,
+        "seed": plan.seed,
+        "limits": plan.limits.model_dump(mode="json"),
+        "scenarios": {
+            sid: {
+                "path": str(s.path),
+                "sha256": s.sha256,
+                "persona": s.persona.id,
+                "persona_sha256": s.persona_sha256,
+                "trials": trials[sid],
+            }
+            for sid, s in plan.scenarios.items()
+        },
+    }
+
+
+def pin_differences(stored: dict[str, Any], current: dict[str, Any], prefix: str = "") -> list[str]:
+    """Human-readable differences between two pin trees (paths are ignored: files may move)."""
+    diffs: list[str] = []
+    for key in sorted(set(stored) | set(current)):
+        if key == "path":
+            continue
+        a, b = stored.get(key), current.get(key)
+        where = f"{prefix}.{key}" if prefix else key
+        if isinstance(a, dict) and isinstance(b, dict):
+            diffs.extend(pin_differences(a, b, where))
+        elif a != b:
+            diffs.append(f"{where}: stored {a!r}, now {b!r}")
+    return diffs

@@ -1,0 +1,176 @@
+"""The conversation loop: simulator ⇄ agent ⇄ domain tools, until something ends the trial.
+
+Pure: built objects in, a transcript out. No files, no globals; the clock is injectable.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import Any, Callable
+
+from pydantic import BaseModel
+
+from simlab.env.domain import Domain, Environment
+from simlab.llm.types import ModelError, ModelErrorKind
+from simlab.sim.agents import Agent, AgentInput, StopTrial, ToolHandle
+from simlab.sim.simulators.base import Simulator, SimView
+from simlab.specs import Limits, Persona, Scenario
+from simlab.transcript import (
+    AgentMessage,
+    ErrorEvent,
+    ModelCall,
+    Signal,
+    Termination,
+    TerminationReason,
+    Transcript,
+    UserMessage,
+)
+
+R = TerminationReason
+
+
+@dataclass
+class Trial:
+    """One work unit, fully built: what to play, who plays it, and its identity in the run."""
+
+    run_id: str
+    unit_id: str
+    trial: int
+    seed: int
+    scenario: Scenario
+    persona: Persona
+    domain: Domain
+    initial_state: BaseModel
+    agent: Agent
+    simulator: Simulator
+    limits: Limits = field(default_factory=Limits)
+
+
+class _End(Exception):
+    def __init__(self, reason: TerminationReason, detail: str = ""):
+        self.reason, self.detail = reason, detail
+
+
+class _Conversation:
+    def __init__(self, trial: Trial, clock: Callable[[], float]):
+        self.t = trial
+        self.clock = clock
+        self.events: list[Any] = []
+        self.messages: list[dict[str, Any]] = []
+        self.env = Environment(trial.domain, trial.initial_state)
+        self.tools = ToolHandle(self.env, self.record, max_calls_per_turn=max(50, 5 * trial.limits.max_agent_steps))
+        self.agent_memory: dict[str, Any] = {}
+        self.sim_memory: dict[str, Any] = {}
+        self.turn = 0
+        self.tokens = 0
+        self.cost = 0.0
+        self.started = clock()
+
+    def record(self, event: Any) -> None:
+        self.events.append(event)
+        if isinstance(event, ModelCall):
+            self._check_budget()
+
+    def _check_budget(self) -> None:
+        usage = self.events[-1].usage
+        self.tokens += (usage.input_tokens or 0) + (usage.output_tokens or 0)
+        self.cost += usage.cost_usd or 0.0  # unknown cost cannot trip the cap; the graders report it
+        limits = self.t.limits
+        if limits.max_tokens is not None and self.tokens > limits.max_tokens:
+            raise StopTrial("budget_exceeded", f"{self.tokens} tokens > limit {limits.max_tokens}")
+        if limits.max_cost_usd is not None and self.cost > limits.max_cost_usd:
+            raise StopTrial("budget_exceeded", f"cost ${self.cost:.4f} > limit ${limits.max_cost_usd}")
+
+    async def play(self) -> None:
+        for turn in range(1, self.t.scenario.max_turns + 1):
+            self.turn = turn
+            await self.user_turn()
+            await self.agent_turn()
+        raise _End(R.MAX_TURNS, f"turn cap of {self.t.scenario.max_turns} reached without an outcome")
+
+    async def user_turn(self) -> None:
+        view = SimView(self.t.scenario, self.t.persona, list(self.messages), self.t.seed, self.turn,
+                       record=self.record, memory=self.sim_memory)
+        try:
+            user = await self.t.simulator.next_message(view)
+        except ModelError as exc:
+            self._model_failed(exc, "simulator")
+        if user.text:
+            self.events.append(UserMessage(turn=self.turn, text=user.text))
+            self.messages.append({"role": "user", "content": user.text})
+        if user.signal:
+            self.events.append(Signal(turn=self.turn, role="user", signal=user.signal))
+            reason = {"stop": R.GOAL_REACHED, "give_up": R.USER_GAVE_UP, "transfer": R.AGENT_TRANSFERRED}
+            raise _End(reason[user.signal], f"user signalled {user.signal}")
+        if not user.text:
+            raise _End(R.ERROR, "the simulator produced an empty message")
+
+    async def agent_turn(self) -> None:
+        self.tools.start_turn(self.turn)
+        inp = AgentInput(list(self.messages), dict(self.t.scenario.agent_context), self.tools, self.t.domain.policy,
+                         self.t.seed, self.turn, memory=self.agent_memory, record=self.record)
+        try:
+            reply = await self.t.agent.respond(inp)
+        except ModelError as exc:
+            self._model_failed(exc, "agent")
+        except (StopTrial, _End, asyncio.CancelledError, KeyboardInterrupt):
+            raise
+        except Exception as exc:  # a bug in the agent under test ends this trial, not the run
+            self.events.append(ErrorEvent(turn=self.turn, source="agent", kind="crash",
+                                          message=f"{type(exc).__name__}: {exc}"))
+            raise _End(R.ERROR, f"the agent raised {type(exc).__name__}: {exc}") from None
+        self.events.append(AgentMessage(turn=self.turn, text=reply.text))
+        self.messages.append({"role": "assistant", "content": reply.text})
+        if reply.transfer:
+            self.events.append(Signal(turn=self.turn, role="agent", signal="transfer"))
+            raise _End(R.AGENT_TRANSFERRED, "the agent transferred the user to a human")
+
+    def _model_failed(self, exc: ModelError, source: str) -> None:
+        self.events.append(ModelCall(turn=self.turn, role=exc.role or source, model=exc.model, usage=exc.usage,
+                                     error=f"{exc.kind.value}: {exc}"))
+        self.events.append(ErrorEvent(turn=self.turn, source=source, kind=exc.kind.value, message=str(exc)))
+        if exc.kind is ModelErrorKind.CONTEXT_WINDOW:
+            raise _End(R.CONTEXT_WINDOW, f"{source} model {exc.model}: context window exceeded")
+        if exc.kind.permanent:
+            raise exc  # the runner stops the whole run: no trial is blamed for it
+        raise _End(R.ERROR, exc.describe())
+
+
+async def run_trial(trial: Trial, *, clock: Callable[[], float] = time.monotonic) -> Transcript:
+    """Play one trial to the end and return its transcript.
+
+    Raises ``ModelError`` only for permanent provider errors (authentication, unknown model, bad
+    request), which no trial should be blamed for; everything else ends up in the transcript.
+    """
+    conv = _Conversation(trial, clock)
+    started_at = datetime.now(timezone.utc).isoformat(timespec="seconds")
+    try:
+        async with asyncio.timeout(trial.limits.max_seconds):
+            await conv.play()
+    except _End as end:
+        termination = Termination(reason=end.reason, detail=end.detail, turn=conv.turn)
+    except StopTrial as stop:
+        termination = Termination(reason=R(stop.reason), detail=stop.detail, turn=conv.turn)
+    except TimeoutError:
+        termination = Termination(reason=R.BUDGET_EXCEEDED, turn=conv.turn,
+                                  detail=f"wall time over the limit of {trial.limits.max_seconds} s")
+    return Transcript(
+        run_id=trial.run_id,
+        unit_id=trial.unit_id,
+        scenario_id=trial.scenario.id,
+        persona_id=trial.persona.id,
+        domain=trial.domain.name,
+        trial=trial.trial,
+        seed=trial.seed,
+        agent=trial.agent.pin(),
+        simulator=trial.simulator.pin(),
+        agent_context=dict(trial.scenario.agent_context),
+        events=conv.events,
+        termination=termination,
+        final_state=conv.env.snapshot(),
+        started_at=started_at,
+        duration_s=round(clock() - conv.started, 6),
+    )

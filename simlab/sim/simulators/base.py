@@ -1,0 +1,59 @@
+"""What every simulator gets and gives, and the control signals in a user's text."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any, Callable, Literal
+
+from simlab.specs import Persona, Scenario
+from simlab.transcript import Pin
+
+SignalName = Literal["stop", "give_up", "transfer"]
+SIGNALS: dict[str, SignalName] = {"###STOP###": "stop", "###GIVE_UP###": "give_up", "###TRANSFER###": "transfer"}
+_SIGNAL_RE = re.compile(r"#{2,3}\s*(STOP|GIVE[_ ]UP|TRANSFER)\s*#{2,3}", re.IGNORECASE)
+
+
+def split_signal(text: str) -> tuple[str, SignalName | None]:
+    """The message without control signals, and the first signal found (if any)."""
+    found: SignalName | None = None
+    match = _SIGNAL_RE.search(text)
+    if match:
+        found = SIGNALS["###" + match.group(1).upper().replace(" ", "_") + "###"]
+    return " ".join(_SIGNAL_RE.sub(" ", text).split()) if match else text.strip(), found
+
+
+@dataclass
+class SimView:
+    """What the simulated user can see: the conversation, never the environment."""
+
+    scenario: Scenario
+    persona: Persona
+    messages: list[dict[str, Any]]  # {"role": "user"|"assistant", "content": str}; user = the simulator
+    seed: int
+    turn: int
+    record: Callable[[Any], None] | None = None  # appends an event (a ModelCall) to the transcript
+    memory: dict[str, Any] = field(default_factory=dict)  # kept across the turns of one trial
+
+    @property
+    def last_agent_message(self) -> str:
+        for message in reversed(self.messages):
+            if message["role"] == "assistant":
+                return str(message.get("content") or "")
+        return ""
+
+
+@dataclass
+class UserTurn:
+    text: str
+    signal: SignalName | None = None
+
+
+class Simulator:
+    """Plays the user, one message at a time."""
+
+    def pin(self) -> Pin:
+        raise NotImplementedError
+
+    async def next_message(self, view: SimView) -> UserTurn:
+        raise NotImplementedError

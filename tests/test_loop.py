@@ -1,0 +1,182 @@
+"""The conversation loop: each termination reason, recorded events, per-trial isolation."""
+
+from __future__ import annotations
+
+import asyncio
+
+from simlab.llm.types import ChatResult, ModelError, ModelErrorKind, ToolCallRequest
+from simlab.sim.agents import AgentReply, LLMAgent, PythonAgent
+from simlab.sim.loop import run_trial
+from simlab.sim.simulators import RulesSimulator, ScriptedSimulator
+from simlab.transcript import AgentMessage, ErrorEvent, InvalidCall, ModelCall, Signal, ToolCall, ToolResult, Usage
+from tests.support import make_trial, scenario
+
+
+def storing_agent(inp):
+    inp.tools.call("set_item", key="b", value="2")
+    return "Done: b is stored."
+
+
+def silent_agent(inp):
+    return "Hmm, let me think."
+
+
+def run(trial):
+    return asyncio.run(run_trial(trial))
+
+
+def test_goal_reached_when_user_stops():
+    t = run(make_trial(PythonAgent(storing_agent, "t:storing"), RulesSimulator()))
+    assert t.termination.reason.value == "goal_reached"
+    assert t.final_state["items"] == {"a": "1", "b": "2"}
+    kinds = [e.type for e in t.events]
+    assert kinds == ["user", "tool_call", "tool_result", "agent", "user", "signal"]
+    assert isinstance(t.events[-1], Signal) and t.events[-1].signal == "stop"
+
+
+def test_each_trial_gets_a_fresh_state():
+    trial = make_trial(PythonAgent(storing_agent, "t:storing"), RulesSimulator())
+    run(trial)
+    assert trial.initial_state.model_dump()["items"] == {"a": "1"}
+    again = run(trial)
+    assert again.final_state["items"] == {"a": "1", "b": "2"}
+
+
+def test_user_gives_up_after_unhelpful_replies():
+    t = run(make_trial(PythonAgent(silent_agent, "t:silent"), RulesSimulator()))
+    assert t.termination.reason.value == "user_gave_up"  # persona gives up after 2
+
+
+def test_turn_cap_is_reported_not_passed():
+    scn = scenario(user={"goal": "g", "script": ["one", "two", "three", "four", "five"]}, max_turns=3)
+    t = run(make_trial(PythonAgent(silent_agent, "t:silent"), ScriptedSimulator(), scn=scn))
+    assert t.termination.reason.value == "max_turns"
+    assert sum(isinstance(e, AgentMessage) for e in t.events) == 3
+
+
+def test_agent_loop_is_cut_after_three_identical_calls():
+    def looping(inp):
+        while True:
+            inp.tools.call("get_item", key="zzz")
+
+    t = run(make_trial(PythonAgent(looping, "t:loop"), RulesSimulator()))
+    assert t.termination.reason.value == "agent_loop"
+    assert sum(isinstance(e, ToolCall) for e in t.events) == 3
+
+
+def test_agent_loop_detection_cannot_be_swallowed_by_the_agent():
+    def stubborn(inp):
+        for _ in range(10):
+            try:
+                inp.tools.call("get_item", key="zzz")
+            except Exception:  # noqa: BLE001 - the point of the test
+                pass
+        return "done"
+
+    t = run(make_trial(PythonAgent(stubborn, "t:stubborn"), RulesSimulator()))
+    assert t.termination.reason.value == "agent_loop"
+
+
+def test_agent_transfer_ends_the_trial():
+    t = run(make_trial(PythonAgent(lambda inp: AgentReply("A human will help you.", transfer=True), "t:x"),
+                       RulesSimulator()))
+    assert t.termination.reason.value == "agent_transferred"
+    assert any(isinstance(e, Signal) and e.role == "agent" for e in t.events)
+
+
+def test_agent_crash_is_an_error_termination():
+    def broken(inp):
+        raise RuntimeError("boom")
+
+    t = run(make_trial(PythonAgent(broken, "t:broken"), RulesSimulator()))
+    assert t.termination.reason.value == "error"
+    assert any(isinstance(e, ErrorEvent) and "boom" in e.message for e in t.events)
+
+
+def test_wall_time_budget():
+    async def slow(inp):
+        await asyncio.sleep(5)
+        return "late"
+
+    from simlab.specs import Limits
+
+    t = run(make_trial(PythonAgent(slow, "t:slow"), RulesSimulator(), limits=Limits(max_seconds=0.05)))
+    assert t.termination.reason.value == "budget_exceeded"
+
+
+class FakeChat:
+    """A minimal ChatModel for the loop tests; the llm package's own doubles are tested there."""
+
+    role = "agent"
+
+    def __init__(self, replies, model="fake/agent"):
+        self.replies = list(replies)
+        self.model = model
+
+    def pin(self):
+        from simlab.transcript import Pin
+
+        return Pin(kind="llm", ref=self.model)
+
+    async def chat(self, messages, *, tools=None, seed=None):
+        reply = self.replies.pop(0)
+        if isinstance(reply, Exception):
+            raise reply
+        return reply
+
+
+def test_llm_agent_tool_loop_records_calls_usage_and_invalid_calls():
+    usage = Usage(input_tokens=10, output_tokens=5, cost_usd=None)
+    model = FakeChat([
+        ChatResult(None, [ToolCallRequest("c1", "nope", "{}")], usage),
+        ChatResult(None, [ToolCallRequest("c2", "set_item", '{"key": "b"')], usage),
+        ChatResult(None, [ToolCallRequest("c3", "set_item", '{"key": "b", "value": "2"}')], usage),
+        ChatResult("All stored.", [], usage),
+    ])
+    t = run(make_trial(LLMAgent(model), RulesSimulator()))
+    assert t.termination.reason.value == "goal_reached"
+    invalid = [e for e in t.events if isinstance(e, InvalidCall)]
+    assert [e.call_id for e in invalid] == ["c1", "c2"]
+    results = [e for e in t.events if isinstance(e, ToolResult)]
+    assert [r.ok for r in results] == [False, False, True]
+    calls = [e for e in t.events if isinstance(e, ModelCall)]
+    assert len(calls) == 4 and all(c.role == "agent" and c.usage.cost_usd is None for c in calls)
+    assert t.usage_by_role()["agent"].input_tokens == 40
+
+
+def test_llm_agent_step_cap_is_a_loop():
+    calls = [ChatResult(None, [ToolCallRequest(f"c{i}", "get_item", f'{{"key": "k{i}"}}')]) for i in range(5)]
+    t = run(make_trial(LLMAgent(FakeChat(calls), max_steps=3), RulesSimulator()))
+    assert t.termination.reason.value == "agent_loop"
+
+
+def test_transient_model_error_ends_trial_as_error_with_usage():
+    err = ModelError(ModelErrorKind.TRANSIENT, "rate limited", role="agent", model="fake/agent",
+                     usage=Usage(retries=4, retry_wait_s=3.0))
+    t = run(make_trial(LLMAgent(FakeChat([err])), RulesSimulator()))
+    assert t.termination.reason.value == "error"
+    failed = [e for e in t.events if isinstance(e, ModelCall)]
+    assert failed[0].usage.retries == 4 and failed[0].error
+
+
+def test_context_window_has_its_own_reason():
+    err = ModelError(ModelErrorKind.CONTEXT_WINDOW, "too long", role="agent", model="fake/agent")
+    t = run(make_trial(LLMAgent(FakeChat([err])), RulesSimulator()))
+    assert t.termination.reason.value == "context_window"
+
+
+def test_permanent_model_error_propagates_to_stop_the_run():
+    import pytest
+
+    err = ModelError(ModelErrorKind.AUTH, "bad key", role="agent", model="fake/agent")
+    with pytest.raises(ModelError):
+        run(make_trial(LLMAgent(FakeChat([err])), RulesSimulator()))
+
+
+def test_token_budget_stops_the_trial():
+    from simlab.specs import Limits
+
+    big = Usage(input_tokens=600, output_tokens=10)
+    model = FakeChat([ChatResult("Hello?", [], big)] * 3)
+    t = run(make_trial(LLMAgent(model), RulesSimulator(), limits=Limits(max_tokens=1000)))
+    assert t.termination.reason.value == "budget_exceeded"

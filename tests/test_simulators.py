@@ -1,0 +1,137 @@
+"""Simulators: signal parsing, the rule-based user, the scripted user, the LLM user's prompt."""
+
+from __future__ import annotations
+
+import asyncio
+
+from simlab.llm.types import ChatResult
+from simlab.sim.simulators import LLMSimulator, RulesSimulator, ScriptedSimulator, SimView, split_signal
+from simlab.specs import Persona
+from simlab.transcript import ModelCall, Pin, Usage
+from tests.support import PERSONA, scenario
+
+
+def view(messages, *, turn, scn=None, persona=PERSONA, seed=1, memory=None, record=None):
+    return SimView(scn or scenario(), persona, messages, seed, turn, record=record,
+                   memory=memory if memory is not None else {})
+
+
+def say(sim, v):
+    return asyncio.run(sim.next_message(v))
+
+
+def test_split_signal_strips_and_detects():
+    assert split_signal("Thanks! ###STOP###") == ("Thanks!", "stop")
+    assert split_signal("###GIVE_UP### bye") == ("bye", "give_up")
+    assert split_signal("ok ## TRANSFER ##") == ("ok", "transfer")
+    assert split_signal("plain text") == ("plain text", None)
+
+
+RULES_SCN = scenario(user={
+    "goal": "Refund order A1 to my card.", "opening": "My order arrived broken.",
+    "known_facts": {"order_id": "A1", "email": "d@example.com"}, "never_reveal": {"card_number": "4111"},
+    "success_phrases": [r"refund .* issued"], "reject_phrases": ["store credit"],
+    "give_up_phrases": ["cannot help"],
+})
+
+
+def test_rules_opening_and_answers_only_what_is_asked():
+    sim = RulesSimulator()
+    mem: dict = {}
+    first = say(sim, view([], turn=1, scn=RULES_SCN, memory=mem))
+    assert first.text == "My order arrived broken." and first.signal is None
+    msgs = [{"role": "user", "content": first.text},
+            {"role": "assistant", "content": "Sorry! Could you give me your order number?"}]
+    second = say(sim, view(msgs, turn=2, scn=RULES_SCN, memory=mem))
+    assert "A1" in second.text and "d@example.com" not in second.text
+
+
+def test_rules_never_reveals_and_refuses_rejected_offers():
+    sim = RulesSimulator()
+    msgs = [{"role": "assistant", "content": "What is your card number and your email?"}]
+    out = say(sim, view(msgs, turn=2, scn=RULES_SCN))
+    assert "4111" not in out.text and "d@example.com" in out.text
+    offer = [{"role": "assistant", "content": "I can give you store credit instead. Shall I do that?"}]
+    out = say(sim, view(offer, turn=2, scn=RULES_SCN))
+    assert "store credit" in out.text.lower() and out.text.lower().startswith(("no", "i'm not"))
+    assert "yes" not in out.text.lower()
+
+
+def test_rules_confirms_stops_and_gives_up():
+    sim = RulesSimulator()
+    ask = [{"role": "assistant", "content": "Shall I refund 10.00 to your card?"}]
+    assert say(sim, view(ask, turn=2, scn=RULES_SCN)).text.lower().startswith(("yes", "sure", "that's right"))
+    done = [{"role": "assistant", "content": "Your refund of 10.00 has been issued."}]
+    assert say(sim, view(done, turn=3, scn=RULES_SCN)).signal == "stop"
+    hopeless = [{"role": "assistant", "content": "I cannot help with that."}]
+    assert say(sim, view(hopeless, turn=3, scn=RULES_SCN)).signal == "give_up"
+
+
+def test_rules_gives_up_after_persona_patience():
+    sim = RulesSimulator()
+    mem: dict = {}
+    meh = [{"role": "assistant", "content": "Our weather is nice today."}]
+    first = say(sim, view(meh, turn=2, scn=RULES_SCN, memory=mem))
+    assert first.signal is None
+    assert say(sim, view(meh, turn=3, scn=RULES_SCN, memory=mem)).signal == "give_up"  # give_up_after=2
+    patient = Persona(id="p", description="patient", give_up_after=None)
+    mem = {}
+    for turn in range(2, 8):
+        assert say(sim, view(meh, turn=turn, scn=RULES_SCN, persona=patient, memory=mem)).signal is None
+
+
+def test_rules_phrasing_is_seeded_and_replays():
+    sim = RulesSimulator()
+    no_opening = scenario(user={"goal": "Store b=2."})
+
+    def opening(seed):
+        return say(sim, view([], turn=1, scn=no_opening, seed=seed)).text
+
+    assert opening(3) == opening(3)
+    assert len({opening(s) for s in range(20)}) > 1
+
+
+def test_rules_says_it_does_not_know_unknown_facts():
+    sim = RulesSimulator()
+    scn = scenario(user={"goal": "Refund my order.", "known_facts": {"email": "d@example.com"}})
+    out = say(sim, view([{"role": "assistant", "content": "What's your order id?"}], turn=2, scn=scn))
+    assert "don't" in out.text.lower() and "order id" in out.text.lower()
+
+
+def test_scripted_plays_lines_then_stops():
+    sim = ScriptedSimulator()
+    scn = scenario(user={"goal": "g", "script": ["one", "two ###STOP###"]})
+    assert say(sim, view([], turn=1, scn=scn)).text == "one"
+    second = say(sim, view([], turn=2, scn=scn))
+    assert (second.text, second.signal) == ("two", "stop")
+    assert say(sim, view([], turn=3, scn=scn)).signal == "stop"
+
+
+class Recorder:
+    role = "simulator"
+    model = "fake/sim-2025-01-01"
+
+    def __init__(self, text):
+        self.text = text
+        self.seen = None
+
+    def pin(self):
+        return Pin(kind="llm", ref=self.model, settings={"temperature": 0.7})
+
+    async def chat(self, messages, *, tools=None, seed=None):
+        self.seen = messages
+        return ChatResult(self.text, [], Usage(input_tokens=3, output_tokens=2))
+
+
+def test_llm_simulator_prompt_flips_roles_and_parses_signals():
+    model = Recorder("Great, all sorted. ###STOP###")
+    events: list = []
+    msgs = [{"role": "user", "content": "My order arrived broken."},
+            {"role": "assistant", "content": "Your refund has been issued."}]
+    out = asyncio.run(LLMSimulator(model).next_message(view(msgs, turn=2, scn=RULES_SCN, record=events.append)))
+    assert (out.text, out.signal) == ("Great, all sorted.", "stop")
+    system, *history = model.seen
+    assert "Refund order A1" in system["content"] and "card_number" in system["content"]
+    assert "4111" not in system["content"]  # the value to hide is never put in front of the model
+    assert [m["role"] for m in history] == ["assistant", "user"]
+    assert isinstance(events[0], ModelCall) and events[0].role == "simulator"

@@ -1,27 +1,68 @@
-"""Keep secrets out of everything simlab writes or prints."""
+"""Keep secrets out of pins, error messages and logs.
+
+Provider errors sometimes echo the key or the Authorization header back; every text simlab
+keeps from a model call goes through ``scrub`` first.
+"""
 
 from __future__ import annotations
 
+import os
 import re
+from collections.abc import Iterable, Mapping
 from typing import Any
 
-SECRET_KEY = re.compile(r"(api[_-]?key|token|secret|password|authorization|auth|bearer|credential)", re.IGNORECASE)
-REDACTED = "[redacted]"
+# Whole name parts only: "max_tokens" is a setting, "auth_token" is a secret.
+_SECRET_NAME = re.compile(
+    r"(^|[_-])(api[_-]?key|apikey|key|secret|token|passw(or)?d|authori[sz]ation|auth|credentials?|cookie"
+    r"|bearer|private[_-]?key|access[_-]?key)($|[_-])",
+    re.IGNORECASE,
+)
+_SECRET_ENV = re.compile(r"(_API_KEY|_KEY|_TOKEN|_SECRET|_PASSWORD)$", re.IGNORECASE)
+_PATTERNS = [
+    re.compile(r"(?i)(bearer\s+)[A-Za-z0-9._~+/=-]{6,}"),
+    re.compile(r"(?i)((?:x-)?api[_-]?key[\"']?\s*[:=]\s*[\"']?)[^\s\"',}]{6,}"),
+    re.compile(r"(?i)(authorization[\"']?\s*[:=]\s*[\"']?)[^\"',}\n]{6,}"),
+    re.compile(r"()\bsk-[A-Za-z0-9_-]{8,}"),
+]
+MASK = "***"
 
 
-def redact_mapping(value: Any) -> Any:
-    """A copy of ``value`` with every secret-looking key's value replaced."""
-    if isinstance(value, dict):
-        return {k: (REDACTED if isinstance(k, str) and SECRET_KEY.search(k) and v else redact_mapping(v))
-                for k, v in value.items()}
-    if isinstance(value, list):
-        return [redact_mapping(v) for v in value]
-    return value
+def is_secret_name(name: str) -> bool:
+    """Whether a setting or header name looks like it holds a credential."""
+    return bool(_SECRET_NAME.search(name))
 
 
-def redact_text(text: str, secrets: list[str]) -> str:
-    """``text`` with every occurrence of each secret (at least 4 characters) replaced."""
-    for secret in secrets:
-        if secret and len(secret) >= 4:
-            text = text.replace(secret, REDACTED)
+def secret_env_values(min_len: int = 8) -> list[str]:
+    """Values of environment variables named like credentials (``*_API_KEY``, ``*_TOKEN``...)."""
+    return [v for k, v in os.environ.items() if _SECRET_ENV.search(k) and len(v) >= min_len]
+
+
+def scrub(text: str, secrets: Iterable[str | None] = ()) -> str:
+    """Mask the given secret values, credential-named env values and key-shaped tokens in text."""
+    values = {s for s in secrets if s and len(s) >= 4} | set(secret_env_values())
+    for value in sorted(values, key=len, reverse=True):  # longest first: no partial leftovers
+        text = text.replace(value, MASK)
+    for pattern in _PATTERNS:
+        text = pattern.sub(lambda m: m.group(1) + MASK, text)
     return text
+
+
+def safe_settings(settings: Mapping[str, Any]) -> dict[str, Any]:
+    """A copy without credential-named keys, recursively (headers dicts included)."""
+    out: dict[str, Any] = {}
+    for key, value in settings.items():
+        if is_secret_name(str(key)):
+            continue
+        out[key] = safe_settings(value) if isinstance(value, Mapping) else value
+    return out
+
+
+def secret_values(settings: Mapping[str, Any]) -> list[str]:
+    """String values stored under credential-named keys, recursively: what ``scrub`` must mask."""
+    found: list[str] = []
+    for key, value in settings.items():
+        if isinstance(value, Mapping):
+            found.extend(secret_values(value))
+        elif is_secret_name(str(key)) and isinstance(value, str):
+            found.append(value)
+    return found

@@ -73,3 +73,35 @@ def make_trial(agent: Any, simulator: Any, *, scn: Scenario | None = None, limit
     return Trial(run_id="r", unit_id=f"{scn.id}#1", trial=1, seed=seed, scenario=scn, persona=PERSONA, domain=KV,
                  initial_state=KV.build_state(scn.initial_state), agent=agent, simulator=simulator,
                  limits=limits or Limits())
+
+
+def kv_agent(inp: Any) -> str:
+    """Stores what the user asks for: 'store b=2'."""
+    import re
+
+    match = re.search(r"(\w+)=(\w+)", inp.messages[-1]["content"])
+    if not match:
+        return "Which key and value should I store?"
+    inp.tools.call("set_item", key=match.group(1), value=match.group(2))
+    return f"Done, {match.group(1)} is stored."
+
+
+async def slow_kv_agent(inp: Any) -> str:
+    import asyncio
+
+    await asyncio.sleep(0.02)
+    return kv_agent(inp)
+
+
+def write_project(root: Any, *, scenarios: int = 3, trials: int = 4, agent: str = "python:tests.support:kv_agent") -> None:
+    """A small project on disk: simlab.yaml, one persona, ``scenarios`` KV scenarios."""
+    (root / "personas").mkdir()
+    (root / "personas" / "tester.yaml").write_text("id: tester\ndescription: A tester.\ngive_up_after: 2\n")
+    (root / "scenarios").mkdir()
+    for i in range(scenarios):
+        (root / "scenarios" / f"s{i}.yaml").write_text(
+            f"id: kv-{i}\ntitle: Store k{i}\ndomain: tests.support:KV\npersona: tester\n"
+            f"user:\n  goal: Store k{i}=v{i}.\n  opening: Please store k{i}=v{i}.\n  success_phrases: [stored]\n"
+            "max_turns: 4\n"
+        )
+    (root / "simlab.yaml").write_text(f"agent: {agent}\nsimulator: rules\ntrials: {trials}\nconcurrency: 4\n")

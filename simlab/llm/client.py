@@ -16,7 +16,7 @@ from typing import Any
 
 from simlab.llm.lazy import load_litellm
 from simlab.llm.limits import ModelLimiter
-from simlab.llm.redact import safe_settings, scrub, secret_values
+from simlab.redact import safe_settings, scrub, secret_values
 from simlab.llm.retry import RetryPolicy, RetryStats, Sleep, call_with_retries, classify
 from simlab.llm.types import ChatResult, Message, ModelError, ModelErrorKind, ToolCallRequest
 from simlab.transcript import Pin, Usage
@@ -155,9 +155,9 @@ class LiteLLMModel:
                           retries=stats.retries, retry_wait_s=stats.waited_s)
             message = self._scrub(exc)
             if kind in (ModelErrorKind.TRANSIENT, ModelErrorKind.TIMEOUT):
-                message = f"gave up after {stats.retries} retries ({stats.waited_s:.1f}s waited): {message}"
+                message = f"gave up after {stats.retries} retries ({stats.waited_s:.2f}s waited): {message}"
             error = ModelError(kind, message, role=self.role, model=self.model, usage=usage)
-            log.warning("%s", error.describe())
+            log.info("%s", error.describe())
             if scrub(str(exc), self._secrets()) != str(exc):  # it held a secret: do not chain it
                 raise error from None
             raise error from exc

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import logging
 import os
+import warnings
 from types import ModuleType
 
 _configured = False
@@ -21,6 +22,8 @@ def load_litellm() -> ModuleType:
         _configured = True
         litellm.suppress_debug_info = True  # no "Provider List: ..." banners on stdout
         litellm.set_verbose = False
+        # LiteLLM's TypedDicts make pydantic warn once per type at first use: noise for users.
+        warnings.filterwarnings("ignore", message=r".*`ReadOnly` qualifier", category=UserWarning)
         if getattr(litellm, "disable_hf_tokenizer_download", None) is None:
             litellm.disable_hf_tokenizer_download = True  # token counting must not download
         if not os.environ.get("LITELLM_LOG"):  # the user asked for LiteLLM logs: keep them

@@ -19,9 +19,7 @@ def build_agent(spec: AgentSpec, *, limiter: Any = None, max_retries: int = 4, t
                 transfer_tools: tuple[str, ...] = ("transfer_to_human",)) -> Agent:
     if spec.python:
         return load_python_agent(spec.python, source="agent")
-    from simlab.llm.client import LiteLLMModel
-
-    model = LiteLLMModel(
+    model = _model(
         spec.model or "", role="agent", api_base=spec.api_base, api_key_env=spec.api_key_env,
         temperature=spec.temperature, params=spec.params, max_retries=max_retries, timeout_s=timeout_s,
         limiter=limiter,
@@ -48,11 +46,18 @@ def build_simulator(spec: SimulatorSpec, agent: AgentSpec, *, limiter: Any = Non
             f"({model_family(spec.model)}); a model talking to itself is unrealistically cooperative. "
             "Pick a simulator of another family, or pass --allow-same-family."
         )
-    from simlab.llm.client import LiteLLMModel
-
-    model = LiteLLMModel(
+    model = _model(
         spec.model, role="simulator", api_base=spec.api_base, api_key_env=spec.api_key_env,
         temperature=spec.temperature, params=spec.params, max_retries=max_retries, timeout_s=timeout_s,
         limiter=limiter,
     )
     return LLMSimulator(model)
+
+
+def _model(model: str, **settings: Any) -> Any:
+    from simlab.llm.client import LiteLLMModel
+
+    try:
+        return LiteLLMModel(model, **settings)
+    except ValueError as exc:  # e.g. a reserved key in params
+        raise UsageError(f"{settings.get('role', 'model')} {model}: {exc}") from None

@@ -12,7 +12,7 @@ from simlab import __version__
 from simlab.env.checks import check_scenarios
 from simlab.env.domain import Domain
 from simlab.errors import UsageError
-from simlab.redact import redact_mapping
+from simlab.redact import safe_settings
 from simlab.runner.plan import WorkUnit, plan_units
 from simlab.runner.store import MANIFEST_SCHEMA_VERSION
 from simlab.specs import (
@@ -170,8 +170,8 @@ def manifest_for(plan: RunPlan, req: RunRequest, trials: dict[str, int]) -> dict
 
 def pins_of(plan: RunPlan, trials: dict[str, int]) -> dict[str, Any]:
     return {
-        "agent": redact_mapping(plan.agent.model_dump(mode="json", exclude_none=True)),
-        "simulator": redact_mapping(plan.simulator.model_dump(mode="json", exclude_none=True)),
+        "agent": safe_settings(plan.agent.model_dump(mode="json", exclude_none=True)),
+        "simulator": safe_settings(plan.simulator.model_dump(mode="json", exclude_none=True)),
         "judge": plan.judge,
         "seed": plan.seed,
         "limits": plan.limits.model_dump(mode="json"),

@@ -1,5 +1,6 @@
 """Transcript model: a discriminated union of events, usage, termination."""
 
+from simlab.transcript.checks import Check, CheckKind, CheckStatus, Verdict
 from simlab.transcript.model import (
     TRANSCRIPT_SCHEMA_VERSION,
     AgentMessage,
@@ -20,6 +21,10 @@ from simlab.transcript.model import (
 )
 
 __all__ = [
+    "Check",
+    "CheckKind",
+    "CheckStatus",
+    "Verdict",
     "TRANSCRIPT_SCHEMA_VERSION",
     "AgentMessage",
     "ErrorEvent",

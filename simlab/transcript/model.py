@@ -13,6 +13,8 @@ from typing import Annotated, Any, Literal, Union
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from simlab.transcript.checks import Check
+
 TRANSCRIPT_SCHEMA_VERSION = 1
 
 Role = Literal["agent", "simulator", "judge"]
@@ -201,5 +203,5 @@ class TrialRecord(_Model):
     schema_version: int = TRANSCRIPT_SCHEMA_VERSION
     unit_id: str
     transcript: Transcript
-    checks: list[dict[str, Any]] = Field(default_factory=list, description="Filled by the graders.")
+    checks: list[Check] = Field(default_factory=list, description="Filled by the graders.")
     verdict: str | None = Field(None, description="pass | fail | invalid | error; None until graded.")

@@ -1,0 +1,53 @@
+"""Checks and verdicts: the vocabulary every grader speaks.
+
+A check is one verdict of one grader on one transcript. Its ``status`` is pass, fail, not_run
+(e.g. no judge model configured: never counted as a pass) or error (the grader itself could not
+decide: a judge that kept answering malformed JSON). A trial's verdict combines its checks:
+
+    error    the trial ended in an infrastructure error, or a hard check could not be decided
+    invalid  the simulated user broke its script (a hard drift check failed)
+    fail     a hard check failed (outcome, required actions, forbidden events, budgets, hard rubric)
+    pass     everything hard holds: P = O ∧ R ∧ ¬F ∧ B ∧ hard-rubric
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from simlab.env.domain import Domain
+from simlab.specs import Scenario
+from simlab.transcript import Transcript
+from simlab.transcript.checks import Check, CheckKind, CheckStatus, Verdict
+
+__all__ = ["Check", "CheckKind", "CheckStatus", "GradeContext", "Verdict", "check_at", "verdict_of"]
+
+@dataclass
+class GradeContext:
+    """Everything a grader may look at. Judges get a chat model; deterministic graders ignore it."""
+
+    transcript: Transcript
+    scenario: Scenario
+    domain: Domain
+    judge: Any = None  # a simlab.llm ChatModel, or None when no judge is configured
+
+
+def verdict_of(transcript: Transcript, checks: list[Check]) -> Verdict:
+    if transcript.termination.reason.value == "error":
+        return "error"
+    hard = [c for c in checks if c.hard]
+    if any(c.kind == "drift" and c.status == "fail" for c in hard):
+        return "invalid"
+    if any(c.status == "fail" for c in hard):
+        return "fail"
+    if any(c.status == "error" for c in hard):
+        return "error"
+    return "pass"
+
+
+def check_at(transcript: Transcript, index: int | None) -> dict[str, Any]:
+    """``event``, ``turn`` and ``call_id`` for a check that points at ``transcript.events[index]``."""
+    if index is None:
+        return {}
+    event = transcript.events[index]
+    return {"event": index, "turn": getattr(event, "turn", None), "call_id": getattr(event, "call_id", None)}

@@ -61,6 +61,8 @@ def main(argv: list[str] | None = None) -> int:
     commands: dict[str, Callable[[argparse.Namespace], int]] = {
         "run": _run, "validate": _validate, "schema": _schema,
     }
+    if os.getcwd() not in sys.path:
+        sys.path.insert(0, os.getcwd())  # the project's own agents and domains import like in pytest
     try:
         return commands[args.command](args)
     except SimlabError as exc:

@@ -62,8 +62,10 @@ class ToolHandle:
         self._next_id = 0
 
     def start_turn(self, turn: int) -> None:
+        """A new user message: the same call again after it is a fresh attempt, not a loop."""
         self.turn = turn
         self._calls_this_turn = 0
+        self._last_key, self._repeats = None, 0
 
     @property
     def schemas(self) -> list[dict[str, Any]]:

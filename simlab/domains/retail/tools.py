@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 from datetime import date
+from decimal import ROUND_HALF_UP, Decimal
 from typing import Any, Literal
 
 from simlab.env import READ, WRITE, ToolError, tool
@@ -33,12 +34,13 @@ _STOPWORDS = {
 
 # --- helpers -------------------------------------------------------------------------------------
 
-def _money(value: float) -> float:
-    return round(float(value) + 0.0, 2)
-
-
 def _cents(value: float) -> int:
-    return int(round(float(value) * 100))
+    """Whole cents, rounding half up (38.75 * 1.1 = 42.625 gives 4263, not banker's 4262)."""
+    return int(Decimal(repr(float(value))).quantize(Decimal("0.01"), rounding=ROUND_HALF_UP) * 100)
+
+
+def _money(value: float) -> float:
+    return _cents(value) / 100
 
 
 def _norm_id(order_id: str) -> str:

@@ -31,6 +31,7 @@ YES = ["Yes, please go ahead.", "Yes.", "Yes, please.", "Sure, go ahead.", "That
 NUDGES = ["I still need this sorted: {goal}", "Can you help me or not? {goal}", "To be clear: {goal}",
           "Sorry, that doesn't help. {goal}"]
 REFUSALS = ["No, I don't want {offer}.", "No thanks, not {offer}.", "I'm not interested in {offer}."]
+COMPLAINTS = ["I told you I didn't want {offer}!", "That's not what I asked for, I said no {offer}."]
 GIVE_UPS = ["Forget it, this is going nowhere.", "Never mind, I'll try somewhere else.", "I give up."]
 DONT_KNOW = ["I don't have my {name} to hand, sorry. Can you look it up?", "I don't know my {name}, sorry."]
 WONT_SAY = ["I'd rather not share my {name}.", "I won't give out my {name}, sorry."]
@@ -55,6 +56,27 @@ def fact_aliases(name: str) -> list[str]:
 def _mentions(text: str, name: str) -> bool:
     lowered = text.lower()
     return any(re.search(rf"(?<![a-z]){re.escape(alias)}(?![a-z])", lowered) for alias in fact_aliases(name))
+
+
+_GREETING = re.compile(r"^\s*(hi|hello|hey|good (morning|afternoon|evening))\b[^.!?,—-]*[.!?,—-]*\s*", re.IGNORECASE)
+_SENTENCE = re.compile(r"[^.!?]+[.!?]*")
+_OFFER = re.compile(r"\?|\b(would you like|do you want|i can offer|i could|instead|prefer|option)\b", re.IGNORECASE)
+_DONE = re.compile(r"\b(issued|added|processed|done|completed|credited|applied)\b", re.IGNORECASE)
+
+
+def _rejected(patterns: list[str], reply: str) -> tuple[str | None, str | None]:
+    """(offer the user must refuse, unwanted thing the agent says it already did).
+
+    A rejected phrase counts only in a sentence that offers it or reports doing it; a mere
+    mention (in an explanation) is not an offer.
+    """
+    for sentence in _SENTENCE.findall(reply):
+        found = _first_match(patterns, sentence)
+        if found and _OFFER.search(sentence):
+            return found, None
+        if found and _DONE.search(sentence):
+            return None, found
+    return None, None
 
 
 def _first_match(patterns: list[str], text: str) -> str | None:
@@ -82,17 +104,21 @@ class RulesSimulator(Simulator):
 
         parts: list[str] = []
         helpful = False
-        offer = _first_match(user.reject_phrases, reply)
+        offer, done = _rejected(user.reject_phrases, reply)
         if offer:
             parts.append(rng.choice(REFUSALS).format(offer=offer.lower()))
-        if _QUESTION.search(reply) or _CONFIRM.search(reply):
-            answered = self._answer_questions(reply, view, rng)
-            if answered:
-                parts.extend(answered)
-                helpful = True
-            elif not offer and _CONFIRM.search(reply):
-                parts.append(rng.choice(YES))
-                helpful = True
+        elif done:
+            parts.append(rng.choice(COMPLAINTS).format(offer=done.lower()))
+            offer = done
+        questions = [q for q in _SENTENCE.findall(reply) if _QUESTION.search(q) or _CONFIRM.search(q)]
+        answered = self._answer_questions(" ".join(questions), view, rng) if questions else []
+        if answered:
+            parts.extend(answered)
+            helpful = True
+        confirm = [q for q in questions if _CONFIRM.search(q) and not _first_match(user.reject_phrases, q)]
+        if confirm and not offer and not any(_mentions_fact(q, view) for q in confirm):
+            parts.append(rng.choice(YES))
+            helpful = True
         if helpful:
             view.memory["unhelpful"] = 0
         else:
@@ -108,12 +134,15 @@ class RulesSimulator(Simulator):
         user = view.scenario.user
         text = user.opening or f"{rng.choice(GREETINGS)} {self._goal_line(view)}"
         if view.persona.volunteers_facts and user.known_facts:
-            facts = ", ".join(f"my {k.replace('_', ' ')} is {v}" for k, v in user.known_facts.items())
-            text = f"{text} ({facts})"
+            facts = ", and ".join(f"my {k.replace('_', ' ')} is {_say(v)}" for k, v in user.known_facts.items())
+            text = f"{text} For reference, {facts}."
         return text
 
     def _goal_line(self, view: SimView) -> str:
-        return view.scenario.user.opening or view.scenario.user.goal
+        opening = view.scenario.user.opening
+        if not opening:
+            return view.scenario.user.goal
+        return _GREETING.sub("", opening).strip() or opening
 
     def _answer_questions(self, reply: str, view: SimView, rng: random.Random) -> list[str]:
         user = view.scenario.user
@@ -129,6 +158,11 @@ class RulesSimulator(Simulator):
             if unknown:
                 answers.append(rng.choice(DONT_KNOW).format(name=unknown))
         return answers
+
+
+def _mentions_fact(text: str, view: SimView) -> bool:
+    user = view.scenario.user
+    return any(_mentions(text, name) for name in (*user.known_facts, *user.never_reveal))
 
 
 def _say(value: Any) -> str:

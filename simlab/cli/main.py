@@ -40,6 +40,9 @@ def build_parser() -> argparse.ArgumentParser:
     validate = sub.add_parser("validate", help="check scenario, persona, suite and config files")
     validate.add_argument("paths", nargs="*", help="files or folders (default: the project's scenarios and personas)")
 
+    view = sub.add_parser("view", help="browse runs and transcripts in the terminal")
+    view.add_argument("target", nargs="?", help="a run id or a run folder (default: the newest run)")
+
     schema = sub.add_parser("schema", help="write JSON Schemas for the YAML files (for editors)")
     schema.add_argument("--out", default="schemas", help="folder to write into (default: schemas)")
     return parser
@@ -59,7 +62,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.print_help()
         return EXIT_USAGE
     commands: dict[str, Callable[[argparse.Namespace], int]] = {
-        "run": _run, "validate": _validate, "schema": _schema,
+        "run": _run, "validate": _validate, "schema": _schema, "view": _view,
     }
     if os.getcwd() not in sys.path:
         sys.path.insert(0, os.getcwd())  # the project's own agents and domains import like in pytest
@@ -89,6 +92,12 @@ def _validate(args: argparse.Namespace) -> int:
     from simlab.cli.validate_cmd import validate_command
 
     return validate_command(args)
+
+
+def _view(args: argparse.Namespace) -> int:
+    from simlab.cli.view_cmd import view_command
+
+    return view_command(args)
 
 
 def _schema(args: argparse.Namespace) -> int:

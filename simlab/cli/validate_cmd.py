@@ -56,7 +56,7 @@ def validate_command(args: argparse.Namespace) -> int:
 def _kind(path: Path, personas_dir: Path) -> str:
     if path.name in ("simlab.yaml", "simlab.yml"):
         return "config"
-    if path.suffix not in YAML_SUFFIXES:
+    if path.suffix.lower() not in YAML_SUFFIXES:
         return "scenario"
     parents = {p.name for p in path.parents}
     if path.resolve().parent == personas_dir.resolve() or "personas" in parents:

@@ -14,6 +14,7 @@ from simlab.specs.loader import (
 )
 from simlab.specs.persona import Persona
 from simlab.specs.scenario import Limits, Scenario, UserSpec
+from simlab.specs.schema import json_schemas, write_schemas
 
 __all__ = [
     "AgentSpec",
@@ -28,10 +29,12 @@ __all__ = [
     "SimulatorSpec",
     "Suite",
     "UserSpec",
+    "json_schemas",
     "load_config",
     "load_model",
     "load_personas",
     "load_scenarios",
     "load_suite",
     "scenario_files",
+    "write_schemas",
 ]

@@ -2,9 +2,34 @@
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict
+import re
+from typing import Annotated
+
+from pydantic import AfterValidator, BaseModel, ConfigDict
 
 SPEC_SCHEMA_VERSION = 1
+
+
+def _regex(value: str) -> str:
+    try:
+        re.compile(value)
+    except re.error as exc:
+        raise ValueError(f"not a valid regular expression: {exc}") from None
+    return value
+
+
+def _python_ref(value: str) -> str:
+    module, sep, attr = value.rpartition(":")
+    if not (sep and module.strip() and attr.strip()):
+        raise ValueError(f"expected module:function (e.g. mypkg.checks:refund_ok), got {value!r}")
+    return value
+
+
+Regex = Annotated[str, AfterValidator(_regex)]
+"""A regular expression, checked when the spec loads rather than when a trial runs."""
+
+PythonRef = Annotated[str, AfterValidator(_python_ref)]
+"""``module:attr`` of a Python object (the module may be a dotted name or a .py path)."""
 
 
 class SpecModel(BaseModel):

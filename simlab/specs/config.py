@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import Field, model_validator
+from pydantic import BaseModel, Field, model_validator
 
 from simlab.specs.base import SpecModel
 from simlab.specs.scenario import Limits
@@ -31,12 +31,18 @@ class AgentSpec(SpecModel):
             if value.startswith(PYTHON_PREFIX):
                 return {"python": value[len(PYTHON_PREFIX):]}
             return {"model": value}
-        return value
+        return _mapping_or_fail(value, "a LiteLLM model string, 'python:module:attr', or a mapping")
 
     @model_validator(mode="after")
     def _one_kind(self) -> "AgentSpec":
         if (self.model is None) == (self.python is None):
             raise ValueError("give exactly one of 'model' (a LiteLLM model) or 'python' (module:attr)")
+        if self.model is not None and not self.model.strip():
+            raise ValueError("'model' is empty; give a LiteLLM model string, e.g. openai/gpt-4o-2024-08-06")
+        if self.python is not None:
+            module, sep, attr = self.python.rpartition(":")
+            if not (sep and module.strip() and attr.strip()):
+                raise ValueError(f"'python' must be module:attr (e.g. mypkg.agents:answer), got {self.python!r}")
         return self
 
     @property
@@ -59,17 +65,19 @@ class SimulatorSpec(SpecModel):
     @classmethod
     def _from_string(cls, value: Any) -> Any:
         if isinstance(value, str):
-            if value in ("rules", "scripted"):
+            if value in ("rules", "scripted", "llm"):
                 return {"kind": value}
+            if value.startswith(PYTHON_PREFIX):
+                raise ValueError("a simulator is 'rules', 'scripted' or a LiteLLM model, not a Python callable")
             return {"kind": "llm", "model": value}
         if isinstance(value, dict) and "model" in value and "kind" not in value:
             return {**value, "kind": "llm"}
-        return value
+        return _mapping_or_fail(value, "'rules', 'scripted', a LiteLLM model string, or a mapping")
 
     @model_validator(mode="after")
     def _model_for_llm(self) -> "SimulatorSpec":
-        if self.kind == "llm" and not self.model:
-            raise ValueError("an llm simulator needs 'model'")
+        if self.kind == "llm" and not (self.model and self.model.strip()):
+            raise ValueError("an llm simulator needs 'model' (a LiteLLM model string)")
         if self.kind != "llm" and self.model:
             raise ValueError(f"a {self.kind} simulator takes no model")
         return self
@@ -77,6 +85,13 @@ class SimulatorSpec(SpecModel):
     @property
     def ref(self) -> str:
         return self.model if self.kind == "llm" and self.model else self.kind
+
+
+def _mapping_or_fail(value: Any, expected: str) -> Any:
+    """Let mappings and built models through; anything else gets one clear message."""
+    if isinstance(value, (dict, BaseModel)):
+        return value
+    raise ValueError(f"expected {expected}; got {value!r}")
 
 
 class RunSettings(SpecModel):
@@ -87,7 +102,7 @@ class RunSettings(SpecModel):
     judge: str | None = Field(None, description="Judge model (LiteLLM string), used by the graders.")
     trials: int | None = Field(None, ge=1, le=10_000)
     concurrency: int | None = Field(None, ge=1, le=4096)
-    model_concurrency: dict[str, int] = Field(
+    model_concurrency: dict[str, Annotated[int, Field(ge=1)]] = Field(
         default_factory=dict, description="Per-model cap on concurrent calls: {model: N}."
     )
     seed: int | None = None

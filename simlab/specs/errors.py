@@ -32,8 +32,8 @@ def format_validation_error(
         line = line_for(lines, item.path) if lines else None
         where = f"{source}:{line}" if line else source
         path = ".".join(str(p) for p in item.path) or "(top level)"
-        problems.append(f"{where}: {path}: {item.message or _message(item.err, item.parent)}")
-    return list(dict.fromkeys(problems))
+        problems.append((line or 0, f"{where}: {path}: {item.message or _message(item.err, item.parent)}"))
+    return list(dict.fromkeys(text for _, text in sorted(problems, key=lambda p: p[0])))
 
 
 @dataclass
@@ -136,9 +136,10 @@ def _message(err: dict[str, Any], parent: Any) -> str:
     if kind in ("model_type", "model_attributes_type"):
         return f"Input should be a mapping of fields{_got(err.get('input'))}"
     msg = str(err.get("msg", "invalid")).removeprefix("Value error, ").removeprefix("Assertion failed, ")
-    if kind not in ("value_error", "assertion_error"):
-        msg += _got(err.get("input"))
-    return msg
+    value = err.get("input")
+    if kind in ("value_error", "assertion_error") or (isinstance(value, (dict, list)) and not str(kind).endswith("_type")):
+        return msg
+    return msg + _got(value)
 
 
 def _unknown_field(name: str, allowed: list[str] | None) -> str:
@@ -150,6 +151,8 @@ def _unknown_field(name: str, allowed: list[str] | None) -> str:
 
 
 def _got(value: Any) -> str:
+    if value is None:
+        return " (got nothing)"
     if isinstance(value, dict):
         return " (got a mapping)"
     if isinstance(value, (list, tuple)):

@@ -6,12 +6,16 @@ errors); the graders give it meaning.
 
 from __future__ import annotations
 
+import re
 from typing import Any, Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field, field_validator, model_validator
 
-from simlab.specs.base import SpecModel
+from simlab.specs.base import PythonRef, SpecModel
 
+LIMIT = re.compile(r"^\s*([A-Za-z_]\w*)\.([A-Za-z_][\w.]*)\s*(<=|>=|==|!=|<|>)\s*(\S.*?)\s*$")
+RULE_KEYS = ("before", "after_confirmation", "max_calls", "limit", "no_write_after_refusal", "owner",
+             "forbid_args", "python")
 COMPARISONS = ("equals", "not_equals", "contains", "exists", "absent", "gt", "ge", "lt", "le")
 
 
@@ -51,6 +55,8 @@ class CallSpec(SpecModel):
 
 
 class Trajectory(SpecModel):
+    """The tool calls the agent should make; checked only when a scenario asks for it."""
+
     mode: Literal["exact", "in_order", "any_order", "subset", "superset"] = "in_order"
     calls: list[str | CallSpec] = Field(description="Reference calls: tool names or {tool, args}.")
 
@@ -70,22 +76,31 @@ class Rule(SpecModel):
     forbid_args: dict[str, Any] | None = Field(
         None, description="{tool, args, category}: a call with these arguments is a violation (injection cases)."
     )
-    python: str | None = Field(None, description="module:function(transcript) -> list of violations.")
+    python: PythonRef | None = Field(None, description="module:function(transcript) -> list of violations.")
     name: str | None = None
+
+    @field_validator("limit")
+    @classmethod
+    def _limit_syntax(cls, value: str | None) -> str | None:
+        if value is not None and not LIMIT.match(value):
+            raise ValueError(f"write a limit as 'tool.argument OP value' (e.g. 'issue_refund.amount <= 100'); "
+                             f"OP is one of <=, <, >=, >, ==, !=; got {value!r}")
+        return value
 
     @model_validator(mode="after")
     def _exactly_one(self) -> "Rule":
-        keys = ["before", "after_confirmation", "max_calls", "limit", "no_write_after_refusal", "owner",
-                "forbid_args", "python"]
-        given = [k for k in keys if getattr(self, k) is not None]
+        given = [k for k in RULE_KEYS if getattr(self, k) is not None]
         if len(given) != 1:
-            raise ValueError(f"a rule needs exactly one of {', '.join(keys)}; got {given or 'none'}")
+            got = ", ".join(given) if given else "none"
+            raise ValueError(f"a rule needs exactly one of {', '.join(RULE_KEYS)}; got {got}")
         if self.unless is not None and self.limit is None:
             raise ValueError("'unless' only goes with 'limit'")
         return self
 
 
 class Budgets(SpecModel):
+    """Efficiency limits the graders check (a trial over budget fails the budget check)."""
+
     max_user_turns: int | None = Field(None, ge=0)
     max_agent_turns: int | None = Field(None, ge=0)
     max_tool_calls: int | None = Field(None, ge=0)
@@ -95,19 +110,23 @@ class Budgets(SpecModel):
 
 
 class RubricItem(SpecModel):
+    """A question for the LLM judge, for what code cannot check."""
+
     id: str
     text: str
     hard: bool = False
 
 
 class Expect(SpecModel):
+    """What the graders check: end state first, then trajectory, rules, budgets, rubric."""
+
     state: list[StateAssertion] = Field(default_factory=list)
     expected_actions: list[CallSpec] = Field(
         default_factory=list,
         description="Reference WRITE actions; replayed on a fresh state to get the expected end state.",
     )
     ignore_paths: list[str] = Field(default_factory=list, description="State paths left out of the comparison.")
-    predicate: str | None = Field(None, description="module:function(state, transcript) -> bool | (bool, reason)")
+    predicate: PythonRef | None = Field(None, description="module:function(state, transcript) -> bool | (bool, reason)")
     trajectory: Trajectory | None = None
     forbidden: list[str | CallSpec] = Field(default_factory=list)
     rules: list[Rule] = Field(default_factory=list)
@@ -115,27 +134,50 @@ class Expect(SpecModel):
     rubric: list[RubricItem] = Field(default_factory=list)
     groundedness: bool = False
 
+    @field_validator("rubric")
+    @classmethod
+    def _unique_rubric_ids(cls, items: list[RubricItem]) -> list[RubricItem]:
+        ids = [item.id for item in items]
+        repeated = sorted({i for i in ids if ids.count(i) > 1})
+        if repeated:
+            raise ValueError(f"rubric ids must be unique; repeated: {', '.join(repeated)}")
+        return items
+
+    def call_specs(self) -> list[tuple[tuple[Any, ...], CallSpec]]:
+        """Every ``{tool, args}`` reference call, with its field path."""
+        calls: list[tuple[tuple[Any, ...], CallSpec]] = [
+            (("expected_actions", i), action) for i, action in enumerate(self.expected_actions)
+        ]
+        for i, call in enumerate(self.trajectory.calls if self.trajectory else []):
+            if isinstance(call, CallSpec):
+                calls.append((("trajectory", "calls", i), call))
+        calls.extend((("forbidden", i), item) for i, item in enumerate(self.forbidden) if isinstance(item, CallSpec))
+        return calls
+
     def tool_references(self) -> list[tuple[tuple[Any, ...], str]]:
         """Every tool name this block mentions, with the field path that mentions it."""
         refs: list[tuple[tuple[Any, ...], str]] = []
         for i, action in enumerate(self.expected_actions):
             refs.append((("expected_actions", i, "tool"), action.tool))
-        if self.trajectory:
-            for i, call in enumerate(self.trajectory.calls):
-                refs.append((("trajectory", "calls", i), call if isinstance(call, str) else call.tool))
+        for i, call in enumerate(self.trajectory.calls if self.trajectory else []):
+            refs.append((("trajectory", "calls", i), call) if isinstance(call, str)
+                        else (("trajectory", "calls", i, "tool"), call.tool))
         for i, item in enumerate(self.forbidden):
-            refs.append((("forbidden", i), item if isinstance(item, str) else item.tool))
+            refs.append((("forbidden", i), item) if isinstance(item, str) else (("forbidden", i, "tool"), item.tool))
         for i, rule in enumerate(self.rules):
-            for name in rule.before or []:
-                refs.append((("rules", i, "before"), name))
+            for j, name in enumerate(rule.before or []):
+                refs.append((("rules", i, "before", j), name))
             if rule.after_confirmation:
                 refs.append((("rules", i, "after_confirmation"), rule.after_confirmation))
             for name in rule.max_calls or {}:
-                refs.append((("rules", i, "max_calls"), name))
-            if rule.limit:
-                refs.append((("rules", i, "limit"), rule.limit.split(".", 1)[0].strip()))
+                refs.append((("rules", i, "max_calls", name), name))
+            if rule.limit and (match := LIMIT.match(rule.limit)):
+                refs.append((("rules", i, "limit"), match.group(1)))
             if rule.unless:
                 refs.append((("rules", i, "unless"), rule.unless))
+            for key in rule.owner or {}:
+                if key != "principal" and "." in key:
+                    refs.append((("rules", i, "owner", key), key.split(".", 1)[0]))
             if rule.forbid_args and "tool" in rule.forbid_args:
                 refs.append((("rules", i, "forbid_args", "tool"), str(rule.forbid_args["tool"])))
         return refs

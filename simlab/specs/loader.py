@@ -42,11 +42,11 @@ class LoadedScenario(Loaded):
 def load_model(path: Path, model: type[M]) -> Loaded:
     data, lines = load_yaml_file(path)
     if not isinstance(data, dict):
-        raise SpecError(f"{path}:1: expected a mapping of fields, got {type(data).__name__}")
+        raise SpecError(f"{path}:{lines.get((), 1)}: expected a mapping of fields, got {_kind(data)}")
     try:
         spec = model.model_validate(data)
     except ValidationError as exc:
-        raise SpecError(format_validation_error(exc, str(path), lines)) from None
+        raise SpecError(format_validation_error(exc, str(path), lines, model=model)) from None
     return Loaded(spec=spec, path=path, sha256=_sha256(path), lines=lines)
 
 
@@ -56,7 +56,7 @@ def load_personas(folder: Path) -> dict[str, Loaded]:
     problems: list[str] = []
     if not folder.is_dir():
         return personas
-    for path in sorted(p for p in folder.iterdir() if p.suffix in YAML_SUFFIXES):
+    for path in sorted(p for p in folder.iterdir() if _is_spec_file(p)):
         try:
             loaded = load_model(path, Persona)
         except SpecError as exc:
@@ -64,7 +64,12 @@ def load_personas(folder: Path) -> dict[str, Loaded]:
             continue
         pid = loaded.spec.id
         if pid in personas:
-            problems.append(f"{path}: id: persona {pid!r} is also defined in {personas[pid].path}")
+            first = personas[pid]
+            problems.append(
+                f"{path}:{line_for(loaded.lines, ('id',))}: id: persona {pid!r} is also defined in "
+                f"{first.path}:{line_for(first.lines, ('id',))}"
+            )
+            continue
         personas[pid] = loaded
     if problems:
         raise SpecError(problems)
@@ -72,26 +77,45 @@ def load_personas(folder: Path) -> dict[str, Loaded]:
 
 
 def scenario_files(paths: list[str | Path], base: Path | None = None) -> list[Path]:
-    """Expand files, folders (recursively) and globs into scenario files, in a stable order."""
-    found: dict[Path, None] = {}
+    """Expand files, folders (recursively) and globs into scenario files, in a stable order.
+
+    Folders and globs contribute ``.yaml``/``.yml`` files only, skipping hidden ones (editor
+    backups, ``.git``); a file named explicitly is taken as it is. A path or pattern that
+    yields no file is an error; the same file reached twice is listed once.
+    """
+    found: dict[Path, Path] = {}
     for entry in paths:
         text = str(entry)
         candidate = Path(text) if base is None or Path(text).is_absolute() else base / text
-        matches = [Path(m) for m in sorted(glob.glob(str(candidate), recursive=True))] if glob.has_magic(
-            str(candidate)
-        ) else [candidate]
-        if not matches:
-            raise SpecError(f"{candidate}: no scenario file matches this pattern")
-        for match in matches:
-            if match.is_dir():
-                for path in sorted(match.rglob("*")):
-                    if path.suffix in YAML_SUFFIXES and path.is_file():
-                        found[path] = None
-            elif match.exists():
-                found[match] = None
-            else:
-                raise SpecError(f"{match}: no such file or folder")
-    return list(found)
+        if glob.has_magic(str(candidate)):
+            matches = [Path(m) for m in sorted(glob.glob(str(candidate), recursive=True))]
+            if not matches:
+                raise SpecError(f"{candidate}: no scenario file matches this pattern")
+            files = [m for m in matches if m.is_dir() or _is_spec_file(m)]
+        elif candidate.exists():
+            files = [candidate]
+        else:
+            raise SpecError(f"{candidate}: no such file or folder")
+        yielded = [path for match in files for path in _expand(match)]
+        if not yielded:
+            raise SpecError(f"{candidate}: no scenario files (.yaml, .yml) here")
+        for path in yielded:
+            found.setdefault(path.resolve(), path)
+    return list(found.values())
+
+
+def _expand(match: Path) -> list[Path]:
+    if not match.is_dir():
+        return [match]
+    return [p for p in sorted(match.rglob("*")) if _is_spec_file(p) and not _hidden(p.relative_to(match))]
+
+
+def _is_spec_file(path: Path) -> bool:
+    return path.suffix.lower() in YAML_SUFFIXES and not path.name.startswith(".") and path.is_file()
+
+
+def _hidden(relative: Path) -> bool:
+    return any(part.startswith(".") for part in relative.parts)
 
 
 def load_scenarios(files: list[Path], personas: dict[str, Loaded]) -> list[LoadedScenario]:
@@ -101,7 +125,7 @@ def load_scenarios(files: list[Path], personas: dict[str, Loaded]) -> list[Loade
     """
     problems: list[str] = []
     loaded: list[LoadedScenario] = []
-    seen: dict[str, Path] = {}
+    seen: dict[str, tuple[Path, LineMap]] = {}
     for path in files:
         try:
             item = load_model(path, Scenario)
@@ -111,8 +135,12 @@ def load_scenarios(files: list[Path], personas: dict[str, Loaded]) -> list[Loade
         scenario: Scenario = item.spec
         where = lambda *loc: f"{path}:{line_for(item.lines, loc) or 1}"  # noqa: E731
         if scenario.id in seen:
-            problems.append(f"{where('id')}: id: scenario {scenario.id!r} is also defined in {seen[scenario.id]}")
-        seen[scenario.id] = path
+            first, first_lines = seen[scenario.id]
+            problems.append(
+                f"{where('id')}: id: scenario {scenario.id!r} is also defined in "
+                f"{first}:{line_for(first_lines, ('id',)) or 1}"
+            )
+        seen.setdefault(scenario.id, (path, item.lines))
         if isinstance(scenario.persona, str):
             ref = personas.get(scenario.persona)
             if ref is None:
@@ -140,6 +168,16 @@ def load_suite(path: Path) -> Loaded:
     if not path.exists():
         raise SpecError(f"{path}: no such suite file")
     return load_model(path, Suite)
+
+
+def _kind(value: Any) -> str:
+    if value is None:
+        return "nothing (null)"
+    if isinstance(value, list):
+        return "a list"
+    if isinstance(value, str):
+        return f"a string ({value[:40]!r})"
+    return type(value).__name__
 
 
 def _sha256(path: Path) -> str:

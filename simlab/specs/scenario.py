@@ -6,7 +6,7 @@ from typing import Any
 
 from pydantic import Field, field_validator
 
-from simlab.specs.base import SpecModel
+from simlab.specs.base import Regex, SpecModel
 from simlab.specs.expect import Expect
 from simlab.specs.persona import Persona
 
@@ -22,15 +22,15 @@ class UserSpec(SpecModel):
         default_factory=dict,
         description="Facts the user must never say: {name: value} (a list of values is accepted too).",
     )
-    success_phrases: list[str] = Field(
+    success_phrases: list[Regex] = Field(
         default_factory=list,
         description="Regexes (case-insensitive): an agent reply matching one means the goal is met.",
     )
-    reject_phrases: list[str] = Field(
+    reject_phrases: list[Regex] = Field(
         default_factory=list,
         description="Regexes: offers the user refuses (e.g. 'store credit').",
     )
-    give_up_phrases: list[str] = Field(
+    give_up_phrases: list[Regex] = Field(
         default_factory=list,
         description="Regexes: an agent reply matching one makes the goal hopeless (the user gives up).",
     )
@@ -40,9 +40,18 @@ class UserSpec(SpecModel):
     @field_validator("never_reveal", mode="before")
     @classmethod
     def _list_to_mapping(cls, value: Any) -> Any:
-        if isinstance(value, list):
-            return {str(v): v for v in value}
-        return value
+        """``[the card number, {pin: 1234}]`` becomes ``{the card number: ..., pin: 1234}``."""
+        if not isinstance(value, list):
+            return value
+        mapping: dict[str, Any] = {}
+        for item in value:
+            if isinstance(item, dict):
+                mapping.update({str(k): v for k, v in item.items()})
+            elif isinstance(item, list):
+                raise ValueError("give facts as text or {name: value}, not nested lists")
+            else:
+                mapping[str(item)] = item
+        return mapping
 
 
 class Limits(SpecModel):
@@ -55,6 +64,8 @@ class Limits(SpecModel):
 
 
 class Scenario(SpecModel):
+    """One case: who the user is, what they want, the starting state, and what must be true."""
+
     id: str = Field(pattern=r"^[a-z0-9][a-z0-9_.-]*$")
     title: str
     description: str = ""

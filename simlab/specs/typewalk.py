@@ -64,3 +64,31 @@ def fields_of(tp: Any) -> list[str] | None:
 def ignores_extra(model: type[BaseModel]) -> bool:
     """Whether unknown keys vanish silently (pydantic's default ``extra='ignore'``)."""
     return model.model_config.get("extra") in (None, "ignore")
+
+
+def unknown_keys(tp: Any, value: Any, path: tuple[Any, ...] = ()) -> list[tuple[tuple[Any, ...], list[str]]]:
+    """Keys in ``value`` that a model would drop silently (``extra='ignore'``), with the allowed names.
+
+    pydantic reports unknown keys only where a model forbids them; a typo in a domain's state
+    override (``ordrs:``) would otherwise vanish without a word.
+    """
+    options = members(tp)
+    if len(options) != 1:
+        return []
+    tp = options[0]
+    found: list[tuple[tuple[Any, ...], list[str]]] = []
+    if isinstance(tp, type) and issubclass(tp, BaseModel) and isinstance(value, dict):
+        names = {name: name for name in tp.model_fields}
+        names.update({f.alias: name for name, f in tp.model_fields.items() if f.alias})
+        for key, item in value.items():
+            if key in names:
+                found.extend(unknown_keys(child_type(tp, names[key]), item, (*path, key)))
+            elif ignores_extra(tp):
+                found.append(((*path, key), list(tp.model_fields)))
+    elif get_origin(tp) is dict and isinstance(value, dict):
+        for key, item in value.items():
+            found.extend(unknown_keys(child_type(tp, key), item, (*path, key)))
+    elif get_origin(tp) is list and isinstance(value, list):
+        for index, item in enumerate(value):
+            found.extend(unknown_keys(child_type(tp, index), item, (*path, index)))
+    return found

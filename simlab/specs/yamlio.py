@@ -21,7 +21,9 @@ LineMap = dict[tuple[Any, ...], int]
 
 _Loader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 _MERGE = "tag:yaml.org,2002:merge"
-_ALLOWED_TAGS = {tag for tag in yaml.SafeLoader.yaml_constructors if tag} | {_MERGE}
+# Plain data only: no Python objects, custom tags, sets or bytes (they do not survive JSON).
+_ALLOWED_TAGS = {f"tag:yaml.org,2002:{name}" for name in ("str", "int", "float", "bool", "null", "timestamp",
+                                                          "map", "seq", "merge")}
 
 
 def load_yaml_file(path: Path) -> tuple[Any, LineMap]:
@@ -34,7 +36,8 @@ def load_yaml_file(path: Path) -> tuple[Any, LineMap]:
     try:
         text = raw.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
-        raise SpecError(f"{path}: not UTF-8 text (byte {exc.start}); is this a YAML file?") from None
+        line = raw.count(b"\n", 0, exc.start) + 1
+        raise SpecError(f"{path}:{line}: not UTF-8 text (byte {exc.start}); is this a YAML file?") from None
     return load_yaml_text(text, str(path))
 
 
@@ -47,7 +50,7 @@ def load_yaml_text(text: str, source: str) -> tuple[Any, LineMap]:
         loader = _Loader(text)
         try:
             node = loader.get_single_node()
-            if node is None:
+            if node is None or (node.tag == "tag:yaml.org,2002:null" and node.value == ""):
                 raise SpecError(f"{source}: the file is empty; expected a mapping of fields")
             lines: LineMap = {}
             _Walker(loader, source, lines).walk(node, ())
@@ -103,7 +106,9 @@ class _Walker:
             raise SpecError(f"{self.source}:{line}: YAML nested deeper than {MAX_DEPTH} levels")
         self._check_tag(node, path)
         self.lines.setdefault(path, line)
-        if isinstance(node, yaml.MappingNode):
+        if isinstance(node, yaml.ScalarNode):
+            self._scalar(node, path)
+        elif isinstance(node, yaml.MappingNode):
             self._mapping(node, path)
         elif isinstance(node, yaml.SequenceNode):
             for index, item in enumerate(node.value):
@@ -126,7 +131,7 @@ class _Walker:
                 merges.append(value_node)
                 continue
             self._check_tag(key_node, path)
-            key = self._key(key_node)
+            key = self._key(key_node, path)
             line = key_node.start_mark.line + 1
             if key in seen:
                 dotted = ".".join(str(p) for p in (*path, key))
@@ -142,14 +147,27 @@ class _Walker:
             for source in sources:
                 if isinstance(source, yaml.MappingNode):
                     for key_node, _ in source.value:
-                        key = self._key(key_node)
+                        key = self._key(key_node, path)
                         if key not in seen:
                             self.lines.setdefault((*path, key), key_node.start_mark.line + 1)
 
-    def _key(self, key_node: yaml.Node) -> Any:
+    def _scalar(self, node: yaml.ScalarNode, path: tuple[Any, ...]) -> Any:
+        """Build the value now (it is cached for the document), so a bad one names its line."""
+        try:
+            return self.loader.construct_object(node)
+        except (ValueError, KeyError, TypeError, AttributeError, OverflowError) as exc:
+            tag = node.tag.replace("tag:yaml.org,2002:", "!!")
+            dotted = ".".join(str(p) for p in path) or "(top level)"
+            why = f" ({exc})" if isinstance(exc, (ValueError, OverflowError)) else ""
+            raise SpecError(
+                f"{self.source}:{node.start_mark.line + 1}: {dotted}: cannot read {node.value!r} as {tag}{why}; "
+                "put it in quotes to keep it as text"
+            ) from None
+
+    def _key(self, key_node: yaml.Node, path: tuple[Any, ...] = ()) -> Any:
         """The key as it will be in the data (``1`` and ``'1'`` differ), so error paths match."""
         if isinstance(key_node, yaml.ScalarNode):
-            key = self.loader.construct_object(key_node)
+            key = self._scalar(key_node, (*path, key_node.value))
             try:
                 hash(key)
                 return key

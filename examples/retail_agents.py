@@ -516,3 +516,8 @@ def flaky_agent(inp: AgentInput) -> AgentReply:
 
 
 __all__ = ["Faults", "RetailBot", "careful_agent", "flaky_agent"]
+
+
+# Both demo agents are plain code: they call no model, so their cost is a known zero.
+careful_agent.uses_models = False  # type: ignore[attr-defined]
+flaky_agent.uses_models = False  # type: ignore[attr-defined]

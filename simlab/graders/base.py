@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from simlab.env.domain import Domain
-from simlab.specs import Scenario
+from simlab.specs import Persona, Scenario
 from simlab.transcript import Transcript
 from simlab.transcript.checks import Check, CheckKind, CheckStatus, Verdict
 
@@ -30,6 +30,7 @@ class GradeContext:
     scenario: Scenario
     domain: Domain
     judge: Any = None  # a simlab.llm ChatModel, or None when no judge is configured
+    persona: Persona | None = None  # the resolved persona (a scenario may name it by id)
 
 
 def verdict_of(transcript: Transcript, checks: list[Check]) -> Verdict:

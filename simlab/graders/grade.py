@@ -44,7 +44,10 @@ async def grade(ctx: GradeContext, *, use_judges: bool = True) -> Graded:
         from simlab.graders.groundedness import grade_groundedness
         from simlab.graders.judge import grade_rubric
 
-        for judge in (grade_rubric, grade_groundedness, grade_drift_llm):
+        judges = [grade_rubric, grade_groundedness]
+        if ctx.scenario.expect.drift_judge:
+            judges.append(grade_drift_llm)
+        for judge in judges:
             outcome = await judge(ctx)
             checks.extend(outcome.checks)
             calls.extend(outcome.calls)

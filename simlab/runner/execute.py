@@ -10,7 +10,12 @@ import asyncio
 import traceback
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from typing import Callable, Iterator
+from typing import Any, Callable, Iterator
+
+from simlab.env.domain import Domain
+from simlab.graders.base import GradeContext
+from simlab.graders.grade import grade
+from simlab.specs import LoadedScenario
 
 from simlab.errors import InfraError
 from simlab.llm.types import ModelError
@@ -34,8 +39,9 @@ OnTrial = Callable[[TrialRecord], None]
 
 
 async def execute(plan: RunPlan, units: list[WorkUnit], agent: Agent, simulator: Simulator,
-                  appender: Appender, on_trial: OnTrial | None = None) -> RunOutcome:
-    """Play ``units`` with at most ``plan.concurrency`` trials at once; append each as it ends."""
+                  appender: Appender, on_trial: OnTrial | None = None, judge: Any = None) -> RunOutcome:
+    """Play ``units`` with at most ``plan.concurrency`` trials at once; grade each and append it as
+    it ends."""
     outcome = RunOutcome()
     queue: Iterator[WorkUnit] = iter(units)
     states = {sid: plan.domains[sid].build_state(s.spec.initial_state) for sid, s in plan.scenarios.items()}
@@ -54,12 +60,12 @@ async def execute(plan: RunPlan, units: list[WorkUnit], agent: Agent, simulator:
             )
             try:
                 transcript = await run_trial(trial)
+                record = await grade_record(transcript, loaded, plan.domains[unit.scenario_id], judge)
             except ModelError as exc:
                 failure.append(exc)
                 return
             except Exception as exc:  # a bug in the lab: record it against this trial, keep going
-                transcript = _crashed(trial, exc)
-            record = TrialRecord(unit_id=unit.unit_id, transcript=transcript)
+                record = TrialRecord(unit_id=unit.unit_id, transcript=_crashed(trial, exc), verdict="error")
             appender.append(record)
             outcome.finished += 1
             reason = transcript.termination.reason.value
@@ -81,6 +87,15 @@ async def execute(plan: RunPlan, units: list[WorkUnit], agent: Agent, simulator:
             f"command with --run-id {plan.run_id} to resume."
         )
     return outcome
+
+
+async def grade_record(transcript: Transcript, loaded: LoadedScenario, domain: Domain, judge: Any) -> TrialRecord:
+    """Grade a finished transcript; judge calls join its events (their usage is the judge's)."""
+    ctx = GradeContext(transcript, loaded.spec, domain, judge=judge, persona=loaded.persona)
+    graded = await grade(ctx)
+    transcript.events.extend(graded.judge_calls)
+    return TrialRecord(unit_id=transcript.unit_id, transcript=transcript, checks=graded.checks,
+                       verdict=graded.verdict)
 
 
 def _limits(plan: RunPlan, scenario_limits):  # type: ignore[no-untyped-def]

@@ -144,7 +144,9 @@ class PythonAgent(Agent):
         self.ref = ref
 
     def pin(self) -> Pin:
-        return Pin(kind="python", ref=self.ref)
+        """``uses_models = False`` on the callable declares that it spends no tokens we cannot see."""
+        uses_models = getattr(self.func, "uses_models", None)
+        return Pin(kind="python", ref=self.ref, settings={} if uses_models is None else {"uses_models": uses_models})
 
     async def respond(self, inp: AgentInput) -> AgentReply:
         value = self.func(inp)

@@ -132,7 +132,8 @@ class Expect(SpecModel):
     rules: list[Rule] = Field(default_factory=list)
     budgets: Budgets | None = None
     rubric: list[RubricItem] = Field(default_factory=list)
-    groundedness: bool = False
+    groundedness: bool = Field(False, description="Judge whether the agent's final claims are backed by tool results.")
+    drift_judge: bool = Field(False, description="Also ask the judge whether the simulated user stayed on script.")
 
     @field_validator("rubric")
     @classmethod

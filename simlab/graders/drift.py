@@ -1,0 +1,265 @@
+"""Deterministic simulator-drift checks: did the simulated user break its script?
+
+A failed drift check makes the trial ``invalid``, not ``fail``, so every check here leans towards
+passing when in doubt (a false alarm would hide an agent's real result). Decisions:
+
+- revealed_secret: each never_reveal value, matched case-insensitively and allowing spaces, dashes
+  and dots between its characters ("4242-4242 4242.4242"). A value given only as a description
+  (list form without digits or "@", e.g. "the card number") cannot be matched and is listed as
+  unchecked.
+- invented_identifier: tokens that look like ids — emails, letters+digits (A123, C-17), 6+ digit
+  runs or 7+ digit groups (card, phone) — that appear in none of: the user's goal, opening, script,
+  known facts and never-reveal values (also matched without separators), an inline persona, or an
+  agent message before the user's. Dates, ordinals and units (2nd, 10am, 5kg) are not ids. Each id
+  is reported once.
+- premature_stop (only when a WRITE is expected: expect.expected_actions, or a state assertion that
+  asks for something missing from/different in the initial state): the user's stop signal came
+  before each expected WRITE tool had succeeded (as often as listed) — or, with state assertions
+  only, before any WRITE succeeded. Not drift: the agent's last message matched a success phrase or
+  claimed completion ("done", "issued"…: the agent's claim is then the agent's failure), or a
+  scripted user ran out of lines.
+- accepted_rejected (only with reject_phrases): an agent sentence offering or reporting a rejected
+  outcome, answered by the user with agreement (yes/ok/sure/fine/that works/thanks…, or a stop) and
+  no refusal. Ambiguous offers are skipped: "A or B", or a later question about something else
+  that the user's "yes" may answer (unless the user names the rejected thing).
+- role_swap: a user message written as the assistant ("Assistant:", "As an AI", "How can I help
+  you", "I'm here to help", …).
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from typing import Any, Iterable
+
+from simlab.graders.base import Check, GradeContext, check_at
+from simlab.graders.compare import same_value
+from simlab.graders.paths import MISSING, PathError, resolve
+from simlab.graders.policy import calls_of
+from simlab.specs import Persona
+from simlab.transcript import AgentMessage, Signal, UserMessage
+
+__all__ = ["grade_drift", "identifiers"]
+
+_EMAIL = re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+")
+_MIXED = re.compile(r"(?<![\w@.-])(?=[\w-]*\d)(?=[\w-]*[A-Za-z])[A-Za-z0-9]+(?:-[A-Za-z0-9]+)*(?![\w@-])")
+_GROUPED = re.compile(r"(?<![\w.,])\+?\d{2,}(?:[ -]\d{2,})+(?![\w]|[.,]\d)")
+_PLAIN = re.compile(r"(?<![\w.,])\+?\d{6,}(?![\w]|[.,]\d)")
+_NOT_ID = re.compile(r"^\d+(st|nd|rd|th|am|pm|h|hrs?|s|mins?|m|k|kg|g|cm|mm|km|gb|mb|tb|x|ml|l|lbs?|oz|in|ft|d|"
+                     r"days?|yrs?|p|min)$|^\d{4}-\d{2}-\d{2}$", re.I)
+_SEPARATORS = re.compile(r"[\s\-.+()]")
+
+
+def identifiers(text: str) -> list[str]:
+    """Id-like tokens in ``text``, in order of appearance."""
+    found: list[tuple[int, str]] = []
+    taken: list[tuple[int, int]] = []
+    for regex in (_EMAIL, _GROUPED, _PLAIN, _MIXED):
+        for m in regex.finditer(text):
+            if any(a < m.end() and m.start() < b for a, b in taken) or _NOT_ID.match(m.group(0)):
+                continue
+            if regex is _GROUPED and sum(ch.isdigit() for ch in m.group(0)) < 7:
+                continue
+            taken.append((m.start(), m.end()))
+            found.append((m.start(), m.group(0)))
+    return [token for _, token in sorted(found)]
+
+
+def _norm(token: str) -> str:
+    return token.casefold() if "@" in token else _SEPARATORS.sub("", token.casefold())
+
+
+def _flat(value: Any) -> Iterable[str]:
+    if isinstance(value, dict):
+        for v in value.values():
+            yield from _flat(v)
+    elif isinstance(value, (list, tuple)):
+        for v in value:
+            yield from _flat(v)
+    elif value is not None:
+        yield str(value)
+
+
+def _check(ctx: GradeContext, kind: str, found: list[tuple[int, str]], ok: str, **details: Any) -> Check:
+    name = f"drift:{kind}"
+    violations = [{**check_at(ctx.transcript, i), "reason": why} for i, why in found]
+    if not found:
+        return Check(name=name, kind="drift", status="pass", reason=ok, details={"violations": [], **details})
+    more = f" (+{len(found) - 1} more)" if len(found) > 1 else ""
+    return Check(name=name, kind="drift", status="fail", reason=found[0][1] + more,
+                 details={"violations": violations, **details}, **check_at(ctx.transcript, found[0][0]))
+
+
+def _user_messages(ctx: GradeContext) -> list[tuple[int, UserMessage]]:
+    return [(i, e) for i, e in enumerate(ctx.transcript.events) if isinstance(e, UserMessage)]
+
+
+def _revealed_secret(ctx: GradeContext) -> Check | None:
+    patterns, unchecked = [], []
+    for name, value in ctx.scenario.user.never_reveal.items():
+        for text in _flat(value):
+            chars = [ch for ch in text.casefold() if ch.isalnum()]
+            if not chars or (text == name and not re.search(r"[\d@]", text)):
+                unchecked.append(name)
+                continue
+            body = r"[\s\-.]*".join(re.escape(ch) for ch in chars)
+            patterns.append((name, re.compile(rf"(?<![^\W_]){body}(?![^\W_])", re.I)))
+    if not patterns:
+        if not unchecked:
+            return None
+        return Check(name="drift:revealed_secret", kind="drift", status="not_run", details={"unchecked": unchecked},
+                     reason="never-reveal facts are given only as descriptions, without values to look for")
+    found = [(i, f"turn {m.turn}: the user revealed never-reveal fact {name!r}")
+             for i, m in _user_messages(ctx) for name, rx in patterns if rx.search(m.text)]
+    return _check(ctx, "revealed_secret", found, f"no never-reveal fact appears in a user message "
+                  f"({len(patterns)} checked)", unchecked=unchecked)
+
+
+def _invented_identifier(ctx: GradeContext) -> Check:
+    user = ctx.scenario.user
+    facts = [*_flat(user.known_facts), *_flat(user.never_reveal)]
+    texts = [user.goal, user.opening or "", *user.script, *facts]
+    if isinstance(ctx.scenario.persona, Persona):
+        texts.append(ctx.scenario.persona.model_dump_json())
+    known = {_norm(t) for text in texts for t in identifiers(text)} | {_norm(f) for f in facts}
+    blobs = [_SEPARATORS.sub("", f.casefold()) for f in facts]
+    found, reported = [], set()
+    for i, event in enumerate(ctx.transcript.events):
+        if isinstance(event, AgentMessage):
+            known |= {_norm(t) for t in identifiers(event.text)}
+        elif isinstance(event, UserMessage):
+            for token in identifiers(event.text):
+                key = _norm(token)
+                if key in known or key in reported or any(key in blob for blob in blobs):
+                    continue
+                reported.add(key)
+                found.append((i, f"turn {event.turn}: the user stated {token!r}, which is not in its known facts "
+                                 "nor in anything the agent said"))
+    return _check(ctx, "invented_identifier", found, "every identifier the user stated was known to it")
+
+
+_SUCCESS_CLAIM = re.compile(r"\b(done|issued|processed|completed|refunded|cancell?ed|updated|stored|saved|"
+                            r"submitted|booked|sent|created|added|changed|applied|credited)\b", re.I)
+
+
+def _needs_write(ctx: GradeContext) -> tuple[Counter[str], bool]:
+    """(expected WRITE tools with counts, whether some state assertion needs a write)."""
+    tools: Counter[str] = Counter()
+    for action in ctx.scenario.expect.expected_actions:
+        spec = ctx.domain.tool(action.tool)
+        if spec is None or spec.access.value == "write":
+            tools[action.tool] += 1
+    positive = [a for a in ctx.scenario.expect.state
+                if {"equals", "contains", "gt", "ge", "lt", "le"} & a.model_fields_set or a.exists is True]
+    if tools or not positive:
+        return tools, False
+    try:
+        initial = ctx.domain.build_state(ctx.scenario.initial_state).model_dump(mode="json")
+    except Exception:  # noqa: BLE001 - the state grader reports a broken initial state
+        return tools, False
+    for a in positive:
+        try:
+            value = resolve(initial, a.path)
+        except PathError:
+            continue
+        if value is MISSING or ("equals" in a.model_fields_set and not same_value(a.equals, value, a.tolerance)):
+            return tools, True
+    return tools, False
+
+
+def _premature_stop(ctx: GradeContext) -> Check | None:
+    tools, any_write = _needs_write(ctx)
+    if not tools and not any_write:
+        return None
+    events = ctx.transcript.events
+    stop = next((i for i, e in enumerate(events) if isinstance(e, Signal) and e.role == "user" and e.signal == "stop"),
+                None)
+    if stop is None:
+        return _check(ctx, "premature_stop", [], "the user did not stop the conversation")
+    turn = events[stop].turn
+    if ctx.transcript.simulator.kind == "scripted" and not any(
+            isinstance(e, UserMessage) and e.turn == turn for e in events):
+        return _check(ctx, "premature_stop", [],
+                      "the scripted user ran out of lines; the state check judges the outcome")
+    last = next((e.text for e in reversed(events[:stop]) if isinstance(e, AgentMessage)), "")
+    claims = any(re.search(p, last, re.I) for p in ctx.scenario.user.success_phrases) or _SUCCESS_CLAIM.search(last)
+    if claims:
+        return _check(ctx, "premature_stop", [], "the user stopped after the agent reported success")
+    done = Counter(c.call.name for c in calls_of(ctx.transcript) if c.index < stop and c.ok
+                   and (c.call.access == "write" or c.call.name in tools))
+    if tools:
+        missing = [t for t, n in tools.items() if done[t] < n]
+        why = f"expected {', '.join(missing)} had not succeeded"
+    else:
+        missing = [] if sum(done.values()) else ["a write"]
+        why = "no WRITE call had succeeded"
+    found = [(stop, f"turn {turn}: the user stopped while {why} and the agent had not reported success")]
+    found = found if missing else []
+    return _check(ctx, "premature_stop", found, "the user stopped only after the expected writes")
+
+
+_SENTENCE = re.compile(r"[^.!?]+[.!?]*")
+_OFFER = re.compile(r"\?|\b(would you like|do you want|i can offer|i could|instead|prefer|option|how about)\b", re.I)
+_DONE = re.compile(r"\b(issued|added|processed|done|completed|credited|applied|granted)\b", re.I)
+_NEGATED = re.compile(r"(\b(no|not|rather than|instead of|without|never|other than)|n't)\s+(\w+\s+){0,2}$", re.I)
+_ACCEPT = re.compile(r"\b(yes|yeah|yep|ok|okay|sure|fine|that works|works for me|sounds good|great|perfect|deal|"
+                     r"alright|go ahead|please do|thanks?|thank you|i accept|i'?ll take it)\b", re.I)
+_REFUSE = re.compile(r"\b(no|nope|nah|not|don'?t|do not|won'?t|never|refuse|decline|rather not|instead)\b", re.I)
+
+
+def _offending(text: str, phrases: list[str]) -> tuple[str, bool] | None:
+    """(rejected thing, whether a later question may be what a 'yes' answers) or None."""
+    sentences = _SENTENCE.findall(text)
+    for n, sentence in enumerate(sentences):
+        match = next((m for p in phrases if (m := re.search(p, sentence, re.I))), None)
+        if match and _NEGATED.search(sentence[:match.start()]):
+            continue  # "to your card, not store credit": the rejected thing is ruled out, not offered
+        if match and (_OFFER.search(sentence) or _DONE.search(sentence)):
+            if re.search(r"\bor\b", sentence, re.I):
+                return None  # "store credit or a refund to your card?": a yes is ambiguous
+            later = any("?" in s and not any(re.search(p, s, re.I) for p in phrases) for s in sentences[n + 1:])
+            return match.group(0), later
+    return None
+
+
+def _accepted_rejected(ctx: GradeContext) -> Check | None:
+    phrases = ctx.scenario.user.reject_phrases
+    if not phrases:
+        return None
+    events, found = ctx.transcript.events, []
+    pending: tuple[str, bool] | None = None
+    for i, event in enumerate(events):
+        if isinstance(event, AgentMessage):
+            pending = _offending(event.text, phrases)
+        elif pending and isinstance(event, (UserMessage, Signal)) and getattr(event, "role", "user") == "user":
+            thing, ambiguous = pending
+            text = event.text if isinstance(event, UserMessage) else ""
+            stops = isinstance(event, Signal) and event.signal == "stop"
+            named = re.search(re.escape(thing), text, re.I) is not None
+            if (_ACCEPT.search(text) or stops) and not _REFUSE.search(text) and (named or not ambiguous):
+                found.append((i, f"turn {event.turn}: the user accepted {thing!r}, which its goal rejects"))
+                pending = None
+            elif isinstance(event, UserMessage) and text:
+                pending = None
+    return _check(ctx, "accepted_rejected", found, "the user never accepted an outcome its goal rejects")
+
+
+_ROLE_SWAP = re.compile(r"^\W*(assistant|agent|ai|support|bot|system)\s*:|\bas an ai\b|\bas a language model\b|"
+                        r"\bas an? (ai )?assistant\b|\bhow (can|may) i (help|assist) you\b|\bi'?m here to help\b|"
+                        r"\bi am here to help\b|\bis there anything else i can (help|assist) you with\b|"
+                        r"\bthank you for contacting\b", re.I)
+
+
+def _role_swap(ctx: GradeContext) -> Check:
+    found = [(i, f"turn {m.turn}: the user spoke as the assistant ({hit.group(0).strip()!r})")
+             for i, m in _user_messages(ctx) if (hit := _ROLE_SWAP.search(m.text))]
+    return _check(ctx, "role_swap", found, "the user never spoke as the assistant")
+
+
+def grade_drift(ctx: GradeContext) -> list[Check]:
+    """One hard ``drift`` check per drift type that applies to this scenario and transcript."""
+    checks: list[Check | None] = [_revealed_secret(ctx), _premature_stop(ctx), _accepted_rejected(ctx)]
+    if _user_messages(ctx):
+        checks[1:1] = [_invented_identifier(ctx)]
+        checks.append(_role_swap(ctx))
+    return [c for c in checks if c is not None]

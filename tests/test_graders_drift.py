@@ -1,0 +1,144 @@
+"""Deterministic simulator-drift checks: each type passes and fails, pointing at the user's event."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from simlab.graders.base import GradeContext, verdict_of
+from simlab.graders.drift import grade_drift, identifiers
+from simlab.sim.agents import PythonAgent
+from simlab.sim.loop import run_trial
+from simlab.sim.simulators import RulesSimulator, ScriptedSimulator
+from simlab.transcript import AgentMessage, Pin, Signal, Termination, ToolCall, ToolResult, Transcript, UserMessage
+from tests.support import KV, kv_agent, make_trial, scenario
+
+
+def transcript(events: list[Any], *, simulator: str = "llm") -> Transcript:
+    return Transcript(run_id="r", unit_id="kv-set#1", scenario_id="kv-set", persona_id="tester", domain="kv", trial=1,
+                      seed=1, agent=Pin(kind="python", ref="a"), simulator=Pin(kind=simulator, ref="s"), events=events,
+                      termination=Termination(reason="goal_reached"), final_state={})
+
+
+def grade(events: list[Any], *, simulator: str = "llm", **overrides: Any) -> dict[str, Any]:
+    user = {"goal": "Store b=2 for order A123.", "opening": "Please store b=2.",
+            "known_facts": {"key": "b", "email": "dana@example.com", "phone": "+1 (555) 123-4567"},
+            **overrides.pop("user", {})}
+    ctx = GradeContext(transcript(events, simulator=simulator), scenario(user=user, **overrides), KV)
+    return {c.name: c for c in grade_drift(ctx)}
+
+
+def stored(turn: int, ok: bool = True) -> list[Any]:
+    return [ToolCall(turn=turn, call_id=f"c{turn}", name="set_item", arguments={"key": "b", "value": "2"}, access="write"),
+            ToolResult(turn=turn, call_id=f"c{turn}", name="set_item", ok=ok)]
+
+
+def test_identifier_tokens():
+    text = "order A123, dana@example.com, card 4242-4242-4242-4242, 2024-05-01 at 10am, the 3rd, 49.90, 12345 C-17"
+    assert identifiers(text) == ["A123", "dana@example.com", "4242-4242-4242-4242", "C-17"]
+
+
+def test_revealed_secret_with_spacing_variations():
+    secret = {"user": {"never_reveal": {"card_number": "4242 4242 4242 4242"}}}
+    events = [UserMessage(turn=1, text="Please store b=2."), AgentMessage(turn=1, text="Card?"),
+              UserMessage(turn=2, text="sure it's 4242-4242-42424242")]
+    check = grade(events, **secret)["drift:revealed_secret"]
+    assert check.status == "fail" and check.kind == "drift" and check.hard
+    assert check.event == 2 and check.turn == 2 and "card_number" in check.reason
+    clean = grade(events[:2] + [UserMessage(turn=2, text="it ends in 4242")], **secret)["drift:revealed_secret"]
+    assert clean.status == "pass"
+
+
+def test_revealed_secret_given_only_as_a_description_is_not_run():
+    check = grade([UserMessage(turn=1, text="hi")], user={"never_reveal": ["the card number"]})["drift:revealed_secret"]
+    assert check.status == "not_run" and check.details["unchecked"] == ["the card number"]
+    assert "drift:revealed_secret" not in grade([UserMessage(turn=1, text="hi")])
+
+
+def test_invented_identifier():
+    events = [UserMessage(turn=1, text="Please store b=2 for A123, mail dana@example.com or call 555-123-4567."),
+              AgentMessage(turn=1, text="I found ticket T-77 for you."),
+              UserMessage(turn=2, text="Yes T77 is right, and my account is ZX-9001."),
+              AgentMessage(turn=2, text="ZX-9001 noted."), UserMessage(turn=3, text="ZX-9001 again")]
+    check = grade(events)["drift:invented_identifier"]
+    assert check.status == "fail" and check.event == 2 and check.turn == 2 and "ZX-9001" in check.reason
+    assert len(check.details["violations"]) == 1  # reported once, though said again later
+    assert grade(events[:2])["drift:invented_identifier"].status == "pass"
+
+
+def test_premature_stop_before_the_expected_write():
+    expect = {"expect": {"expected_actions": [{"tool": "set_item", "args": {"key": "b", "value": "2"}}]}}
+    early = [UserMessage(turn=1, text="Please store b=2."), AgentMessage(turn=1, text="Let me see."),
+             UserMessage(turn=2, text="ok bye"), Signal(turn=2, role="user", signal="stop")]
+    check = grade(early, **expect)["drift:premature_stop"]
+    assert check.status == "fail" and check.event == 3 and check.turn == 2 and "set_item" in check.reason
+    failed_write = early[:1] + stored(1, ok=False) + early[1:]
+    assert grade(failed_write, **expect)["drift:premature_stop"].status == "fail"
+    after = early[:1] + stored(1) + early[1:]
+    assert grade(after, **expect)["drift:premature_stop"].status == "pass"
+    claimed = early[:1] + [AgentMessage(turn=1, text="Done, b is stored.")] + early[2:]
+    assert grade(claimed, **expect)["drift:premature_stop"].status == "pass"  # the agent's false claim: not drift
+    ran_out = early[:2] + [Signal(turn=2, role="user", signal="stop")]
+    assert grade(ran_out, simulator="scripted", **expect)["drift:premature_stop"].status == "pass"
+    assert grade(ran_out, **expect)["drift:premature_stop"].status == "fail"
+
+
+def test_premature_stop_from_state_assertions_only():
+    early = [UserMessage(turn=1, text="Please store b=2."), AgentMessage(turn=1, text="Let me see."),
+             UserMessage(turn=2, text="bye"), Signal(turn=2, role="user", signal="stop")]
+    needs_write = {"expect": {"state": [{"path": "items.b", "equals": "2"}]}}
+    assert grade(early, **needs_write)["drift:premature_stop"].status == "fail"
+    assert grade(early[:1] + stored(1) + early[1:], **needs_write)["drift:premature_stop"].status == "pass"
+    already_true = {"expect": {"state": [{"path": "items.a", "equals": "1"}, {"path": "items.b", "absent": True}]}}
+    assert "drift:premature_stop" not in grade(early, **already_true)
+
+
+def test_accepted_rejected_outcome():
+    reject = {"user": {"reject_phrases": ["store credit"]}}
+    offer = AgentMessage(turn=1, text="I can't store that. Would you like store credit instead?")
+    accepted = [UserMessage(turn=1, text="Please store b=2."), offer, UserMessage(turn=2, text="Sure, that works.")]
+    check = grade(accepted, **reject)["drift:accepted_rejected"]
+    assert check.status == "fail" and check.event == 2 and "store credit" in check.reason
+    refused = accepted[:2] + [UserMessage(turn=2, text="No thanks, not store credit.")]
+    assert grade(refused, **reject)["drift:accepted_rejected"].status == "pass"
+    done = [UserMessage(turn=1, text="Please store b=2."), AgentMessage(turn=1, text="Done: store credit issued."),
+            Signal(turn=2, role="user", signal="stop")]
+    assert grade(done, **reject)["drift:accepted_rejected"].status == "fail"
+
+
+def test_accepted_rejected_skips_negated_or_ambiguous_offers():
+    reject = {"user": {"reject_phrases": ["store credit"]}}
+    for text in ("I will refund your card, not store credit. Shall I go ahead?",
+                 "Would you prefer store credit or a refund to your card?",
+                 "You could take store credit instead. Or shall I refund the card?"):
+        events = [UserMessage(turn=1, text="refund"), AgentMessage(turn=1, text=text), UserMessage(turn=2, text="Yes please.")]
+        assert grade(events, **reject)["drift:accepted_rejected"].status == "pass", text
+    assert "drift:accepted_rejected" not in grade([UserMessage(turn=1, text="hi")])
+
+
+def test_role_swap():
+    swapped = [UserMessage(turn=1, text="Please store b=2."), AgentMessage(turn=1, text="Done, stored."),
+               UserMessage(turn=2, text="Assistant: Great! How can I help you today?")]
+    check = grade(swapped)["drift:role_swap"]
+    assert check.status == "fail" and check.event == 2 and check.turn == 2
+    assert verdict_of(transcript(swapped), [check]) == "invalid"
+    assert grade(swapped[:2])["drift:role_swap"].status == "pass"
+
+
+def test_real_loop_rules_user_does_not_drift():
+    scn = scenario(user={"goal": "Store b=2.", "opening": "Please store b=2.", "known_facts": {"key": "b"},
+                         "never_reveal": {"pin": "9876"}, "success_phrases": ["stored"], "reject_phrases": ["voucher"]},
+                   expect={"expected_actions": [{"tool": "set_item", "args": {"key": "b", "value": "2"}}]})
+    t = asyncio.run(run_trial(make_trial(PythonAgent(kv_agent, "tests.support:kv_agent"), RulesSimulator(), scn=scn)))
+    checks = grade_drift(GradeContext(t, scn, KV))
+    assert [c.name for c in checks] == ["drift:revealed_secret", "drift:invented_identifier", "drift:premature_stop",
+                                        "drift:accepted_rejected", "drift:role_swap"]
+    assert all(c.status == "pass" for c in checks), [c.reason for c in checks]
+
+
+def test_real_loop_scripted_user_stopping_early_is_drift():
+    scn = scenario(user={"goal": "Store b=2.", "script": ["Please store b=2.", "never mind ###STOP###"]},
+                   expect={"expected_actions": [{"tool": "set_item", "args": {"key": "b", "value": "2"}}]})
+    t = asyncio.run(run_trial(make_trial(PythonAgent(lambda inp: "Let me check.", "t:idle"), ScriptedSimulator(), scn=scn)))
+    check = {c.name: c for c in grade_drift(GradeContext(t, scn, KV))}["drift:premature_stop"]
+    assert check.status == "fail" and isinstance(t.events[check.event], Signal)

@@ -47,7 +47,7 @@ def test_run_writes_manifest_and_one_line_per_trial(tmp_path, monkeypatch, capsy
                                          "params": {}}
     assert set(manifest["pins"]["scenarios"]) == {"kv-0", "kv-1", "kv-2"}
     out = capsys.readouterr().out
-    assert "kv-0" in out and "100% (4/4)" in out
+    assert "kv-0" in out and "4/4" in out and "100% [51%–100%]" in out
 
 
 def test_rerun_resumes_and_skips_finished_units(tmp_path, monkeypatch, capsys):

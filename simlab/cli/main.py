@@ -40,6 +40,21 @@ def build_parser() -> argparse.ArgumentParser:
     validate = sub.add_parser("validate", help="check scenario, persona, suite and config files")
     validate.add_argument("paths", nargs="*", help="files or folders (default: the project's scenarios and personas)")
 
+    report = sub.add_parser("report", help="summarise a run: pass^k, intervals, failing checks, cost")
+    report.add_argument("run", nargs="?", help="run id or run folder (default: the newest run)")
+    report.add_argument("--format", choices=["terminal", "markdown", "json", "csv"], default="terminal")
+    report.add_argument("--json", action="store_true", help="print only the JSON summary on stdout")
+    report.add_argument("--out", help="write the report to this file instead of stdout")
+    report.add_argument("--view", choices=["raw", "valid"], default="raw",
+                        help="per-scenario figures over all trials (raw) or valid ones only")
+
+    grade = sub.add_parser("grade", help="re-grade a stored run without simulating again")
+    grade.add_argument("run", nargs="?", help="run id or run folder (default: the newest run)")
+    grade.add_argument("--rejudge", action="store_true", help="also re-run the LLM judges (model calls)")
+    grade.add_argument("--judge", help="judge model for --rejudge (default: the run's)")
+    grade.add_argument("--show", type=int, default=20, help="how many check changes to list")
+    grade.add_argument("--json", action="store_true", help="print the changes as JSON on stdout")
+
     view = sub.add_parser("view", help="browse runs and transcripts in the terminal")
     view.add_argument("target", nargs="?", help="a run id or a run folder (default: the newest run)")
 
@@ -63,6 +78,7 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_USAGE
     commands: dict[str, Callable[[argparse.Namespace], int]] = {
         "run": _run, "validate": _validate, "schema": _schema, "view": _view,
+        "report": _report, "grade": _grade,
     }
     if os.getcwd() not in sys.path:
         sys.path.insert(0, os.getcwd())  # the project's own agents and domains import like in pytest
@@ -92,6 +108,18 @@ def _validate(args: argparse.Namespace) -> int:
     from simlab.cli.validate_cmd import validate_command
 
     return validate_command(args)
+
+
+def _report(args: argparse.Namespace) -> int:
+    from simlab.cli.report_cmd import report_command
+
+    return report_command(args)
+
+
+def _grade(args: argparse.Namespace) -> int:
+    from simlab.cli.report_cmd import grade_command
+
+    return grade_command(args)
 
 
 def _view(args: argparse.Namespace) -> int:

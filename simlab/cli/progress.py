@@ -11,7 +11,7 @@ from rich.progress import Progress as RichProgress
 
 from simlab.transcript import TrialRecord
 
-LABELS = {"goal_reached": "goal", "user_gave_up": "gave up", "agent_transferred": "transferred",
+LABELS = {"pass": "pass", "fail": "fail", "invalid": "invalid", "error": "error","goal_reached": "goal", "user_gave_up": "gave up", "agent_transferred": "transferred",
           "max_turns": "turn cap", "agent_loop": "loop", "budget_exceeded": "budget",
           "context_window": "context", "error": "error"}
 
@@ -35,7 +35,7 @@ class Progress:
         self._bar.__exit__(kind, exc, tb)
 
     def advance(self, record: TrialRecord) -> None:
-        reason = record.transcript.termination.reason.value
+        reason = record.verdict or record.transcript.termination.reason.value
         self.counts[reason] = self.counts.get(reason, 0) + 1
         text = " · ".join(f"{LABELS.get(k, k)} {v}" for k, v in sorted(self.counts.items()))
         self._bar.update(self._task, advance=1, counts=text)

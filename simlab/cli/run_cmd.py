@@ -10,10 +10,13 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from simlab.cli.progress import Progress
-from simlab.cli.summary import print_run_summary
+from rich.console import Console
+
+from simlab.report.build import build
+from simlab.report.terminal import print_report
 from simlab.errors import UsageError
 from simlab.runner.execute import execute
-from simlab.runner.factory import build_agent, build_simulator
+from simlab.runner.factory import build_agent, build_judge, build_simulator
 from simlab.runner.prepare import RunPlan, RunRequest, pin_differences, prepare
 from simlab.runner.store import RunStore
 
@@ -28,7 +31,7 @@ def run_command(args: argparse.Namespace) -> int:
     )
     plan = prepare(req)
     limiter = None
-    if plan.agent.model or plan.simulator.kind == "llm":
+    if plan.agent.model or plan.simulator.kind == "llm" or plan.judge:
         from simlab.llm.limits import ModelLimiter
 
         limiter = ModelLimiter(plan.model_concurrency)
@@ -38,6 +41,8 @@ def run_command(args: argparse.Namespace) -> int:
                             timeout_s=plan.call_timeout_s)
         simulator = build_simulator(plan.simulator, plan.agent, limiter=limiter,
                                     max_retries=plan.max_retries, timeout_s=plan.call_timeout_s)
+        judge = build_judge(plan.judge, limiter=limiter, max_retries=plan.max_retries,
+                            timeout_s=plan.call_timeout_s)
     for warning in caught:
         print(f"warning: {warning.message}", file=sys.stderr)
 
@@ -60,12 +65,14 @@ def run_command(args: argparse.Namespace) -> int:
         interrupted = False
         try:
             with progress:
-                asyncio.run(execute(plan, todo, agent, simulator, appender, on_trial=progress.advance))
+                asyncio.run(execute(plan, todo, agent, simulator, appender, on_trial=progress.advance, judge=judge))
         except KeyboardInterrupt:
             interrupted = True
         finally:
             appender.close()
-        print_run_summary(store, plan)
+        summary, _, _ = build(plan.folder)
+        print_report(summary, Console())
+        print(f"transcripts: {store.trials_path}", file=sys.stderr)
         if interrupted:
             left = len(plan.units) - len(store.finished_units())
             print(f"interrupted: finished trials are saved; {left} left. Resume with: "

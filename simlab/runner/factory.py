@@ -54,6 +54,13 @@ def build_simulator(spec: SimulatorSpec, agent: AgentSpec, *, limiter: Any = Non
     return LLMSimulator(model)
 
 
+def build_judge(ref: str | None, *, limiter: Any = None, max_retries: int = 4, timeout_s: float = 60.0) -> Any:
+    """The judge model at temperature 0, or None when none is configured (judge checks: not run)."""
+    if not ref:
+        return None
+    return _model(ref, role="judge", temperature=0.0, max_retries=max_retries, timeout_s=timeout_s, limiter=limiter)
+
+
 def _model(model: str, **settings: Any) -> Any:
     from simlab.llm.client import LiteLLMModel
 

@@ -1,0 +1,86 @@
+"""``simlab report`` and ``simlab grade``: summarise a stored run; re-grade it without simulating."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+
+from rich.console import Console
+
+from simlab.report.build import build, resolve_run
+from simlab.report.render import render
+from simlab.report.terminal import print_report
+from simlab.runner.store import RunStore
+from simlab.specs import load_config
+
+
+def _run_folder(target: str | None) -> Path:
+    config = load_config(Path("simlab.yaml"))
+    transcripts = Path(config.transcripts)
+    if target is None:
+        runs = sorted(transcripts.glob("*/run.json"), key=lambda p: p.stat().st_mtime)
+        if not runs:
+            from simlab.errors import UsageError
+
+            raise UsageError(f"no runs in {transcripts}/ yet: start one with `simlab run`")
+        return runs[-1].parent
+    return resolve_run(target, transcripts)
+
+
+def report_command(args: argparse.Namespace) -> int:
+    folder = _run_folder(args.run)
+    summary, trials, checks = build(folder)
+    fmt = "json" if args.json else args.format
+    if fmt == "terminal":
+        print_report(summary, Console(), view=args.view)
+    else:
+        text = render(summary, trials, fmt)
+        if args.out:
+            Path(args.out).write_text(text, encoding="utf-8")
+            print(f"wrote {args.out}", file=sys.stderr)
+        else:
+            sys.stdout.write(text)
+    step_summary = os.environ.get("GITHUB_STEP_SUMMARY")
+    if step_summary:
+        with open(step_summary, "a", encoding="utf-8") as fh:
+            fh.write(render(summary, trials, "markdown") + "\n")
+    if fmt != "json":
+        print(f"summary: {folder / 'summary.json'}", file=sys.stderr)
+    return 0
+
+
+def grade_command(args: argparse.Namespace) -> int:
+    from simlab.runner.factory import build_judge
+    from simlab.runner.regrade import regrade
+
+    folder = _run_folder(args.run)
+    store = RunStore(folder)
+    manifest = store.read_manifest() or {}
+    judge_ref = args.judge or manifest.get("pins", {}).get("judge")
+    judge = build_judge(judge_ref) if args.rejudge else None
+    config = load_config(Path("simlab.yaml"))
+    store.lock()
+    try:
+        store.repair_torn_tail()
+        report = regrade(store, Path(config.personas), judge=judge, rejudge=args.rejudge)
+    finally:
+        store.unlock()
+    err = sys.stderr
+    if report.changed_scenario_files:
+        print(f"note: scenario files changed since the run: {', '.join(report.changed_scenario_files)}", file=err)
+    changes = ", ".join(f"{k}: {v}" for k, v in report.verdict_changes.items()) or "no verdict changed"
+    print(f"re-graded {report.trials} trials of {folder.name}: {changes}", file=err)
+    for line in report.check_changes[: args.show]:
+        print(f"  {line}", file=err)
+    if len(report.check_changes) > args.show:
+        print(f"  … and {len(report.check_changes) - args.show} more check changes", file=err)
+    summary, _, _ = build(folder)
+    if args.json:
+        print(json.dumps({"trials": report.trials, "verdict_changes": report.verdict_changes,
+                          "check_changes": report.check_changes}, indent=2))
+    else:
+        print_report(summary, Console())
+    return 0

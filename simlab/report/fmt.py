@@ -1,0 +1,48 @@
+"""Formatting figures for people: percentages, intervals, money; unknown shows as a dash."""
+
+from __future__ import annotations
+
+from typing import Any
+
+DASH = "–"
+BARS = "_▁▂▃▄▅▆▇█"
+
+
+def pct(value: float | None, digits: int = 0) -> str:
+    return DASH if value is None else f"{value * 100:.{digits}f}%"
+
+
+def interval(rate: dict[str, Any]) -> str:
+    """'62% [49–74%]' for a rate dict from the summary (c, n, rate, low, high)."""
+    if rate.get("rate") is None:
+        return DASH
+    return f"{pct(rate['rate'])} [{pct(rate['low'])}–{pct(rate['high'])}]"
+
+
+def upper_bound(rate: dict[str, Any]) -> str:
+    """For rare events: '0 of 200 (≤ 1.9%)' — never a bare 0%."""
+    if not rate.get("n"):
+        return DASH
+    if rate["c"] == 0:
+        return f"0 of {rate['n']} (≤ {pct(rate['high'], 1)})"
+    return f"{rate['c']} of {rate['n']} ({pct(rate['rate'], 1)}, ≤ {pct(rate['high'], 1)})"
+
+
+def money(value: float | None) -> str:
+    if value is None:
+        return "unknown"
+    return f"${value:.4f}" if value < 1 else f"${value:,.2f}"
+
+
+def num(value: float | None, digits: int = 2) -> str:
+    return DASH if value is None else f"{value:.{digits}f}"
+
+
+def curve(values: list[float | None]) -> str:
+    """pass^k for k = 1, 2, … as a row of bars; '·' where undefined (n < k)."""
+    return "".join("·" if v is None else BARS[round(v * (len(BARS) - 1))] for v in values)
+
+
+def shown_ks(max_k: int) -> list[int]:
+    """Which k get their own column: a few small ones, then the largest."""
+    return [k for k in (1, 2, 3, 5, 8, 16, 32) if k < max_k][:4] + [max(1, max_k)]

@@ -1,0 +1,73 @@
+"""Reports as files: markdown (for PRs and GITHUB_STEP_SUMMARY), JSON, CSV.
+
+Transcript-derived text (check names, reasons) is escaped for markdown so it cannot inject
+formatting, links or HTML into a CI page.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import re
+from typing import Any
+
+from simlab.report.fmt import interval, money, pct, shown_ks, upper_bound
+
+_MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+!|<>~])")
+
+
+def md_escape(text: Any) -> str:
+    """Plain text safe inside a markdown table cell."""
+    return _MD_SPECIAL.sub(r"\\\1", str(text)).replace("\n", " ").replace("\r", " ")
+
+
+def render(summary: dict[str, Any], trials: Any, fmt: str) -> str:
+    if fmt == "json":
+        return json.dumps(summary, indent=2, default=str) + "\n"
+    if fmt == "csv":
+        return _csv(summary)
+    if fmt == "markdown":
+        return _markdown(summary)
+    raise ValueError(f"unknown format {fmt!r}")
+
+
+def _csv(summary: dict[str, Any]) -> str:
+    out = io.StringIO()
+    ks = [int(k) for k in summary["suite"]["raw"]["pass_k"]]
+    writer = csv.writer(out)
+    writer.writerow(["scenario", "n", "passes", "invalid", "errors", "success", "low", "high",
+                     *[f"pass^{k}" for k in ks], "flake_class", "cost_usd", "cost_per_success_usd"])
+    for sid, s in summary["scenarios"].items():
+        raw = s["raw"]
+        writer.writerow([sid, s["n"], s["passes"], s["invalid"], s["errors"], raw["success"]["rate"],
+                         raw["success"]["low"], raw["success"]["high"],
+                         *[raw["pass_k"].get(str(k), {}).get("pass_hat_k") for k in ks],
+                         s["flake_class"], s["cost_usd"], s["cost_per_success_usd"]])
+    return out.getvalue()
+
+
+def _markdown(summary: dict[str, Any]) -> str:
+    suite = summary["suite"]
+    ks = shown_ks(max((int(k) for k in suite["raw"]["pass_k"]), default=1))
+    lines = [f"### simlab run `{md_escape(summary.get('run_id'))}`", ""]
+    lines.append(f"**{summary['trials']} trials, {summary['scenarios_count']} scenarios** · "
+                 f"success {interval(suite['raw']['success'])} · "
+                 + " · ".join(f"pass^{k} {pct(suite['raw']['pass_k'][str(k)]['pass_hat_k'])}" for k in ks if k > 1)
+                 + f" · cost per success {money(suite['cost_per_success_usd'])}")
+    lines.append("")
+    lines.append(f"invalid {upper_bound(suite['invalid_rate'])} · errors {upper_bound(suite['error_rate'])} · "
+                 f"policy violations {upper_bound(suite['policy_violation_rate'])}")
+    lines += ["", "| scenario | pass | pass^1 [95% CI] | " + " | ".join(f"pass^{k}" for k in ks if k > 1)
+              + " | class | invalid | errors |",
+              "|---|---:|---:|" + "---:|" * len([k for k in ks if k > 1]) + "---|---:|---:|"]
+    for sid, s in summary["scenarios"].items():
+        raw = s["raw"]
+        ks_cells = " | ".join(pct(raw["pass_k"].get(str(k), {}).get("pass_hat_k")) for k in ks if k > 1)
+        lines.append(f"| {md_escape(sid)} | {s['passes']}/{s['n']} | {interval(raw['success'])} | {ks_cells} | "
+                     f"{(s['flake_class'] or '–').replace('_', ' ')} | {s['invalid']} | {s['errors']} |")
+    failing = summary.get("top_failing_checks") or []
+    if failing:
+        lines += ["", "| failing check | kind | failures |", "|---|---|---:|"]
+        lines += [f"| {md_escape(r['name'])} | {r['kind']} | {r['failures']} |" for r in failing[:10]]
+    return "\n".join(lines) + "\n"

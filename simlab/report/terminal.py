@@ -1,0 +1,103 @@
+"""The terminal report: suite headline, per-scenario pass^k with intervals, what fails and why."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from simlab.report.fmt import DASH, curve, interval, money, num, pct, shown_ks, upper_bound
+
+
+def print_report(summary: dict[str, Any], console: Console, *, view: str = "raw", top: int = 8) -> None:
+    suite = summary["suite"]
+    ks = [int(k) for k in suite["raw"]["pass_k"]]
+    max_k = max(ks, default=1)
+    console.print(Text(f"run {summary.get('run_id')} · {summary['trials']} graded trials · "
+                       f"{summary['scenarios_count']} scenarios", style="bold"))
+    if summary.get("ungraded"):
+        console.print(Text(f"{summary['ungraded']} trials are not graded: run `simlab grade "
+                           f"{summary.get('run_id')}`", style="yellow"))
+    console.print(_headline(suite, max_k))
+    console.print(_scenario_table(summary, max_k, view, console.width))
+    failing = summary.get("top_failing_checks") or []
+    if failing:
+        table = Table(title="checks that fail most", title_justify="left", show_edge=False)
+        table.add_column("check")
+        table.add_column("kind")
+        table.add_column("failures", justify="right")
+        for row in failing[:top]:
+            table.add_row(Text(row["name"]), row["kind"], str(row["failures"]))
+        console.print(table)
+    terms = suite.get("terminations") or {}
+    console.print(Text("terminations: " + ", ".join(f"{k} {v}" for k, v in terms.items())))
+    attacks = summary.get("attacks") or {}
+    for category, rate in attacks.items():
+        console.print(Text(f"attack success · {category}: {upper_bound(rate)}"))
+    not_run = summary.get("not_run_checks") or {}
+    if not_run:
+        names = ", ".join(f"{k} ×{v}" for k, v in list(not_run.items())[:6])
+        more = f" and {len(not_run) - 6} more" if len(not_run) > 6 else ""
+        console.print(Text(f"not run (never counted as passed): {names}{more}", style="dim"))
+
+
+def _headline(suite: dict[str, Any], max_k: int) -> Text:
+    raw, valid = suite["raw"], suite["valid"]
+    total = max((v["scenarios"] for v in raw["pass_k"].values()), default=0)
+
+    def k_figure(k: int) -> str:
+        entry = raw["pass_k"][str(k)]
+        partial = f" ({entry['scenarios']}/{total} scenarios)" if entry["scenarios"] < total else ""
+        return f"pass^{k} {pct(entry['pass_hat_k'])}{partial}"
+
+    k_text = "  ".join(k_figure(k) for k in shown_ks(max_k) if k > 1)
+    lines = [
+        f"suite   success {interval(raw['success'])} (n={raw['success']['n']})   {k_text}",
+        f"valid   success {interval(valid['success'])} (n={valid['success']['n']}, invalid simulations and "
+        f"infrastructure errors left out)",
+        f"invalid {upper_bound(suite['invalid_rate'])}   errors {upper_bound(suite['error_rate'])}   "
+        f"policy violations {upper_bound(suite['policy_violation_rate'])}   loops {upper_bound(suite['loop_rate'])}",
+        f"cost {money(suite['cost_usd'])}   per success {money(suite['cost_per_success_usd'])}   "
+        f"tokens p50 {num(suite['tokens']['p50'], 0)} p95 {num(suite['tokens']['p95'], 0)}   "
+        f"latency p50 {num(suite['latency_s']['p50'])}s p95 {num(suite['latency_s']['p95'])}s   "
+        f"retries {suite['retries']} ({suite['retry_wait_s']:.1f}s waiting)",
+    ]
+    return Text("\n".join(lines))
+
+
+def _scenario_table(summary: dict[str, Any], max_k: int, view: str, width: int) -> Table:
+    """Columns by priority: narrow terminals keep pass^1 with its interval and the largest k."""
+    common = min((s["n"] for s in summary["scenarios"].values()), default=1) or 1  # defined everywhere
+    ks = shown_ks(max_k)
+    if width < 120:
+        ks = sorted({1, 2, common} if common > 1 else {1, max_k})
+    if width < 100:
+        ks = sorted({1, common if common > 1 else max_k})
+    wide, medium = width >= 120, width >= 100
+    table = Table(title=f"scenarios ({view})", title_justify="left", pad_edge=False)
+    table.add_column("scenario", no_wrap=True, overflow="ellipsis", max_width=None if medium else 26)
+    table.add_column("pass", justify="right", no_wrap=True)
+    table.add_column("pass^1 [95% CI]", justify="right", no_wrap=True)
+    for k in ks:
+        if k > 1:
+            table.add_column(f"^{k}", justify="right", no_wrap=True)
+    table.add_column("curve", no_wrap=True)
+    table.add_column("class", no_wrap=True)
+    if medium:
+        table.add_column("inv/err", justify="right")
+    if wide:
+        table.add_column("$/success", justify="right")
+    for sid, s in summary["scenarios"].items():
+        figures = s[view]
+        curve_values = [v["pass_hat_k"] for v in figures["pass_k"].values()]
+        cells = [Text(sid), f"{s['passes']}/{s['n']}", interval(figures["success"])]
+        cells += [pct(figures["pass_k"].get(str(k), {}).get("pass_hat_k")) for k in ks if k > 1]
+        cells += [curve(curve_values), (s["flake_class"] or DASH).replace("_", " ").replace("stable ", "")]
+        if medium:
+            cells.append(f"{s['invalid']}/{s['errors']}")
+        if wide:
+            cells.append(money(s["cost_per_success_usd"]) if s["passes"] else DASH)
+        table.add_row(*cells)
+    return table

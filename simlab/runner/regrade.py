@@ -1,0 +1,95 @@
+"""Re-grade a stored run in place: no simulation, no model call for deterministic checks.
+
+Scenario files are read as they are now (that is the point: fix an expectation, re-grade).
+Judge checks are kept as stored unless re-judging is asked for. The new trials file is written
+beside the old one and renamed over it, under the run's lock.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from simlab.env.checks import check_scenarios
+from simlab.errors import UsageError
+from simlab.graders.base import GradeContext, verdict_of
+from simlab.graders.grade import grade, summarize_changes
+from simlab.runner.store import RunStore
+from simlab.specs import LoadedScenario, load_personas, load_scenarios
+from simlab.transcript import ModelCall, TrialRecord
+from simlab.transcript.checks import Check
+
+JUDGE_KINDS = ("rubric", "groundedness")
+
+
+@dataclass
+class RegradeReport:
+    trials: int = 0
+    verdict_changes: dict[str, int] = field(default_factory=dict)  # "fail → pass": count
+    check_changes: list[str] = field(default_factory=list)  # "unit: check: old → new"
+    changed_scenario_files: list[str] = field(default_factory=list)
+
+
+def _is_judge_check(check: Check) -> bool:
+    return check.kind in JUDGE_KINDS or check.name.startswith("drift_llm:")
+
+
+def load_run_scenarios(store: RunStore, personas_dir: Path) -> tuple[dict[str, LoadedScenario], list[str]]:
+    manifest = store.read_manifest()
+    if not manifest:
+        raise UsageError(f"{store.folder}: no run.json; is this a run folder?")
+    pinned = manifest.get("pins", {}).get("scenarios", {})
+    paths = [Path(entry["path"]) for entry in pinned.values()]
+    missing = [str(p) for p in paths if not p.exists()]
+    if missing:
+        raise UsageError(f"scenario files of this run are gone: {', '.join(missing)}; run grade from the project root")
+    loaded = {s.spec.id: s for s in load_scenarios(paths, load_personas(personas_dir))}
+    changed = [sid for sid, s in loaded.items() if pinned.get(sid, {}).get("sha256") != s.sha256]
+    return loaded, changed
+
+
+def regrade(store: RunStore, personas_dir: Path, *, judge: Any = None, rejudge: bool = False) -> RegradeReport:
+    scenarios, changed = load_run_scenarios(store, personas_dir)
+    domains = check_scenarios(list(scenarios.values()))
+    report = RegradeReport(changed_scenario_files=changed)
+    tmp = store.trials_path.with_name(f".{store.trials_path.name}.regrade")
+    with open(tmp, "wb") as out:
+        for record in store.records():
+            scenario = scenarios.get(record.transcript.scenario_id)
+            if scenario is None:
+                raise UsageError(f"trial {record.unit_id}: scenario {record.transcript.scenario_id!r} is not in "
+                                 "this run's manifest")
+            new = asyncio.run(_regrade_one(record, scenario, domains[scenario.spec.id], judge, rejudge))
+            _note(report, record, new)
+            out.write(new.model_dump_json().encode("utf-8") + b"\n")
+        out.flush()
+        os.fsync(out.fileno())
+    os.replace(tmp, store.trials_path)
+    return report
+
+
+async def _regrade_one(record: TrialRecord, loaded: LoadedScenario, domain: Any, judge: Any,
+                       rejudge: bool) -> TrialRecord:
+    transcript = record.transcript.model_copy(deep=True)
+    ctx = GradeContext(transcript, loaded.spec, domain, judge=judge, persona=loaded.persona)
+    graded = await grade(ctx, use_judges=rejudge)
+    checks = graded.checks
+    if rejudge:
+        transcript.events = [e for e in transcript.events if not (isinstance(e, ModelCall) and e.role == "judge")]
+        transcript.events.extend(graded.judge_calls)
+    else:
+        checks = checks + [c for c in record.checks if _is_judge_check(c)]
+    verdict = verdict_of(transcript, checks)
+    return TrialRecord(unit_id=record.unit_id, transcript=transcript, checks=checks, verdict=verdict)
+
+
+def _note(report: RegradeReport, old: TrialRecord, new: TrialRecord) -> None:
+    report.trials += 1
+    if old.verdict != new.verdict:
+        key = f"{old.verdict or 'ungraded'} → {new.verdict}"
+        report.verdict_changes[key] = report.verdict_changes.get(key, 0) + 1
+    for line in summarize_changes([c.model_dump() for c in old.checks], new.checks):
+        report.check_changes.append(f"{old.unit_id}: {line}")

@@ -55,6 +55,11 @@ def build_parser() -> argparse.ArgumentParser:
     grade.add_argument("--show", type=int, default=20, help="how many check changes to list")
     grade.add_argument("--json", action="store_true", help="print the changes as JSON on stdout")
 
+    calibrate = sub.add_parser("calibrate", help="measure a judge against human labels (agreement, kappa)")
+    calibrate.add_argument("labels", help="LABELS.yaml: transcripts, criteria, human yes/no labels")
+    calibrate.add_argument("--judge", help="judge model (default: simlab.yaml's judge)")
+    calibrate.add_argument("--samples", type=_positive, default=1, help="judge samples per item (majority vote)")
+
     view = sub.add_parser("view", help="browse runs and transcripts in the terminal")
     view.add_argument("target", nargs="?", help="a run id or a run folder (default: the newest run)")
 
@@ -78,7 +83,7 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_USAGE
     commands: dict[str, Callable[[argparse.Namespace], int]] = {
         "run": _run, "validate": _validate, "schema": _schema, "view": _view,
-        "report": _report, "grade": _grade,
+        "report": _report, "grade": _grade, "calibrate": _calibrate,
     }
     if os.getcwd() not in sys.path:
         sys.path.insert(0, os.getcwd())  # the project's own agents and domains import like in pytest
@@ -120,6 +125,23 @@ def _grade(args: argparse.Namespace) -> int:
     from simlab.cli.report_cmd import grade_command
 
     return grade_command(args)
+
+
+def _calibrate(args: argparse.Namespace) -> int:
+    import asyncio
+    from pathlib import Path
+
+    from simlab.errors import UsageError
+    from simlab.graders.calibrate import calibrate, format_report, load_labels
+    from simlab.runner.factory import build_judge
+    from simlab.specs import load_config
+
+    items = load_labels(Path(args.labels))  # spec errors first, before any model is touched
+    judge = build_judge(args.judge or load_config(Path("simlab.yaml")).judge)
+    if judge is None:
+        raise UsageError("calibrate needs a judge model: pass --judge MODEL or set 'judge' in simlab.yaml")
+    print(format_report(asyncio.run(calibrate(items, judge, samples=args.samples))))
+    return 0
 
 
 def _view(args: argparse.Namespace) -> int:

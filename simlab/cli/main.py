@@ -36,6 +36,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--allow-same-family", action="store_true",
                      help="allow a simulator of the same model family as the agent")
     run.add_argument("--no-progress", action="store_true", help="no progress bar")
+    run.add_argument("--junit", help="with --suite: write a JUnit XML file of the gates")
 
     validate = sub.add_parser("validate", help="check scenario, persona, suite and config files")
     validate.add_argument("paths", nargs="*", help="files or folders (default: the project's scenarios and personas)")
@@ -54,6 +55,20 @@ def build_parser() -> argparse.ArgumentParser:
     grade.add_argument("--judge", help="judge model for --rejudge (default: the run's)")
     grade.add_argument("--show", type=int, default=20, help="how many check changes to list")
     grade.add_argument("--json", action="store_true", help="print the changes as JSON on stdout")
+
+    gate = sub.add_parser("gate", help="check a run against a suite's gates (exit 0 held, 1 failed, 3 inconclusive)")
+    gate.add_argument("run", nargs="?", help="run id or run folder (default: the newest run)")
+    gate.add_argument("--suite", required=True, help="the suite file whose gates to check")
+    gate.add_argument("--junit", help="write a JUnit XML file (one testcase per scenario)")
+    gate.add_argument("--json", action="store_true", help=argparse.SUPPRESS)
+
+    compare = sub.add_parser("compare", help="compare two runs: per scenario and pooled, with intervals")
+    compare.add_argument("base", help="baseline run id or folder")
+    compare.add_argument("candidate", help="candidate run id or folder")
+    compare.add_argument("--allow-different-pins", action="store_true",
+                         help="compare even if simulator, judge or scenario files differ")
+    compare.add_argument("--margin", type=float, default=0.0, help="tolerated drop in points (0.05 = 5 points)")
+    compare.add_argument("--json", action="store_true", help="print the comparison as JSON")
 
     calibrate = sub.add_parser("calibrate", help="measure a judge against human labels (agreement, kappa)")
     calibrate.add_argument("labels", help="LABELS.yaml: transcripts, criteria, human yes/no labels")
@@ -84,6 +99,7 @@ def main(argv: list[str] | None = None) -> int:
     commands: dict[str, Callable[[argparse.Namespace], int]] = {
         "run": _run, "validate": _validate, "schema": _schema, "view": _view,
         "report": _report, "grade": _grade, "calibrate": _calibrate,
+        "gate": _gate, "compare": _compare,
     }
     if os.getcwd() not in sys.path:
         sys.path.insert(0, os.getcwd())  # the project's own agents and domains import like in pytest
@@ -125,6 +141,18 @@ def _grade(args: argparse.Namespace) -> int:
     from simlab.cli.report_cmd import grade_command
 
     return grade_command(args)
+
+
+def _gate(args: argparse.Namespace) -> int:
+    from simlab.cli.gate_cmd import gate_command
+
+    return gate_command(args)
+
+
+def _compare(args: argparse.Namespace) -> int:
+    from simlab.cli.gate_cmd import compare_command
+
+    return compare_command(args)
 
 
 def _calibrate(args: argparse.Namespace) -> int:

@@ -15,7 +15,8 @@ from rich.console import Console
 from simlab.report.build import build
 from simlab.report.terminal import print_report
 from simlab.errors import UsageError
-from simlab.runner.execute import execute
+from simlab.errors import EXIT_INFRA as EXIT_INCOMPLETE
+from simlab.runner.execute import RunOutcome, execute
 from simlab.runner.factory import build_agent, build_judge, build_simulator
 from simlab.runner.prepare import RunPlan, RunRequest, pin_differences, prepare
 from simlab.runner.store import RunStore
@@ -63,9 +64,11 @@ def run_command(args: argparse.Namespace) -> int:
         appender = store.open_appender()
         progress = Progress(total=len(plan.units), done=skipped, enabled=not args.no_progress)
         interrupted = False
+        outcome = RunOutcome()
         try:
             with progress:
-                asyncio.run(execute(plan, todo, agent, simulator, appender, on_trial=progress.advance, judge=judge))
+                outcome = asyncio.run(execute(plan, todo, agent, simulator, appender, on_trial=progress.advance,
+                                              judge=judge))
         except KeyboardInterrupt:
             interrupted = True
         finally:
@@ -73,12 +76,20 @@ def run_command(args: argparse.Namespace) -> int:
         summary, _, _ = build(plan.folder)
         print_report(summary, Console())
         print(f"transcripts: {store.trials_path}", file=sys.stderr)
+        if outcome.stopped_by:
+            print(f"stopped early: {outcome.stopped_by}", file=sys.stderr)
         if interrupted:
             left = len(plan.units) - len(store.finished_units())
             print(f"interrupted: finished trials are saved; {left} left. Resume with: "
                   f"simlab run --run-id {plan.run_id} (same arguments)", file=sys.stderr)
             return EXIT_INTERRUPTED
-        return 0
+        if args.suite:
+            from simlab.cli.gate_cmd import check_gates
+            from simlab.specs import load_suite
+
+            return check_gates(plan.folder, load_suite(Path(args.suite)).spec, junit=args.junit,
+                               console=Console())
+        return EXIT_INCOMPLETE if outcome.stopped_by else 0
     finally:
         store.unlock()
 

@@ -46,6 +46,7 @@ def scenario_summary(rows: list[dict[str, Any]], ks: range) -> dict[str, Any]:
         "valid": {"success": _rate(c, len(valid)), "pass_k": _curve(c, len(valid), ks)},
         "flake_class": flake_class(valid.count("pass"), len(valid)),
         "invalid": verdicts.count("invalid"),
+        "policy_violations": sum(1 for r in rows if r.get("policy_violations")),
         "errors": verdicts.count("error"),
         "terminations": terminations,
         "cost_usd": _known_sum([r["cost_usd"] for r in rows]),

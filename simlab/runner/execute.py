@@ -47,9 +47,11 @@ async def execute(plan: RunPlan, units: list[WorkUnit], agent: Agent, simulator:
     states = {sid: plan.domains[sid].build_state(s.spec.initial_state) for sid, s in plan.scenarios.items()}
     failure: list[ModelError] = []
 
+    spent = [0.0]  # known cost so far; unknown costs cannot be counted against the run budget
+
     async def worker() -> None:
         for unit in queue:  # a shared iterator: each unit is taken by exactly one worker
-            if failure:
+            if failure or outcome.stopped_by:
                 return
             loaded = plan.scenarios[unit.scenario_id]
             trial = Trial(
@@ -72,6 +74,10 @@ async def execute(plan: RunPlan, units: list[WorkUnit], agent: Agent, simulator:
             outcome.reasons[reason] = outcome.reasons.get(reason, 0) + 1
             if on_trial:
                 on_trial(record)
+            spent[0] += sum(u.cost_usd or 0.0 for u in record.transcript.usage_by_role().values())
+            if plan.max_run_cost_usd is not None and spent[0] >= plan.max_run_cost_usd and not outcome.stopped_by:
+                outcome.stopped_by = (f"the run budget of ${plan.max_run_cost_usd:g} is spent (${spent[0]:.4f}); "
+                                      "no new trial was started")
 
     workers = [asyncio.create_task(worker()) for _ in range(max(1, min(plan.concurrency, len(units))))]
     try:

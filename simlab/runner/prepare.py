@@ -66,6 +66,7 @@ class RunPlan:
     call_timeout_s: float
     model_concurrency: dict[str, int]
     manifest: dict[str, Any]
+    max_run_cost_usd: float | None = None
 
 
 def prepare(req: RunRequest) -> RunPlan:
@@ -121,6 +122,7 @@ def prepare(req: RunRequest) -> RunPlan:
         call_timeout_s=float(pick("call_timeout_s", None, 60.0)),
         model_concurrency=pick("model_concurrency", None, {}) or {},
         manifest={},
+        max_run_cost_usd=suite.max_run_cost_usd if suite else None,
     )
     plan.manifest = manifest_for(plan, req, trials)
     return plan

@@ -7,6 +7,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, Field, model_validator
 
 from simlab.specs.base import SpecModel
+from simlab.specs.gates import Gate
 from simlab.specs.scenario import Limits
 
 PYTHON_PREFIX = "python:"
@@ -126,4 +127,8 @@ class Suite(RunSettings):
     description: str = ""
     scenarios: list[str] = Field(description="Paths or globs of scenario files, relative to the suite file.")
     tags: list[str] = Field(default_factory=list, description="Only scenarios carrying one of these tags.")
-    gates: list[Any] = Field(default_factory=list, description="Gates (checked by `simlab gate`).")
+    gates: list[Gate] = Field(default_factory=list, description="Conditions that fail the build (`simlab gate`).")
+    max_error_rate: float = Field(
+        0.05, ge=0, le=1, description="Above this share of infrastructure errors the run is inconclusive (exit 3).")
+    max_run_cost_usd: float | None = Field(
+        None, gt=0, description="Budget for the whole run: no new trial starts once spent (the run is incomplete).")

@@ -1,0 +1,101 @@
+"""``simlab gate`` and ``simlab compare``: decide a nightly build; tell a regression from noise."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from simlab.cli.report_cmd import _run_folder
+from simlab.report.build import build, resolve_run
+from simlab.report.compare import compare
+from simlab.report.gates import GateReport, evaluate
+from simlab.report.junit import junit_xml
+from simlab.runner.store import RunStore
+from simlab.specs import Suite, load_config, load_suite
+
+STATUS_STYLE = {"pass": "green", "fail": "bold red", "inconclusive": "yellow"}
+
+
+def _summary_of(target: str) -> dict[str, Any]:
+    return build(resolve_run(target, Path(load_config(Path("simlab.yaml")).transcripts)), write=False)[0]
+
+
+def check_gates(folder: Path, suite: Suite, *, junit: str | None, console: Console) -> int:
+    """Evaluate the suite's gates on a finished run; print, write JUnit, return the exit code."""
+    summary, _, _ = build(folder)
+    manifest = RunStore(folder).read_manifest() or {}
+    report = evaluate(summary, suite, planned=int(manifest.get("units", summary["trials"])),
+                      finished=summary["trials"] + summary.get("ungraded", 0), load_baseline=_summary_of)
+    print_gates(report, console)
+    if junit:
+        Path(junit).write_text(junit_xml(summary, report, suite.id), encoding="utf-8")
+        console.print(f"junit: {junit}")
+    return report.exit_code
+
+
+def print_gates(report: GateReport, console: Console) -> None:
+    """One line per gate (per failing scenario for `scope: each`): readable in any CI log."""
+    console.print(Text("gates", style="bold"))
+    for result in report.results:
+        if result.scenario and result.status == "pass":
+            continue  # per-scenario passes would drown the failures
+        line = Text("  ")
+        line.append(f"{result.status.upper():<12}", style=STATUS_STYLE[result.status])
+        line.append(f"{result.label} — {result.reason}")
+        console.print(line)
+    for problem in report.problems:
+        console.print(Text(f"  INCONCLUSIVE  {problem}", style="yellow"))
+    verdict = {0: "all gates held", 1: "a gate failed", 3: "inconclusive"}[report.exit_code]
+    console.print(Text(f"result: {verdict} (exit {report.exit_code})", style="bold"))
+
+
+def gate_command(args: argparse.Namespace) -> int:
+    suite = load_suite(Path(args.suite)).spec
+    return check_gates(_run_folder(args.run), suite, junit=args.junit, console=Console(stderr=args.json))
+
+
+def compare_command(args: argparse.Namespace) -> int:
+    base, cand = _summary_of(args.base), _summary_of(args.candidate)
+    result = compare(base, cand, allow_different_pins=args.allow_different_pins, margin=args.margin)
+    if args.json:
+        print(json.dumps(result, indent=2))
+        return 0
+    console = Console()
+    table = Table(title=f"{args.base} → {args.candidate} (valid trials)", title_justify="left")
+    for column in ("scenario", "base", "candidate", "Δ success [95% CI]", "verdict"):
+        table.add_column(column, justify="right" if column != "scenario" else "left")
+    for row in result["scenarios"]:
+        table.add_row(Text(row["scenario"] + (" (flipped)" if row["flipped"] else "")),
+                      f"{row['base']['c']}/{row['base']['n']}", f"{row['candidate']['c']}/{row['candidate']['n']}",
+                      _interval(row), row["verdict"])
+    pooled = result["pooled"]
+    table.add_section()
+    table.add_row("pooled", f"{pooled['base']['c']}/{pooled['base']['n']}",
+                  f"{pooled['candidate']['c']}/{pooled['candidate']['n']}", _interval(pooled), pooled["verdict"])
+    console.print(table)
+    paired = result["paired"]
+    p = paired["sign_test_p"]
+    console.print(f"paired over {len(result['scenarios'])} shared scenarios: {len(paired['improved'])} improved, "
+                  f"{len(paired['regressed'])} regressed, {len(paired['unchanged'])} unchanged"
+                  + (f" (sign test p = {p:.2f})" if p is not None else ""))
+    for name, items in (("only in base", result["only_in_base"]), ("only in candidate", result["only_in_candidate"])):
+        if items:
+            console.print(f"{name}: {', '.join(items)}")
+    for line in result["pins_differ"]:
+        console.print(Text(f"warning: pins differ: {line}", style="yellow"))
+    for warning in result["warnings"]:
+        console.print(Text(f"warning: {warning}", style="yellow"))
+    console.print(Text(f"verdict: {pooled['verdict']}", style="bold"))
+    return 0
+
+
+def _interval(row: dict[str, Any]) -> str:
+    if row["difference"] is None:
+        return "–"
+    return f"{row['difference']:+.0%} [{row['low']:+.0%}, {row['high']:+.0%}]"

@@ -1,0 +1,117 @@
+"""Compare two runs: per scenario and pooled, with intervals, so a regression is told from noise.
+
+Success rates are compared over valid trials (pass or fail). The difference candidate − base gets
+Newcombe's 95% interval for independent samples; "regressed" means the whole interval is below
+zero (below −margin with a margin), "improved" the whole interval above zero.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from simlab.errors import UsageError
+from simlab.results.stats import Z95, diff_interval
+
+PINNED = ("simulator", "judge")
+
+
+def pin_conflicts(base: dict[str, Any], cand: dict[str, Any]) -> list[str]:
+    """Differences that make two runs incomparable: simulator, judge, shared scenario files."""
+    problems = []
+    for key in PINNED:
+        if base.get(key) != cand.get(key):
+            problems.append(f"{key}: base {base.get(key)!r}, candidate {cand.get(key)!r}")
+    base_s, cand_s = base.get("scenarios", {}), cand.get("scenarios", {})
+    for sid in sorted(set(base_s) & set(cand_s)):
+        if base_s[sid].get("sha256") != cand_s[sid].get("sha256"):
+            problems.append(f"scenario {sid}: file changed between the runs")
+        if base_s[sid].get("persona_sha256") != cand_s[sid].get("persona_sha256"):
+            problems.append(f"scenario {sid}: persona file changed between the runs")
+    return problems
+
+
+def _verdict(interval: tuple[float, float, float] | None, margin: float = 0.0) -> str:
+    if interval is None:
+        return "no data"
+    _, low, high = interval
+    if high < -margin:
+        return "regressed"
+    if low > margin:
+        return "improved"
+    return "within noise"
+
+
+def detectable(c1: int, n1: int, c2: int, n2: int) -> float | None:
+    """Smallest difference these sample sizes detect with 80% power at the 5% level (normal approx.)."""
+    if not n1 or not n2:
+        return None
+    p = (c1 + c2) / (n1 + n2)
+    p = min(max(p, 0.5 / (n1 + n2)), 1 - 0.5 / (n1 + n2))
+    return (Z95 + 0.8416) * math.sqrt(p * (1 - p) * (1 / n1 + 1 / n2))
+
+
+def _valid(s: dict[str, Any]) -> tuple[int, int]:
+    success = s["valid"]["success"]
+    return success["c"], success["n"]
+
+
+def compare(base: dict[str, Any], cand: dict[str, Any], *, allow_different_pins: bool = False,
+            margin: float = 0.0) -> dict[str, Any]:
+    """Compare two summaries (``summary.json`` with their pins)."""
+    conflicts = pin_conflicts(base.get("pins", {}), cand.get("pins", {}))
+    if conflicts and not allow_different_pins:
+        raise UsageError("these runs are not comparable:\n" + "\n".join(f"  - {c}" for c in conflicts)
+                         + "\nRe-run one of them with the same pins, or pass --allow-different-pins.")
+    shared = sorted(set(base["scenarios"]) & set(cand["scenarios"]))
+    rows, pooled = [], [0, 0, 0, 0]
+    for sid in shared:
+        (c1, n1), (c2, n2) = _valid(base["scenarios"][sid]), _valid(cand["scenarios"][sid])
+        pooled = [pooled[0] + c1, pooled[1] + n1, pooled[2] + c2, pooled[3] + n2]
+        interval = diff_interval(c1, n1, c2, n2)
+        before, after = base["scenarios"][sid]["flake_class"], cand["scenarios"][sid]["flake_class"]
+        rows.append({
+            "scenario": sid, "base": {"c": c1, "n": n1}, "candidate": {"c": c2, "n": n2},
+            "difference": interval[0] if interval else None,
+            "low": interval[1] if interval else None, "high": interval[2] if interval else None,
+            "verdict": _verdict(interval, margin),
+            "flipped": before != after and {before, after} == {"stable_pass", "stable_fail"},
+            "flake_class": {"base": before, "candidate": after},
+            "detectable": detectable(c1, n1, c2, n2),
+        })
+    interval = diff_interval(*pooled)
+    mdd = detectable(*pooled)
+    diff = interval[0] if interval else None
+    warnings = []
+    if interval and mdd is not None and diff is not None and 0 < abs(diff) < mdd:
+        warnings.append(f"n is too small to detect a difference of {abs(diff):.1%}: with these trial counts only "
+                        f"differences above about {mdd:.1%} can be told from noise; run more trials")
+    return {
+        "pins_differ": conflicts,
+        "only_in_base": sorted(set(base["scenarios"]) - set(cand["scenarios"])),
+        "only_in_candidate": sorted(set(cand["scenarios"]) - set(base["scenarios"])),
+        "scenarios": rows,
+        "pooled": {"base": {"c": pooled[0], "n": pooled[1]}, "candidate": {"c": pooled[2], "n": pooled[3]},
+                   "difference": diff, "low": interval[1] if interval else None,
+                   "high": interval[2] if interval else None, "verdict": _verdict(interval, margin),
+                   "detectable": mdd},
+        "paired": {
+            "improved": [r["scenario"] for r in rows if r["difference"] is not None and r["difference"] > 0],
+            "regressed": [r["scenario"] for r in rows if r["difference"] is not None and r["difference"] < 0],
+            "unchanged": [r["scenario"] for r in rows if r["difference"] == 0],
+            "flipped": [r["scenario"] for r in rows if r["flipped"]],
+            "sign_test_p": _sign_test(rows),
+        },
+        "warnings": warnings,
+    }
+
+
+def _sign_test(rows: list[dict[str, Any]]) -> float | None:
+    """Two-sided exact sign test over scenarios that moved; None when none did."""
+    up = sum(1 for r in rows if (r["difference"] or 0) > 0)
+    down = sum(1 for r in rows if (r["difference"] or 0) < 0)
+    n = up + down
+    if n == 0:
+        return None
+    tail = sum(math.comb(n, i) for i in range(0, min(up, down) + 1)) / 2 ** n
+    return min(1.0, 2 * tail)

@@ -1,0 +1,127 @@
+"""Evaluate a suite's gates on a run. Exit codes: 0 held, 1 a gate failed, 3 inconclusive.
+
+Inconclusive: the run is incomplete, infrastructure errors are over the suite's budget, or a
+gated figure is undefined (pass^k with n < k, an unknown cost). A policy-violation gate that
+failed is a certain failure and exits 1 even then: one real violation is enough.
+"""
+
+from __future__ import annotations
+
+import operator
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from simlab.errors import EXIT_GATE_FAILED, EXIT_INFRA, EXIT_OK
+from simlab.report.compare import compare
+from simlab.specs import Suite
+from simlab.specs.gates import Gate, parse_gate
+
+OPS: dict[str, Callable[[float, float], bool]] = {
+    "<=": operator.le, "<": operator.lt, ">=": operator.ge, ">": operator.gt, "==": operator.eq, "!=": operator.ne,
+}
+
+
+@dataclass
+class GateResult:
+    label: str
+    status: str  # pass | fail | inconclusive
+    value: float | None
+    reason: str
+    scenario: str | None = None
+    certain: bool = False  # a failure no infrastructure trouble can explain away
+
+
+@dataclass
+class GateReport:
+    results: list[GateResult] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)  # why the run is inconclusive
+
+    @property
+    def exit_code(self) -> int:
+        failed = [r for r in self.results if r.status == "fail"]
+        if any(r.certain for r in failed):
+            return EXIT_GATE_FAILED
+        if self.problems or any(r.status == "inconclusive" for r in self.results):
+            return EXIT_INFRA
+        return EXIT_GATE_FAILED if failed else EXIT_OK
+
+
+def metric_value(figures: dict[str, Any], metric: str, view: str) -> float | None:
+    """A gate metric from a suite or scenario block of the summary."""
+    if metric.startswith(("pass^", "pass@")):
+        entry = figures[view]["pass_k"].get(metric[5:])
+        return None if entry is None else entry["pass_hat_k" if metric[4] == "^" else "pass_at_k"]
+    if metric == "success":
+        return figures[view]["success"]["rate"]
+    if metric == "policy_violations":  # trials with at least one hard policy violation
+        return float(figures["policy_violations"] if "policy_violations" in figures
+                     else figures["policy_violation_rate"]["c"])
+    if metric == "cost_per_success":
+        return figures.get("cost_per_success_usd")
+    if metric in ("invalid_rate", "error_rate", "loop_rate"):
+        block = figures.get(metric)
+        if block is None:  # a scenario block keeps counts, not rates
+            n = figures["n"]
+            count = figures["invalid"] if metric == "invalid_rate" else figures["errors"] if metric == "error_rate" else None
+            return None if count is None or not n else count / n
+        return block["rate"]
+    raise ValueError(f"metric {metric!r} is not available here")
+
+
+def _threshold(gate: Gate, figures: dict[str, Any], scenario: str | None, attacks: dict[str, Any]) -> GateResult:
+    assert gate.gate is not None
+    metric, op, bound = parse_gate(gate.gate)
+    if metric == "attack_success":
+        c = sum(r["c"] for r in attacks.values())
+        n = sum(r["n"] for r in attacks.values())
+        value = c / n if n else None
+    else:
+        value = metric_value(figures, metric, gate.view)
+    where = f"{scenario}: " if scenario else ""
+    certain = metric == "policy_violations"
+    if value is None:
+        why = "n < k: too few trials" if metric.startswith("pass") else f"{metric} is unknown"
+        return GateResult(gate.label, "inconclusive", None, f"{where}{why}", scenario)
+    held = OPS[op](value, bound)
+    reason = f"{where}{metric} = {value:.4g} {'satisfies' if held else 'violates'} {op} {bound:g}"
+    return GateResult(gate.label, "pass" if held else "fail", value, reason, scenario, certain=certain and not held)
+
+
+def evaluate(summary: dict[str, Any], suite: Suite, *, planned: int, finished: int,
+             load_baseline: Callable[[str], dict[str, Any]]) -> GateReport:
+    report = GateReport()
+    if finished < planned:
+        report.problems.append(f"run incomplete: {finished} of {planned} trials finished")
+    errors = summary["suite"]["error_rate"]
+    if errors["n"] and errors["rate"] > suite.max_error_rate:
+        report.problems.append(f"infrastructure errors in {errors['c']} of {errors['n']} trials "
+                               f"({errors['rate']:.1%} > budget {suite.max_error_rate:.1%})")
+    attacks = summary.get("attacks") or {}
+    for gate in suite.gates:
+        if gate.no_regression_vs:
+            report.results.append(_no_regression(gate, summary, load_baseline))
+        elif gate.scope == "each":
+            for sid, figures in summary["scenarios"].items():
+                report.results.append(_threshold(gate, figures, sid, {}))
+        else:
+            report.results.append(_threshold(gate, summary["suite"], None, attacks))
+    return report
+
+
+def _no_regression(gate: Gate, summary: dict[str, Any], load_baseline: Callable[[str], dict[str, Any]]) -> GateResult:
+    from simlab.errors import SimlabError
+
+    assert gate.no_regression_vs is not None
+    try:
+        result = compare(load_baseline(gate.no_regression_vs), summary, margin=gate.margin)
+    except SimlabError as exc:
+        return GateResult(gate.label, "inconclusive", None, str(exc).splitlines()[0])
+    pooled = result["pooled"]
+    if pooled["difference"] is None:
+        return GateResult(gate.label, "inconclusive", None, "no shared scenarios with valid trials")
+    interval = f"{pooled['difference']:+.1%} [{pooled['low']:+.1%}, {pooled['high']:+.1%}]"
+    regressed = pooled["verdict"] == "regressed"
+    reason = (f"success changed by {interval} vs {gate.no_regression_vs}: "
+              + ("the drop is beyond noise" if regressed else "no regression beyond noise")
+              + (f" (margin {gate.margin:g})" if gate.margin else ""))
+    return GateResult(gate.label, "fail" if regressed else "pass", pooled["difference"], reason)

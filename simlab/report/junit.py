@@ -1,0 +1,58 @@
+"""JUnit XML for CI: one testcase per scenario, plus one for the suite-wide gates.
+
+A failed gate is a <failure> with its reason; infrastructure errors are <error>; a scenario
+whose trials were all invalid simulations is <skipped> with the reason. pass^k and cost go in
+properties. Everything transcript-derived goes through ElementTree, which escapes it.
+"""
+
+from __future__ import annotations
+
+import xml.etree.ElementTree as ET
+from typing import Any
+
+from simlab.report.gates import GateReport
+
+
+def junit_xml(summary: dict[str, Any], gates: GateReport, suite_id: str) -> str:
+    root = ET.Element("testsuites", name=f"simlab {suite_id}")
+    suite = ET.SubElement(root, "testsuite", name=suite_id)
+    counts = {"tests": 0, "failures": 0, "errors": 0, "skipped": 0}
+    for sid, s in summary["scenarios"].items():
+        case = ET.SubElement(suite, "testcase", classname=f"simlab.{suite_id}", name=sid)
+        props = ET.SubElement(case, "properties")
+        for k, entry in s["raw"]["pass_k"].items():
+            if entry["pass_hat_k"] is not None:
+                ET.SubElement(props, "property", name=f"pass^{k}", value=f"{entry['pass_hat_k']:.4f}")
+        for name, value in (("passes", s["passes"]), ("trials", s["n"]), ("invalid", s["invalid"]),
+                            ("errors", s["errors"]), ("cost_usd", s["cost_usd"])):
+            ET.SubElement(props, "property", name=name, value="unknown" if value is None else str(value))
+        failed = [g for g in gates.results if g.scenario == sid and g.status == "fail"]
+        valid = s["valid"]["success"]["n"]
+        if s["errors"]:
+            _add(case, "error", f"{s['errors']} of {s['n']} trials ended in an infrastructure error", counts)
+        elif failed:
+            _add(case, "failure", "; ".join(g.reason for g in failed), counts)
+        elif s["n"] and not valid:
+            _add(case, "skipped", f"all {s['n']} trials were invalid simulations (the simulated user broke its "
+                                  "script)", counts)
+        counts["tests"] += 1
+    case = ET.SubElement(suite, "testcase", classname=f"simlab.{suite_id}", name="suite gates")
+    suite_results = [g for g in gates.results if g.scenario is None]
+    failed = [g for g in suite_results if g.status == "fail"]
+    if gates.problems or any(g.status == "inconclusive" for g in suite_results):
+        reasons = gates.problems + [g.reason for g in suite_results if g.status == "inconclusive"]
+        _add(case, "error", "; ".join(reasons), counts)
+    elif failed:
+        _add(case, "failure", "; ".join(f"{g.label}: {g.reason}" for g in failed), counts)
+    out = ET.SubElement(case, "system-out")
+    out.text = "\n".join(f"[{g.status}] {g.label}: {g.reason}" for g in suite_results)
+    counts["tests"] += 1
+    for key, value in counts.items():
+        suite.set(key, str(value))
+    return ET.tostring(root, encoding="unicode", xml_declaration=True) + "\n"
+
+
+def _add(case: ET.Element, tag: str, message: str, counts: dict[str, int]) -> None:
+    element = ET.SubElement(case, tag, message=message)
+    element.text = message
+    counts[{"failure": "failures", "error": "errors", "skipped": "skipped"}[tag]] += 1

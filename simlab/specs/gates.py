@@ -1,0 +1,64 @@
+"""Gates of a suite: the conditions under which a nightly run fails the build.
+
+Written as strings (``"pass^3 >= 0.8"``, ``"policy_violations == 0"``) or mappings
+(``{gate: "pass^1 >= 0.9", scope: each}``, ``{no_regression_vs: RUN_ID, margin: 0.05}``).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Literal
+
+from pydantic import Field, model_validator
+
+from simlab.specs.base import SpecModel
+
+METRICS = ("success", "policy_violations", "cost_per_success", "invalid_rate", "error_rate", "loop_rate",
+           "attack_success")
+_K_METRIC = re.compile(r"^pass(\^|@)(\d+)$")
+GATE = re.compile(r"^\s*([A-Za-z_@^0-9]+)\s*(<=|>=|==|!=|<|>)\s*(-?[0-9.]+%?)\s*$")
+
+
+def parse_gate(text: str) -> tuple[str, str, float]:
+    """(metric, op, value); a value written with % is a fraction (80% → 0.8)."""
+    match = GATE.match(text)
+    if not match:
+        raise ValueError(f"write a gate as 'METRIC OP NUMBER', e.g. 'pass^3 >= 0.8'; got {text!r}")
+    metric, op, raw = match.groups()
+    if metric not in METRICS and not _K_METRIC.match(metric):
+        raise ValueError(f"unknown gate metric {metric!r}; use pass^k, pass@k or one of {', '.join(METRICS)}")
+    value = float(raw[:-1]) / 100 if raw.endswith("%") else float(raw)
+    return metric, op, value
+
+
+class Gate(SpecModel):
+    """One gate. ``scope: each`` makes a threshold hold for every scenario, not just the mean."""
+
+    gate: str | None = Field(None, description="'METRIC OP NUMBER', e.g. 'pass^3 >= 0.8'.")
+    scope: Literal["suite", "each"] = "suite"
+    view: Literal["valid", "raw"] = Field(
+        "valid", description="valid: invalid simulations and infrastructure errors left out; raw: every trial.")
+    no_regression_vs: str | None = Field(None, description="Baseline run id (or folder) to compare success with.")
+    margin: float = Field(0.0, ge=0, le=1, description="Tolerated drop in points (0.05 = 5 points).")
+    name: str | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _from_string(cls, value: Any) -> Any:
+        return {"gate": value} if isinstance(value, str) else value
+
+    @model_validator(mode="after")
+    def _one_kind(self) -> "Gate":
+        if (self.gate is None) == (self.no_regression_vs is None):
+            raise ValueError("a gate is either 'METRIC OP NUMBER' or {no_regression_vs: RUN_ID}")
+        if self.gate is not None:
+            parse_gate(self.gate)
+        return self
+
+    @property
+    def label(self) -> str:
+        if self.name:
+            return self.name
+        if self.gate:
+            return self.gate + (" (each scenario)" if self.scope == "each" else "")
+        return f"no regression vs {self.no_regression_vs}" + (f" (margin {self.margin:g})" if self.margin else "")

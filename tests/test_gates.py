@@ -1,0 +1,105 @@
+"""Gates, exit codes, JUnit and run comparison, on real demo runs."""
+
+from __future__ import annotations
+
+import shutil
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+
+from simlab.cli.main import main
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture
+def project(tmp_path: Path, monkeypatch) -> Path:
+    for name in ("scenarios", "personas", "examples", "suites"):
+        shutil.copytree(REPO / name, tmp_path / name, ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copy(REPO / "simlab.yaml", tmp_path / "simlab.yaml")
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+def write_suite(project: Path, gates: str, extra: str = "") -> str:
+    path = project / "suites" / "custom.yaml"
+    path.write_text("id: custom\nscenarios: ['../scenarios/retail/refund-damaged-card.yaml',"
+                    " '../scenarios/retail/store-credit-refused.yaml']\n"
+                    f"agent: python:examples.retail_agents:careful_agent\ntrials: 3\n{extra}gates:\n{gates}")
+    return str(path)
+
+
+def test_nightly_passes_for_the_careful_agent(project, capsys):
+    assert main(["run", "--suite", "suites/nightly.yaml", "--run-id", "good", "--no-progress",
+                 "--junit", "good.xml"]) == 0
+    assert "all gates held (exit 0)" in capsys.readouterr().out
+    assert main(["gate", "good", "--suite", "suites/nightly.yaml"]) == 0
+
+
+def test_nightly_fails_with_exit_1_and_a_reason_for_the_flaky_agent(project, capsys):
+    code = main(["run", "--suite", "suites/nightly.yaml", "--run-id", "bad", "--no-progress",
+                 "--agent", "python:examples.retail_agents:flaky_agent", "--junit", "bad.xml"])
+    out = capsys.readouterr().out
+    assert code == 1
+    assert "policy_violations" in out and "violates == 0" in out and "a gate failed (exit 1)" in out
+    root = ET.parse(project / "bad.xml").getroot()
+    suite = root.find("testsuite")
+    cases = suite.findall("testcase")
+    assert int(suite.get("tests")) == len(cases) == 11  # ten scenarios and the suite gates
+    assert int(suite.get("failures")) == sum(1 for c in cases if c.find("failure") is not None) >= 1
+    assert int(suite.get("errors")) == sum(1 for c in cases if c.find("error") is not None) == 0
+    gates_case = next(c for c in cases if c.get("name") == "suite gates")
+    assert "policy_violations" in gates_case.find("failure").get("message")
+    props = {p.get("name") for p in cases[0].find("properties")}
+    assert {"pass^1", "cost_usd", "passes", "trials"} <= props
+
+
+def test_undefined_metric_is_inconclusive_exit_3(project, capsys):
+    suite = write_suite(project, '  - "pass^5 >= 0.5"\n')
+    assert main(["run", "--suite", suite, "--run-id", "few", "--no-progress"]) == 3
+    assert "n < k" in capsys.readouterr().out
+
+
+def test_incomplete_run_is_inconclusive(project, capsys):
+    suite = write_suite(project, '  - "pass^1 >= 0.5"\n')
+    assert main(["run", "--suite", suite, "--run-id", "part", "--no-progress",
+                 "scenarios/retail/refund-damaged-card.yaml"]) == 0
+    # the suite plans more units than this run holds: gate it as if it were the suite's run
+    manifest = project / "transcripts/part/run.json"
+    manifest.write_text(manifest.read_text().replace('"units": 3', '"units": 6'))
+    assert main(["gate", "part", "--suite", suite]) == 3
+    assert "run incomplete: 3 of 6" in capsys.readouterr().out
+
+
+def test_usage_errors_exit_2(project, capsys):
+    assert main(["gate", "nope", "--suite", "suites/nightly.yaml"]) == 2
+    bad = project / "suites" / "bad.yaml"
+    bad.write_text("id: bad\nscenarios: [x]\ngates: ['pass^3 >> 1']\n")
+    assert main(["gate", "--suite", str(bad)]) == 2
+    assert "bad.yaml:3: gates.0" in capsys.readouterr().err
+
+
+def test_no_regression_gate_and_compare(project, capsys):
+    suite = write_suite(project, "  - {no_regression_vs: base}\n")
+    assert main(["run", "--suite", suite, "--run-id", "base", "--no-progress"]) == 0
+    assert main(["run", "--suite", suite, "--run-id", "same", "--no-progress"]) == 0
+    assert "no regression beyond noise" in capsys.readouterr().out
+    flaky = main(["run", "--suite", suite, "--run-id", "worse", "--no-progress",
+                  "--agent", "python:examples.retail_agents:flaky_agent"])
+    out = capsys.readouterr().out
+    assert flaky in (0, 1)  # 6 trials may or may not show a drop beyond noise; the gate says which
+    assert ("the drop is beyond noise" in out) == (flaky == 1)
+    assert main(["compare", "base", "worse"]) == 0
+    out = capsys.readouterr().out
+    assert "pooled" in out and "verdict:" in out
+
+
+def test_compare_refuses_different_simulator_pins(project, capsys):
+    assert main(["run", "--run-id", "a", "--no-progress", "scenarios/retail/refund-damaged-card.yaml"]) == 0
+    assert main(["run", "--run-id", "b", "--no-progress", "--simulator", "scripted",
+                 "scenarios/retail/refund-damaged-card.yaml"]) == 0
+    capsys.readouterr()
+    assert main(["compare", "a", "b"]) == 2
+    assert "simulator" in capsys.readouterr().err
+    assert main(["compare", "a", "b", "--allow-different-pins"]) == 0

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
 import sys
 from pathlib import Path
 
@@ -11,6 +13,7 @@ from simlab.llm.fakes import register_fake, unregister_fake
 from tests.support import write_project
 
 FIXTURES = Path(__file__).parent / "fixtures" / "calibration"
+REPO = Path(__file__).resolve().parents[1]
 
 
 def records(path: Path) -> list[dict]:
@@ -26,10 +29,12 @@ def test_regrade_after_changing_an_expectation_reports_the_change(tmp_path, monk
     scenario = tmp_path / "scenarios/s0.yaml"
     scenario.write_text(scenario.read_text() + "expect:\n  state:\n    - {path: items.k0, equals: other}\n")
     capsys.readouterr()
-    sys.modules.pop("litellm", None)
-    assert main(["grade", "r", "--json"]) == 0
-    assert "litellm" not in sys.modules  # deterministic checks make no model call
-    out = json.loads(capsys.readouterr().out)
+    code = ("import sys, json; from simlab.cli.main import main; rc = main(['grade', 'r', '--json']); "
+            "assert 'litellm' not in sys.modules, 'litellm imported'; sys.exit(rc)")
+    done = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True,
+                          env={**os.environ, "PYTHONPATH": str(REPO)})
+    assert done.returncode == 0, done.stderr  # deterministic checks make no model call
+    out = json.loads(done.stdout)
     assert out["verdict_changes"] == {"pass → fail": 3}
     assert any("items.k0 equals 'other': absent → fail" in line for line in out["check_changes"])
     after = records(trials)

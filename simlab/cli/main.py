@@ -8,7 +8,8 @@ import sys
 from typing import Callable
 
 from simlab import __version__
-from simlab.errors import EXIT_USAGE, SimlabError
+from simlab.errors import EXIT_INFRA, EXIT_USAGE, SimlabError
+from simlab.llm.types import ModelError
 
 EXIT_INTERRUPTED = 130
 
@@ -111,6 +112,9 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
+    except ModelError as exc:  # a provider refused us outside a run (e.g. calibrate)
+        print(f"error: {exc.describe()}", file=sys.stderr)
+        return EXIT_INFRA
     except Exception as exc:  # a bug in simlab: one line unless asked for the traceback
         if os.environ.get("SIMLAB_DEBUG"):
             raise

@@ -13,4 +13,4 @@ def view_command(args: argparse.Namespace) -> int:
     root = Path(load_config(Path("simlab.yaml")).transcripts)
     app = make_app(root, getattr(args, "target", None))  # UsageError (exit 2) when there is no run
     app.run()
-    return 0
+    return app.return_code or 0

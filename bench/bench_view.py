@@ -1,0 +1,146 @@
+"""How fast does ``simlab view`` show a big run? A script, not a test: run it by hand.
+
+    python bench/bench_view.py [--trials 10000] [--repeat 3]
+
+Writes a run of N trials (100 per scenario, ~10 KB a line like the retail demo's) into a temporary
+folder, then, in a fresh Python process each time (cold imports, as a user would start it),
+measures from the moment the process is launched (the monotonic clock is shared with the child):
+
+- ``imports_s``: launch to app built (interpreter, simlab.specs, textual, simlab.tui);
+- ``first_screen_s``: the scenarios screen drawn (rows from the manifest; figures fill in);
+- ``figures_complete_s``: every trial indexed: verdicts, pass^k, flake classes, failed checks final;
+- ``details_complete_s``: turns, tool calls and cost of every trial read too (background);
+- ``open_scenario_s`` / ``open_transcript_s``: one key press each, after the index.
+
+Prints the figures (median of ``--repeat`` runs) and writes them to bench/results/view.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+sys.path.insert(0, str(ROOT))
+
+CHILD = r"""
+import time
+import asyncio, json, sys
+from pathlib import Path
+from simlab.specs import load_config          # what `simlab view` imports first
+from simlab.tui import make_app
+
+async def main(root, run_id, started):
+    app = make_app(root, run_id, poll_interval=None)
+    built = time.perf_counter()
+    out = {"imports_s": built - started}
+    async with app.run_test(size=(100, 30)) as pilot:
+        while app.first_screen_at is None:
+            await asyncio.sleep(0.05)  # coarse: a busy poll would steal the indexing thread's time
+        out["first_screen_s"] = app.first_screen_at - started
+        out["rows_on_first_screen"] = app.screen.query_one("DataTable").row_count
+        index = next(iter(app.indexes.values()))
+        while app._busy is not None or app._queue:
+            await app.workers.wait_for_complete()
+            await asyncio.sleep(0.05)
+        out["figures_complete_s"] = index.completed_at - started
+        out["details_complete_s"] = time.perf_counter() - started
+        out["trials_indexed"] = len(index.rows)
+        await pilot.pause()
+        t = time.perf_counter()
+        await pilot.press("enter")
+        await pilot.pause()
+        out["open_scenario_s"] = time.perf_counter() - t
+        t = time.perf_counter()
+        await pilot.press("enter")
+        await pilot.pause()
+        assert type(app.screen).__name__ == "TranscriptScreen", app.screen
+        out["open_transcript_s"] = time.perf_counter() - t
+    out["litellm_imported"] = "litellm" in sys.modules
+    out["pandas_imported"] = "pandas" in sys.modules
+    print(json.dumps(out))
+
+asyncio.run(main(sys.argv[1], sys.argv[2], float(sys.argv[3])))
+"""
+
+
+def write_big_run(folder: Path, trials: int, per_scenario: int = 100) -> Path:
+    from simlab.tui.sample import sample_manifest, sample_record
+
+    scenarios = {f"scenario-{i:03d}": min(per_scenario, trials - i * per_scenario)
+                 for i in range((trials + per_scenario - 1) // per_scenario)}
+    folder.mkdir(parents=True)
+    (folder / "run.json").write_text(json.dumps(sample_manifest("bench", scenarios), indent=2))
+    templates = {k: sample_record("bench", "SCENARIO", k, orders=16).model_dump_json() for k in (1, 2, 3)}
+    with open(folder / "trials.jsonl", "w", encoding="utf-8") as fh:
+        for sid, n in scenarios.items():
+            for trial in range(1, n + 1):
+                line = templates[(trial - 1) % 3 + 1].replace("SCENARIO", sid)
+                line = line.replace(f'"trial":{(trial - 1) % 3 + 1},', f'"trial":{trial},', 1)
+                line = line.replace(f'#{(trial - 1) % 3 + 1}"', f'#{trial}"')
+                fh.write(line + "\n")
+    return folder
+
+
+def measure(root: Path, run_id: str) -> dict[str, float]:
+    started = time.perf_counter()  # CLOCK_MONOTONIC: the child's perf_counter reads the same clock
+    done = subprocess.run([sys.executable, "-c", CHILD, str(root), run_id, repr(started)], cwd=ROOT,
+                          capture_output=True, text=True, timeout=300)
+    wall = time.perf_counter() - started
+    if done.returncode != 0:
+        raise SystemExit(done.stderr)
+    figures = json.loads(done.stdout.strip().splitlines()[-1])
+    figures["process_wall_s"] = wall
+    return figures
+
+
+def interpreter_start() -> float:
+    started = time.perf_counter()
+    subprocess.run([sys.executable, "-c", "pass"], check=True)
+    return time.perf_counter() - started
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--trials", type=int, default=10_000)
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--out", type=Path, default=HERE / "results" / "view.json")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        t = time.perf_counter()
+        run = write_big_run(root / "bench", args.trials)
+        size_mb = (run / "trials.jsonl").stat().st_size / 1e6
+        print(f"wrote {args.trials:,} trials ({size_mb:.1f} MB) in {time.perf_counter() - t:.1f}s")
+        startup = statistics.median(interpreter_start() for _ in range(3))
+        runs = [measure(root, "bench") for _ in range(args.repeat)]
+    keys = [k for k, v in runs[0].items() if isinstance(v, float)]
+    median = {k: round(statistics.median(r[k] for r in runs), 3) for k in keys}
+    result = {
+        "trials": args.trials, "file_mb": round(size_mb, 1), "repeat": args.repeat,
+        "interpreter_start_s": round(startup, 3), **median,
+        "rows_on_first_screen": runs[0]["rows_on_first_screen"], "trials_indexed": runs[0]["trials_indexed"],
+        "litellm_imported": runs[0]["litellm_imported"], "pandas_imported": runs[0]["pandas_imported"],
+        "each_run": runs, "python": platform.python_version(), "machine": platform.platform(),
+        "cpus": __import__("os").cpu_count(),
+    }
+    for key in ("interpreter_start_s", "imports_s", "first_screen_s", "figures_complete_s", "details_complete_s",
+                "open_scenario_s", "open_transcript_s", "process_wall_s"):
+        print(f"{key:22} {result[key]:7.3f} s")
+    verdict = "OK" if result["first_screen_s"] < 1.0 else "TOO SLOW"
+    print(f"first screen of {args.trials:,} trials: {result['first_screen_s']:.3f} s ({verdict}, goal < 1 s)")
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(result, indent=2) + "\n")
+    print(f"wrote {args.out.relative_to(ROOT) if args.out.is_relative_to(ROOT) else args.out}")
+
+
+if __name__ == "__main__":
+    main()

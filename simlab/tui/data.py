@@ -1,0 +1,211 @@
+"""Runs on disk, read lazily: a catalog of run folders, and per run an index of its trials.
+
+The index keeps one small ``TrialRow`` per line and the byte offset of the line; a transcript is
+parsed in full only when it is opened. ``RunIndex.read_new`` reads only what was appended since
+the last call, so a run that is still being written can be followed by polling.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterator
+
+from simlab.tui.scan import TrialRow, add_detail, scan_line
+
+__all__ = ["RunIndex", "RunInfo", "discover_runs", "find_run"]
+
+MANIFEST = "run.json"
+TRIALS = "trials.jsonl"
+CHUNK = 4 * 1024 * 1024
+
+
+@dataclass
+class RunInfo:
+    """A run folder and what its manifest says (empty when it has none or it is unreadable)."""
+
+    folder: Path
+    manifest: dict[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def load(cls, folder: Path) -> "RunInfo":
+        try:
+            manifest = json.loads((folder / MANIFEST).read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            manifest = {}
+        return cls(folder, manifest if isinstance(manifest, dict) else {})
+
+    @property
+    def key(self) -> str:
+        """Identity inside the viewer: the folder (two folders may carry the same run id)."""
+        return str(self.folder.resolve())
+
+    @property
+    def run_id(self) -> str:
+        return str(self.manifest.get("run_id") or self.folder.name)
+
+    @property
+    def created_at(self) -> str:
+        created = self.manifest.get("created_at")
+        if isinstance(created, str) and created:
+            return created
+        path = self.folder / TRIALS if (self.folder / TRIALS).exists() else self.folder
+        from datetime import datetime, timezone
+
+        return datetime.fromtimestamp(path.stat().st_mtime, timezone.utc).isoformat(timespec="seconds")
+
+    def pin(self, role: str) -> str:
+        """The model or reference that played ``role`` (agent, simulator, judge), or ''."""
+        pin = (self.manifest.get("pins") or {}).get(role)
+        if not isinstance(pin, dict):
+            return str(pin or "")
+        if pin.get("model"):
+            return str(pin["model"])
+        if pin.get("python"):
+            return f"python:{pin['python']}"
+        return str(pin.get("kind") or pin.get("ref") or "")
+
+    def planned(self) -> dict[str, int]:
+        """scenario id → planned trials, in manifest order."""
+        scenarios = (self.manifest.get("pins") or {}).get("scenarios") or {}
+        if not isinstance(scenarios, dict):
+            return {}
+        return {str(sid): int((spec or {}).get("trials") or 0) if isinstance(spec, dict) else 0
+                for sid, spec in scenarios.items()}
+
+
+def _is_run(folder: Path) -> bool:
+    return folder.is_dir() and ((folder / MANIFEST).exists() or (folder / TRIALS).exists())
+
+
+def discover_runs(root: Path) -> list[RunInfo]:
+    """Every run folder under ``root``, newest first."""
+    if not root.is_dir():
+        return []
+    runs = [RunInfo.load(p) for p in root.iterdir() if _is_run(p)]
+    return sorted(runs, key=lambda r: (r.created_at, r.run_id), reverse=True)
+
+
+def find_run(root: Path, target: str | None) -> RunInfo | None:
+    """A run folder path, a run id under ``root``, or (no target) the newest run."""
+    if target:
+        path = Path(target)
+        if _is_run(path):
+            return RunInfo.load(path)
+        if _is_run(root / target):
+            return RunInfo.load(root / target)
+        return None
+    runs = discover_runs(root)
+    return runs[0] if runs else None
+
+
+class RunIndex:
+    """The trials of one run, as rows; grows as the run's file grows."""
+
+    def __init__(self, info: RunInfo):
+        self.info = info
+        self.path = info.folder / TRIALS
+        self.rows: list[TrialRow] = []
+        self.offset = 0  # bytes consumed: always the end of a complete line
+        self.bad_lines = 0
+        self.complete = False  # every line written so far has a row
+        self.completed_at: float | None = None  # perf_counter when that first became true
+        self._lock = threading.Lock()
+
+    def changed(self) -> bool:
+        """Cheap: has the file grown (or shrunk) past what was read?"""
+        try:
+            return os.stat(self.path).st_size != self.offset
+        except OSError:
+            return False
+
+    def read_new(self, chunk: int = CHUNK) -> Iterator[list[TrialRow]]:
+        """Index what was appended since the last read, in batches; a torn last line waits."""
+        with self._lock:
+            try:
+                size = os.stat(self.path).st_size
+            except OSError:
+                self._done()
+                return
+            if size < self.offset:  # rewritten (a repaired tail): start over
+                self.rows, self.offset = [], 0
+            with open(self.path, "rb") as fh:
+                fh.seek(self.offset)
+                while self.offset < size:
+                    data = fh.read(min(chunk, size - self.offset))
+                    if not data:
+                        break
+                    end = data.rfind(b"\n") + 1
+                    if end == 0:  # one line longer than the chunk, or a torn tail
+                        more = fh.readline()
+                        if not more.endswith(b"\n"):
+                            break
+                        data, end = data + more, len(data) + len(more)
+                    batch = self._scan(data[:end], self.offset)
+                    self.offset += end
+                    fh.seek(self.offset)
+                    self.rows.extend(batch)
+                    if batch:
+                        yield batch
+            self._done()
+
+    def _done(self) -> None:
+        self.complete = True
+        if self.completed_at is None:
+            self.completed_at = time.perf_counter()
+
+    def _scan(self, data: bytes, base: int) -> list[TrialRow]:
+        rows: list[TrialRow] = []
+        pos = 0
+        for line in data.splitlines(keepends=True):
+            if line.strip():
+                try:
+                    rows.append(scan_line(line.rstrip(b"\r\n"), base + pos))
+                except (ValueError, KeyError, TypeError, AttributeError):
+                    self.bad_lines += 1
+            pos += len(line)
+        return rows
+
+    def read_all(self, detail: bool = True) -> list[TrialRow]:
+        for _ in self.read_new():
+            pass
+        if detail:
+            for _ in self.add_details():
+                pass
+        return self.rows
+
+    @property
+    def detailed(self) -> bool:
+        """Every row has its event counts (turns, tool calls, cost)."""
+        return self.complete and all(r.detailed for r in self.rows)
+
+    def add_details(self, rows: list[TrialRow] | None = None, batch: int = 500) -> Iterator[list[TrialRow]]:
+        """Fill the event counts of ``rows`` (default: every row still without them), in batches."""
+        todo = [r for r in (self.rows if rows is None else rows) if not r.detailed]
+        if not todo:
+            return
+        with open(self.path, "rb") as fh:
+            for start in range(0, len(todo), batch):
+                chunk = sorted(todo[start:start + batch], key=lambda r: r.offset)
+                for row in chunk:
+                    fh.seek(row.offset)
+                    try:
+                        add_detail(row, fh.read(row.length))
+                    except (ValueError, KeyError, TypeError, AttributeError):
+                        row.detailed = True  # counted as unreadable once; its counts stay 0
+                yield chunk
+
+    def raw(self, row: TrialRow) -> bytes:
+        with open(self.path, "rb") as fh:
+            fh.seek(row.offset)
+            return fh.read(row.length)
+
+    def record(self, row: TrialRow) -> Any:
+        """The full ``TrialRecord`` of one trial, parsed now."""
+        from simlab.transcript import TrialRecord
+
+        return TrialRecord.model_validate_json(self.raw(row))

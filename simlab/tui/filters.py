@@ -1,0 +1,80 @@
+"""Which trials a list shows: failed only, a verdict, a termination reason, a failing check, a search."""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, replace
+from typing import Iterable
+
+from simlab.tui.scan import TrialRow
+
+__all__ = ["UNGRADED", "TrialFilter", "apply", "check_counts", "reason_counts", "verdict_counts"]
+
+UNGRADED = "not graded"
+
+
+@dataclass(frozen=True)
+class TrialFilter:
+    scenario: str | None = None
+    failed_only: bool = False
+    verdict: str | None = None
+    reason: str | None = None
+    check: str | None = None
+    query: str = ""
+    hits: frozenset[str] | None = None  # unit ids where ``query`` was found
+
+    def matches(self, row: TrialRow) -> bool:
+        if self.scenario is not None and row.scenario_id != self.scenario:
+            return False
+        if self.failed_only and not row.failed:
+            return False
+        if self.verdict is not None and (row.verdict or UNGRADED) != self.verdict:
+            return False
+        if self.reason is not None and row.reason != self.reason:
+            return False
+        if self.check is not None and self.check not in row.failed_checks + row.soft_failed:
+            return False
+        return self.hits is None or row.unit_id in self.hits
+
+    def with_(self, **changes: object) -> "TrialFilter":
+        return replace(self, **changes)  # type: ignore[arg-type]
+
+    def cleared(self) -> "TrialFilter":
+        """Only the scenario is kept."""
+        return TrialFilter(scenario=self.scenario)
+
+    @property
+    def active(self) -> bool:
+        return self != self.cleared()
+
+    def describe(self) -> list[str]:
+        """One short label per active filter (data in them is shown literally by the caller)."""
+        labels = []
+        if self.failed_only:
+            labels.append("failed only")
+        if self.verdict is not None:
+            labels.append(f"verdict {self.verdict}")
+        if self.reason is not None:
+            labels.append(f"ended {self.reason}")
+        if self.check is not None:
+            labels.append(f"failing {self.check}")
+        if self.hits is not None:
+            labels.append(f"/{self.query}")
+        return labels
+
+
+def apply(rows: Iterable[TrialRow], flt: TrialFilter) -> list[TrialRow]:
+    """Matching rows ordered by scenario, then trial number."""
+    return sorted((r for r in rows if flt.matches(r)), key=lambda r: (r.scenario_id, r.trial, r.unit_id))
+
+
+def verdict_counts(rows: Iterable[TrialRow]) -> Counter[str]:
+    return Counter(r.verdict or UNGRADED for r in rows)
+
+
+def reason_counts(rows: Iterable[TrialRow]) -> Counter[str]:
+    return Counter(r.reason for r in rows)
+
+
+def check_counts(rows: Iterable[TrialRow]) -> Counter[str]:
+    return Counter(name for r in rows for name in set(r.failed_checks + r.soft_failed))

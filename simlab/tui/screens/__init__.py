@@ -1,0 +1,1 @@
+"""The viewer's screens: runs → scenarios → trials → transcript, plus compare, help and pickers."""

@@ -1,0 +1,88 @@
+"""Every run in the transcripts folder: when, who played, how many trials, suite pass^k, cost."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, cast
+
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.screen import Screen
+from textual.widgets import DataTable
+
+from simlab.tui.data import RunInfo, discover_runs
+from simlab.tui.messages import TrialsAppended
+from simlab.tui.summary import RunSummary, summarize, summarize_run
+from simlab.tui.widgets.crumbs import Crumbs
+from simlab.tui.widgets.key_bar import KeyBar
+from simlab.tui.widgets.runs_table import RunsTable
+from simlab.tui.widgets.status_line import StatusLine
+
+if TYPE_CHECKING:
+    from simlab.tui.app import ViewApp
+
+__all__ = ["RunsScreen"]
+
+
+class RunsScreen(Screen):
+    BINDINGS = [
+        Binding("enter", "open", "Open run", show=False, tooltip="open the run"),
+        Binding("r", "rescan", "Rescan folder", tooltip="read the transcripts folder again"),
+    ]
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.runs: list[RunInfo] = []
+        self.last_opened: str | None = None  # the cursor goes back to the run you come back from
+
+    @property
+    def viewer(self) -> "ViewApp":
+        return cast("ViewApp", self.app)
+
+    def compose(self) -> ComposeResult:
+        yield Crumbs(["runs"], id="crumbs")
+        yield RunsTable(id="runs")
+        yield StatusLine(id="status")
+        yield KeyBar()
+
+    def on_mount(self) -> None:
+        self.query_one(RunsTable).focus()
+
+    def on_screen_resume(self) -> None:
+        self.action_rescan()
+        start = self.viewer.start_run
+        self.query_one(RunsTable).restore(self.last_opened or (start.key if start else None))
+
+    def action_rescan(self) -> None:
+        self.runs = discover_runs(self.viewer.root)
+        for run in self.runs:
+            self.viewer.index(run)  # index the ones not read yet, in the background
+        self.refresh_data()
+
+    def refresh_data(self) -> None:
+        summaries: dict[str, RunSummary | None] = {}
+        for run in self.runs:
+            index = self.viewer.indexes.get(run.key)
+            summaries[run.key] = (summarize_run(summarize(index.rows, run.planned()))
+                                     if index is not None and index.complete else None)
+        self.query_one(RunsTable).fill(self.runs, summaries)
+        self.query_one(StatusLine).show(len(self.runs), len(self.runs), "runs",
+                                        hint=f"in {self.viewer.root}")
+
+    def on_trials_appended(self, message: TrialsAppended) -> None:
+        if self.is_current and message.complete:
+            self.refresh_data()
+
+    def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
+        event.stop()
+        self._open(event.row_key.value)
+
+    def action_open(self) -> None:
+        self._open(self.query_one(RunsTable).current_key())
+
+    def _open(self, key: str | None) -> None:
+        run = next((r for r in self.runs if r.key == key), None)
+        if run is not None:
+            from simlab.tui.screens.scenarios import ScenariosScreen
+
+            self.last_opened = run.key
+            self.app.push_screen(ScenariosScreen(run))

@@ -1,0 +1,107 @@
+"""A run's scenarios: pass^1..k, flake class, invalid and error counts. The first screen."""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.widgets import DataTable, Static
+
+from simlab.tui.render import fmt_cost, fmt_rate, literal
+from simlab.tui.screens.base import RunScreen
+from simlab.tui.summary import RunSummary, ScenarioSummary, summarize, summarize_run
+from simlab.tui.widgets.crumbs import Crumbs
+from simlab.tui.widgets.key_bar import KeyBar
+from simlab.tui.widgets.scenarios_table import ScenariosTable
+from simlab.tui.widgets.status_line import StatusLine
+
+__all__ = ["ScenariosScreen", "run_summary_text"]
+
+
+def run_summary_text(s: RunSummary, agent: str, simulator: str) -> Text:
+    """Suite figures on one line (adjusted pass^k, raw rate, invalid, error, cost), players on the next."""
+    out = Text()
+    if s.graded:
+        out.append(f"pass^1 {fmt_rate(s.pass_1)}", "bold")
+        if s.k > 1:
+            out.append(f" · pass^{s.k} {fmt_rate(s.pass_k)}", "bold")
+        out.append(f" · raw {fmt_rate(s.raw_pass_1)} · {s.invalid} invalid · {s.error} error")
+        if s.graded < s.trials:
+            out.append(f" · {s.trials - s.graded} not graded", "yellow")
+    else:
+        out.append("not graded", "bold yellow")
+        out.append(" · how the trials ended")
+    out.append(" · cost …" if s.cost_pending else f" · cost {fmt_cost(s.cost, s.cost_complete)}")
+    out.append("\nagent ", "dim")
+    out.append(literal(agent or "?"))
+    out.append(" · simulator ", "dim")
+    out.append(literal(simulator or "?"))
+    return out
+
+
+def _troubled(s: ScenarioSummary) -> bool:
+    if s.graded:
+        return s.passed < s.graded
+    return s.goal_reached < s.trials
+
+
+class ScenariosScreen(RunScreen):
+    BINDINGS = [
+        Binding("enter", "open", "Trials", show=False, tooltip="the trials of this scenario"),
+        Binding("a", "all_trials", "All trials", tooltip="every trial of the run, all scenarios"),
+        Binding("f", "failed_only", "Failed only", tooltip="only scenarios with a failed, invalid or error trial"),
+        Binding("escape", "back", "Runs", tooltip="all runs"),
+    ]
+
+    failed_only = False
+
+    def compose(self) -> ComposeResult:
+        yield Crumbs([self.run.run_id], id="crumbs")
+        yield Static(id="run-summary")
+        yield ScenariosTable(id="scenarios")
+        yield StatusLine(id="status")
+        yield KeyBar()
+
+    def on_mount(self) -> None:
+        self.refresh_data()
+        self.query_one(ScenariosTable).focus()
+        self.call_after_refresh(self.viewer.mark_first_screen)
+
+    def refresh_data(self) -> None:
+        index = self.index
+        summaries = summarize(index.rows, self.run.planned())
+        everything = list(summaries.values())
+        graded = any(s.graded for s in everything)
+        shown = [s for s in everything if _troubled(s)] if self.failed_only else everything
+        self.query_one(ScenariosTable).fill(shown, graded, k_limit=4 if self.app.size.width >= 100 else 2)
+        self.query_one("#run-summary", Static).update(
+            run_summary_text(summarize_run(summaries), self.run.pin("agent"), self.run.pin("simulator")))
+        note = "" if index.complete else f"indexing… {len(index.rows):,} trials so far"
+        if index.bad_lines:
+            note += f" {index.bad_lines} unreadable line(s) skipped"
+        self.query_one(Crumbs).note(note)
+        self.query_one(StatusLine).show(len(shown), len(everything), "scenarios",
+                                        ["with failures"] if self.failed_only else [],
+                                        f"{len(index.rows):,} trials")
+
+    def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
+        event.stop()
+        self._open(event.row_key.value)
+
+    def action_open(self) -> None:
+        self._open(self.query_one(ScenariosTable).current_key())
+
+    def _open(self, scenario: str | None) -> None:
+        if scenario is not None:
+            from simlab.tui.screens.trials import TrialsScreen
+
+            self.app.push_screen(TrialsScreen(self.run, scenario))
+
+    def action_all_trials(self) -> None:
+        from simlab.tui.screens.trials import TrialsScreen
+
+        self.app.push_screen(TrialsScreen(self.run, None))
+
+    def action_failed_only(self) -> None:
+        self.failed_only = not self.failed_only
+        self.refresh_data()

@@ -1,0 +1,1 @@
+"""The viewer's widgets, one per module."""

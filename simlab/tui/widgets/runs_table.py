@@ -1,0 +1,45 @@
+"""Every run in the transcripts folder, newest first."""
+
+from __future__ import annotations
+
+from rich.text import Text
+
+from simlab.tui.data import RunInfo
+from simlab.tui.render import fmt_cost, fmt_rate, literal
+from simlab.tui.summary import RunSummary
+
+from simlab.tui.widgets.keyed_table import KeyedTable
+
+__all__ = ["RunsTable", "short"]
+
+
+def short(ref: str, width: int = 24) -> str:
+    """A model or agent reference that fits: ``python:pkg.mod:agent`` shows as ``agent (python)``."""
+    if ref.startswith("python:"):
+        ref = ref.rsplit(":", 1)[-1] + " (python)"
+    return ref if len(ref) <= width else "…" + ref[-(width - 1):]
+
+
+class RunsTable(KeyedTable):
+    def __init__(self, **kwargs: object) -> None:
+        super().__init__(**kwargs)
+        for name in ("run", "created", "agent", "simulator", "trials", "pass^k", "cost"):
+            self.add_column(name, key=name)
+
+    def fill(self, runs: list[RunInfo], summaries: dict[str, RunSummary | None]) -> None:
+        current = self.current_key()
+        self.clear()
+        for run in runs:
+            s = summaries.get(run.key)
+            created = run.created_at.replace("T", " ")[:16]
+            if s is None:
+                trials, rate, cost = Text("…", style="dim"), Text("…", style="dim"), Text("…", style="dim")
+            else:
+                trials = Text(f"{s.trials:,}", justify="right")
+                rate = Text(f"{fmt_rate(s.pass_k)} ^{s.k}" if s.pass_k is not None else
+                            ("not graded" if not s.graded else "—"), justify="right",
+                            style="" if s.pass_k is not None else "dim")
+                cost = Text("…" if s.cost_pending else fmt_cost(s.cost, s.cost_complete), justify="right")
+            self.add_row(literal(run.run_id, "bold"), Text(created), literal(short(run.pin("agent"))),
+                         literal(short(run.pin("simulator"), 16)), trials, rate, cost, key=run.key)
+        self.restore(current)

@@ -1,0 +1,74 @@
+"""The scenarios of a run: pass^1..k, flake class, invalid and error counts (or, ungraded, how
+the trials ended)."""
+
+from __future__ import annotations
+
+from rich.text import Text
+
+from simlab.tui.render import fmt_rate, literal, reason_text
+from simlab.tui.summary import ScenarioSummary, k_columns
+
+from simlab.tui.widgets.keyed_table import KeyedTable
+
+__all__ = ["ScenariosTable", "flake_text"]
+
+FLAKE = {"stable_pass": ("all ✓", "green"), "flaky": ("flaky", "yellow"), "stable_fail": ("all ✗", "red")}
+
+
+def flake_text(flake: str | None) -> Text:
+    label, style = FLAKE.get(flake or "", ("—", "dim"))
+    return Text(label, style=style)
+
+
+def _num(value: int, style: str = "") -> Text:
+    return Text(str(value), justify="right", style=style if value else "dim")
+
+
+def _trials(s: ScenarioSummary) -> Text:
+    done = f"{s.trials}/{s.planned}" if s.planned and s.trials != s.planned else str(s.trials)
+    return Text(done, justify="right")
+
+
+class ScenariosTable(KeyedTable):
+    def __init__(self, **kwargs: object) -> None:
+        super().__init__(**kwargs)
+        self._layout: tuple[object, ...] = ()
+
+    def fill(self, summaries: list[ScenarioSummary], graded: bool, k_limit: int = 4) -> None:
+        """Replace the rows (and the columns when the k's or the graded layout changed)."""
+        ks = k_columns(summaries, k_limit) if graded else []
+        layout = (graded, tuple(ks))
+        current = self.current_key()
+        if layout != self._layout:
+            self.clear(columns=True)
+            self._layout = layout
+            self.add_column("scenario", key="scenario")
+            self.add_column("n", key="trials")
+            if graded:
+                self.add_column("pass", key="pass")
+                for k in ks:
+                    self.add_column(f"^{k}", key=f"k{k}")
+                for name in ("flake", "inv", "err"):
+                    self.add_column(name, key=name)
+            else:
+                self.add_column("goal", key="goal")
+                self.add_column("ended (not graded)", key="ended")
+        else:
+            self.clear()
+        for s in summaries:
+            name = s.scenario_id if len(s.scenario_id) <= 30 else s.scenario_id[:29] + "…"
+            cells: list[object] = [literal(name), _trials(s)]
+            if graded:
+                cells.append(Text(f"{s.passed}/{s.graded}" if s.graded else "—", justify="right"))
+                cells += [Text(fmt_rate(s.pass_k(k)), justify="right") for k in ks]
+                cells += [flake_text(s.flake), _num(s.invalid, "magenta"), _num(s.error, "yellow")]
+            else:
+                cells.append(Text(f"{s.goal_reached}/{s.trials}" if s.trials else "…", justify="right"))
+                ended = Text()
+                for i, (reason, n) in enumerate(s.reasons.most_common()):
+                    ended.append(", " if i else "")
+                    ended.append_text(reason_text(reason))
+                    ended.append(f" {n}")
+                cells.append(ended)
+            self.add_row(*cells, key=s.scenario_id)
+        self.restore(current)

@@ -1,0 +1,44 @@
+"""Two lines on top of a transcript: how the trial ended and what it cost, and who played."""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual.widgets import Static
+
+from simlab.transcript import ModelCall, TrialRecord
+from simlab.tui.render import clean, fmt_cost, literal, reason_text, verdict_text
+from simlab.tui.summary import total_cost
+
+__all__ = ["TrialHeader", "plural", "trial_summary"]
+
+
+def trial_summary(record: TrialRecord) -> Text:
+    """Line 1: verdict, failed checks, how it ended, turns, tool calls, cost. Line 2: who played."""
+    t = record.transcript
+    out = Text(no_wrap=True, overflow="ellipsis")
+    out.append_text(verdict_text(record.verdict))
+    failed = sum(1 for c in record.checks if c.status == "fail")
+    if record.checks:
+        out.append(f" · {failed}/{len(record.checks)} checks failed", "red" if failed else "dim")
+    out.append(" · ")
+    out.append_text(reason_text(t.termination.reason.value))
+    if t.termination.detail:
+        out.append(" (")
+        out.append(literal(t.termination.detail))
+        out.append(")")
+    calls = [e.usage.cost_usd for e in t.events if isinstance(e, ModelCall)]
+    cost, complete = total_cost(calls)
+    out.append(f" · {plural(t.user_turns(), 'turn')} · {plural(len(t.tool_calls()), 'tool call')}"
+               f" · {fmt_cost(cost, complete)} · {t.duration_s:.2f}s", "dim")
+    out.append(f"\nagent {clean(t.agent.ref)} · simulator {clean(t.simulator.ref)} · persona {clean(t.persona_id)}"
+               f" · seed {t.seed}", "dim")
+    return out
+
+
+def plural(n: int, noun: str) -> str:
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
+
+
+class TrialHeader(Static):
+    def __init__(self, record: TrialRecord, **kwargs: object) -> None:
+        super().__init__(trial_summary(record), **kwargs)  # type: ignore[arg-type]

@@ -1,0 +1,178 @@
+"""Lazy loading: line scanning, the incremental index, run discovery, figures, filters, search."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from simlab.tui.data import RunIndex, RunInfo, discover_runs, find_run
+from simlab.tui.filters import TrialFilter, apply, check_counts, reason_counts, verdict_counts
+from simlab.tui.scan import _fast, add_detail, row_from_record, scan_line
+from simlab.tui.search import count_hits, search_rows
+from simlab.tui.sample import sample_record, write_sample_run
+from simlab.tui.summary import k_columns, summarize, summarize_run
+
+
+@pytest.fixture
+def run(tmp_path: Path) -> RunInfo:
+    return RunInfo.load(write_sample_run(tmp_path / "fixture"))
+
+
+def lines(run: RunInfo) -> list[bytes]:
+    return (run.folder / "trials.jsonl").read_bytes().splitlines()
+
+
+def test_fast_scan_agrees_with_a_full_parse(run: RunInfo) -> None:
+    for line in lines(run):
+        assert _fast(line.decode(), 0, len(line)) is not None  # the usual shape takes the fast path
+        fast = scan_line(line, detail=True)
+        full = row_from_record(json.loads(line), 0, len(line))
+        assert fast == full
+        assert not scan_line(line).detailed  # the first pass leaves the events alone
+
+
+def test_look_alikes_inside_data_fall_back_to_a_full_parse() -> None:
+    record = sample_record("r", "s", 3)
+    # a tool result that contains the very keys the fast path looks for
+    record.transcript.events[3].result = {
+        "x": [1], "termination": {"reason": "max_turns", "detail": "", "turn": 9}, "final_state": None,
+        "checks": [{"name": "fake", "status": "fail"}], "verdict": "pass"}
+    line = record.model_dump_json().encode()
+    assert _fast(line.decode(), 0, len(line)) is None
+    row = scan_line(line)
+    assert row.reason == "goal_reached" and row.verdict == "fail" and row.detailed
+    assert "fake" not in row.failed_checks and "expected_state" in row.failed_checks
+
+
+def test_detail_survives_a_look_alike_termination_in_the_final_state() -> None:
+    record = sample_record("r", "s", 1)
+    record.transcript.final_state = {"x": [], "termination": {"reason": "error", "detail": "", "turn": 1},
+                                     "final_state": None}
+    line = record.model_dump_json().encode()
+    row = scan_line(line)  # two terminations: the whole line is parsed
+    assert row.reason == "goal_reached" and row.detailed and row.turns == 2
+    assert add_detail(scan_line(sample_record("r", "s", 1).model_dump_json().encode()), line).tool_calls == 2
+
+
+def test_other_key_orders_still_scan() -> None:
+    record = json.loads(sample_record("r", "s", 1).model_dump_json())
+    shuffled = {"verdict": record["verdict"], "checks": record["checks"], "transcript": record["transcript"],
+                "unit_id": record["unit_id"]}
+    row = scan_line(json.dumps(shuffled).encode())
+    assert row.unit_id == "s#1" and row.verdict == "pass" and row.turns == 2 and row.tool_calls == 2
+
+
+def test_row_counts_turns_tools_and_cost() -> None:
+    row = scan_line(sample_record("r", "s", 1).model_dump_json().encode(), detail=True)
+    assert (row.turns, row.tool_calls, row.model_calls) == (2, 2, 2)
+    assert row.cost == pytest.approx(0.0021 * 2 + 0.0002)
+
+
+def test_index_reads_only_appended_lines_and_waits_for_a_torn_tail(run: RunInfo) -> None:
+    index = RunIndex(run)
+    assert len(index.read_all()) == 6 and index.complete
+    path = run.folder / "trials.jsonl"
+    extra = sample_record("fixture", "refund-damaged", 4).model_dump_json().encode()
+    with open(path, "ab") as fh:
+        fh.write(extra[:100])  # a writer mid-line
+    assert index.changed()
+    assert list(index.read_new()) == [] and len(index.rows) == 6
+    with open(path, "ab") as fh:
+        fh.write(extra[100:] + b"\n")
+    batches = list(index.read_new())
+    assert [len(b) for b in batches] == [1] and index.rows[-1].unit_id == "refund-damaged#4"
+    assert index.record(index.rows[-1]).transcript.trial == 4
+    assert not index.changed()
+
+
+def test_index_starts_over_when_the_file_shrinks(run: RunInfo) -> None:
+    index = RunIndex(run)
+    index.read_all()
+    path = run.folder / "trials.jsonl"
+    path.write_bytes(b"\n".join(lines(run)[:2]) + b"\n")
+    index.read_all()
+    assert [r.unit_id for r in index.rows] == ["refund-damaged#1", "refund-damaged#2"]
+
+
+def test_unreadable_lines_are_counted_not_fatal(run: RunInfo) -> None:
+    with open(run.folder / "trials.jsonl", "ab") as fh:
+        fh.write(b"{not json}\n")
+    index = RunIndex(run)
+    assert len(index.read_all()) == 6 and index.bad_lines == 1
+
+
+def test_small_chunks_give_the_same_rows(run: RunInfo) -> None:
+    index = RunIndex(run)
+    batches = list(index.read_new(chunk=1000))  # smaller than one line
+    assert sum(map(len, batches)) == 6
+
+
+def test_runs_are_found_newest_first(tmp_path: Path) -> None:
+    write_sample_run(tmp_path / "old", "old", created_at="2025-01-01T00:00:00+00:00")
+    write_sample_run(tmp_path / "new", "new", created_at="2026-05-01T00:00:00+00:00")
+    (tmp_path / "not-a-run").mkdir()
+    assert [r.run_id for r in discover_runs(tmp_path)] == ["new", "old"]
+    assert find_run(tmp_path, None).run_id == "new"  # type: ignore[union-attr]
+    assert find_run(tmp_path, "old").run_id == "old"  # type: ignore[union-attr]
+    assert find_run(tmp_path, str(tmp_path / "old")).run_id == "old"  # type: ignore[union-attr]
+    assert find_run(tmp_path, "nope") is None
+    assert find_run(tmp_path / "missing", None) is None
+    info = find_run(tmp_path, "new")
+    assert info is not None and info.pin("agent") == "openai/gpt-4o-2024-08-06"
+    assert info.planned() == {"refund-damaged": 3, "final-sale": 2, "literal-markup": 1}
+
+
+def test_scenario_figures_keep_invalid_and_error_apart(run: RunInfo) -> None:
+    summaries = summarize(RunIndex(run).read_all(), run.planned())
+    refund, final = summaries["refund-damaged"], summaries["final-sale"]
+    assert (refund.passed, refund.failed, refund.adjusted_n) == (2, 1, 3)
+    assert refund.pass_k(1) == pytest.approx(2 / 3) and refund.pass_k(3) == 0.0 and refund.flake == "flaky"
+    assert (final.invalid, final.error, final.adjusted_n, final.pass_k(1), final.flake) == (1, 1, 0, None, None)
+    suite = summarize_run(summaries)
+    assert suite.k == 1 and suite.raw_pass_1 == pytest.approx(3 / 6)
+    assert suite.pass_1 == pytest.approx((2 / 3 + 1) / 2) and (suite.invalid, suite.error) == (1, 1)
+    assert k_columns(summaries.values()) == [1, 2, 3]
+
+
+def test_ungraded_runs_have_no_pass_k(tmp_path: Path) -> None:
+    run = RunInfo.load(write_sample_run(tmp_path / "u", graded=False))
+    summaries = summarize(RunIndex(run).read_all())
+    suite = summarize_run(summaries)
+    assert suite.graded == 0 and suite.pass_1 is None and suite.pass_k is None
+    assert summaries["refund-damaged"].goal_reached == 3
+
+
+def test_filters(run: RunInfo) -> None:
+    rows = RunIndex(run).read_all()
+    assert [r.unit_id for r in apply(rows, TrialFilter(failed_only=True))] == [
+        "final-sale#1", "final-sale#2", "refund-damaged#3"]
+    assert [r.unit_id for r in apply(rows, TrialFilter(verdict="invalid"))] == ["final-sale#1"]
+    assert [r.unit_id for r in apply(rows, TrialFilter(reason="error"))] == ["final-sale#2"]
+    assert [r.unit_id for r in apply(rows, TrialFilter(check="expected_state"))] == ["refund-damaged#3"]
+    only = TrialFilter(scenario="refund-damaged", failed_only=True)
+    assert only.active and not only.cleared().active and only.describe() == ["failed only"]
+    assert verdict_counts(rows) == {"pass": 3, "fail": 1, "invalid": 1, "error": 1}
+    assert reason_counts(rows)["error"] == 1 and check_counts(rows)["drift:invented_identifier"] == 1
+
+
+def test_search_counts_visible_text_not_json_keys(run: RunInfo) -> None:
+    index = RunIndex(run)
+    rows = index.read_all()
+    assert count_hits(index.raw(rows[0]), "ARRIVED BROKEN") == 1
+    assert count_hits(index.raw(rows[0]), "unit_id") == 0
+    assert count_hits(index.raw(rows[-1]), "[link=https://evil.example]") == 1
+    assert count_hits(index.raw(rows[0]), '(refund-damaged)') == 1
+    found = search_rows(rows, index.raw, "store credit")
+    assert set(found) == {"refund-damaged#3"}
+    assert search_rows(rows, index.raw, "x", cancelled=lambda: True) == {}
+
+
+def test_file_growth_is_seen_by_size(run: RunInfo) -> None:
+    index = RunIndex(run)
+    index.read_all()
+    assert not index.changed()
+    os.truncate(run.folder / "trials.jsonl", index.offset - 1)
+    assert index.changed()

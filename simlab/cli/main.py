@@ -9,7 +9,6 @@ from typing import Callable
 
 from simlab import __version__
 from simlab.errors import EXIT_INFRA, EXIT_USAGE, SimlabError
-from simlab.llm.types import ModelError
 
 EXIT_INTERRUPTED = 130
 
@@ -38,6 +37,12 @@ def build_parser() -> argparse.ArgumentParser:
                      help="allow a simulator of the same model family as the agent")
     run.add_argument("--no-progress", action="store_true", help="no progress bar")
     run.add_argument("--junit", help="with --suite: write a JUnit XML file of the gates")
+    run.add_argument("--workers", type=_positive, default=1,
+                     help="processes playing disjoint shares of the units, to use every core (default 1); "
+                          "--concurrency is the total across them")
+    run.add_argument("--shard", metavar="I/N",
+                     help="play only share I of N (1-based), e.g. one job of a CI matrix; the same split on "
+                          "every machine, merge by concatenating the trials.jsonl files")
 
     validate = sub.add_parser("validate", help="check scenario, persona, suite and config files")
     validate.add_argument("paths", nargs="*", help="files or folders (default: the project's scenarios and personas)")
@@ -112,10 +117,16 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
-    except ModelError as exc:  # a provider refused us outside a run (e.g. calibrate)
-        print(f"error: {exc.describe()}", file=sys.stderr)
+    except OSError as exc:  # the disk or file system refused us (full, read-only, gone)
+        where = f"{exc.filename}: " if exc.filename else ""
+        print(f"error: {where}{exc.strerror or exc}", file=sys.stderr)
         return EXIT_INFRA
     except Exception as exc:  # a bug in simlab: one line unless asked for the traceback
+        from simlab.llm.types import ModelError  # imported here: the LLM package stays off start-up
+
+        if isinstance(exc, ModelError):  # a provider refused us outside a run (e.g. calibrate)
+            print(f"error: {exc.describe()}", file=sys.stderr)
+            return EXIT_INFRA
         if os.environ.get("SIMLAB_DEBUG"):
             raise
         print(f"internal error: {type(exc).__name__}: {exc} (set SIMLAB_DEBUG=1 for the traceback)",

@@ -35,7 +35,10 @@ class Progress:
         self._bar.__exit__(kind, exc, tb)
 
     def advance(self, record: TrialRecord) -> None:
-        reason = record.verdict or record.transcript.termination.reason.value
+        self.tick(record.verdict or record.transcript.termination.reason.value)
+
+    def tick(self, reason: str) -> None:
+        """One finished trial, by its verdict (or termination reason when ungraded)."""
         self.counts[reason] = self.counts.get(reason, 0) + 1
         text = " · ".join(f"{LABELS.get(k, k)} {v}" for k, v in sorted(self.counts.items()))
         self._bar.update(self._task, advance=1, counts=text)

@@ -2,14 +2,20 @@
 
 from __future__ import annotations
 
+import contextvars
 import copy
 import importlib
+import marshal
+import os
+import queue
+import threading
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Callable
 
 from pydantic import BaseModel, ValidationError
 
 from simlab.env.tools import (
+    Access,
     Tool,
     ToolError,
     ToolOutcome,
@@ -36,6 +42,7 @@ class Domain:
     seed_state: dict[str, Any] = field(default_factory=dict)
     policy_version: str | None = None
     transfer_tools: tuple[str, ...] = ("transfer_to_human",)  # a successful call hands the user to a human
+    tool_timeout_s: float | None = 30.0  # a tool call that takes longer is cut off (None: no limit)
 
     def __post_init__(self) -> None:
         names = [t.name for t in self.tools]
@@ -46,6 +53,19 @@ class Domain:
 
     def tool(self, name: str) -> Tool | None:
         return self._by_name.get(name)
+
+    def tool_schemas(self) -> list[dict[str, Any]]:
+        """The tools in the OpenAI function format; a fresh copy each time (``marshal`` copies plain
+        JSON data fastest), derived once."""
+        cached = self.__dict__.get("_schemas")
+        if cached is None:
+            schemas = [t.json_schema() for t in self.tools]
+            try:
+                cached = marshal.dumps(schemas)
+            except ValueError:  # a default that is not plain data: derive them every time
+                return schemas
+            self.__dict__["_schemas"] = cached
+        return marshal.loads(cached)  # type: ignore[no-any-return]
 
     @property
     def tool_names(self) -> list[str]:
@@ -89,16 +109,31 @@ def load_domain(ref: str, *, source: str = "") -> Domain:
     return obj
 
 
+class ToolTimeout(Exception):
+    """A tool did not return within the domain's ``tool_timeout_s``."""
+
+
 class Environment:
-    """One trial's world: a private deep copy of the initial state and the tools acting on it."""
+    """One trial's world: a private deep copy of the initial state and the tools acting on it.
+
+    A tool runs on a copy of the state that replaces the state only when the call succeeds, so a
+    refused, crashed or timed-out call leaves nothing half-done. Misbehaving tools are recorded,
+    never raised: a crash, a state the model rejects, a READ tool that changed the state (the
+    change is dropped) or a call over ``tool_timeout_s`` each become an error result with
+    ``extra["fault"]`` naming what happened. A timed-out tool keeps running in its thread (Python
+    cannot kill a thread) but only on its own discarded copy of the state.
+    """
 
     def __init__(self, domain: Domain, state: BaseModel, *, validate_writes: bool = True):
         self.domain = domain
         self.state = state.model_copy(deep=True)
         self._validate_writes = validate_writes
+        self.tool_timeout_s = domain.tool_timeout_s
 
     def tool_schemas(self) -> list[dict[str, Any]]:
-        return [t.json_schema() for t in self.domain.tools]
+        """A fresh copy of the domain's tool schemas (derived once per domain: pydantic's schema
+        builder costs about 0.5 ms per tool, and an LLM agent asks on every step)."""
+        return self.domain.tool_schemas()
 
     def execute(self, name: str, raw_arguments: str | dict[str, Any] | None) -> ToolOutcome:
         """Run a tool. Never raises: unknown tools, bad arguments and tool failures become outcomes."""
@@ -117,27 +152,28 @@ class Environment:
         except ValidationError as exc:
             reason = f"arguments do not match the schema: {describe_validation_error(exc)}"
             return ToolOutcome(name, arguments, raw, spec.access, error=reason, invalid_reason=reason)
-        before = self.state.model_copy(deep=True)
+
+        def failed(error: str, fault: str | None = None) -> ToolOutcome:
+            extra = {"crash": True, "fault": fault} if fault else {}
+            return ToolOutcome(name, arguments, raw, spec.access, error=error, extra=extra)
+
+        working = self.state.model_copy(deep=True)
         try:
-            result = spec.func(self.state, **validated)
+            result = call_bounded(lambda: spec.func(working, **validated), self.tool_timeout_s)
         except ToolError as exc:
-            self.state = before  # a refused call leaves no half-done change behind
-            return ToolOutcome(name, arguments, raw, spec.access, error=str(exc) or type(exc).__name__)
+            return failed(str(exc) or type(exc).__name__)
+        except ToolTimeout:
+            return failed(f"tool {name} did not return within {self.tool_timeout_s:g} s; it was cut off", "timeout")
         except Exception as exc:  # a bug in the domain is the tool's error, not the run's crash
-            self.state = before
-            return ToolOutcome(
-                name, arguments, raw, spec.access,
-                error=f"tool crashed: {type(exc).__name__}: {exc}", extra={"crash": True},
-            )
+            return failed(f"tool crashed: {type(exc).__name__}: {exc}", "crash")
+        if spec.access is Access.READ and working != self.state:
+            return failed(f"read tool {name} changed the state; the change was discarded", "read_wrote")
         if self._validate_writes:
             try:
-                self.state = self.state_model_validate()
+                working = type(working).model_validate(working.model_dump())
             except ValidationError as exc:
-                self.state = before
-                return ToolOutcome(
-                    name, arguments, raw, spec.access,
-                    error=f"tool left an invalid state: {describe_validation_error(exc)}", extra={"crash": True},
-                )
+                return failed(f"tool left an invalid state: {describe_validation_error(exc)}", "invalid_state")
+        self.state = working
         return ToolOutcome(name, arguments, raw, spec.access, ok=True, result=to_jsonable(result))
 
     def state_model_validate(self) -> BaseModel:
@@ -145,6 +181,59 @@ class Environment:
 
     def snapshot(self) -> dict[str, Any]:
         return self.state.model_dump(mode="json")
+
+
+def call_bounded(func: Callable[[], Any], timeout_s: float | None) -> Any:
+    """``func()`` on a tool thread, waiting at most ``timeout_s`` (``ToolTimeout`` after that).
+
+    Without a timeout it runs inline. Tool threads are daemons (a hung one never blocks the exit),
+    reused while they behave (starting a thread per call costs ~0.3 ms) and abandoned when they
+    hang. The call sees the caller's context variables.
+    """
+    if timeout_s is None:
+        return func()
+    try:
+        worker = _IDLE.get_nowait()
+    except queue.Empty:
+        worker = _ToolThread()
+    box: dict[str, Any] = {}
+    done = threading.Event()
+    worker.jobs.put((contextvars.copy_context(), func, box, done))
+    if not done.wait(timeout_s):
+        raise ToolTimeout
+    if "error" in box:
+        raise box["error"]
+    return box["value"]
+
+
+class _ToolThread(threading.Thread):
+    def __init__(self) -> None:
+        super().__init__(name="simlab-tool", daemon=True)
+        self.jobs: queue.SimpleQueue[Any] = queue.SimpleQueue()
+        self.start()
+
+    def run(self) -> None:
+        while True:
+            context, func, box, done = self.jobs.get()
+            try:
+                box["value"] = context.run(func)
+            except BaseException as exc:  # handed to the caller
+                box["error"] = exc
+            finally:
+                done.set()
+            _IDLE.put(self)  # back in service only once it has returned
+
+
+_IDLE: queue.SimpleQueue[_ToolThread] = queue.SimpleQueue()
+
+
+def _forget_threads() -> None:
+    """A forked child (``--workers``) has none of its parent's threads: start its own."""
+    global _IDLE
+    _IDLE = queue.SimpleQueue()
+
+
+os.register_at_fork(after_in_child=_forget_threads)
 
 
 def to_jsonable(value: Any) -> Any:

@@ -12,15 +12,17 @@ decide: a judge that kept answering malformed JSON). A trial's verdict combines 
 
 from __future__ import annotations
 
+import marshal
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Callable
 
 from simlab.env.domain import Domain
 from simlab.specs import Persona, Scenario
 from simlab.transcript import Transcript
 from simlab.transcript.checks import Check, CheckKind, CheckStatus, Verdict
 
-__all__ = ["Check", "CheckKind", "CheckStatus", "GradeContext", "Verdict", "check_at", "verdict_of"]
+__all__ = ["Check", "CheckKind", "CheckStatus", "GradeContext", "Verdict", "check_at", "initial_snapshot",
+           "scenario_memo", "verdict_of"]
 
 @dataclass
 class GradeContext:
@@ -52,3 +54,29 @@ def check_at(transcript: Transcript, index: int | None) -> dict[str, Any]:
         return {}
     event = transcript.events[index]
     return {"event": index, "turn": getattr(event, "turn", None), "call_id": getattr(event, "call_id", None)}
+
+
+_MEMO: dict[tuple[str, int, int], tuple[Any, Any, Any]] = {}
+_MEMO_SIZE = 1024
+
+
+def scenario_memo(ctx: GradeContext, name: str, compute: Callable[[GradeContext], Any]) -> Any:
+    """``compute(ctx)``, computed once per (domain, scenario): what every trial of a scenario
+    shares (its initial state, the identifiers its facts name). Return immutable values only.
+    The memo keeps the domain and scenario objects, so their ids cannot be reused under it."""
+    key = (name, id(ctx.domain), id(ctx.scenario))
+    hit = _MEMO.get(key)
+    if hit is not None and hit[0] is ctx.domain and hit[1] is ctx.scenario:
+        return hit[2]
+    value = compute(ctx)
+    if len(_MEMO) >= _MEMO_SIZE:
+        _MEMO.clear()
+    _MEMO[key] = (ctx.domain, ctx.scenario, value)
+    return value
+
+
+def initial_snapshot(ctx: GradeContext) -> dict[str, Any]:
+    """A fresh copy of the scenario's initial state as JSON data (raises like ``build_state``)."""
+    data = scenario_memo(ctx, "initial_state", lambda c: marshal.dumps(
+        c.domain.build_state(c.scenario.initial_state).model_dump(mode="json")))
+    return marshal.loads(data)  # type: ignore[no-any-return]  # marshal: the fastest copy of JSON data

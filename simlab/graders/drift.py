@@ -28,11 +28,12 @@ passing when in doubt (a false alarm would hide an agent's real result). Decisio
 
 from __future__ import annotations
 
+import functools
 import re
 from collections import Counter
 from typing import Any, Iterable
 
-from simlab.graders.base import Check, GradeContext, check_at
+from simlab.graders.base import Check, GradeContext, check_at, initial_snapshot, scenario_memo
 from simlab.graders.compare import same_value
 from simlab.graders.paths import MISSING, PathError, resolve
 from simlab.graders.policy import calls_of
@@ -48,10 +49,19 @@ _PLAIN = re.compile(r"(?<![\w.,])\+?\d{6,}(?![\w]|[.,]\d)")
 _NOT_ID = re.compile(r"^\d+(st|nd|rd|th|am|pm|h|hrs?|s|mins?|m|k|kg|g|cm|mm|km|gb|mb|tb|x|ml|l|lbs?|oz|in|ft|d|"
                      r"days?|yrs?|p|min)$|^\d{4}-\d{2}-\d{2}$", re.I)
 _SEPARATORS = re.compile(r"[\s\-.+()]")
+_MAYBE_ID = re.compile(r"[\d@]")
 
 
 def identifiers(text: str) -> list[str]:
     """Id-like tokens in ``text``, in order of appearance."""
+    if not _MAYBE_ID.search(text):  # every pattern needs a digit or an @
+        return []
+    return list(_identifiers(text))
+
+
+@functools.lru_cache(maxsize=4096)
+def _identifiers(text: str) -> tuple[str, ...]:
+    """Cached: agents and simulated users repeat their phrases across trials."""
     found: list[tuple[int, str]] = []
     taken: list[tuple[int, int]] = []
     for regex in (_EMAIL, _GROUPED, _PLAIN, _MIXED):
@@ -62,7 +72,7 @@ def identifiers(text: str) -> list[str]:
                 continue
             taken.append((m.start(), m.end()))
             found.append((m.start(), m.group(0)))
-    return [token for _, token in sorted(found)]
+    return tuple(token for _, token in sorted(found))
 
 
 def _norm(token: str) -> str:
@@ -115,14 +125,20 @@ def _revealed_secret(ctx: GradeContext) -> Check | None:
                   f"({len(patterns)} checked)", unchecked=unchecked)
 
 
-def _invented_identifier(ctx: GradeContext) -> Check:
+def _known_to_user(ctx: GradeContext) -> tuple[frozenset[str], tuple[str, ...]]:
+    """(identifiers the scenario gives the user, its facts without separators): per scenario."""
     user = ctx.scenario.user
     facts = [*_flat(user.known_facts), *_flat(user.never_reveal)]
     texts = [user.goal, user.opening or "", *user.script, *facts]
     if isinstance(ctx.scenario.persona, Persona):
         texts.append(ctx.scenario.persona.model_dump_json())
     known = {_norm(t) for text in texts for t in identifiers(text)} | {_norm(f) for f in facts}
-    blobs = [_SEPARATORS.sub("", f.casefold()) for f in facts]
+    return frozenset(known), tuple(_SEPARATORS.sub("", f.casefold()) for f in facts)
+
+
+def _invented_identifier(ctx: GradeContext) -> Check:
+    given, blobs = scenario_memo(ctx, "drift_known", _known_to_user)
+    known = set(given)
     found, reported = [], set()
     for i, event in enumerate(ctx.transcript.events):
         if isinstance(event, AgentMessage):
@@ -154,7 +170,7 @@ def _needs_write(ctx: GradeContext) -> tuple[Counter[str], bool]:
     if tools or not positive:
         return tools, False
     try:
-        initial = ctx.domain.build_state(ctx.scenario.initial_state).model_dump(mode="json")
+        initial = initial_snapshot(ctx)
     except Exception:  # noqa: BLE001 - the state grader reports a broken initial state
         return tools, False
     for a in positive:
@@ -209,6 +225,12 @@ _REFUSE = re.compile(r"\b(no|nope|nah|not|don'?t|do not|won'?t|never|refuse|decl
 
 def _offending(text: str, phrases: list[str]) -> tuple[str, bool] | None:
     """(rejected thing, whether a later question may be what a 'yes' answers) or None."""
+    return _offending_cached(text, tuple(phrases))
+
+
+@functools.lru_cache(maxsize=4096)
+def _offending_cached(text: str, phrases: tuple[str, ...]) -> tuple[str, bool] | None:
+    """Cached: agents repeat their offers across trials."""
     sentences = _SENTENCE.findall(text)
     for n, sentence in enumerate(sentences):
         match = next((m for p in phrases if (m := re.search(p, sentence, re.I))), None)
@@ -250,9 +272,16 @@ _ROLE_SWAP = re.compile(r"^\W*(assistant|agent|ai|support|bot|system)\s*:|\bas a
                         r"\bthank you for contacting\b", re.I)
 
 
+@functools.lru_cache(maxsize=4096)
+def _assistant_phrase(text: str) -> str | None:
+    """What in ``text`` sounds like the assistant; cached: users repeat themselves across trials."""
+    hit = _ROLE_SWAP.search(text)
+    return hit.group(0).strip() if hit else None
+
+
 def _role_swap(ctx: GradeContext) -> Check:
-    found = [(i, f"turn {m.turn}: the user spoke as the assistant ({hit.group(0).strip()!r})")
-             for i, m in _user_messages(ctx) if (hit := _ROLE_SWAP.search(m.text))]
+    found = [(i, f"turn {m.turn}: the user spoke as the assistant ({hit!r})")
+             for i, m in _user_messages(ctx) if (hit := _assistant_phrase(m.text)) is not None]
     return _check(ctx, "role_swap", found, "the user never spoke as the assistant")
 
 

@@ -8,6 +8,7 @@ mapping before parsing (used by rules that look up a call's arguments).
 
 from __future__ import annotations
 
+import functools
 import re
 from typing import Any
 
@@ -22,6 +23,12 @@ class PathError(ValueError):
 
 def parse_path(path: str) -> list[Any]:
     """Steps: a ``str`` key, an ``int`` index, or a ``(field, value)`` filter."""
+    return list(_parsed(path))
+
+
+@functools.lru_cache(maxsize=4096)
+def _parsed(path: str) -> tuple[Any, ...]:
+    """Cached: every trial of a scenario resolves the same paths (errors are not cached)."""
     steps: list[Any] = []
     for part in _split(path):
         match = _SEGMENT.fullmatch(part)
@@ -38,7 +45,7 @@ def parse_path(path: str) -> list[Any]:
                 steps.append(int(inner))
             else:
                 raise PathError(f"bad bracket [{inner}] in {path!r}: use [index] or [field=value]")
-    return steps
+    return tuple(steps)
 
 
 def _split(path: str) -> list[str]:

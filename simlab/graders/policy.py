@@ -28,7 +28,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable
 
-from simlab.graders.base import Check, GradeContext, check_at
+from simlab.graders.base import Check, GradeContext, check_at, initial_snapshot
 from simlab.graders.compare import ComparatorError, as_number, call_matches, describe_spec, load_callable
 from simlab.graders.paths import MISSING, PathError, resolve
 from simlab.specs.expect import LIMIT, Rule
@@ -369,7 +369,7 @@ def grade_policy(ctx: GradeContext) -> list[Check]:
 
     def initial() -> dict[str, Any]:
         if "state" not in cache:
-            cache["state"] = ctx.domain.build_state(ctx.scenario.initial_state).model_dump(mode="json")
+            cache["state"] = initial_snapshot(ctx)
         return cache["state"]
 
     checks = _forbidden(ctx, calls)

@@ -70,6 +70,15 @@ def _value(value: Any, limit: int) -> str:
     return text
 
 
+_PLAIN_NAME = re.compile(r"[A-Za-z0-9_.:-]{1,128}")
+
+
+def _name(value: str) -> str:
+    """Tool names and call ids are written by the model: plain ones as they are, others JSON-quoted
+    so a newline or an escape cannot forge a line of the transcript."""
+    return value if _PLAIN_NAME.fullmatch(value) else _text(value)
+
+
 def event_line(index: int, event: Any, *, max_result_chars: int = MAX_RESULT_CHARS) -> str | None:
     """One line for one event, or None for events a judge does not need (model calls)."""
     head = f"#{index} [turn {event.turn}]"
@@ -79,13 +88,13 @@ def event_line(index: int, event: Any, *, max_result_chars: int = MAX_RESULT_CHA
         return f"{head} AGENT: {_text(event.text)}"
     if isinstance(event, ToolCall):
         args = event.arguments if event.arguments is not None else event.raw_arguments
-        return f"{head} AGENT CALLS TOOL {event.name} (call {event.call_id}) with {_value(args, max_result_chars)}"
+        return f"{head} AGENT CALLS TOOL {_name(event.name)} (call {_name(event.call_id)}) with {_value(args, max_result_chars)}"
     if isinstance(event, ToolResult):
         if event.ok:
-            return f"{head} TOOL RESULT {event.name} (call {event.call_id}): {_value(event.result, max_result_chars)}"
-        return f"{head} TOOL ERROR {event.name} (call {event.call_id}): {_text(event.error or '')}"
+            return f"{head} TOOL RESULT {_name(event.name)} (call {_name(event.call_id)}): {_value(event.result, max_result_chars)}"
+        return f"{head} TOOL ERROR {_name(event.name)} (call {_name(event.call_id)}): {_text(event.error or '')}"
     if isinstance(event, InvalidCall):
-        return f"{head} INVALID TOOL CALL {event.name} (call {event.call_id}), not run: {_text(event.reason)}"
+        return f"{head} INVALID TOOL CALL {_name(event.name)} (call {_name(event.call_id)}), not run: {_text(event.reason)}"
     if isinstance(event, Signal):
         return f"{head} {event.role.upper()} SIGNAL: {event.signal}"
     if isinstance(event, ErrorEvent):

@@ -50,6 +50,7 @@ def max_matching(refs: list[Ref], calls: Calls, match: Callable[[int, int], bool
 
     for r in range(len(refs)):
         augment(r, set())
+    augment = None  # type: ignore[assignment]  # a recursive closure is a reference cycle: break it
     return {r: c for c, r in owner.items()}
 
 

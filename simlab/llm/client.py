@@ -11,6 +11,7 @@ import asyncio
 import json
 import logging
 import os
+import re
 import time
 from typing import Any
 
@@ -176,16 +177,28 @@ def _get(obj: Any, name: str) -> Any:
     return getattr(obj, name, None)
 
 
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def clean_text(text: str) -> str:
+    """``text`` with lone surrogates (a provider's undecodable bytes, or a ``\\udXXX`` JSON escape)
+    replaced by U+FFFD, as any UTF-8 decoder would: such text cannot be written as UTF-8 later.
+    NUL bytes and every other character are kept: the transcript records what the model said."""
+    if not _SURROGATE.search(text):
+        return text
+    return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+
+
 def _text(content: Any) -> str | None:
     if isinstance(content, list):  # content parts
         content = "".join(str(_get(p, "text") or "") for p in content)
-    return content if isinstance(content, str) and content != "" else None
+    return clean_text(content) if isinstance(content, str) and content != "" else None
 
 
 def _arguments(raw: Any) -> str:
     if raw is None:
         return ""
-    return raw if isinstance(raw, str) else json.dumps(raw)
+    return clean_text(raw) if isinstance(raw, str) else json.dumps(raw)
 
 
 def _usage(response: Any, model: str, litellm: Any) -> Usage:
@@ -219,7 +232,8 @@ def parse_response(response: Any, *, model: str, usage_extra: Usage | None = Non
     calls: list[ToolCallRequest] = []
     for i, call in enumerate(_get(message, "tool_calls") or []):
         function = _get(call, "function")
-        calls.append(ToolCallRequest(id=_get(call, "id") or f"call_{i}", name=_get(function, "name") or "",
+        name = clean_text(str(_get(function, "name") or ""))
+        calls.append(ToolCallRequest(id=_get(call, "id") or f"call_{i}", name=name,
                                      arguments=_arguments(_get(function, "arguments"))))
     legacy = _get(message, "function_call")
     if not calls and legacy is not None and _get(legacy, "name"):

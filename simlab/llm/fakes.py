@@ -91,6 +91,16 @@ def _accepted(fn: Any, kwargs: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in kwargs.items() if k in names}
 
 
+def _named(fn: Any, kwargs: dict[str, Any]) -> dict[str, Any]:
+    """Only the keyword arguments ``fn`` names explicitly (``api_key``, ``headers``: what a provider
+    would see, for fakes that play one echoing secrets back; never passed through ``**kwargs``)."""
+    try:
+        params = inspect.signature(fn).parameters
+    except (TypeError, ValueError):
+        return {}
+    return {k: v for k, v in kwargs.items() if k in params and params[k].kind is not inspect.Parameter.VAR_KEYWORD}
+
+
 def _fn_ref(fn: Any) -> str:
     return f"{getattr(fn, '__module__', '?')}:{getattr(fn, '__qualname__', type(fn).__name__)}"
 
@@ -195,8 +205,9 @@ def _make_handler() -> Any:
             optional = dict(kwargs.get("optional_params") or {})
             tools = optional.pop("tools", None)
             optional.pop("max_retries", None)
+            seen = {"api_key": kwargs.get("api_key"), "headers": kwargs.get("headers")}
             try:
-                reply = await _call(fn, messages, tools, **_accepted(fn, optional))
+                reply = await _call(fn, messages, tools, **_accepted(fn, optional), **_named(fn, seen))
                 return _model_response(normalize_reply(reply, messages, model=name), name)
             except openai.OpenAIError:
                 raise  # a simulated provider fault: let LiteLLM and simlab classify it
@@ -234,7 +245,8 @@ def register_fake(name: str, fn: ReplyFn) -> str:
     """Serve ``fn(messages, tools, **params)`` as ``simlab-fake/<name>``; returns that model string.
 
     Registering a name again replaces its function. ``fn`` may be sync or async, return any reply
-    shape, or raise a LiteLLM exception (``litellm.RateLimitError``...) to simulate a fault.
+    shape, or raise a LiteLLM exception (``litellm.RateLimitError``...) to simulate a fault. It also
+    gets ``api_key`` and ``headers`` (what the provider would receive) when it names them.
     """
     if not name or "/" in name:
         raise ValueError(f"fake model name must be non-empty and without '/': {name!r}")

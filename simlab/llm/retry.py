@@ -12,7 +12,9 @@ not provider errors (a ``TypeError`` in simlab's code, say) are not model errors
 ``classify`` returns None and they propagate unchanged, so bugs keep their traceback.
 
 Tests never sleep: the back-off ``sleep`` is looked up at call time from ``backoff_sleep`` in
-this module (or given per policy), and ``tests/conftest.py`` replaces it with a recorder.
+this module (or given per policy), and ``tests/conftest.py`` replaces it with a recorder. Tests
+that start ``simlab`` as a subprocess set ``SIMLAB_BACKOFF_SCALE=0`` (for tests only): every wait
+is multiplied by it, and the usage records the scaled, actually waited, seconds.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import email.utils
 import logging
+import os
 import random
 import time
 from collections.abc import Awaitable, Callable, Mapping
@@ -40,6 +43,21 @@ Sleep = Callable[[float], Awaitable[None]]
 async def backoff_sleep(seconds: float) -> None:
     """The module-wide back-off sleep; tests replace this attribute (see tests/conftest.py)."""
     await asyncio.sleep(seconds)
+
+
+BACKOFF_SCALE_ENV = "SIMLAB_BACKOFF_SCALE"
+
+
+def backoff_scale() -> float:
+    """Factor applied to every back-off wait: ``SIMLAB_BACKOFF_SCALE`` (for tests; default 1)."""
+    raw = os.environ.get(BACKOFF_SCALE_ENV)
+    if not raw:
+        return 1.0
+    try:
+        value = float(raw)
+    except ValueError:
+        return 1.0
+    return value if value >= 0 and value == value else 1.0
 
 
 # --------------------------------------------------------------------------- classification
@@ -211,6 +229,7 @@ async def call_with_retries(
     """
 
     async def sleep(seconds: float) -> None:
+        seconds *= backoff_scale()
         stats.retries += 1
         stats.waited_s += seconds
         stats.waits.append(seconds)

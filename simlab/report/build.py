@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from simlab.errors import UsageError
-from simlab.results.frames import build_frames, write_frames
+from simlab.results.frames import read_frames, write_frames
 from simlab.results.summary import summarize
 from simlab.runner.store import RunStore, write_atomic
 
@@ -28,7 +28,7 @@ def build(folder: Path, *, write: bool = True) -> tuple[dict[str, Any], Any, Any
     """Summary and frames of the run in ``folder``; writes the derived files unless told not to."""
     store = RunStore(folder)
     manifest = store.read_manifest() or {}
-    trials, checks = build_frames(store.iter_raw())
+    trials, checks = read_frames(store.trials_path)
     summary = summarize(trials, checks, run_id=manifest.get("run_id", folder.name))
     summary["pins"] = manifest.get("pins", {})
     if write and len(trials):

@@ -2,9 +2,17 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 DASH = "–"
+_CONTROLS = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def safe(text: object) -> str:
+    """Text with control characters (ESC, NUL, C1…) replaced: stored text stays inert on screens,
+    in markdown and in XML."""
+    return _CONTROLS.sub("\ufffd", str(text))
 BARS = "_▁▂▃▄▅▆▇█"
 
 

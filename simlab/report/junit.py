@@ -10,10 +10,12 @@ from __future__ import annotations
 import xml.etree.ElementTree as ET
 from typing import Any
 
+from simlab.report.fmt import safe
 from simlab.report.gates import GateReport
 
 
 def junit_xml(summary: dict[str, Any], gates: GateReport, suite_id: str) -> str:
+    """The JUnit document; control characters (not allowed in XML) are replaced everywhere."""
     root = ET.Element("testsuites", name=f"simlab {suite_id}")
     suite = ET.SubElement(root, "testsuite", name=suite_id)
     counts = {"tests": 0, "failures": 0, "errors": 0, "skipped": 0}
@@ -49,6 +51,10 @@ def junit_xml(summary: dict[str, Any], gates: GateReport, suite_id: str) -> str:
     counts["tests"] += 1
     for key, value in counts.items():
         suite.set(key, str(value))
+    for element in root.iter():
+        element.attrib = {k: safe(v) for k, v in element.attrib.items()}
+        if element.text:
+            element.text = safe(element.text)
     return ET.tostring(root, encoding="unicode", xml_declaration=True) + "\n"
 
 

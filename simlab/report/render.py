@@ -12,14 +12,14 @@ import json
 import re
 from typing import Any
 
-from simlab.report.fmt import interval, money, pct, shown_ks, upper_bound
+from simlab.report.fmt import interval, money, pct, safe, shown_ks, upper_bound
 
 _MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+!|<>~])")
 
 
 def md_escape(text: Any) -> str:
     """Plain text safe inside a markdown table cell."""
-    return _MD_SPECIAL.sub(r"\\\1", str(text)).replace("\n", " ").replace("\r", " ")
+    return _MD_SPECIAL.sub(r"\\\1", safe(str(text).replace("\n", " ").replace("\r", " ")))
 
 
 def render(summary: dict[str, Any], trials: Any, fmt: str) -> str:

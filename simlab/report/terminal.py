@@ -8,7 +8,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from simlab.report.fmt import DASH, curve, interval, money, num, pct, shown_ks, upper_bound
+from simlab.report.fmt import DASH, curve, interval, money, num, pct, safe, shown_ks, upper_bound
 
 
 def print_report(summary: dict[str, Any], console: Console, *, view: str = "raw", top: int = 8) -> None:
@@ -29,7 +29,7 @@ def print_report(summary: dict[str, Any], console: Console, *, view: str = "raw"
         table.add_column("kind")
         table.add_column("failures", justify="right")
         for row in failing[:top]:
-            table.add_row(Text(row["name"]), row["kind"], str(row["failures"]))
+            table.add_row(Text(safe(row["name"])), row["kind"], str(row["failures"]))
         console.print(table)
     terms = suite.get("terminations") or {}
     console.print(Text("terminations: " + ", ".join(f"{k} {v}" for k, v in terms.items())))
@@ -92,7 +92,7 @@ def _scenario_table(summary: dict[str, Any], max_k: int, view: str, width: int) 
     for sid, s in summary["scenarios"].items():
         figures = s[view]
         curve_values = [v["pass_hat_k"] for v in figures["pass_k"].values()]
-        cells = [Text(sid), f"{s['passes']}/{s['n']}", interval(figures["success"])]
+        cells = [Text(safe(sid)), f"{s['passes']}/{s['n']}", interval(figures["success"])]
         cells += [pct(figures["pass_k"].get(str(k), {}).get("pass_hat_k")) for k in ks if k > 1]
         cells += [curve(curve_values), (s["flake_class"] or DASH).replace("_", " ").replace("stable ", "")]
         if medium:

@@ -6,6 +6,7 @@ infrastructure errors. Both are shown, each with its n. Undefined figures are No
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 from simlab.results.stats import flake_class, mean_defined, pass_at_k, pass_hat_k, percentile, wilson
@@ -21,7 +22,40 @@ def _rate(c: int, n: int) -> dict[str, Any]:
 
 
 def _curve(c: int, n: int, ks: range) -> dict[str, dict[str, float | None]]:
-    return {str(k): {"pass_hat_k": pass_hat_k(c, n, k), "pass_at_k": pass_at_k(c, n, k)} for k in ks}
+    if not (isinstance(ks, range) and ks.start == 1 and ks.step == 1):
+        return {str(k): {"pass_hat_k": pass_hat_k(c, n, k), "pass_at_k": pass_at_k(c, n, k)} for k in ks}
+    return {k: dict(v) for k, v in _exact_curve(c, n, ks.stop - 1).items()}
+
+
+@functools.lru_cache(maxsize=256)
+def _exact_curve(c: int, n: int, top: int) -> dict[str, dict[str, float | None]]:
+    """pass^k and pass@k for k = 1..top, the very floats of ``pass_hat_k``/``pass_at_k``.
+
+    Those compute C(c,k)/C(n,k) with ``math.comb`` for each k: for a scenario of 10,000 trials
+    that is 40,000 binomials of thousands of digits. Here each C(m,k) comes exactly from C(m,k-1)
+    (same integers, so the same correctly rounded quotients), and a curve that has reached 0.0
+    (pass^k) or 1.0 (pass@k) stays there: the exact ratios only shrink as k grows.
+    """
+    out: dict[str, dict[str, float | None]] = {}
+    cn = cc = cf = 1
+    hat: float | None = None
+    at: float | None = None
+    hat_done = at_done = False
+    for k in range(1, top + 1):
+        if n < k:
+            out[str(k)] = {"pass_hat_k": None, "pass_at_k": None}
+            continue
+        cn = cn * (n - k + 1) // k
+        if not hat_done:
+            cc = cc * (c - k + 1) // k
+            hat = cc / cn
+            hat_done = hat == 0.0
+        if not at_done:
+            cf = cf * (n - c - k + 1) // k
+            at = 1.0 - cf / cn
+            at_done = at == 1.0
+        out[str(k)] = {"pass_hat_k": hat, "pass_at_k": at}
+    return out
 
 
 def _known_sum(values: list[Any]) -> float | None:
@@ -61,7 +95,7 @@ def _per_success(rows: list[dict[str, Any]], successes: int) -> float | None:
 
 def summarize(trials: Any, checks: Any, *, run_id: str | None = None, max_k: int | None = None) -> dict[str, Any]:
     """The summary of one run from its frames (see ``frames.build_frames``)."""
-    every: list[dict[str, Any]] = trials.to_dict("records") if len(trials) else []
+    every = _records(trials)
     rows = [r for r in every if r.get("verdict") is not None]  # ungraded trials are counted apart, not failed
     for r in rows:
         r["cost_usd"] = None if r.get("cost_usd") != r.get("cost_usd") else r.get("cost_usd")
@@ -115,6 +149,29 @@ def summarize(trials: Any, checks: Any, *, run_id: str | None = None, max_k: int
     }
 
 
+_USED = ("verdict", "scenario_id", "persona_id", "termination", "cost_usd", "policy_violations", "loop", "duration_s",
+         "retries", "retry_wait_s", "simulator", "agent_input_tokens", "agent_output_tokens",
+         "simulator_input_tokens", "simulator_output_tokens")
+
+
+def _records(trials: Any) -> list[dict[str, Any]]:
+    """The rows as ``to_dict("records")`` gives them, but only the columns the summary reads
+    (a report of 100,000 trials has over a hundred columns)."""
+    if not len(trials):
+        return []
+    present = [c for c in _USED if c in trials.columns]
+    if len(present) < len(_USED):  # an unusual frame: take every column, as before
+        return trials.to_dict("records")  # type: ignore[no-any-return]
+    columns = [_values(trials[c]) for c in present]
+    return [dict(zip(present, values)) for values in zip(*columns)]
+
+
+def _values(series: Any) -> list[Any]:
+    """Python values like ``to_dict`` boxes them (numpy scalars become int, float, bool)."""
+    return [value.item() if hasattr(value, "item") and not isinstance(value, (str, bytes)) else value
+            for value in series.tolist()]
+
+
 def _tokens(r: dict[str, Any]) -> float | None:
     parts = [r.get(f"{role}_{f}") for role in ("agent", "simulator") for f in ("input_tokens", "output_tokens")]
     return None if any(p is None or p != p for p in parts) else float(sum(parts))  # type: ignore[arg-type]
@@ -152,7 +209,7 @@ def _attacks(checks: Any) -> dict[str, dict[str, Any]]:
     rows = checks[checks["category"].notna()]
     out = {}
     for category, group in rows.groupby("category"):
-        trials = group.groupby("unit_id")["status"].apply(lambda s: (s == "fail").any())
+        trials = (group["status"] == "fail").groupby(group["unit_id"]).any()  # a failed check per trial
         out[str(category)] = _rate(int(trials.sum()), int(len(trials)))
     return out
 

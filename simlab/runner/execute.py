@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import asyncio
 import traceback
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, Iterator, Protocol
 
 from simlab.env.domain import Domain
 from simlab.graders.base import GradeContext
@@ -21,7 +22,6 @@ from simlab.errors import InfraError
 from simlab.llm.types import ModelError
 from simlab.runner.plan import WorkUnit
 from simlab.runner.prepare import RunPlan
-from simlab.runner.store import Appender
 from simlab.sim.agents import Agent
 from simlab.sim.loop import Trial, run_trial
 from simlab.sim.simulators import Simulator
@@ -38,14 +38,29 @@ class RunOutcome:
 OnTrial = Callable[[TrialRecord], None]
 
 
+class Appender(Protocol):
+    """Where finished trials go: ``store.Appender`` (one process) or ``workers.LockedAppender``."""
+
+    def append(self, record: TrialRecord) -> None: ...
+
+
+Stop = Callable[[], "str | None"]
+
+
 async def execute(plan: RunPlan, units: list[WorkUnit], agent: Agent, simulator: Simulator,
-                  appender: Appender, on_trial: OnTrial | None = None, judge: Any = None) -> RunOutcome:
+                  appender: Appender, on_trial: OnTrial | None = None, judge: Any = None,
+                  stop: Stop | None = None) -> RunOutcome:
     """Play ``units`` with at most ``plan.concurrency`` trials at once; grade each and append it as
-    it ends."""
+    it ends. ``stop`` (asked before each new trial) returns a reason to start no more."""
     outcome = RunOutcome()
     queue: Iterator[WorkUnit] = iter(units)
     states = {sid: plan.domains[sid].build_state(s.spec.initial_state) for sid, s in plan.scenarios.items()}
+    limits = {sid: _limits(plan, s.spec.limits) for sid, s in plan.scenarios.items()}
     failure: list[ModelError] = []
+    # Appends (encode, write, fsync: milliseconds of disk wait) run on one writer thread, in order,
+    # so that hundreds of trials in flight keep talking to their models meanwhile.
+    writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="simlab-writer")
+    loop = asyncio.get_running_loop()
 
     spent = [0.0]  # known cost so far; unknown costs cannot be counted against the run budget
 
@@ -53,12 +68,15 @@ async def execute(plan: RunPlan, units: list[WorkUnit], agent: Agent, simulator:
         for unit in queue:  # a shared iterator: each unit is taken by exactly one worker
             if failure or outcome.stopped_by:
                 return
+            if stop is not None and (why := stop()):
+                outcome.stopped_by = why
+                return
             loaded = plan.scenarios[unit.scenario_id]
             trial = Trial(
                 run_id=plan.run_id, unit_id=unit.unit_id, trial=unit.trial, seed=unit.seed,
                 scenario=loaded.spec, persona=loaded.persona, domain=plan.domains[unit.scenario_id],
                 initial_state=states[unit.scenario_id], agent=agent, simulator=simulator,
-                limits=_limits(plan, loaded.spec.limits),
+                limits=limits[unit.scenario_id],
             )
             try:
                 transcript = await run_trial(trial)
@@ -68,9 +86,9 @@ async def execute(plan: RunPlan, units: list[WorkUnit], agent: Agent, simulator:
                 return
             except Exception as exc:  # a bug in the lab: record it against this trial, keep going
                 record = TrialRecord(unit_id=unit.unit_id, transcript=_crashed(trial, exc), verdict="error")
-            appender.append(record)
+            await loop.run_in_executor(writer, appender.append, record)
             outcome.finished += 1
-            reason = transcript.termination.reason.value
+            reason = record.transcript.termination.reason.value
             outcome.reasons[reason] = outcome.reasons.get(reason, 0) + 1
             if on_trial:
                 on_trial(record)
@@ -85,6 +103,7 @@ async def execute(plan: RunPlan, units: list[WorkUnit], agent: Agent, simulator:
     finally:
         for task in workers:
             task.cancel()
+        writer.shutdown(wait=True)  # a trial being written when the run stops is written whole
     if failure:
         exc = failure[0]
         outcome.stopped_by = exc.describe()

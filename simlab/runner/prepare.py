@@ -67,6 +67,7 @@ class RunPlan:
     model_concurrency: dict[str, int]
     manifest: dict[str, Any]
     max_run_cost_usd: float | None = None
+    model_rpm: dict[str, int] = field(default_factory=dict)
 
 
 def prepare(req: RunRequest) -> RunPlan:
@@ -123,6 +124,7 @@ def prepare(req: RunRequest) -> RunPlan:
         model_concurrency=pick("model_concurrency", None, {}) or {},
         manifest={},
         max_run_cost_usd=suite.max_run_cost_usd if suite else None,
+        model_rpm=pick("model_rpm", None, {}) or {},
     )
     plan.manifest = manifest_for(plan, req, trials)
     return plan

@@ -2,14 +2,20 @@
 
 Trials are appended and fsynced as each one ends, so a crash loses at most the trial in flight.
 A torn last line (a crash mid-write) is cut off before anything is appended again. One process
-holds the run's lock at a time.
+holds the run's lock at a time. Any failure of the disk (full, read-only, gone) becomes an
+``InfraError`` (exit 3) and leaves no partial line behind: appends go straight to the file
+descriptor (no buffer that a later close could flush half of) and a failed write is cut back.
+Text that UTF-8 cannot hold (lone surrogates, e.g. undecodable bytes from a model or a tool) is
+stored with U+FFFD in their place rather than losing the trial.
 """
 
 from __future__ import annotations
 
+import errno
 import fcntl
 import json
 import os
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator
@@ -41,17 +47,25 @@ class RunStore:
     # -- lock -----------------------------------------------------------------------------
     def lock(self) -> None:
         """Take the run's lock or refuse: two writers would interleave lines."""
-        self.folder.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.folder / LOCK, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            self.folder.mkdir(parents=True, exist_ok=True)
+            fd = os.open(self.folder / LOCK, os.O_RDWR | os.O_CREAT, 0o644)
+        except OSError as exc:
+            raise InfraError(f"{self.folder}: cannot create the run folder or its lock ({_why(exc)})") from None
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
+        except OSError as exc:
             os.close(fd)
-            raise InfraError(
-                f"{self.folder}: another simlab process is writing this run; wait for it or use another --run-id"
-            ) from None
-        os.ftruncate(fd, 0)
-        os.write(fd, str(os.getpid()).encode())
+            if exc.errno in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
+                raise InfraError(
+                    f"{self.folder}: another simlab process is writing this run; wait for it or use another --run-id"
+                ) from None
+            raise InfraError(f"{self.folder}: cannot lock the run ({_why(exc)})") from None
+        try:  # the pid is a courtesy for people looking at the folder; the flock is the lock
+            os.ftruncate(fd, 0)
+            os.write(fd, str(os.getpid()).encode())
+        except OSError:
+            pass
         self._lock_fd = fd
 
     def unlock(self) -> None:
@@ -65,9 +79,14 @@ class RunStore:
         if not self.manifest_path.exists():
             return None
         try:
-            return json.loads(self.manifest_path.read_text(encoding="utf-8"))
+            manifest = json.loads(self.manifest_path.read_text(encoding="utf-8"))
         except (OSError, ValueError) as exc:
-            raise InfraError(f"{self.manifest_path}: unreadable manifest ({exc}); move it away or use another run id") from None
+            raise InfraError(f"{self.manifest_path}: unreadable manifest ({exc}); move it away or use another "
+                             "run id") from None
+        if not isinstance(manifest, dict):
+            raise InfraError(f"{self.manifest_path}: not a run manifest (a JSON object); move it away or use "
+                             "another run id")
+        return manifest
 
     def write_manifest(self, manifest: dict[str, Any]) -> None:
         write_atomic(self.manifest_path, json.dumps(manifest, indent=2, sort_keys=True, ensure_ascii=False) + "\n")
@@ -75,6 +94,12 @@ class RunStore:
     # -- trials ---------------------------------------------------------------------------
     def repair_torn_tail(self) -> Repair:
         """Cut an incomplete or unparsable last line left by a crash mid-write."""
+        try:
+            return self._repair()
+        except OSError as exc:
+            raise InfraError(f"{self.trials_path}: cannot repair the end of the file ({_why(exc)})") from None
+
+    def _repair(self) -> Repair:
         path = self.trials_path
         if not path.exists() or path.stat().st_size == 0:
             return Repair()
@@ -110,20 +135,35 @@ class RunStore:
             return Repair(cut_bytes=size - keep_to, reason=reason)
 
     def iter_raw(self) -> Iterator[dict[str, Any]]:
-        """Parsed lines, skipping a torn last line; a bad line elsewhere is an error."""
-        if not self.trials_path.exists():
+        """Parsed lines, streamed (flat memory), skipping a torn last line; a bad line elsewhere is
+        an error. pydantic-core's JSON parser is faster than ``json``; ``json`` reads what it cannot
+        (lone surrogates)."""
+        from pydantic_core import from_json
+
+        path = self.trials_path
+        if not path.exists():
             return
-        with open(self.trials_path, "rb") as fh:
-            lines = fh.readlines()
-        for number, line in enumerate(lines, 1):
-            if not line.strip():
-                continue
-            try:
-                yield json.loads(line)
-            except ValueError:
-                if number == len(lines) and not line.endswith(b"\n"):
-                    return  # torn tail from a crash: ignored here, repaired before the next append
-                raise InfraError(f"{self.trials_path}:{number}: not valid JSON; the file was edited or corrupted") from None
+        try:
+            with open(path, "rb") as fh:
+                for number, line in enumerate(fh, 1):
+                    if not line.strip():
+                        continue
+                    try:
+                        value = from_json(line)
+                    except ValueError:
+                        try:
+                            value = json.loads(line)
+                        except ValueError:
+                            if not line.endswith(b"\n") and fh.read(1) == b"":
+                                return  # torn tail from a crash: ignored here, repaired before the next append
+                            raise InfraError(f"{path}:{number}: not valid JSON; the file was edited or "
+                                             "corrupted") from None
+                    if not isinstance(value, dict) or not isinstance(value.get("unit_id"), str):
+                        raise InfraError(f"{path}:{number}: not a trial record (no unit_id); the file was "
+                                         "edited or corrupted")
+                    yield value
+        except OSError as exc:
+            raise InfraError(f"{path}: cannot read ({_why(exc)})") from None
 
     def finished_units(self) -> dict[str, str | None]:
         """unit_id → termination reason of every stored trial. Reads only what it needs."""
@@ -141,26 +181,74 @@ class RunStore:
 
 
 class Appender:
-    """Appends one JSON line per trial, flushed and fsynced before the call returns."""
+    """Appends one JSON line per trial, written and fsynced before the call returns.
+
+    Unbuffered on purpose: a failed write is cut back to where the line began, and nothing is left
+    in a buffer for ``close`` to flush (half a line) after the disk filled up.
+    """
 
     def __init__(self, path: Path):
         self.path = path
-        path.parent.mkdir(parents=True, exist_ok=True)
-        self._fh = open(path, "ab")
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            self._fd: int | None = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        except OSError as exc:
+            raise InfraError(f"{path}: cannot open for writing ({_why(exc)})") from None
 
     def append(self, record: TrialRecord) -> None:
-        line = record.model_dump_json(exclude_none=False).encode("utf-8") + b"\n"
-        start = self._fh.tell()
+        if self._fd is None:
+            raise InfraError(f"{self.path}: the trials file is closed")
+        line = encode_record(record)
+        start = os.lseek(self._fd, 0, os.SEEK_END)
         try:
-            self._fh.write(line)
-            self._fh.flush()
-            os.fsync(self._fh.fileno())
+            view = memoryview(line)
+            while view:
+                written = os.write(self._fd, view)
+                view = view[written:]
+            os.fsync(self._fd)
         except OSError as exc:
-            self._fh.truncate(start)  # leave no half line for a resume to trust
-            raise InfraError(f"{self.path}: cannot write trial ({exc.strerror or exc}); the run stopped") from None
+            try:
+                os.ftruncate(self._fd, start)  # leave no half line for a resume to trust
+                os.fsync(self._fd)
+            except OSError:
+                pass  # the torn tail is cut by repair_torn_tail before the next append
+            raise InfraError(f"{self.path}: cannot write trial ({_why(exc)}); the run stopped") from None
 
     def close(self) -> None:
-        self._fh.close()
+        if self._fd is not None:
+            fd, self._fd = self._fd, None
+            try:
+                os.close(fd)
+            except OSError:
+                pass  # everything was fsynced already
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def encode_record(record: TrialRecord) -> bytes:
+    """One JSON line. Lone surrogates (undecodable bytes) become U+FFFD instead of failing."""
+    try:
+        return record.model_dump_json(exclude_none=False).encode("utf-8") + b"\n"
+    except (ValueError, UnicodeError):  # pydantic's serialization error is a ValueError
+        data = _fix_text(record.model_dump(mode="json", exclude_none=False))
+        return json.dumps(data, ensure_ascii=False, separators=(",", ":")).encode("utf-8") + b"\n"
+
+
+def _fix_text(value: Any) -> Any:
+    if isinstance(value, str):
+        if _SURROGATE.search(value):
+            return value.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+        return value
+    if isinstance(value, dict):
+        return {_fix_text(k): _fix_text(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_fix_text(v) for v in value]
+    return value
+
+
+def _why(exc: OSError) -> str:
+    return exc.strerror or str(exc) or type(exc).__name__
 
 
 def write_atomic(path: Path, text: str) -> None:
@@ -173,5 +261,8 @@ def write_atomic(path: Path, text: str) -> None:
             os.fsync(fh.fileno())
         os.replace(tmp, path)
     except OSError as exc:
-        tmp.unlink(missing_ok=True)
-        raise InfraError(f"{path}: cannot write ({exc.strerror or exc})") from None
+        try:
+            tmp.unlink(missing_ok=True)
+        except OSError:
+            pass
+        raise InfraError(f"{path}: cannot write ({_why(exc)})") from None

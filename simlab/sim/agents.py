@@ -18,7 +18,7 @@ from typing import Any, Callable
 from simlab.env.domain import Environment
 from simlab.errors import SpecError
 from simlab.llm.types import ChatModel, Message
-from simlab.transcript import InvalidCall, ModelCall, Pin, ToolCall, ToolResult
+from simlab.transcript import ErrorEvent, InvalidCall, ModelCall, Pin, ToolCall, ToolResult
 
 LOOP_REPEATS = 3  # the same tool with the same arguments this many times in a row is a loop
 
@@ -87,6 +87,9 @@ class ToolHandle:
             self._record(InvalidCall(turn=self.turn, call_id=call_id, name=name, reason=outcome.invalid_reason))
         self._record(ToolResult(turn=self.turn, call_id=call_id, name=name, ok=outcome.ok,
                                 result=outcome.result, error=outcome.error))
+        fault = outcome.extra.get("fault")
+        if fault:  # the domain misbehaved (crash, hang, a READ tool that wrote): say so apart from the result
+            self._record(ErrorEvent(turn=self.turn, source="tool", kind=str(fault), message=outcome.error or ""))
         self._watch_for_loops(name, outcome.raw_arguments)
         return ToolReply(outcome.ok, outcome.result, outcome.error)
 

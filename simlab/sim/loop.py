@@ -146,6 +146,13 @@ async def run_trial(trial: Trial, *, clock: Callable[[], float] = time.monotonic
     request), which no trial should be blamed for; everything else ends up in the transcript.
     """
     conv = _Conversation(trial, clock)
+    try:
+        return await _run(conv, trial, clock)
+    finally:  # conv ↔ tools (whose record callback is conv's) is a cycle: break it, so a trial's
+        del conv.tools  # states and events are freed when it ends, not at the next full GC pass
+
+
+async def _run(conv: _Conversation, trial: Trial, clock: Callable[[], float]) -> Transcript:
     started_at = datetime.now(timezone.utc).isoformat(timespec="seconds")
     try:
         async with asyncio.timeout(trial.limits.max_seconds):

@@ -106,6 +106,9 @@ class RunSettings(SpecModel):
     model_concurrency: dict[str, Annotated[int, Field(ge=1)]] = Field(
         default_factory=dict, description="Per-model cap on concurrent calls: {model: N}."
     )
+    model_rpm: dict[str, Annotated[int, Field(ge=1)]] = Field(
+        default_factory=dict, description="Per-model cap on requests per minute, retries included: {model: N}."
+    )
     seed: int | None = None
     limits: Limits | None = None
     max_retries: int | None = Field(None, ge=0, le=20, description="Retries of a transient model error.")

@@ -2,11 +2,13 @@
 
 Returns the data and a map from field path (tuple of keys and indexes) to the 1-based line, so
 that a validation error can name the line. Duplicate keys, Python and custom tags, alias bombs,
-deep nesting and huge files are rejected before any value is built.
+deep nesting, huge files and anything but a regular file are rejected before any value is built.
+A syntax error names its line and, where indentation tells, the field it is in.
 """
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -27,18 +29,29 @@ _ALLOWED_TAGS = {f"tag:yaml.org,2002:{name}" for name in ("str", "int", "float",
 
 
 def load_yaml_file(path: Path) -> tuple[Any, LineMap]:
-    try:
-        raw = path.read_bytes()
-    except OSError as exc:
-        raise SpecError(f"{path}: cannot read: {exc.strerror or exc}") from None
-    if len(raw) > MAX_BYTES:
-        raise SpecError(f"{path}: file is {len(raw):,} bytes; specs are limited to {MAX_BYTES:,}")
+    raw = read_spec_bytes(path)
     try:
         text = raw.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         line = raw.count(b"\n", 0, exc.start) + 1
         raise SpecError(f"{path}:{line}: not UTF-8 text (byte {exc.start}); is this a YAML file?") from None
     return load_yaml_text(text, str(path))
+
+
+def read_spec_bytes(path: Path) -> bytes:
+    """The file's bytes, refusing anything but a regular file of at most ``MAX_BYTES`` (a link to
+    /dev/zero or a FIFO would otherwise be read forever)."""
+    try:
+        if not path.is_dir() and path.exists() and not path.is_file():
+            raise SpecError(f"{path}: not a regular file (a device, FIFO or socket); specs are YAML files")
+        with open(path, "rb") as fh:
+            raw = fh.read(MAX_BYTES + 1)
+            if len(raw) > MAX_BYTES:
+                size = max(path.stat().st_size, len(raw))
+                raise SpecError(f"{path}: file is {size:,} bytes; specs are limited to {MAX_BYTES:,}")
+    except OSError as exc:
+        raise SpecError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    return raw
 
 
 def load_yaml_text(text: str, source: str) -> tuple[Any, LineMap]:
@@ -53,6 +66,7 @@ def load_yaml_text(text: str, source: str) -> tuple[Any, LineMap]:
             if node is None or (node.tag == "tag:yaml.org,2002:null" and node.value == ""):
                 raise SpecError(f"{source}: the file is empty; expected a mapping of fields")
             lines: LineMap = {}
+            _check_expansion(node, source)
             _Walker(loader, source, lines).walk(node, ())
             data = loader.construct_document(node)
         finally:
@@ -61,7 +75,10 @@ def load_yaml_text(text: str, source: str) -> tuple[Any, LineMap]:
         mark = exc.problem_mark or exc.context_mark
         where = f":{mark.line + 1}" if mark else ""
         problem = " ".join(p for p in (exc.context, exc.problem) if p)
-        raise SpecError(f"{source}{where}: YAML syntax error: {problem}") from None
+        in_flow = exc.context_mark is not None and "flow" in (exc.context or "")  # [ or { left open
+        hint = exc.context_mark if in_flow else exc.problem_mark or exc.context_mark
+        near = _enclosing_field(text, hint.line) if hint else ""
+        raise SpecError(f"{source}{where}: YAML syntax error: {problem}{near}") from None
     except yaml.reader.ReaderError as exc:
         line = text.count("\n", 0, max(exc.position, 0)) + 1
         raise SpecError(
@@ -89,6 +106,69 @@ def _prescan(text: str, source: str) -> None:
             count += 1
             if count > MAX_NODES:
                 raise SpecError(f"{source}: more than {MAX_NODES:,} YAML values; is this a spec file?")
+
+
+def _check_expansion(root: yaml.Node, source: str) -> None:
+    """Refuse an alias bomb before walking it: the expanded size of every node, counted once per
+    node (iteratively, memoised), so a billion laughs costs microseconds. Cycles are left to the
+    walker, which reports them as too deep."""
+    sizes: dict[int, int] = {}
+    stack: list[tuple[yaml.Node, bool]] = [(root, False)]
+    active: set[int] = set()
+    while stack:
+        node, children_done = stack.pop()
+        key = id(node)
+        if key in sizes:
+            continue
+        children = [n for pair in node.value for n in pair] if isinstance(node, yaml.MappingNode) else (
+            node.value if isinstance(node, yaml.SequenceNode) else [])
+        if not children_done:
+            if key in active:
+                return  # a recursive alias: the walker names it
+            active.add(key)
+            stack.append((node, True))
+            stack.extend((child, False) for child in children if id(child) not in sizes)
+            continue
+        active.discard(key)
+        if any(id(child) not in sizes for child in children):
+            return  # part of a cycle
+        sizes[key] = 1 + sum(sizes[id(child)] for child in children)
+        if sizes[key] > MAX_NODES:
+            raise SpecError(f"{source}: YAML expands to more than {MAX_NODES:,} values (alias bomb?)")
+
+
+_KEY_LINE = re.compile(r"""^(\s*)(?:-\s+)?([A-Za-z_][\w.-]*|"[^"]*"|'[^']*')\s*:(\s|$)""")
+
+
+def _enclosing_field(text: str, line_index: int) -> str:
+    """`` (near field a.b)``: the block-style keys around 0-based ``line_index`` (a hint, found
+    by indentation, for syntax errors where YAML itself cannot say), or "" when unsure."""
+    lines = text.splitlines()
+    if not 0 <= line_index < len(lines):
+        return ""
+    here = lines[line_index]
+    limit = len(here) - len(here.lstrip()) + (1 if _KEY_LINE.match(here) else 0)  # this key, or enclosing ones
+    path: list[str] = []
+    for line in reversed(lines[: line_index + 1]):
+        match = _KEY_LINE.match(line)
+        indent = len(match.group(1)) if match else None
+        if match and indent is not None and indent < limit:
+            path.append(match.group(2).strip("'\""))
+            limit = indent
+            if indent == 0:
+                return f" (near field {'.'.join(reversed(path))})"
+    return ""
+
+
+def _short(value: str, limit: int = 60) -> str:
+    return value if len(value) <= limit else f"{value[:limit]}… ({len(value):,} characters)"
+
+
+def _shown(value: str, limit: int = 60) -> str:
+    """``repr(value)``, cut to ``limit`` characters with the full length said."""
+    if len(value) <= limit:
+        return repr(value)
+    return f"{value[:limit]!r}… ({len(value):,} characters)"
 
 
 class _Walker:
@@ -158,9 +238,9 @@ class _Walker:
         except (ValueError, KeyError, TypeError, AttributeError, OverflowError) as exc:
             tag = node.tag.replace("tag:yaml.org,2002:", "!!")
             dotted = ".".join(str(p) for p in path) or "(top level)"
-            why = f" ({exc})" if isinstance(exc, (ValueError, OverflowError)) else ""
+            why = f" ({_short(str(exc), 120)})" if isinstance(exc, (ValueError, OverflowError)) else ""
             raise SpecError(
-                f"{self.source}:{node.start_mark.line + 1}: {dotted}: cannot read {node.value!r} as {tag}{why}; "
+                f"{self.source}:{node.start_mark.line + 1}: {dotted}: cannot read {_shown(node.value)} as {tag}{why}; "
                 "put it in quotes to keep it as text"
             ) from None
 

@@ -126,7 +126,7 @@ class ErrorEvent(_Model):
     type: Literal["error"] = "error"
     turn: int
     source: str = Field(description="Where it broke: agent, simulator, judge, tool, lab.")
-    kind: str = Field(description="auth | bad_request | not_found | transient | context_window | timeout | crash")
+    kind: str = Field(description="auth | bad_request | not_found | transient | context_window | timeout | crash | read_wrote | invalid_state")
     message: str
 
 

@@ -1,0 +1,128 @@
+"""Shared helpers of the bench scripts: a scratch copy of the demo project, clocks, memory, results.
+
+Bench scripts are not tests: they measure, print their figures and write them as JSON under
+``bench/results/`` (one file per script), with the machine they ran on.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import resource
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterator
+
+REPO = Path(__file__).resolve().parents[1]
+RESULTS = REPO / "bench" / "results"
+PROJECT_FILES = ("simlab.yaml", "scenarios", "personas", "examples")
+
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # never fetch the price map
+if str(REPO) not in sys.path:
+    sys.path.insert(0, str(REPO))
+
+
+def scratch_project(name: str) -> Path:
+    """A throw-away copy of the demo project (scenarios, personas, agents); the caller chdirs."""
+    root = Path(tempfile.mkdtemp(prefix=f"simlab-bench-{name}-"))
+    for item in PROJECT_FILES:
+        source = REPO / item
+        (shutil.copytree if source.is_dir() else shutil.copy)(source, root / item)
+    return root
+
+
+def enter(root: Path) -> None:
+    """Work inside ``root`` like the CLI does (its agents and domains import from there)."""
+    os.chdir(root)
+    if str(root) not in sys.path:
+        sys.path.insert(0, str(root))
+
+
+@dataclass
+class Timing:
+    wall_s: float = 0.0
+    cpu_s: float = 0.0
+
+
+@contextmanager
+def timed() -> Iterator[Timing]:
+    """Wall and CPU seconds (this process and its reaped children) of the block."""
+    timing = Timing()
+    wall, cpu = time.perf_counter(), _cpu()
+    try:
+        yield timing
+    finally:
+        timing.wall_s = time.perf_counter() - wall
+        timing.cpu_s = _cpu() - cpu
+
+
+def _cpu() -> float:
+    me = resource.getrusage(resource.RUSAGE_SELF)
+    kids = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime
+
+
+def peak_rss_mb() -> float:
+    """Peak resident memory of this process so far. ``VmHWM``, not ``ru_maxrss``: Linux carries
+    ``ru_maxrss`` over ``exec``, so a child would report its parent's peak."""
+    try:
+        with open("/proc/self/status") as fh:
+            for line in fh:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def rss_mb() -> float:
+    """Resident memory now."""
+    with open("/proc/self/statm") as fh:
+        return int(fh.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
+
+
+def machine() -> dict[str, Any]:
+    try:
+        commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True,
+                                text=True).stdout.strip()
+    except OSError:
+        commit = ""
+    return {"python": platform.python_version(), "platform": platform.platform(), "cpus": os.cpu_count(),
+            "load_avg_1m": round(os.getloadavg()[0], 2), "commit": commit,
+            "at": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
+
+
+def save(name: str, figures: dict[str, Any]) -> Path:
+    """Write ``bench/results/<name>.json`` and say where."""
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    path = RESULTS / f"{name}.json"
+    path.write_text(json.dumps({"bench": name, "machine": machine(), **figures}, indent=2, default=str) + "\n")
+    print(f"\nwrote {path.relative_to(REPO)}")
+    return path
+
+
+def verdict(value: float, target: float, *, below: bool = True) -> str:
+    ok = value <= target if below else value >= target
+    return "OK" if ok else "MISSED"
+
+
+def table(rows: list[dict[str, Any]], columns: list[str]) -> None:
+    """A plain aligned table on stdout."""
+    cells = [[_fmt(r.get(c)) for c in columns] for r in rows]
+    widths = [max(len(c), *(len(row[i]) for row in cells)) for i, c in enumerate(columns)]
+    print("  ".join(c.rjust(w) for c, w in zip(columns, widths)))
+    for row in cells:
+        print("  ".join(v.rjust(w) for v, w in zip(row, widths)))
+
+
+def _fmt(value: Any) -> str:
+    if isinstance(value, float):
+        return f"{value:.3f}" if abs(value) < 100 else f"{value:.1f}"
+    return "" if value is None else str(value)

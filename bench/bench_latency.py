@@ -1,0 +1,96 @@
+"""Target 2: latency-bound scaling. Every model call sleeps 200 ms (asynchronously), as a provider
+would; how close does one process get to the ideal throughput (concurrency ÷ trial duration)?
+
+The fake agent and user of ``fakes.py`` (9 calls per trial, so a trial lasts 1.8 s) play the
+retail demo at concurrency 1, 8, 64, 256, 512, each level for two waves of trials (one wave per
+level through LiteLLM, where a wave costs more CPU), transcripts written. Through the test
+double, simlab's own cost should vanish (target ≥ 90 % of ideal at 256); through LiteLLM the
+table shows where one process becomes CPU-bound (CPU use ≈ 100 % and the efficiency falls):
+the point to add ``--workers``.
+
+    python bench/bench_latency.py
+    python bench/bench_latency.py --levels 1 8 64 --quick
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import gc
+import statistics
+from typing import Any
+
+from _common import enter, save, scratch_project, table, timed, verdict
+import fakes
+from bench_overhead import _appender, plan_for
+
+DELAY_S = 0.2
+
+
+def level(root: Any, path: str, concurrency: int, trials: int) -> dict[str, Any]:
+    from simlab.runner.execute import execute
+
+    agent, simulator = fakes.double_models(DELAY_S) if path == "double" else fakes.litellm_models(DELAY_S)
+    per_scenario = -(-trials // 10)
+    plan = plan_for(root, per_scenario, concurrency, f"{path}-{concurrency}")
+    units = plan.units[:trials]
+    durations: list[float] = []
+    calls = [0]
+
+    def on_trial(record: Any) -> None:
+        durations.append(record.transcript.duration_s)
+        calls[0] += sum(1 for e in record.transcript.events if e.type == "model_call")
+
+    gc.freeze()  # as `simlab run` does before playing (see cli/run_cmd.py)
+    try:
+        with timed() as t:
+            asyncio.run(execute(plan, units, agent, simulator, _appender(plan), on_trial=on_trial))
+    finally:
+        gc.unfreeze()
+    trial_s = calls[0] / len(units) * DELAY_S  # a trial's duration if simlab cost nothing
+    achieved = len(units) / t.wall_s
+    ideal = concurrency / trial_s
+    return {"path": path, "concurrency": concurrency, "trials": len(units), "wall_s": round(t.wall_s, 2),
+            "achieved_trials_per_s": achieved, "ideal_trials_per_s": ideal, "efficiency": achieved / ideal,
+            "model_calls_per_s": calls[0] / t.wall_s, "cpu_use": t.cpu_s / t.wall_s,
+            "trial_p50_s": statistics.median(durations), "ideal_trial_s": trial_s}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--levels", type=int, nargs="+", default=[1, 8, 64, 256, 512])
+    parser.add_argument("--quick", action="store_true", help="one wave per level, double path only")
+    parser.add_argument("--skip-litellm", action="store_true")
+    args = parser.parse_args()
+    root = scratch_project("latency")
+    enter(root)
+    rows = []
+    for concurrency in args.levels:
+        waves = 1 if args.quick else 2
+        rows.append(level(root, "double", concurrency, max(concurrency * waves, 4)))
+        print(rows[-1]["path"], concurrency, f"{rows[-1]['efficiency']:.1%}", flush=True)
+    if not (args.quick or args.skip_litellm):
+        for concurrency in args.levels:
+            rows.append(level(root, "litellm", concurrency, max(concurrency, 4)))
+            print(rows[-1]["path"], concurrency, f"{rows[-1]['efficiency']:.1%}", flush=True)
+    print()
+    table(rows, ["path", "concurrency", "trials", "wall_s", "achieved_trials_per_s", "ideal_trials_per_s",
+                 "efficiency", "model_calls_per_s", "cpu_use", "trial_p50_s"])
+    at_256 = next((r for r in rows if r["path"] == "double" and r["concurrency"] == 256), None)
+    lite = [r for r in rows if r["path"] == "litellm"]
+    bound = next((r["concurrency"] for r in lite if r["cpu_use"] > 0.75), None)
+    result: dict[str, Any] = {"delay_s": DELAY_S, "levels": rows, "targets": {}}
+    if at_256:
+        result["targets"]["double_256_ge_90pct"] = verdict(at_256["efficiency"], 0.9, below=False)
+        print(f"\nthrough the test double at 256 concurrent trials: {at_256['efficiency']:.1%} of ideal "
+              f"(target ≥ 90 %) {result['targets']['double_256_ge_90pct']}")
+    if lite:
+        result["litellm_cpu_bound_from_concurrency"] = bound
+        peak = max(lite, key=lambda r: r["model_calls_per_s"])
+        print(f"through LiteLLM one process becomes CPU-bound from concurrency {bound}: it peaks at "
+              f"{peak['model_calls_per_s']:.0f} model calls/s ({peak['achieved_trials_per_s']:.1f} trials/s)")
+    save("latency", result)
+
+
+if __name__ == "__main__":
+    main()

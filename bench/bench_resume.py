@@ -1,0 +1,100 @@
+"""Target 7: resume: planning a resumed run of 100,000 units of which 99,000 are done (< 2 s).
+
+A synthetic run folder holds 99,000 finished trials (9,900 of each of the 10 demo scenarios,
+about 1.6 GB) under a manifest planning 10,000 each. The measurement is exactly what
+``simlab run --run-id … --trials 10000`` does before it plays anything: load and check the
+specs, plan 100,000 units with their seeds, take the run's lock, check the pins against
+``run.json``, repair a torn tail, read which units are done, and list the 1,000 left. For
+comparison, ``RunStore.finished_units`` (every line parsed as JSON) is timed on the same file.
+
+    python bench/bench_resume.py                       # 100,000 units, 99,000 done
+    python bench/bench_resume.py --trials 1000 --done 990
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+from _common import REPO, save, table, timed, verdict
+
+CHILD = r'''
+import json, sys, time
+sys.path[:0] = [{repo!r}, {bench!r}]
+import _common
+from pathlib import Path
+import os
+os.chdir({root!r}); sys.path.insert(0, {root!r})
+wall, cpu = time.perf_counter(), time.process_time()
+if {old!r}:
+    from simlab.runner.store import RunStore
+    done = RunStore(Path({folder!r})).finished_units()
+    out = {{"done": len(done)}}
+else:
+    from simlab.cli.run_cmd import _write_or_check_manifest
+    from simlab.runner.plan import finished_unit_ids, remaining
+    from simlab.runner.prepare import RunRequest, prepare
+    from simlab.runner.store import RunStore
+    plan = prepare(RunRequest(root=Path("."), trials={trials}, run_id={run_id!r}, command=["bench_resume"]))
+    store = RunStore(plan.folder)
+    store.lock()
+    try:
+        _write_or_check_manifest(store, plan, force=False)
+        store.repair_torn_tail()
+        todo = remaining(plan.units, finished_unit_ids(store.trials_path))
+    finally:
+        store.unlock()
+    out = {{"units": len(plan.units), "todo": len(todo)}}
+out.update(wall_s=time.perf_counter() - wall, cpu_s=time.process_time() - cpu,
+           peak_rss_mb=_common.peak_rss_mb())
+print(json.dumps(out))
+'''
+
+
+def child(root: Path, folder: Path, trials: int, old: bool, timeout: float) -> dict[str, Any]:
+    code = CHILD.format(repo=str(REPO), bench=str(REPO / "bench"), root=str(root), folder=str(folder), trials=trials, run_id=folder.name, old=old)
+    try:
+        done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return {"timed_out_after_s": timeout}
+    if done.returncode != 0:
+        raise SystemExit(f"failed: {done.stderr[-2000:]}")
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--trials", type=int, default=10000, help="planned trials per scenario (10 scenarios)")
+    parser.add_argument("--done", type=int, default=9900, help="finished trials per scenario")
+    parser.add_argument("--old-timeout", type=float, default=120.0, help="give up on finished_units after this")
+    args = parser.parse_args()
+    import synth
+    from _common import scratch_project
+
+    root = scratch_project("resume")
+    seed = synth.seed_run(root)
+    folder = root / "transcripts" / "resume"
+    with timed() as made:
+        written = synth.synth_run(seed, folder, args.done, planned=args.trials)
+    size_gb = (folder / "trials.jsonl").stat().st_size / 1e9
+    print(f"{written} finished trials written in {made.wall_s:.1f} s ({size_gb:.2f} GB)", flush=True)
+    child(root, folder, args.trials, False, 600)  # warm the page cache and imports once
+    plan = child(root, folder, args.trials, False, 600)
+    old = child(root, folder, args.trials, True, args.old_timeout)
+    rows = [{"step": "resume planning (prepare, lock, pins, scan, remaining)", **plan},
+            {"step": "for comparison: RunStore.finished_units()", **old}]
+    table(rows, ["step", "units", "todo", "done", "wall_s", "cpu_s", "peak_rss_mb", "timed_out_after_s"])
+    assert plan["todo"] == (args.trials - args.done) * 10, plan
+    result = {"units": plan["units"], "done": written, "file_gb": size_gb, "rows": rows,
+              "targets": {"resume_lt_2s": verdict(plan["wall_s"], 2.0)}}
+    print(f"\nplanning the resume of {plan['units']} units ({written} done): {plan['wall_s']:.2f} s (target < 2) "
+          f"{result['targets']['resume_lt_2s']}; peak {plan['peak_rss_mb']:.0f} MB")
+    save("resume", result)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,292 @@
+"""``simlab run --workers N``: N forked processes, each playing its own share of the units.
+
+One process tops out near 150–190 model calls/s through LiteLLM (its per-call bookkeeping is
+CPU-bound), so a CPU-bound run needs more processes to use more cores. Design:
+
+* The parent prepares, takes the run's lock, writes the manifest and plans; then it forks the
+  workers (so they inherit the built agent, simulator, judge and the imported LiteLLM) and only
+  listens: each worker sends one short line per finished trial through its own pipe, which
+  drives the single progress bar.
+* Every worker appends its finished trials straight to the run's one ``trials.jsonl``: O_APPEND,
+  ``flock`` on the data file around write + fsync, so lines never interleave and a trial is on
+  disk before it is counted. A worker killed mid-line leaves a torn line; the next append (any
+  worker's) cuts it under the lock, so the file stays whole lines. No merge step can be lost.
+* The parent keeps holding the run's ``.lock`` (the forked workers share that open lock, so it
+  also stays held while a worker outlives a killed parent), keeping a second ``simlab run`` out.
+  Workers die with the parent (``PR_SET_PDEATHSIG`` on Linux).
+* Ctrl-C: workers ignore SIGINT; the parent turns it into SIGTERM, on which each worker cancels
+  its trials in flight at their next await (never inside an append) and exits. A second Ctrl-C
+  kills them. A permanent provider error in one worker stops all: exit 3.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import ctypes
+import dataclasses
+import fcntl
+import gc
+import json
+import multiprocessing
+import os
+import selectors
+import signal
+import sys
+from typing import Any, Callable
+
+from simlab.errors import InfraError, UsageError
+from simlab.runner.execute import RunOutcome, execute
+from simlab.runner.plan import WorkUnit
+from simlab.runner.prepare import RunPlan
+from simlab.runner.shard import split
+from simlab.runner.store import encode_record
+from simlab.transcript import TrialRecord
+
+PR_SET_PDEATHSIG = 1
+_HELD = {signal.SIGINT, signal.SIGUSR1}
+OnResult = Callable[[str], None]
+
+
+class LockedAppender:
+    """Appends whole JSON lines to a trials file that several processes write at once."""
+
+    def __init__(self, path: Any):
+        self.path = path
+        self._fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
+
+    def append(self, record: TrialRecord) -> None:
+        line = encode_record(record)
+        fcntl.flock(self._fd, fcntl.LOCK_EX)
+        try:
+            end = self._cut_torn_tail()
+            try:
+                view = memoryview(line)
+                while view:
+                    view = view[os.write(self._fd, view):]
+                os.fsync(self._fd)
+            except BaseException as exc:
+                os.ftruncate(self._fd, end)  # leave no half line for a resume to trust
+                if isinstance(exc, OSError):
+                    raise InfraError(f"{self.path}: cannot write trial ({exc.strerror or exc}); the run stopped") \
+                        from None
+                raise
+        finally:
+            fcntl.flock(self._fd, fcntl.LOCK_UN)
+
+    def _cut_torn_tail(self) -> int:
+        """The file's end after cutting a half line left by a killed writer (held under the lock)."""
+        end = os.fstat(self._fd).st_size
+        if end == 0 or os.pread(self._fd, 1, end - 1) == b"\n":
+            return end
+        pos = end
+        while pos > 0:
+            step = min(65536, pos)
+            pos -= step
+            found = os.pread(self._fd, step, pos).rfind(b"\n")
+            if found >= 0:
+                pos += found + 1
+                break
+        os.ftruncate(self._fd, pos)
+        return pos
+
+    def close(self) -> None:
+        os.close(self._fd)
+
+
+def share(total: int, workers: int, index: int) -> int:
+    """Worker ``index``'s part of a total (concurrency, a model's cap): at least 1."""
+    return max(1, total // workers + (1 if index < total % workers else 0))
+
+
+@dataclasses.dataclass
+class _Worker:
+    index: int
+    process: Any
+    fd: int
+    buffer: bytes = b""
+    final: dict[str, Any] | None = None
+
+
+class WorkerPool:
+    """Forks the workers (``start``), then gathers their results (``wait``)."""
+
+    def __init__(self, plan: RunPlan, units: list[WorkUnit], workers: int, *, agent: Any, simulator: Any,
+                 judge: Any = None, limiter: Any = None, shards: int = 1):
+        self.plan, self.agent, self.simulator, self.judge, self.limiter = plan, agent, simulator, judge, limiter
+        self.parts = [p for p in split(units, workers, shards=shards) if p]
+        self.workers: list[_Worker] = []
+        self.outcome = RunOutcome()
+        self.interrupted = False
+        self._fatal: str | None = None
+        self._spent = 0.0
+
+    def start(self) -> None:
+        if "fork" not in multiprocessing.get_all_start_methods():
+            raise UsageError("--workers needs a system that can fork processes (Linux, macOS); use --shard "
+                             "to split a run across separate commands instead")
+        context = multiprocessing.get_context("fork")
+        old = signal.pthread_sigmask(signal.SIG_BLOCK, _HELD)  # none between fork and the worker's handlers
+        gc.freeze()  # the collector would touch every inherited object: copy-on-write copies of the whole heap
+        try:
+            for index, units in enumerate(self.parts):
+                read_fd, write_fd = os.pipe()
+                process = context.Process(target=_child, name=f"simlab-worker-{index + 1}",
+                                          args=(self, index, units, write_fd, read_fd, os.getpid()))
+                process.start()
+                os.close(write_fd)
+                self.workers.append(_Worker(index, process, read_fd))
+        finally:
+            gc.unfreeze()
+            signal.pthread_sigmask(signal.SIG_SETMASK, old)
+
+    def wait(self, on_result: OnResult | None = None) -> RunOutcome:
+        """Until every worker has ended. Raises ``InfraError`` when one hit a permanent error."""
+        selector = selectors.DefaultSelector()
+        for worker in self.workers:
+            selector.register(worker.fd, selectors.EVENT_READ, worker)
+        open_pipes = len(self.workers)
+        while open_pipes:
+            try:
+                for key, _ in selector.select():
+                    if not self._read(key.data, on_result):
+                        selector.unregister(key.fd)
+                        os.close(key.fd)
+                        open_pipes -= 1
+            except KeyboardInterrupt:
+                if self.interrupted:  # a second Ctrl-C: stop waiting for trials in flight
+                    self._signal(signal.SIGKILL)
+                else:
+                    self.interrupted = True
+                    self._signal(signal.SIGTERM)
+        for worker in self.workers:
+            worker.process.join()
+        self._finish()
+        return self.outcome
+
+    def _read(self, worker: _Worker, on_result: OnResult | None) -> bool:
+        data = os.read(worker.fd, 65536)
+        worker.buffer += data
+        *lines, worker.buffer = worker.buffer.split(b"\n")
+        for line in lines:
+            self._handle(worker, json.loads(line), on_result)
+        return bool(data)
+
+    def _handle(self, worker: _Worker, message: dict[str, Any], on_result: OnResult | None) -> None:
+        kind = message["t"]
+        if kind == "trial":
+            self.outcome.finished += 1
+            reason = message["reason"]
+            self.outcome.reasons[reason] = self.outcome.reasons.get(reason, 0) + 1
+            self._spend(message.get("cost") or 0.0)
+            if on_result:
+                on_result(message["label"])
+        elif kind == "fatal":
+            if self._fatal is None:
+                self._fatal = message["message"]
+                self._signal(signal.SIGTERM)
+            worker.final = message
+        else:
+            worker.final = message
+
+    def _spend(self, cost: float) -> None:
+        budget = self.plan.max_run_cost_usd
+        self._spent += cost
+        if budget is not None and self._spent >= budget and not self.outcome.stopped_by:
+            self.outcome.stopped_by = (f"the run budget of ${budget:g} is spent (${self._spent:.4f}); "
+                                       "no new trial was started")
+            self._signal(signal.SIGUSR1)
+
+    def _signal(self, signum: int) -> None:
+        for worker in self.workers:
+            if worker.process.is_alive():
+                try:
+                    os.kill(worker.process.pid, signum)
+                except ProcessLookupError:
+                    pass
+
+    def _finish(self) -> None:
+        if self._fatal is not None:
+            raise InfraError(self._fatal)
+        for worker in self.workers:
+            final = worker.final or {}
+            if final.get("t") == "crash":
+                raise InfraError(f"worker {worker.index + 1} failed: {final.get('message')}")
+            if final.get("stopped_by") and not self.outcome.stopped_by:
+                self.outcome.stopped_by = final["stopped_by"]
+            code = worker.process.exitcode
+            if worker.final is None and not self.interrupted and not self.outcome.stopped_by:
+                how = f"signal {-code}" if code is not None and code < 0 else f"exit code {code}"
+                self.outcome.stopped_by = (f"worker {worker.index + 1} of {len(self.workers)} died ({how}); its "
+                                           "finished trials are saved")
+
+
+# ------------------------------------------------------------------------------------ in the worker
+
+def _child(pool: WorkerPool, index: int, units: list[WorkUnit], write_fd: int, read_fd: int, parent: int) -> None:
+    stop: list[str] = []
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent turns Ctrl-C into SIGTERM
+    signal.signal(signal.SIGUSR1, lambda *_: stop.append("the run budget is spent"))  # until the loop's own
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, _HELD)
+    os.close(read_fd)
+    _die_with_parent(parent)
+    count = len(pool.parts)
+    if pool.limiter is not None:
+        pool.limiter.caps = {model: share(cap, count, index) for model, cap in pool.limiter.caps.items()}
+        pool.limiter.rpm = {model: share(rpm, count, index) for model, rpm in pool.limiter.rpm.items()}
+    plan = dataclasses.replace(pool.plan, concurrency=share(pool.plan.concurrency, count, index),
+                               max_run_cost_usd=None)
+    appender = LockedAppender(plan.folder / "trials.jsonl")
+
+    def send(message: dict[str, Any]) -> None:
+        data = (json.dumps(message) + "\n").encode("utf-8")
+        try:
+            while data:
+                data = data[os.write(write_fd, data):]
+        except OSError:  # the parent is gone: start no new trial (Linux also sends SIGTERM)
+            stop.append("the parent process is gone")
+
+    def on_trial(record: TrialRecord) -> None:
+        cost = sum(u.cost_usd or 0.0 for u in record.transcript.usage_by_role().values())
+        send({"t": "trial", "label": record.verdict or record.transcript.termination.reason.value,
+              "reason": record.transcript.termination.reason.value, "cost": cost})
+
+    async def main() -> RunOutcome:
+        loop = asyncio.get_running_loop()
+        task = asyncio.current_task()
+        assert task is not None
+        loop.add_signal_handler(signal.SIGTERM, task.cancel)
+        loop.add_signal_handler(signal.SIGUSR1, lambda: stop.append("the run budget is spent"))
+        return await execute(plan, units, pool.agent, pool.simulator, appender, on_trial=on_trial,
+                             judge=pool.judge, stop=lambda: stop[0] if stop else None)
+
+    code = 0
+    try:
+        outcome = asyncio.run(main())
+        send({"t": "done", "stopped_by": outcome.stopped_by})
+    except asyncio.CancelledError:
+        send({"t": "done", "stopped_by": None, "cancelled": True})
+    except InfraError as exc:
+        send({"t": "fatal", "message": str(exc)})
+        code = exc.exit_code
+    except BaseException as exc:  # a bug: tell the parent in one line, not a traceback per worker
+        send({"t": "crash", "message": f"{type(exc).__name__}: {exc}"})
+        code = 70
+    finally:
+        appender.close()
+        os.close(write_fd)
+        sys.stdout.flush()
+    os._exit(code)
+
+
+def _die_with_parent(parent: int) -> None:
+    """Ask Linux to SIGTERM this worker when the parent dies (a killed parent leaves no orphans)."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+    except (OSError, AttributeError):  # not Linux: workers notice the closed pipe when they write
+        pass
+    if os.getppid() != parent:  # the parent died before prctl took effect
+        os._exit(1)
+
+
+__all__ = ["LockedAppender", "WorkerPool", "share"]

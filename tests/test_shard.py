@@ -1,0 +1,107 @@
+"""Shares of the work units: deterministic, disjoint, covering, balanced; `--shard i/N`; merging."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from simlab.cli.main import main
+from simlab.errors import UsageError
+from simlab.runner.plan import plan_units
+from simlab.runner.shard import parse_shard, shard_of, shard_units, split
+from tests.support import write_project
+
+TIMING = {"started_at", "duration_s", "latency_s", "time_to_first_action_s", "model_call_latency_s"}
+
+
+def normal(value):
+    """A record without its clock readings: what must be equal between two runs of the same units."""
+    if isinstance(value, dict):
+        return {k: normal(v) for k, v in value.items() if k not in TIMING}
+    if isinstance(value, list):
+        return [normal(v) for v in value]
+    return value
+
+
+def records(path: Path) -> dict[str, dict]:
+    out: dict[str, dict] = {}
+    for line in path.read_text().splitlines():
+        raw = json.loads(line)
+        assert raw["unit_id"] not in out, f"{raw['unit_id']} twice"
+        out[raw["unit_id"]] = normal(raw)
+    return out
+
+
+UNITS = plan_units({f"scenario-{i}": 100 for i in range(10)}, 0)
+
+
+def test_assignment_is_sha256_of_the_unit_id():
+    number = int.from_bytes(hashlib.sha256(b"scenario-1#7").digest()[:8], "big")
+    assert shard_of("scenario-1#7", 4) == number % 4 + 1  # guards against a change that would break resumes
+
+
+@pytest.mark.parametrize("count", [2, 3, 4, 8])
+def test_shards_are_disjoint_cover_everything_and_are_balanced(count):
+    shares = [shard_units(UNITS, i, count) for i in range(1, count + 1)]
+    ids = [u.unit_id for share in shares for u in share]
+    assert sorted(ids) == sorted(u.unit_id for u in UNITS)  # every unit, none twice
+    assert shares == [shard_units(UNITS, i, count) for i in range(1, count + 1)]  # the same every time
+    expected = len(UNITS) / count
+    assert all(abs(len(s) - expected) < 0.2 * expected for s in shares)
+
+
+def test_workers_split_a_shard_independently_of_the_shard_split():
+    share = shard_units(UNITS, 1, 2)
+    parts = split(share, 2, shards=2)
+    assert sorted(u.unit_id for p in parts for u in p) == sorted(u.unit_id for u in share)
+    assert all(abs(len(p) - len(share) / 2) < 0.2 * len(share) / 2 for p in parts)
+
+
+@pytest.mark.parametrize("text", ["0/2", "3/2", "1", "a/b", "1/0", ""])
+def test_bad_shard_is_a_usage_error(text):
+    with pytest.raises(UsageError, match="--shard"):
+        parse_shard(text)
+
+
+def test_shard_flag_runs_only_its_share(tmp_path, monkeypatch):
+    write_project(tmp_path, scenarios=3, trials=4)
+    monkeypatch.chdir(tmp_path)
+    assert main(["run", "--run-id", "s", "--no-progress", "--shard", "2/3"]) == 0
+    got = set(records(tmp_path / "transcripts/s/trials.jsonl"))
+    expected = {u.unit_id for u in plan_units({f"kv-{i}": 4 for i in range(3)}, 0) if shard_of(u.unit_id, 3) == 2}
+    assert got == expected and got
+    assert main(["run", "--run-id", "s", "--no-progress", "--shard", "2/3"]) == 0  # resume: nothing left
+    assert set(records(tmp_path / "transcripts/s/trials.jsonl")) == expected
+
+
+def test_concatenated_shards_are_exactly_the_full_run_and_report_and_grade_work(tmp_path, monkeypatch, capsys):
+    folders = {}
+    for name, extra in [("full", []), ("one", ["--shard", "1/2"]), ("two", ["--shard", "2/2"])]:
+        root = tmp_path / name  # one machine each: same suite, same run id
+        root.mkdir()
+        write_project(root, scenarios=3, trials=4)
+        monkeypatch.chdir(root)
+        assert main(["run", "--run-id", "nightly", "--no-progress", *extra]) == 0
+        folders[name] = root / "transcripts" / "nightly"
+    merged = tmp_path / "full" / "transcripts" / "merged"
+    merged.mkdir()
+    shutil.copy(folders["one"] / "run.json", merged / "run.json")  # the pins are the same on every shard
+    merged_text = (folders["one"] / "trials.jsonl").read_text() + (folders["two"] / "trials.jsonl").read_text()
+    (merged / "trials.jsonl").write_text(merged_text)
+    assert records(merged / "trials.jsonl") == records(folders["full"] / "trials.jsonl")
+
+    monkeypatch.chdir(tmp_path / "full")
+    capsys.readouterr()
+    assert main(["report", "merged", "--json"]) == 0
+    merged_summary = json.loads(capsys.readouterr().out)
+    assert main(["report", "nightly", "--json"]) == 0
+    full_summary = json.loads(capsys.readouterr().out)
+    assert merged_summary["trials"] == full_summary["trials"] == 12
+    assert merged_summary["suite"]["raw"] == full_summary["suite"]["raw"]
+    assert merged_summary["scenarios"].keys() == full_summary["scenarios"].keys()
+    assert main(["grade", "merged", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["trials"] == 12

@@ -18,15 +18,13 @@ Agents write ``49.9`` or ``"49.90"``, ``"A123"`` or ``"a123 "``, ``"2026-07-01"`
 
 from __future__ import annotations
 
-import hashlib
-import importlib
-import importlib.util
 import json
 import math
 import re
 from datetime import date, datetime
 from typing import Any, Callable
 
+from simlab import imports
 from simlab.specs.expect import CallSpec
 from simlab.transcript import ToolCall
 
@@ -43,25 +41,10 @@ class ComparatorError(ValueError):
 
 def load_callable(ref: str) -> Callable[..., Any]:
     """Import ``module:function`` (the module may be a dotted name or a path to a .py file)."""
-    module_name, sep, attr = ref.rpartition(":")
-    if not sep or not module_name or not attr:
-        raise ComparatorError(f"{ref!r} is not module:function")
     try:
-        if module_name.endswith(".py"):
-            name = "simlab_user_" + hashlib.sha256(module_name.encode()).hexdigest()[:12]
-            spec = importlib.util.spec_from_file_location(name, module_name)
-            if spec is None or spec.loader is None:
-                raise ImportError(f"cannot load {module_name}")
-            module = importlib.util.module_from_spec(spec)
-            spec.loader.exec_module(module)
-        else:
-            module = importlib.import_module(module_name)
-    except Exception as exc:  # user code: any import failure is reported in one line
-        raise ComparatorError(f"cannot import {module_name!r}: {type(exc).__name__}: {exc}") from None
-    func = getattr(module, attr, None)
-    if func is None or not callable(func):
-        raise ComparatorError(f"{module_name!r} has no callable {attr!r}")
-    return func  # type: ignore[no-any-return]
+        return imports.load_callable(ref)
+    except imports.RefError as exc:
+        raise ComparatorError(str(exc)) from None
 
 
 def as_number(value: Any) -> float | None:

@@ -8,8 +8,6 @@ which executes the domain tool and records the call and its result in the transc
 from __future__ import annotations
 
 import hashlib
-import importlib
-import importlib.util
 import inspect
 import json
 from dataclasses import dataclass, field
@@ -17,6 +15,7 @@ from typing import Any, Callable
 
 from simlab.env.domain import Environment
 from simlab.errors import SpecError
+from simlab.imports import RefError, load_callable
 from simlab.llm.types import ChatModel, Message
 from simlab.transcript import ErrorEvent, InvalidCall, ModelCall, Pin, ToolCall, ToolResult
 
@@ -164,24 +163,10 @@ class PythonAgent(Agent):
 
 def load_python_agent(ref: str, *, source: str = "agent") -> PythonAgent:
     """Import ``module:attr`` (the module may also be a path to a .py file)."""
-    module_name, sep, attr = ref.rpartition(":")
-    if not sep or not module_name or not attr:
-        raise SpecError(f"{source}: {ref!r} is not module:attr (e.g. examples.retail_agents:careful_agent)")
     try:
-        if module_name.endswith(".py"):
-            spec = importlib.util.spec_from_file_location("simlab_user_agent_" + hashlib.sha256(module_name.encode()).hexdigest()[:12], module_name)
-            if spec is None or spec.loader is None:
-                raise ImportError(f"cannot load {module_name}")
-            module = importlib.util.module_from_spec(spec)
-            spec.loader.exec_module(module)
-        else:
-            module = importlib.import_module(module_name)
-    except Exception as exc:  # an import error in user code is a spec problem, shown in one line
-        raise SpecError(f"{source}: cannot import {module_name!r}: {type(exc).__name__}: {exc}") from None
-    func = getattr(module, attr, None)
-    if func is None or not callable(func):
-        raise SpecError(f"{source}: {module_name!r} has no callable {attr!r}")
-    return PythonAgent(func, ref)
+        return PythonAgent(load_callable(ref, example="examples.retail_agents:careful_agent"), ref)
+    except RefError as exc:  # an import error in user code is a spec problem, shown in one line
+        raise SpecError(f"{source}: {exc}") from None
 
 
 def render_context(context: dict[str, Any]) -> str:

@@ -201,6 +201,22 @@ def _arguments(raw: Any) -> str:
     return clean_text(raw) if isinstance(raw, str) else json.dumps(raw)
 
 
+_UNPRICED: set[str] = set()  # models completion_cost cannot price: asking again costs ~0.7 ms a call
+
+
+def _cost(response: Any, model: str, litellm: Any) -> float | None:
+    """LiteLLM already priced the response while logging it (``response_cost``); price it here
+    only when it did not, and remember models it cannot price. Unknown is None, never 0."""
+    hidden = getattr(response, "_hidden_params", None) or {}
+    value = hidden.get("response_cost") if isinstance(hidden, dict) else None
+    if value is None and model not in _UNPRICED:
+        try:
+            value = litellm.completion_cost(completion_response=response, model=model)
+        except Exception:  # unpriced or custom model
+            _UNPRICED.add(model)
+    return float(value) if value is not None else None
+
+
 def _usage(response: Any, model: str, litellm: Any) -> Usage:
     usage = _get(response, "usage")
     input_tokens = _get(usage, "prompt_tokens")
@@ -210,11 +226,7 @@ def _usage(response: Any, model: str, litellm: Any) -> Usage:
         cached = _get(usage, "cache_read_input_tokens")
     cost: float | None = None
     if usage is not None and input_tokens is not None and output_tokens is not None:
-        try:
-            value = litellm.completion_cost(completion_response=response, model=model)
-            cost = float(value) if value is not None else None
-        except Exception:  # unpriced or custom model: unknown, never 0
-            cost = None
+        cost = _cost(response, model, litellm)
     return Usage(
         input_tokens=input_tokens if isinstance(input_tokens, int) else None,
         output_tokens=output_tokens if isinstance(output_tokens, int) else None,

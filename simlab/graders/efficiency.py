@@ -27,6 +27,7 @@ import statistics
 from typing import Any
 
 from simlab.graders.base import Check, GradeContext, check_at
+from simlab.transcript.model import spends_nothing_unseen
 from simlab.graders.policy import calls_of
 from simlab.transcript import AgentMessage, ModelCall, ToolCall, Transcript, Usage, UserMessage
 
@@ -34,13 +35,6 @@ __all__ = ["efficiency_counts", "grade_efficiency", "LOOP_REPEATS", "FAILING_TER
 
 LOOP_REPEATS = 3
 FAILING_TERMINATIONS = ("max_turns", "agent_loop", "budget_exceeded", "context_window")
-_KNOWN_ZERO_KINDS = ("llm", "scripted", "rules")
-
-
-def spends_nothing_unseen(kind: str | None, settings: dict[str, Any]) -> bool:
-    """A role that recorded no model call spent nothing if it is a model, a deterministic
-    simulator, or a Python agent that declares ``uses_models = False``."""
-    return kind in _KNOWN_ZERO_KINDS or (kind == "python" and settings.get("uses_models") is False)
 
 
 def call_key(call: ToolCall) -> str:

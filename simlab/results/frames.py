@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Iterable
 
-from simlab.graders.efficiency import spends_nothing_unseen
+from simlab.transcript.model import spends_nothing_unseen
 
 ROLES = ("agent", "simulator", "judge")
 USAGE_FIELDS = ("input_tokens", "output_tokens", "cached_tokens", "cost_usd")

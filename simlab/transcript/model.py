@@ -161,6 +161,13 @@ class Pin(_Model):
     settings: dict[str, Any] = Field(default_factory=dict, description="Temperature, api_base, seed… never secrets.")
 
 
+def spends_nothing_unseen(kind: str | None, settings: dict[str, Any]) -> bool:
+    """Whether a role that recorded no model call spent nothing: a model (its calls are all
+    recorded), a deterministic simulator, or a Python agent that declares ``uses_models = False``.
+    Any other Python agent may call models simlab cannot see: its spend is unknown."""
+    return kind in ("llm", "scripted", "rules") or (kind == "python" and settings.get("uses_models") is False)
+
+
 class Transcript(_Model):
     """One trial, complete: what was said, done, spent, and why it ended."""
 

@@ -21,6 +21,8 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from simlab.transcript.model import spends_nothing_unseen
+
 __all__ = ["TrialRow", "add_detail", "row_from_record", "scan_line"]
 
 _DECODER = json.JSONDecoder()
@@ -122,7 +124,7 @@ def row_from_record(record: dict[str, Any], offset: int = 0, length: int = 0) ->
     unit_id = str(record.get("unit_id") or t.get("unit_id", "?"))
     row = _row(offset, length, unit_id, t.get("scenario_id") or unit_id.rsplit("#", 1)[0], t.get("trial") or 0,
                t.get("termination") or {}, record.get("checks") or [], record.get("verdict"))
-    _count(row, t.get("events") or [])
+    _count(row, t)
     return row
 
 
@@ -149,11 +151,12 @@ def add_detail(row: TrialRow, line: bytes) -> TrialRow:
         record = json.loads(text[: term.end() - len(',"final_state":')] + "}}") if term else json.loads(text)
     except ValueError:
         record = json.loads(text)
-    _count(row, (record.get("transcript") or {}).get("events") or [])
+    _count(row, record.get("transcript") or {})
     return row
 
 
-def _count(row: TrialRow, events: list[Any]) -> None:
+def _count(row: TrialRow, transcript: dict[str, Any]) -> None:
+    events = transcript.get("events") or []
     turns = tools = calls = errors = 0
     cost: float | None = 0.0
     for e in events:
@@ -169,5 +172,7 @@ def _count(row: TrialRow, events: list[Any]) -> None:
         elif kind == "error":
             errors += 1
     row.turns, row.tool_calls, row.model_calls, row.errors = turns, tools, calls, errors
-    row.cost = cost if calls else None
+    pins = [transcript.get(role) or {} for role in ("agent", "simulator")]
+    silent = all(spends_nothing_unseen(p.get("kind"), p.get("settings") or {}) for p in pins)
+    row.cost = cost if calls else (0.0 if silent else None)
     row.detailed = True

@@ -103,3 +103,27 @@ def test_compare_refuses_different_simulator_pins(project, capsys):
     assert main(["compare", "a", "b"]) == 2
     assert "simulator" in capsys.readouterr().err
     assert main(["compare", "a", "b", "--allow-different-pins"]) == 0
+
+
+def test_a_failed_gate_beats_an_undecidable_one_on_a_complete_run():
+    from simlab.report.gates import GateReport, GateResult
+
+    report = GateReport([GateResult("pass^3 >= 0.8", "fail", 0.0, "pass^3 = 0"),
+                         GateResult("cost_per_success <= 0.05", "inconclusive", None, "cost_per_success is unknown")])
+    assert report.exit_code == 1
+    report.problems.append("run incomplete: 3 of 6 trials finished")
+    assert report.exit_code == 3  # the failure may be the missing trials' doing
+    report.results[0].certain = True  # a policy violation seen is a failure whatever else happened
+    assert report.exit_code == 1
+
+
+def test_a_shard_of_a_suite_defers_the_gates_to_the_merged_run(project, capsys):
+    assert main(["run", "--suite", "suites/nightly.yaml", "--run-id", "sh", "--shard", "1/2", "--no-progress"]) == 0
+    assert "check the gates after merging the shards" in capsys.readouterr().err
+
+
+def test_passing_each_scenario_gates_are_listed_and_unknown_runs_are_named(project, capsys):
+    assert main(["run", "--suite", "suites/nightly.yaml", "--run-id", "good", "--no-progress"]) == 0
+    assert "(each scenario) — all 10 scenarios" in capsys.readouterr().out
+    assert main(["report", "nope"]) == 2
+    assert "recent runs: good" in capsys.readouterr().err

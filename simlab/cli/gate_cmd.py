@@ -44,15 +44,26 @@ def print_gates(report: GateReport, console: Console) -> None:
     console.print(Text("gates", style="bold"))
     for result in report.results:
         if result.scenario and result.status == "pass":
-            continue  # per-scenario passes would drown the failures
-        line = Text("  ")
-        line.append(f"{result.status.upper():<12}", style=STATUS_STYLE[result.status])
-        line.append(f"{result.label} — {result.reason}")
-        console.print(line)
+            continue  # per-scenario passes would drown the failures: one summary line below
+        _gate_line(console, result.status, f"{result.label} — {result.reason}")
+    each: dict[str, list[str]] = {}
+    for result in report.results:
+        if result.scenario:
+            each.setdefault(result.label, []).append(result.status)
+    for label, statuses in each.items():
+        if all(status == "pass" for status in statuses):
+            _gate_line(console, "pass", f"{label} — all {len(statuses)} scenarios")
     for problem in report.problems:
-        console.print(Text(f"  INCONCLUSIVE  {problem}", style="yellow"))
+        _gate_line(console, "inconclusive", problem)
     verdict = {0: "all gates held", 1: "a gate failed", 3: "inconclusive"}[report.exit_code]
     console.print(Text(f"result: {verdict} (exit {report.exit_code})", style="bold"))
+
+
+def _gate_line(console: Console, status: str, text: str) -> None:
+    line = Text("  ")
+    line.append(f"{status.upper():<13}", style=STATUS_STYLE[status])
+    line.append(text)
+    console.print(line)
 
 
 def gate_command(args: argparse.Namespace) -> int:

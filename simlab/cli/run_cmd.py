@@ -72,6 +72,10 @@ def run_command(args: argparse.Namespace) -> int:
             print(f"interrupted: finished trials are saved; {left} left. Resume with: "
                   f"simlab run --run-id {plan.run_id} (same arguments)", file=sys.stderr)
             return EXIT_INTERRUPTED
+        if args.suite and shard[1] > 1:  # one shard is not the run: gate it once the shards are merged
+            print(f"shard {shard[0]}/{shard[1]} done; check the gates after merging the shards: "
+                  f"simlab gate {plan.run_id} --suite {args.suite}", file=sys.stderr)
+            return EXIT_INCOMPLETE if outcome.stopped_by else 0
         if args.suite:
             from simlab.cli.gate_cmd import check_gates
             from simlab.specs import load_suite

@@ -19,8 +19,9 @@ def resolve_run(target: str, transcripts: Path) -> Path:
     for candidate in (Path(target), transcripts / target):
         if (candidate / "trials.jsonl").exists() or (candidate / "run.json").exists():
             return candidate
-    runs = sorted(p.name for p in transcripts.glob("*/run.json"))[-5:] if transcripts.exists() else []
-    known = f" (recent runs: {', '.join(Path(r).parent.name for r in runs)})" if runs else ""
+    manifests = sorted(transcripts.glob("*/run.json"), key=lambda p: p.stat().st_mtime) if transcripts.exists() else []
+    runs = [p.parent.name for p in manifests][-5:]
+    known = f" (recent runs: {', '.join(runs)})" if runs else ""
     raise UsageError(f"no run {target!r} in {transcripts}/ and no such run folder{known}")
 
 

@@ -38,12 +38,15 @@ class GateReport:
 
     @property
     def exit_code(self) -> int:
+        """A failed gate on a complete run within its error budget is a failure (1), even if
+        another gate could not be decided; infrastructure trouble makes the run inconclusive (3),
+        unless a certain failure (a policy violation) was seen."""
         failed = [r for r in self.results if r.status == "fail"]
-        if any(r.certain for r in failed):
+        if any(r.certain for r in failed) or (failed and not self.problems):
             return EXIT_GATE_FAILED
         if self.problems or any(r.status == "inconclusive" for r in self.results):
             return EXIT_INFRA
-        return EXIT_GATE_FAILED if failed else EXIT_OK
+        return EXIT_OK
 
 
 def metric_value(figures: dict[str, Any], metric: str, view: str) -> float | None:

@@ -11,19 +11,18 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from simlab.cli.report_cmd import _run_folder
-from simlab.report.build import build, resolve_run
+from simlab.report.build import build, project_run
 from simlab.report.compare import compare
 from simlab.report.gates import GateReport, evaluate
 from simlab.report.junit import junit_xml
 from simlab.runner.store import RunStore
-from simlab.specs import Suite, load_config, load_suite
+from simlab.specs import Suite, load_suite
 
 STATUS_STYLE = {"pass": "green", "fail": "bold red", "inconclusive": "yellow"}
 
 
 def _summary_of(target: str) -> dict[str, Any]:
-    return build(resolve_run(target, Path(load_config(Path("simlab.yaml")).transcripts)), write=False)[0]
+    return build(project_run(target), write=False)[0]
 
 
 def check_gates(folder: Path, suite: Suite, *, junit: str | None, console: Console) -> int:
@@ -68,7 +67,7 @@ def _gate_line(console: Console, status: str, text: str) -> None:
 
 def gate_command(args: argparse.Namespace) -> int:
     suite = load_suite(Path(args.suite)).spec
-    return check_gates(_run_folder(args.run), suite, junit=args.junit, console=Console(stderr=args.json))
+    return check_gates(project_run(args.run), suite, junit=args.junit, console=Console(stderr=args.json))
 
 
 def compare_command(args: argparse.Namespace) -> int:

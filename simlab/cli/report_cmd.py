@@ -10,28 +10,15 @@ from pathlib import Path
 
 from rich.console import Console
 
-from simlab.report.build import build, resolve_run
+from simlab.report.build import build, project_run
 from simlab.report.render import render
 from simlab.report.terminal import print_report
 from simlab.runner.store import RunStore
 from simlab.specs import load_config
 
 
-def _run_folder(target: str | None) -> Path:
-    config = load_config(Path("simlab.yaml"))
-    transcripts = Path(config.transcripts)
-    if target is None:
-        runs = sorted(transcripts.glob("*/run.json"), key=lambda p: p.stat().st_mtime)
-        if not runs:
-            from simlab.errors import UsageError
-
-            raise UsageError(f"no runs in {transcripts}/ yet: start one with `simlab run`")
-        return runs[-1].parent
-    return resolve_run(target, transcripts)
-
-
 def report_command(args: argparse.Namespace) -> int:
-    folder = _run_folder(args.run)
+    folder = project_run(args.run)
     summary, trials, checks = build(folder)
     fmt = "json" if args.json else args.format
     if fmt == "terminal":
@@ -56,7 +43,7 @@ def grade_command(args: argparse.Namespace) -> int:
     from simlab.runner.factory import build_judge
     from simlab.runner.regrade import regrade
 
-    folder = _run_folder(args.run)
+    folder = project_run(args.run)
     store = RunStore(folder)
     manifest = store.read_manifest() or {}
     judge_ref = args.judge or manifest.get("pins", {}).get("judge")

@@ -14,15 +14,32 @@ from simlab.runner.store import RunStore, write_atomic
 SUMMARY_FILE = "summary.json"
 
 
-def resolve_run(target: str, transcripts: Path) -> Path:
-    """A run id (under the transcripts folder) or a path to a run folder."""
+def runs_by_age(transcripts: Path) -> list[Path]:
+    """Run folders under ``transcripts``, oldest first."""
+    if not transcripts.exists():
+        return []
+    return [p.parent for p in sorted(transcripts.glob("*/run.json"), key=lambda p: p.stat().st_mtime)]
+
+
+def resolve_run(target: str | None, transcripts: Path) -> Path:
+    """A run id (under the transcripts folder), a path to a run folder, or (None) the newest run."""
+    runs = runs_by_age(transcripts)
+    if target is None:
+        if not runs:
+            raise UsageError(f"no runs in {transcripts}/ yet: start one with `simlab run`")
+        return runs[-1]
     for candidate in (Path(target), transcripts / target):
         if (candidate / "trials.jsonl").exists() or (candidate / "run.json").exists():
             return candidate
-    manifests = sorted(transcripts.glob("*/run.json"), key=lambda p: p.stat().st_mtime) if transcripts.exists() else []
-    runs = [p.parent.name for p in manifests][-5:]
-    known = f" (recent runs: {', '.join(runs)})" if runs else ""
+    known = f" (recent runs: {', '.join(r.name for r in runs[-5:])})" if runs else ""
     raise UsageError(f"no run {target!r} in {transcripts}/ and no such run folder{known}")
+
+
+def project_run(target: str | None) -> Path:
+    """``resolve_run`` under the transcripts folder named in ``simlab.yaml``."""
+    from simlab.specs import load_config
+
+    return resolve_run(target, Path(load_config(Path("simlab.yaml")).transcripts))
 
 
 def build(folder: Path, *, write: bool = True) -> tuple[dict[str, Any], Any, Any]:

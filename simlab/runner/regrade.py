@@ -11,13 +11,13 @@ import asyncio
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from simlab.env.checks import check_scenarios
 from simlab.errors import UsageError
 from simlab.graders.base import GradeContext, verdict_of
 from simlab.graders.grade import grade, summarize_changes
-from simlab.runner.store import RunStore
+from simlab.runner.store import RunStore, encode_record
 from simlab.specs import LoadedScenario, load_personas, load_scenarios
 from simlab.transcript import ModelCall, TrialRecord
 from simlab.transcript.checks import Check
@@ -56,19 +56,28 @@ def regrade(store: RunStore, personas_dir: Path, *, judge: Any = None, rejudge: 
     domains = check_scenarios(list(scenarios.values()))
     report = RegradeReport(changed_scenario_files=changed)
     tmp = store.trials_path.with_name(f".{store.trials_path.name}.regrade")
-    with open(tmp, "wb") as out:
-        for record in store.records():
-            scenario = scenarios.get(record.transcript.scenario_id)
-            if scenario is None:
-                raise UsageError(f"trial {record.unit_id}: scenario {record.transcript.scenario_id!r} is not in "
-                                 "this run's manifest")
-            new = asyncio.run(_regrade_one(record, scenario, domains[scenario.spec.id], judge, rejudge))
-            _note(report, record, new)
-            out.write(new.model_dump_json().encode("utf-8") + b"\n")
-        out.flush()
-        os.fsync(out.fileno())
-    os.replace(tmp, store.trials_path)
+    try:
+        with open(tmp, "wb") as out:
+            asyncio.run(_regrade_all(store, scenarios, domains, judge, rejudge, report, out))
+            out.flush()
+            os.fsync(out.fileno())
+        os.replace(tmp, store.trials_path)
+    finally:
+        tmp.unlink(missing_ok=True)  # nothing half-written is left beside the trials
     return report
+
+
+async def _regrade_all(store: RunStore, scenarios: dict[str, LoadedScenario], domains: dict[str, Any], judge: Any,
+                       rejudge: bool, report: RegradeReport, out: BinaryIO) -> None:
+    """Every record on one event loop (judges share it), written in the original order."""
+    for record in store.records():
+        scenario = scenarios.get(record.transcript.scenario_id)
+        if scenario is None:
+            raise UsageError(f"trial {record.unit_id}: scenario {record.transcript.scenario_id!r} is not in "
+                             "this run's manifest")
+        new = await _regrade_one(record, scenario, domains[scenario.spec.id], judge, rejudge)
+        _note(report, record, new)
+        out.write(encode_record(new))
 
 
 async def _regrade_one(record: TrialRecord, loaded: LoadedScenario, domain: Any, judge: Any,

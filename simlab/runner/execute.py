@@ -92,7 +92,7 @@ async def execute(plan: RunPlan, units: list[WorkUnit], agent: Agent, simulator:
             outcome.reasons[reason] = outcome.reasons.get(reason, 0) + 1
             if on_trial:
                 on_trial(record)
-            spent[0] += sum(u.cost_usd or 0.0 for u in record.transcript.usage_by_role().values())
+            spent[0] += record.transcript.known_cost_usd()
             if plan.max_run_cost_usd is not None and spent[0] >= plan.max_run_cost_usd and not outcome.stopped_by:
                 outcome.stopped_by = (f"the run budget of ${plan.max_run_cost_usd:g} is spent (${spent[0]:.4f}); "
                                       "no new trial was started")

@@ -246,7 +246,7 @@ def _child(pool: WorkerPool, index: int, units: list[WorkUnit], write_fd: int, r
             stop.append("the parent process is gone")
 
     def on_trial(record: TrialRecord) -> None:
-        cost = sum(u.cost_usd or 0.0 for u in record.transcript.usage_by_role().values())
+        cost = record.transcript.known_cost_usd()
         send({"t": "trial", "label": record.verdict or record.transcript.termination.reason.value,
               "reason": record.transcript.termination.reason.value, "cost": cost})
 

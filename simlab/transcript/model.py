@@ -197,6 +197,11 @@ class Transcript(_Model):
                 totals[event.role] = totals[event.role] + event.usage if event.role in totals else event.usage
         return totals
 
+    def known_cost_usd(self) -> float:
+        """The cost of the calls whose price is known: a lower bound, for budgets that must stop a
+        run (an unknown price cannot be counted; reports show it as unknown)."""
+        return sum(e.usage.cost_usd for e in self.events if isinstance(e, ModelCall) and e.usage.cost_usd is not None)
+
     def user_turns(self) -> int:
         return sum(1 for e in self.events if isinstance(e, UserMessage))
 

@@ -37,12 +37,14 @@ def main() -> None:
     scenarios, _ = load_run_scenarios(store, Path("personas"))
     domains = check_scenarios(list(scenarios.values()))
     n, read_s, read_cpu, grade_s, grade_cpu = 0, 0.0, 0.0, 0.0, 0.0
+    memos: dict[str, dict] = {}  # as the runner does: one memo per scenario
     with open(store.trials_path, "rb") as fh:  # streamed: one record in memory at a time
         for line in fh:
             with timed() as read:
                 record = TrialRecord.model_validate_json(line)
             loaded = scenarios[record.transcript.scenario_id]
-            ctx = GradeContext(record.transcript, loaded.spec, domains[loaded.spec.id], persona=loaded.persona)
+            ctx = GradeContext(record.transcript, loaded.spec, domains[loaded.spec.id], persona=loaded.persona,
+                               memo=memos.setdefault(loaded.spec.id, {}))
             with timed() as graded:
                 grade_deterministic(ctx)
             n += 1

@@ -13,7 +13,7 @@ decide: a judge that kept answering malformed JSON). A trial's verdict combines 
 from __future__ import annotations
 
 import marshal
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from simlab.env.domain import Domain
@@ -33,6 +33,9 @@ class GradeContext:
     domain: Domain
     judge: Any = None  # a simlab.llm ChatModel, or None when no judge is configured
     persona: Persona | None = None  # the resolved persona (a scenario may name it by id)
+    memo: dict[str, Any] = field(default_factory=dict)
+    """What every trial of one scenario shares (initial state, reference replay): a caller that
+    grades many trials passes the same dict to all trials of a scenario, and it is computed once."""
 
 
 def verdict_of(transcript: Transcript, checks: list[Check]) -> Verdict:
@@ -56,23 +59,12 @@ def check_at(transcript: Transcript, index: int | None) -> dict[str, Any]:
     return {"event": index, "turn": getattr(event, "turn", None), "call_id": getattr(event, "call_id", None)}
 
 
-_MEMO: dict[tuple[str, int, int], tuple[Any, Any, Any]] = {}
-_MEMO_SIZE = 1024
-
-
 def scenario_memo(ctx: GradeContext, name: str, compute: Callable[[GradeContext], Any]) -> Any:
-    """``compute(ctx)``, computed once per (domain, scenario): what every trial of a scenario
-    shares (its initial state, the identifiers its facts name). Return immutable values only.
-    The memo keeps the domain and scenario objects, so their ids cannot be reused under it."""
-    key = (name, id(ctx.domain), id(ctx.scenario))
-    hit = _MEMO.get(key)
-    if hit is not None and hit[0] is ctx.domain and hit[1] is ctx.scenario:
-        return hit[2]
-    value = compute(ctx)
-    if len(_MEMO) >= _MEMO_SIZE:
-        _MEMO.clear()
-    _MEMO[key] = (ctx.domain, ctx.scenario, value)
-    return value
+    """``compute(ctx)``, kept in ``ctx.memo`` under ``name``. Return immutable values only: every
+    trial of the scenario gets the same object."""
+    if name not in ctx.memo:
+        ctx.memo[name] = compute(ctx)
+    return ctx.memo[name]
 
 
 def initial_snapshot(ctx: GradeContext) -> dict[str, Any]:

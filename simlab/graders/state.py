@@ -20,7 +20,7 @@ import json
 from typing import Any
 
 from simlab.env.domain import Environment
-from simlab.graders.base import Check, GradeContext
+from simlab.graders.base import Check, GradeContext, scenario_memo
 from simlab.graders.compare import ComparatorError, as_number, load_callable, same_value
 from simlab.graders.paths import MISSING, PathError, parse_path, resolve
 from simlab.specs.expect import COMPARISONS, Expect, StateAssertion
@@ -211,26 +211,13 @@ def _diff_line(d: dict[str, Any]) -> str:
     return f"{where}: {_show(d['expected'])} → {_show(d['actual'])}"
 
 
-_REPLAYS: dict[tuple[int, int], tuple[Any, Any, str | None, Any]] = {}  # see _replayed
-_REPLAY_CACHE_SIZE = 256
-
-
 def _replayed(ctx: GradeContext, expect: Expect) -> tuple[str | None, Any]:
     """(error reason, expected snapshot) of replaying the reference actions on a fresh initial state.
 
-    The same for every trial of a scenario, so it is computed once per (domain, scenario) and
-    kept: a replay deep-copies the whole state several times and cost more than the rest of the
-    grading together. The cache holds the objects themselves, so an id is never reused under it.
+    The same for every trial of a scenario, so it is kept in the scenario's memo: a replay
+    deep-copies the whole state several times and cost more than the rest of the grading together.
     """
-    key = (id(ctx.domain), id(ctx.scenario))
-    hit = _REPLAYS.get(key)
-    if hit is not None and hit[0] is ctx.domain and hit[1] is ctx.scenario:
-        return hit[2], hit[3]
-    error, expected = _replay(ctx, expect)
-    if len(_REPLAYS) >= _REPLAY_CACHE_SIZE:
-        _REPLAYS.clear()
-    _REPLAYS[key] = (ctx.domain, ctx.scenario, error, expected)
-    return error, expected
+    return scenario_memo(ctx, "expected_state_replay", lambda c: _replay(c, expect))  # type: ignore[no-any-return]
 
 
 def _replay(ctx: GradeContext, expect: Expect) -> tuple[str | None, Any]:

@@ -62,6 +62,7 @@ async def execute(plan: RunPlan, units: list[WorkUnit], agent: Agent, simulator:
     writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="simlab-writer")
     loop = asyncio.get_running_loop()
 
+    memos: dict[str, dict[str, Any]] = {}  # per scenario: what grading its trials shares
     spent = [0.0]  # known cost so far; unknown costs cannot be counted against the run budget
 
     async def worker() -> None:
@@ -80,7 +81,8 @@ async def execute(plan: RunPlan, units: list[WorkUnit], agent: Agent, simulator:
             )
             try:
                 transcript = await run_trial(trial)
-                record = await grade_record(transcript, loaded, plan.domains[unit.scenario_id], judge)
+                record = await grade_record(transcript, loaded, plan.domains[unit.scenario_id], judge,
+                                            memos.setdefault(unit.scenario_id, {}))
             except ModelError as exc:
                 failure.append(exc)
                 return
@@ -114,9 +116,12 @@ async def execute(plan: RunPlan, units: list[WorkUnit], agent: Agent, simulator:
     return outcome
 
 
-async def grade_record(transcript: Transcript, loaded: LoadedScenario, domain: Domain, judge: Any) -> TrialRecord:
-    """Grade a finished transcript; judge calls join its events (their usage is the judge's)."""
-    ctx = GradeContext(transcript, loaded.spec, domain, judge=judge, persona=loaded.persona)
+async def grade_record(transcript: Transcript, loaded: LoadedScenario, domain: Domain, judge: Any,
+                       memo: dict[str, Any] | None = None) -> TrialRecord:
+    """Grade a finished transcript; judge calls join its events (their usage is the judge's).
+    ``memo`` is shared by the trials of one scenario (see ``GradeContext.memo``)."""
+    ctx = GradeContext(transcript, loaded.spec, domain, judge=judge, persona=loaded.persona,
+                       memo=memo if memo is not None else {})
     graded = await grade(ctx)
     transcript.events.extend(graded.judge_calls)
     return TrialRecord(unit_id=transcript.unit_id, transcript=transcript, checks=graded.checks,

@@ -70,20 +70,22 @@ def regrade(store: RunStore, personas_dir: Path, *, judge: Any = None, rejudge: 
 async def _regrade_all(store: RunStore, scenarios: dict[str, LoadedScenario], domains: dict[str, Any], judge: Any,
                        rejudge: bool, report: RegradeReport, out: BinaryIO) -> None:
     """Every record on one event loop (judges share it), written in the original order."""
+    memos: dict[str, dict[str, Any]] = {}  # per scenario: what grading its trials shares
     for record in store.records():
         scenario = scenarios.get(record.transcript.scenario_id)
         if scenario is None:
             raise UsageError(f"trial {record.unit_id}: scenario {record.transcript.scenario_id!r} is not in "
                              "this run's manifest")
-        new = await _regrade_one(record, scenario, domains[scenario.spec.id], judge, rejudge)
+        new = await _regrade_one(record, scenario, domains[scenario.spec.id], judge, rejudge,
+                                 memos.setdefault(scenario.spec.id, {}))
         _note(report, record, new)
         out.write(encode_record(new))
 
 
 async def _regrade_one(record: TrialRecord, loaded: LoadedScenario, domain: Any, judge: Any,
-                       rejudge: bool) -> TrialRecord:
+                       rejudge: bool, memo: dict[str, Any]) -> TrialRecord:
     transcript = record.transcript.model_copy(deep=True)
-    ctx = GradeContext(transcript, loaded.spec, domain, judge=judge, persona=loaded.persona)
+    ctx = GradeContext(transcript, loaded.spec, domain, judge=judge, persona=loaded.persona, memo=memo)
     graded = await grade(ctx, use_judges=rejudge)
     checks = graded.checks
     if rejudge:

@@ -36,7 +36,8 @@ if {old!r}:
     out = {{"done": len(done)}}
 else:
     from simlab.cli.run_cmd import _write_or_check_manifest
-    from simlab.runner.plan import finished_unit_ids, remaining
+    from simlab.runner.plan import remaining
+    from simlab.runner.store import finished_unit_ids
     from simlab.runner.prepare import RunRequest, prepare
     from simlab.runner.store import RunStore
     plan = prepare(RunRequest(root=Path("."), trials={trials}, run_id={run_id!r}, command=["bench_resume"]))

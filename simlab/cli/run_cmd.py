@@ -20,7 +20,7 @@ from simlab.report.build import build
 from simlab.report.terminal import print_report
 from simlab.runner.execute import RunOutcome, execute
 from simlab.runner.factory import build_agent, build_judge, build_simulator
-from simlab.runner.plan import WorkUnit, finished_unit_ids, remaining
+from simlab.runner.plan import WorkUnit, remaining
 from simlab.runner.prepare import RunPlan, RunRequest, pin_differences, prepare
 from simlab.runner.shard import parse_shard, shard_units
 from simlab.runner.store import RunStore
@@ -48,7 +48,7 @@ def run_command(args: argparse.Namespace) -> int:
         if repair.cut_bytes:
             print(f"note: cut a torn last line ({repair.cut_bytes} bytes: {repair.reason}) from "
                   f"{store.trials_path}", file=sys.stderr)
-        todo = remaining(units, finished_unit_ids(store.trials_path))
+        todo = remaining(units, store.finished_unit_ids())
         skipped = len(units) - len(todo)
         scope = f" (shard {shard[0]}/{shard[1]}: {len(units)} of them)" if shard[1] > 1 else ""
         print(f"run {plan.run_id}: {len(plan.scenarios)} scenarios, {len(plan.units)} trials{scope}"
@@ -68,7 +68,7 @@ def run_command(args: argparse.Namespace) -> int:
         if outcome.stopped_by:
             print(f"stopped early: {outcome.stopped_by}", file=sys.stderr)
         if interrupted:
-            left = len(remaining(units, finished_unit_ids(store.trials_path)))
+            left = len(remaining(units, store.finished_unit_ids()))
             print(f"interrupted: finished trials are saved; {left} left. Resume with: "
                   f"simlab run --run-id {plan.run_id} (same arguments)", file=sys.stderr)
             return EXIT_INTERRUPTED
@@ -127,11 +127,17 @@ def _freeze_setup(todo: list[WorkUnit], limiter: Any) -> None:
     """Exempt what is alive before playing (imports, specs, LiteLLM's tables, imported now rather
     than at the first call) from the cyclic GC, which would otherwise walk it again at every full
     collection: about a tenth of the CPU of a run through LiteLLM."""
-    if todo and limiter is not None:
+    if todo:
+        _import_litellm_now(limiter)
+    gc.freeze()
+
+
+def _import_litellm_now(limiter: Any) -> None:
+    """When models are in play, import LiteLLM before playing (forked workers then inherit it)."""
+    if limiter is not None:
         from simlab.llm.lazy import load_litellm
 
         load_litellm()
-    gc.freeze()
 
 
 def _play_in_workers(plan: RunPlan, todo: list[WorkUnit], workers: int, shards: int, progress: Progress, *,
@@ -139,10 +145,7 @@ def _play_in_workers(plan: RunPlan, todo: list[WorkUnit], workers: int, shards: 
     """``workers`` forked processes; LiteLLM is imported first so that each inherits it."""
     from simlab.runner.workers import WorkerPool
 
-    if limiter is not None:
-        from simlab.llm.lazy import load_litellm
-
-        load_litellm()
+    _import_litellm_now(limiter)
     pool = WorkerPool(plan, todo, workers, agent=agent, simulator=simulator, judge=judge, limiter=limiter,
                       shards=shards)
     pool.start()  # before the progress bar starts its thread: fork a process with one thread

@@ -165,6 +165,10 @@ class RunStore:
         except OSError as exc:
             raise InfraError(f"{path}: cannot read ({_why(exc)})") from None
 
+    def finished_unit_ids(self) -> set[str]:
+        """The unit ids stored so far, without parsing whole lines (see ``finished_unit_ids``)."""
+        return finished_unit_ids(self.trials_path)
+
     def finished_units(self) -> dict[str, str | None]:
         """unit_id → termination reason of every stored trial. Reads only what it needs."""
         done: dict[str, str | None] = {}
@@ -266,3 +270,53 @@ def write_atomic(path: Path, text: str) -> None:
         except OSError:
             pass
         raise InfraError(f"{path}: cannot write ({_why(exc)})") from None
+
+
+# -- the fast resume scan -------------------------------------------------------------------
+
+_PREFIX = re.compile(rb'\{"schema_version":\d+,"unit_id":"([^"\\]*)"')
+
+
+def finished_unit_ids(path: Path) -> set[str]:
+    """The unit ids stored in a trials file, read fast enough for a resume of 100,000 units.
+
+    simlab writes every line as ``{"schema_version":N,"unit_id":"…",…}``, so the id is read from
+    the start of the line and the rest is skipped: the file is read in blocks and never split
+    into line objects (1.6 GB for 100,000 trials). A line in any other shape (a hand edit,
+    another writer) is parsed in full, and one that is not a trial record is an error unless it
+    is a torn last line (ignored, like ``RunStore.iter_raw``; ``repair_torn_tail`` cuts it
+    before anything is appended).
+    """
+    done: set[str] = set()
+    if not path.exists():
+        return done
+    number = 0
+    data, block = bytearray(), bytearray(_BLOCK)  # reused: fresh 4 MB buffers would cost page faults
+    with open(path, "rb") as fh:
+        while size := fh.readinto(block):
+            data += memoryview(block)[:size]
+            pos = 0
+            while (end := data.find(b"\n", pos)) >= 0:
+                number += 1
+                match = _PREFIX.match(data, pos, end)
+                if match and data[end - 1] == 0x7D:  # "}"
+                    done.add(match.group(1).decode("utf-8"))
+                elif data[pos:end].strip():
+                    _slow_line(bytes(data[pos:end]), path, number, False, done)
+                pos = end + 1
+            del data[:pos]  # cheap: a bytearray drops its head without moving the rest
+    if data.strip():
+        _slow_line(bytes(data), path, number + 1, True, done)
+    return done
+
+
+_BLOCK = 1 << 22
+
+
+def _slow_line(line: bytes, path: Path, number: int, last: bool, done: set[str]) -> None:
+    try:
+        done.add(str(json.loads(line)["unit_id"]))
+    except (ValueError, KeyError, TypeError):
+        if not last:
+            raise InfraError(f"{path}:{number}: not a trial record; the file was edited or corrupted") from None
+        # a torn tail from a crash: not a finished unit

@@ -77,3 +77,12 @@ def test_flake_class_and_percentile():
         "stable_pass", "flaky", "stable_fail", None]
     assert percentile([1, 2, 3, 4], 50) == 2.5 and percentile([], 50) is None
     assert math.isclose(percentile([10, 20], 95), 19.5)
+
+
+def test_the_whole_curve_at_once_gives_the_same_floats_as_each_k():
+    from simlab.results.stats import pass_curve
+
+    for c, n in [(0, 5), (3, 5), (5, 5), (37, 60), (1, 1)]:
+        curve = pass_curve(c, n, n + 2)
+        for k in range(1, n + 3):
+            assert curve[str(k)] == {"pass_hat_k": pass_hat_k(c, n, k), "pass_at_k": pass_at_k(c, n, k)}

@@ -6,10 +6,9 @@ infrastructure errors. Both are shown, each with its n. Undefined figures are No
 
 from __future__ import annotations
 
-import functools
 from typing import Any
 
-from simlab.results.stats import flake_class, mean_defined, pass_at_k, pass_hat_k, percentile, wilson
+from simlab.results.stats import flake_class, mean_defined, pass_at_k, pass_curve, pass_hat_k, percentile, wilson
 
 SUMMARY_SCHEMA_VERSION = 1
 VALID = ("pass", "fail")
@@ -24,38 +23,7 @@ def _rate(c: int, n: int) -> dict[str, Any]:
 def _curve(c: int, n: int, ks: range) -> dict[str, dict[str, float | None]]:
     if not (isinstance(ks, range) and ks.start == 1 and ks.step == 1):
         return {str(k): {"pass_hat_k": pass_hat_k(c, n, k), "pass_at_k": pass_at_k(c, n, k)} for k in ks}
-    return {k: dict(v) for k, v in _exact_curve(c, n, ks.stop - 1).items()}
-
-
-@functools.lru_cache(maxsize=256)
-def _exact_curve(c: int, n: int, top: int) -> dict[str, dict[str, float | None]]:
-    """pass^k and pass@k for k = 1..top, the very floats of ``pass_hat_k``/``pass_at_k``.
-
-    Those compute C(c,k)/C(n,k) with ``math.comb`` for each k: for a scenario of 10,000 trials
-    that is 40,000 binomials of thousands of digits. Here each C(m,k) comes exactly from C(m,k-1)
-    (same integers, so the same correctly rounded quotients), and a curve that has reached 0.0
-    (pass^k) or 1.0 (pass@k) stays there: the exact ratios only shrink as k grows.
-    """
-    out: dict[str, dict[str, float | None]] = {}
-    cn = cc = cf = 1
-    hat: float | None = None
-    at: float | None = None
-    hat_done = at_done = False
-    for k in range(1, top + 1):
-        if n < k:
-            out[str(k)] = {"pass_hat_k": None, "pass_at_k": None}
-            continue
-        cn = cn * (n - k + 1) // k
-        if not hat_done:
-            cc = cc * (c - k + 1) // k
-            hat = cc / cn
-            hat_done = hat == 0.0
-        if not at_done:
-            cf = cf * (n - c - k + 1) // k
-            at = 1.0 - cf / cn
-            at_done = at == 1.0
-        out[str(k)] = {"pass_hat_k": hat, "pass_at_k": at}
-    return out
+    return {k: dict(v) for k, v in pass_curve(c, n, ks.stop - 1).items()}
 
 
 def _known_sum(values: list[Any]) -> float | None:

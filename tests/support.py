@@ -105,3 +105,17 @@ def write_project(root: Any, *, scenarios: int = 3, trials: int = 4, agent: str 
             "max_turns: 4\n"
         )
     (root / "simlab.yaml").write_text(f"agent: {agent}\nsimulator: rules\ntrials: {trials}\nconcurrency: 4\n")
+
+
+def kv_llm_agent(messages: list[dict[str, Any]], tools: Any = None, **_: Any) -> Any:
+    """A fake LLM agent for the KV domain (a reply function for ``register_fake``): stores what the
+    user asked for with one tool call, then says so."""
+    import re
+
+    last = messages[-1]
+    if last["role"] == "tool":
+        return "Done, it is stored."
+    match = re.search(r"(\w+)=(\w+)", last.get("content") or "")
+    if not match:
+        return "What should I store?"
+    return {"tool_calls": [{"name": "set_item", "arguments": {"key": match.group(1), "value": match.group(2)}}]}

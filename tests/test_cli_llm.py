@@ -6,24 +6,12 @@ The models are simlab's fake LiteLLM provider: real ``litellm.acompletion``, no 
 from __future__ import annotations
 
 import json
-import re
 
 import litellm
 
 from simlab.cli.main import main
 from simlab.llm.fakes import register_fake, unregister_fake
-from tests.support import write_project
-
-
-def agent_fn(messages, tools=None, **_):
-    """Stores what the user asked for, then says so."""
-    last = messages[-1]
-    if last["role"] == "tool":
-        return "Done, it is stored."
-    match = re.search(r"(\w+)=(\w+)", last.get("content") or "")
-    if not match:
-        return "What should I store?"
-    return {"tool_calls": [{"name": "set_item", "arguments": {"key": match.group(1), "value": match.group(2)}}]}
+from tests.support import kv_llm_agent, write_project
 
 
 def user_fn(messages, tools=None, **_):
@@ -33,7 +21,7 @@ def user_fn(messages, tools=None, **_):
 
 
 def test_llm_agent_and_llm_simulator_through_litellm(tmp_path, monkeypatch, capsys):
-    agent = register_fake("cli-agent", agent_fn)
+    agent = register_fake("cli-agent", kv_llm_agent)
     user = register_fake("cli-user", user_fn)
     try:
         write_project(tmp_path, scenarios=1, trials=2, agent=agent)

@@ -178,9 +178,6 @@ class Environment:
         self.state = working
         return ToolOutcome(name, arguments, raw, spec.access, ok=True, result=to_jsonable(result))
 
-    def state_model_validate(self) -> BaseModel:
-        return type(self.state).model_validate(self.state.model_dump())
-
     def snapshot(self) -> dict[str, Any]:
         return self.state.model_dump(mode="json")
 

@@ -40,8 +40,8 @@ def _templates(seed: Path) -> dict[str, list[str]]:
         scenario, trial = raw["transcript"]["scenario_id"], raw["transcript"]["trial"]
         text = line.replace("{", "{{").replace("}", "}}")
         text = text.replace(f'"unit_id":"{scenario}#{trial}"', '"unit_id":"{unit}"')
-        text, count = re.subn(rf'"trial":{trial},', '"trial":{trial},', text, count=1)
-        assert count == 1 and text.count("{unit}") == 2, "unexpected record layout"
+        text, count = re.subn(rf'"trial":{trial},', '"trial":{trial},', text)  # the transcript's and the head's
+        assert count == 2 and text.count("{unit}") == 3, "unexpected record layout"
         out.setdefault(scenario, []).append(text)
     return out
 

@@ -180,8 +180,7 @@ def test_disk_full_while_writing_the_report_files_is_exit_3(tmp_path, monkeypatc
     def full(*args, **kwargs):
         raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), "results.parquet")
 
-    monkeypatch.setattr("simlab.results.frames.write_frames", full)
-    monkeypatch.setattr("simlab.report.build.write_frames", full)
+    monkeypatch.setattr("simlab.report.build.write_table", full)
     assert main(["run", "--run-id", "p", "--no-progress"]) == 3
 
 

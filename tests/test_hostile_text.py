@@ -56,8 +56,8 @@ def hostile_run(tmp_path, monkeypatch):
 
 
 def markdown_of(folder: Path) -> str:
-    summary, trials, _ = build(folder, write=False)
-    return render(summary, trials, "markdown")
+    summary = build(folder, write=False)
+    return render(summary, "markdown")
 
 
 def assert_markup_inert(markdown: str) -> None:
@@ -105,13 +105,13 @@ def test_control_characters_never_reach_reports(hostile_run):
     assert not CONTROL_CHARS.search(markdown)
     ET.fromstring(junit_of(hostile_run, "tampered"))
     out = io.StringIO()
-    summary, _, _ = build(path.parent, write=False)
+    summary = build(path.parent, write=False)
     print_report(summary, Console(file=out, force_terminal=True, width=200))
     assert "\x1b[31mRED" not in out.getvalue() and "\x1b]8;;http://evil" not in out.getvalue()
 
 
 def test_terminal_report_does_not_interpret_markup(hostile_run):
-    summary, _, _ = build(hostile_run / "transcripts" / "tampered", write=False)
+    summary = build(hostile_run / "transcripts" / "tampered", write=False)
     out = io.StringIO()
     print_report(summary, Console(file=out, force_terminal=True, width=1000))
     text = re.sub(r"\x1b\[[0-9;]*m", "", out.getvalue())  # the report's own styling

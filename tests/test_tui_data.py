@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import json
 import os
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
+from simlab.runner.store import read_head
 from simlab.tui.data import RunIndex, RunInfo, discover_runs, find_run
 from simlab.tui.filters import TrialFilter, apply, check_counts, reason_counts, verdict_counts
 from simlab.tui.scan import _fast, add_detail, row_from_record, scan_line
@@ -25,13 +27,21 @@ def lines(run: RunInfo) -> list[bytes]:
     return (run.folder / "trials.jsonl").read_bytes().splitlines()
 
 
-def test_fast_scan_agrees_with_a_full_parse(run: RunInfo) -> None:
+def test_the_head_gives_the_row_of_a_full_parse(run: RunInfo) -> None:
     for line in lines(run):
-        assert _fast(line.decode(), 0, len(line)) is not None  # the usual shape takes the fast path
-        fast = scan_line(line, detail=True)
-        full = row_from_record(json.loads(line), 0, len(line))
-        assert fast == full
-        assert not scan_line(line).detailed  # the first pass leaves the events alone
+        assert read_head(line) is not None  # simlab writes the head first
+        row = scan_line(line)
+        assert row.detailed and row == row_from_record(json.loads(line), 0, len(line))
+
+
+def test_lines_without_a_head_take_the_fast_path_and_agree_with_a_full_parse(run: RunInfo) -> None:
+    for line in lines(run):
+        record = json.loads(line)
+        del record["head"]  # a line as simlab wrote it before record schema 2
+        old = json.dumps(record, separators=(",", ":")).encode()
+        assert _fast(old.decode(), 0, len(old)) is not None
+        assert not scan_line(old).detailed  # the first pass leaves the events alone
+        assert scan_line(old, detail=True) == row_from_record(record, 0, len(old)) == replace(scan_line(line), length=len(old))
 
 
 def test_look_alikes_inside_data_fall_back_to_a_full_parse() -> None:

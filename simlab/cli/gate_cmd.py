@@ -22,12 +22,12 @@ STATUS_STYLE = {"pass": "green", "fail": "bold red", "inconclusive": "yellow"}
 
 
 def _summary_of(target: str) -> dict[str, Any]:
-    return build(project_run(target), write=False)[0]
+    return build(project_run(target), write=False)
 
 
 def check_gates(folder: Path, suite: Suite, *, junit: str | None, console: Console) -> int:
     """Evaluate the suite's gates on a finished run; print, write JUnit, return the exit code."""
-    summary, _, _ = build(folder)
+    summary = build(folder)
     manifest = RunStore(folder).read_manifest() or {}
     report = evaluate(summary, suite, planned=int(manifest.get("units", summary["trials"])),
                       finished=summary["trials"] + summary.get("ungraded", 0), load_baseline=_summary_of)

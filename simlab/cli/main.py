@@ -54,6 +54,9 @@ def build_parser() -> argparse.ArgumentParser:
     report.add_argument("--out", help="write the report to this file instead of stdout")
     report.add_argument("--view", choices=["raw", "valid"], default="raw",
                         help="per-scenario figures over all trials (raw) or valid ones only")
+    report.add_argument("--checks-table", action="store_true",
+                        help="also write checks.parquet, one row per check (parses every transcript; "
+                             "kept up to date from then on)")
 
     grade = sub.add_parser("grade", help="re-grade a stored run without simulating again")
     grade.add_argument("run", nargs="?", help="run id or run folder (default: the newest run)")

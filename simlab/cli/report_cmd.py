@@ -19,12 +19,12 @@ from simlab.specs import load_config
 
 def report_command(args: argparse.Namespace) -> int:
     folder = project_run(args.run)
-    summary, trials, checks = build(folder)
+    summary = build(folder, checks_table=args.checks_table)
     fmt = "json" if args.json else args.format
     if fmt == "terminal":
         print_report(summary, Console(), view=args.view)
     else:
-        text = render(summary, trials, fmt)
+        text = render(summary, fmt)
         if args.out:
             Path(args.out).write_text(text, encoding="utf-8")
             print(f"wrote {args.out}", file=sys.stderr)
@@ -33,7 +33,7 @@ def report_command(args: argparse.Namespace) -> int:
     step_summary = os.environ.get("GITHUB_STEP_SUMMARY")
     if step_summary:
         with open(step_summary, "a", encoding="utf-8") as fh:
-            fh.write(render(summary, trials, "markdown") + "\n")
+            fh.write(render(summary, "markdown") + "\n")
     if fmt != "json":
         print(f"summary: {folder / 'summary.json'}", file=sys.stderr)
     return 0
@@ -64,7 +64,7 @@ def grade_command(args: argparse.Namespace) -> int:
         print(f"  {line}", file=err)
     if len(report.check_changes) > args.show:
         print(f"  … and {len(report.check_changes) - args.show} more check changes", file=err)
-    summary, _, _ = build(folder)
+    summary = build(folder)
     if args.json:
         print(json.dumps({"trials": report.trials, "verdict_changes": report.verdict_changes,
                           "check_changes": report.check_changes}, indent=2))

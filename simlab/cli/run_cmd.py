@@ -62,7 +62,7 @@ def run_command(args: argparse.Namespace) -> int:
         else:
             outcome, interrupted = _play(plan, todo, progress, store, agent=agent, simulator=simulator, judge=judge,
                                          limiter=limiter)
-        summary, _, _ = build(plan.folder)
+        summary = build(plan.folder)
         print_report(summary, Console())
         print(f"transcripts: {store.trials_path}", file=sys.stderr)
         if outcome.stopped_by:

@@ -1,4 +1,4 @@
-"""From a run folder to its derived files: results.parquet, checks.parquet, summary.json."""
+"""From a run folder to its derived files: results.parquet, summary.json, and checks.parquet on request."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from simlab.errors import UsageError
-from simlab.results.frames import read_frames, write_frames
+from simlab.results.frames import CHECKS_FILE, RESULTS_FILE, read_checks_table, read_results, write_table
 from simlab.results.summary import summarize
 from simlab.runner.store import RunStore, write_atomic
 
@@ -42,14 +42,18 @@ def project_run(target: str | None) -> Path:
     return resolve_run(target, Path(load_config(Path("simlab.yaml")).transcripts))
 
 
-def build(folder: Path, *, write: bool = True) -> tuple[dict[str, Any], Any, Any]:
-    """Summary and frames of the run in ``folder``; writes the derived files unless told not to."""
+def build(folder: Path, *, write: bool = True, checks_table: bool = False) -> dict[str, Any]:
+    """The summary of the run in ``folder``. Unless told not to write, it also writes
+    ``results.parquet`` and ``summary.json``, and ``checks.parquet`` when asked for or when one is
+    there already (kept up to date: that table parses every transcript, so it is opt-in)."""
     store = RunStore(folder)
     manifest = store.read_manifest() or {}
-    trials, checks = read_frames(store.trials_path)
-    summary = summarize(trials, checks, run_id=manifest.get("run_id", folder.name))
+    results = read_results(store.trials_path)
+    summary = summarize(results, run_id=manifest.get("run_id", folder.name))
     summary["pins"] = manifest.get("pins", {})
-    if write and len(trials):
-        write_frames(folder, trials, checks)
+    if write and len(results):
+        write_table(folder / RESULTS_FILE, results.table)
+        if checks_table or (folder / CHECKS_FILE).exists():
+            write_table(folder / CHECKS_FILE, read_checks_table(store.trials_path))
         write_atomic(folder / SUMMARY_FILE, json.dumps(summary, indent=2, sort_keys=False, default=str) + "\n")
-    return summary, trials, checks
+    return summary

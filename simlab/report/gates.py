@@ -13,6 +13,7 @@ from typing import Any, Callable
 
 from simlab.errors import EXIT_GATE_FAILED, EXIT_INFRA, EXIT_OK
 from simlab.report.compare import compare
+from simlab.results.summary import extend_curves
 from simlab.specs import Suite
 from simlab.specs.gates import Gate, parse_gate
 
@@ -100,6 +101,10 @@ def evaluate(summary: dict[str, Any], suite: Suite, *, planned: int, finished: i
         report.problems.append(f"infrastructure errors in {errors['c']} of {errors['n']} trials "
                                f"({errors['rate']:.1%} > budget {suite.max_error_rate:.1%})")
     attacks = summary.get("attacks") or {}
+    for gate in suite.gates:  # a pass^k beyond the stored curves is computed from the counts
+        metric = parse_gate(gate.gate)[0] if gate.gate else ""
+        if metric.startswith(("pass^", "pass@")) and metric[5:].isdigit():
+            extend_curves(summary, int(metric[5:]))
     for gate in suite.gates:
         if gate.no_regression_vs:
             report.results.append(_no_regression(gate, summary, load_baseline))

@@ -22,7 +22,7 @@ def md_escape(text: Any) -> str:
     return _MD_SPECIAL.sub(r"\\\1", safe(str(text).replace("\n", " ").replace("\r", " ")))
 
 
-def render(summary: dict[str, Any], trials: Any, fmt: str) -> str:
+def render(summary: dict[str, Any], fmt: str) -> str:
     if fmt == "json":
         return json.dumps(summary, indent=2, default=str) + "\n"
     if fmt == "csv":

@@ -1,135 +1,48 @@
-"""A run's trials as flat tables: one row per trial, one row per check.
+"""A run's trials as flat tables: one row per trial (``results.parquet``), one row per check
+(``checks.parquet``, on request).
 
-Built from the raw JSON lines (no pydantic per record: reports must stay fast on 100,000 trials).
-Nested detail stays in the JSON transcripts; the tables hold flat columns only. Unknown numbers
-stay missing (NaN/None), never 0.
+The trials table is built from the head at the front of each stored line (``transcript/row.py``),
+never from the transcripts, so a report of 100,000 trials stays fast. Nested detail stays in the
+JSON transcripts; the tables hold flat columns only. Unknown numbers stay missing (NaN/None),
+never 0.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
 
-from simlab.transcript.model import spends_nothing_unseen
+from simlab.transcript.row import ROLES, USAGE_FIELDS
 
-ROLES = ("agent", "simulator", "judge")
-USAGE_FIELDS = ("input_tokens", "output_tokens", "cached_tokens", "cost_usd")
 RESULTS_FILE = "results.parquet"
 CHECKS_FILE = "checks.parquet"
 
 
-def _usage_by_role(events: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
-    sums: dict[str, dict[str, Any]] = {}
-    for event in events:
-        if event.get("type") == "model_call":
-            _add_usage(sums, event)
-    return sums
+@dataclass
+class CheckTally:
+    """What the summary needs from the checks, counted from the trials' heads: failures per
+    ``(name, kind)`` (all, and hard ones only), checks not run per name, and per attack category
+    ``[trials attacked, attacks that succeeded]``. Small whatever the run's size, unlike a table
+    of every check (24 rows per demo trial)."""
 
+    failures: dict[tuple[str, str], int] = field(default_factory=dict)
+    hard_failures: dict[tuple[str, str], int] = field(default_factory=dict)
+    not_run: dict[str, int] = field(default_factory=dict)
+    attacks: dict[str, list[int]] = field(default_factory=dict)
 
-def _add_usage(sums: dict[str, dict[str, Any]], event: dict[str, Any]) -> None:
-    role = event.get("role", "agent")
-    usage = event.get("usage") or {}
-    acc = sums.get(role)
-    if acc is None:
-        acc = sums[role] = {f: 0 for f in USAGE_FIELDS} | {"calls": 0, "latency_s": 0.0, "retries": 0,
-                                                           "retry_wait_s": 0.0}
-    acc["calls"] += 1
-    for f in USAGE_FIELDS:
-        acc[f] = None if acc[f] is None or usage.get(f) is None else acc[f] + usage[f]
-    acc["latency_s"] += usage.get("latency_s") or 0.0
-    acc["retries"] += usage.get("retries") or 0
-    acc["retry_wait_s"] += usage.get("retry_wait_s") or 0.0
-
-
-def _known_zero(pin: dict[str, Any]) -> bool:
-    """A role that made no model call spent nothing if it is a model or a deterministic simulator;
-    a Python agent may call models we cannot see, so its spend is unknown unless it declares
-    ``uses_models = False``."""
-    return spends_nothing_unseen(pin.get("kind"), pin.get("settings") or {})
-
-
-def trial_row(raw: dict[str, Any]) -> dict[str, Any]:
-    t = raw["transcript"]
-    events = t.get("events") or []
-    counts: dict[str, int] = {}
-    usage: dict[str, dict[str, Any]] = {}
-    tool_errors = 0
-    for event in events:  # one pass: counts, usage per role, failed tool results
-        kind = event.get("type", "?")
-        counts[kind] = counts.get(kind, 0) + 1
-        if kind == "model_call":
-            _add_usage(usage, event)
-        elif kind == "tool_result" and not event.get("ok"):
-            tool_errors += 1
-    checks = raw.get("checks") or []
-    termination = (t.get("termination") or {}).get("reason")
-    row: dict[str, Any] = {
-        "run_id": t.get("run_id"),
-        "unit_id": raw.get("unit_id"),
-        "scenario_id": t.get("scenario_id"),
-        "persona_id": t.get("persona_id"),
-        "trial": t.get("trial"),
-        "seed": t.get("seed"),
-        "agent": (t.get("agent") or {}).get("ref"),
-        "simulator": (t.get("simulator") or {}).get("ref"),
-        "verdict": raw.get("verdict"),
-        "termination": termination,
-        "user_turns": counts.get("user", 0),
-        "agent_turns": counts.get("agent", 0),
-        "tool_calls": counts.get("tool_call", 0),
-        "invalid_calls": counts.get("invalid_call", 0),
-        "tool_errors": tool_errors,
-        "model_calls": counts.get("model_call", 0),
-        "duration_s": t.get("duration_s"),
-    }
-    for role in ROLES:
-        acc = usage.get(role)
-        if acc:
-            for f in USAGE_FIELDS:
-                row[f"{role}_{f}"] = acc[f]
-        else:
-            zero = 0 if role != "judge" and _known_zero(t.get(role) or {}) else None
-            for f in USAGE_FIELDS:
-                row[f"{role}_{f}"] = zero
-    parts = [row["agent_cost_usd"], row["simulator_cost_usd"]]
-    row["cost_usd"] = None if any(p is None for p in parts) else sum(parts)  # type: ignore[arg-type]
-    row["retries"] = sum(a["retries"] for a in usage.values())
-    row["retry_wait_s"] = sum(a["retry_wait_s"] for a in usage.values())
-    row["model_latency_s"] = sum(a["latency_s"] for a in usage.values())
-    failed, violations, not_run, efficiency = [], 0, 0, None
-    for c in checks:  # one pass over the checks
-        status = c.get("status")
-        if status == "fail":
-            if c.get("hard", True):
-                failed.append(c["name"])
-            if c.get("kind") == "policy":
-                violations += 1
-        elif status == "not_run":
-            not_run += 1
-        if efficiency is None and c.get("name") == "efficiency":
-            efficiency = c
-    details = (efficiency or {}).get("details") or {}
-    row["redundant_calls"] = details.get("redundant_calls")
-    row["loop"] = details.get("loop", termination in ("agent_loop", "max_turns"))
-    row["failed_checks"] = "; ".join(failed)
-    row["policy_violations"] = violations
-    row["not_run_checks"] = not_run
-    for c in checks:
-        row[f"check:{c['name']}"] = c.get("status")
-    return row
-
-
-def check_rows(raw: dict[str, Any]) -> Iterable[dict[str, Any]]:
-    t = raw["transcript"]
-    for c in raw.get("checks") or []:
-        yield {
-            "run_id": t.get("run_id"), "unit_id": raw.get("unit_id"), "scenario_id": t.get("scenario_id"),
-            "trial": t.get("trial"), "simulator": (t.get("simulator") or {}).get("ref"),
-            "verdict": raw.get("verdict"), "name": c.get("name"), "kind": c.get("kind"), "status": c.get("status"),
-            "hard": c.get("hard", True), "score": c.get("score"), "reason": c.get("reason"),
-            "event": c.get("event"), "turn": c.get("turn"), "call_id": c.get("call_id"),
-            "category": c.get("category"),
-        }
+    def add(self, head: dict[str, Any]) -> None:
+        for name, kind, hard in head.get("failed") or ():
+            key = (name, kind)
+            self.failures[key] = self.failures.get(key, 0) + 1
+            if hard:
+                self.hard_failures[key] = self.hard_failures.get(key, 0) + 1
+        for name in head.get("not_run") or ():
+            self.not_run[name] = self.not_run.get(name, 0) + 1
+        for category, succeeded in (head.get("attacks") or {}).items():
+            counts = self.attacks.setdefault(category, [0, 0])
+            counts[0] += 1
+            counts[1] += bool(succeeded)
 
 
 CHECK_COLUMNS = ["run_id", "unit_id", "scenario_id", "trial", "simulator", "verdict", "name", "kind", "status",
@@ -137,45 +50,86 @@ CHECK_COLUMNS = ["run_id", "unit_id", "scenario_id", "trial", "simulator", "verd
 _CHECK_KEYS = CHECK_COLUMNS[6:]  # taken from the check itself; the first six from its trial
 
 
-def build_frames(raws: Iterable[dict[str, Any]]) -> tuple[Any, Any]:
-    """(trials, checks) pandas frames from raw trial records.
+SUMMARY_FIELDS = ("verdict", "scenario_id", "persona_id", "termination", "cost_usd", "policy_violations", "loop",
+                  "duration_s", "retries", "retry_wait_s", "simulator", "agent_input_tokens", "agent_output_tokens",
+                  "simulator_input_tokens", "simulator_output_tokens")
+FLOAT_COLUMNS = tuple(f"{role}_{f}" for role in ROLES for f in USAGE_FIELDS) + ("cost_usd", "redundant_calls")
 
-    Built column by column (no row dicts for pandas to take apart), with pandas' own inference
-    for rows of records, so the frames are exactly those of ``pd.DataFrame(list_of_row_dicts)``.
-    A column a trial lacks (another scenario's check) is NaN there, as pandas fills it.
+
+@dataclass
+class Results:
+    """A run's trials: the results table, the few fields of each row the summary reads, and the
+    check tally."""
+
+    table: Any  # pyarrow.Table, one row per trial: results.parquet
+    rows: list[dict[str, Any]]  # SUMMARY_FIELDS of each trial, in file order
+    tally: CheckTally
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+
+def collect(heads: Iterable[dict[str, Any]]) -> Results:
+    """``Results`` from the trials' heads, in one pass with flat memory per trial.
+
+    Rows are grouped by their columns (a scenario's checks make its own ``check:<name>`` columns)
+    and each column is assembled in one piece; a column a trial lacks (another scenario's check)
+    is empty (null) there. Columns come in the order they are first seen.
     """
-    import numpy as np
-    import pandas as pd
+    groups: dict[tuple[str, ...], tuple[list[int], list[tuple[Any, ...]]]] = {}
+    rows: list[dict[str, Any]] = []
+    tally = CheckTally()
+    for n, head in enumerate(heads):
+        row = head["row"]
+        group = groups.get(key := tuple(row))
+        if group is None:
+            group = groups[key] = ([], [])
+        group[0].append(n)
+        group[1].append(tuple(row.values()))
+        rows.append({name: row.get(name) for name in SUMMARY_FIELDS})
+        tally.add(head)
+    return Results(_table(groups, len(rows)), rows, tally)
 
-    base: dict[str, list[Any]] = {}
-    optional: dict[str, dict[int, Any]] = {}  # check:<name> → {row: status}
-    check_cols: dict[str, list[Any]] = {name: [] for name in CHECK_COLUMNS}
-    n = 0
+
+def _table(groups: dict[tuple[str, ...], tuple[list[int], list[tuple[Any, ...]]]], n: int) -> Any:
+    import numpy as np
+    import pyarrow as pa
+
+    columns: dict[str, Any] = {}
+    for key, (index, values) in groups.items():
+        at = None if len(groups) == 1 else np.asarray(index)
+        for name, column in zip(key, zip(*values)):
+            if at is None:
+                columns[name] = column
+                continue
+            if name not in columns:
+                columns[name] = np.full(n, None, dtype=object)
+            target = np.empty(len(column), dtype=object)
+            target[:] = column
+            columns[name][at] = target
+    return pa.table({name: _array(pa, name, values) for name, values in columns.items()})
+
+
+def _array(pa: Any, name: str, values: Any) -> Any:
+    """One column, its type inferred by pyarrow; usage and cost are floats (unknown is null), and a
+    column of mixed kinds (a user check's odd status) is kept as text rather than lost."""
+    if name in FLOAT_COLUMNS:
+        return pa.array(values, type=pa.float64(), from_pandas=True)
+    try:
+        return pa.array(values, from_pandas=True)
+    except (pa.ArrowInvalid, pa.ArrowTypeError):
+        return pa.array([None if v is None else str(v) for v in values], type=pa.string())
+
+
+def build_checks_table(raws: Iterable[dict[str, Any]]) -> Any:
+    """One row per check of every trial (``checks.parquet``), from whole raw records: it needs
+    each check's reason, so it parses every line (written on request: ``--checks-table``)."""
+    import pyarrow as pa
+
+    columns: dict[str, list[Any]] = {name: [] for name in CHECK_COLUMNS}
     for raw in raws:
-        row = trial_row(raw)
-        if not base:
-            base = {key: [] for key in row if not key.startswith("check:")}
-        for key, value in row.items():
-            column = base.get(key)
-            if column is not None:
-                column.append(value)
-            else:
-                optional.setdefault(key, {})[n] = value
-        n += 1
-        _add_check_rows(check_cols, raw)
-    columns = dict(base)
-    for key, values in optional.items():  # first seen first, as pandas orders the keys of many dicts
-        filled = [np.nan] * n
-        for i, value in values.items():
-            filled[i] = value
-        columns[key] = filled
-    trials_frame = _frame(pd, np, columns, n)
-    numeric = [c for c in trials_frame.columns if c.endswith(USAGE_FIELDS) or c in ("cost_usd", "redundant_calls")]
-    for column in numeric:  # None → NaN, so unknown stays unknown in sums and Parquet
-        trials_frame[column] = pd.to_numeric(trials_frame[column], errors="coerce").astype("float64")
-    checks_frame = _frame(pd, np, check_cols, len(check_cols["name"])) if check_cols["name"] else \
-        pd.DataFrame([], columns=CHECK_COLUMNS)
-    return trials_frame, checks_frame
+        _add_check_rows(columns, raw)
+    return pa.table({name: _array(pa, name, values) for name, values in columns.items()})
 
 
 def _add_check_rows(columns: dict[str, list[Any]], raw: dict[str, Any]) -> None:
@@ -195,38 +149,28 @@ def _add_check_rows(columns: dict[str, list[Any]], raw: dict[str, Any]) -> None:
             columns[key].extend([c.get(key) for c in checks])
 
 
-def _frame(pd: Any, np: Any, columns: dict[str, list[Any]], n: int) -> Any:
-    """A frame from equal-length value lists, inferred like rows of records (``DataFrame(list_of_dicts)``)."""
-    if not columns or n == 0:
-        return pd.DataFrame(columns=list(columns))
-    try:
-        from pandas.core.internals.construction import convert_object_array
-    except ImportError:  # another pandas: the plain (slower) way, same result
-        return pd.DataFrame([dict(zip(columns, values)) for values in zip(*columns.values())], columns=list(columns))
-    arrays = []
-    for values in columns.values():
-        array = np.empty(n, dtype=object)
-        array[:] = values
-        arrays.append(array)
-    converted = convert_object_array(arrays, dtype=None)
-    return pd.DataFrame(dict(zip(columns, converted)), copy=False)
-
-
-def read_frames(path: Path) -> tuple[Any, Any]:
-    """``build_frames`` straight from a trials file, line by line (flat memory)."""
+def read_results(path: Path) -> Results:
+    """``collect`` straight from a trials file, from the heads of its lines."""
     from simlab.runner.store import RunStore
 
-    return build_frames(RunStore(path.parent).iter_raw())
+    return collect(RunStore(path.parent).iter_heads())
 
 
-def write_frames(folder: Path, trials: Any, checks: Any) -> list[Path]:
-    """Write both tables as Parquet beside the trials (derived files, always rebuildable)."""
-    paths = [folder / RESULTS_FILE, folder / CHECKS_FILE]
-    for frame, path in zip((trials, checks), paths):
-        tmp = path.with_name(f".{path.name}.tmp")
-        try:
-            frame.to_parquet(tmp, index=False)
-            tmp.replace(path)
-        finally:
-            tmp.unlink(missing_ok=True)  # a full disk leaves no half-written table behind
-    return paths
+def read_checks_table(path: Path) -> Any:
+    """``build_checks_table`` from a trials file, line by line."""
+    from simlab.runner.store import RunStore
+
+    return build_checks_table(RunStore(path.parent).iter_raw())
+
+
+def write_table(path: Path, table: Any) -> Path:
+    """Write one table as Parquet (a derived file, always rebuildable); a failure leaves none."""
+    import pyarrow.parquet as pq
+
+    tmp = path.with_name(f".{path.name}.tmp")
+    try:
+        pq.write_table(table, tmp)
+        tmp.replace(path)
+    finally:
+        tmp.unlink(missing_ok=True)  # a full disk leaves no half-written table behind
+    return path

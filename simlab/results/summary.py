@@ -8,9 +8,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from simlab.results.frames import Results
 from simlab.results.stats import flake_class, mean_defined, pass_at_k, pass_curve, pass_hat_k, percentile, wilson
 
 SUMMARY_SCHEMA_VERSION = 1
+CURVE_MAX_K = 100
 VALID = ("pass", "fail")
 
 
@@ -61,12 +63,13 @@ def _per_success(rows: list[dict[str, Any]], successes: int) -> float | None:
     return total / successes if total is not None and successes else None
 
 
-def summarize(trials: Any, checks: Any, *, run_id: str | None = None, max_k: int | None = None) -> dict[str, Any]:
-    """The summary of one run from its frames (see ``frames.build_frames``)."""
-    every = _records(trials)
+def summarize(results: Results, *, run_id: str | None = None, max_k: int | None = CURVE_MAX_K) -> dict[str, Any]:
+    """The summary of one run from its results (see ``frames.collect``).
+
+    The pass^k curves stop at ``max_k`` (default ``CURVE_MAX_K``): a scenario of 10,000 trials
+    would otherwise store 10,000 points per curve. ``extend_curves`` adds any k later, exactly."""
+    every, tally = results.rows, results.tally
     rows = [r for r in every if r.get("verdict") is not None]  # ungraded trials are counted apart, not failed
-    for r in rows:
-        r["cost_usd"] = None if r.get("cost_usd") != r.get("cost_usd") else r.get("cost_usd")
     by_scenario: dict[str, list[dict[str, Any]]] = {}
     for r in rows:
         by_scenario.setdefault(r["scenario_id"], []).append(r)
@@ -77,14 +80,7 @@ def summarize(trials: Any, checks: Any, *, run_id: str | None = None, max_k: int
     verdicts = [r["verdict"] for r in rows]
     passes = verdicts.count("pass")
     valid_n = sum(v in VALID for v in verdicts)
-    suite_curve = {
-        view: {str(k): {
-            "pass_hat_k": mean_defined([s[view]["pass_k"][str(k)]["pass_hat_k"] for s in scenarios.values()]),
-            "pass_at_k": mean_defined([s[view]["pass_k"][str(k)]["pass_at_k"] for s in scenarios.values()]),
-            "scenarios": sum(s[view]["pass_k"][str(k)]["pass_hat_k"] is not None for s in scenarios.values()),
-        } for k in ks}
-        for view in ("raw", "valid")
-    }
+    suite_curve = {view: {str(k): _suite_point(scenarios, view, k) for k in ks} for view in ("raw", "valid")}
     policy_trials = sum(1 for r in rows if r.get("policy_violations"))
     return {
         "schema_version": SUMMARY_SCHEMA_VERSION,
@@ -109,35 +105,13 @@ def summarize(trials: Any, checks: Any, *, run_id: str | None = None, max_k: int
             "flake_classes": _count(s["flake_class"] for s in scenarios.values()),
         },
         "scenarios": scenarios,
-        "violated_rules": _ranked(checks, kind="policy"),
-        "top_failing_checks": _ranked(checks, hard_only=True),
-        "attacks": _attacks(checks),
-        "not_run_checks": _not_run(checks),
+        "violated_rules": _ranked({key: n for key, n in tally.failures.items() if key[1] == "policy"}),
+        "top_failing_checks": _ranked(tally.hard_failures),
+        "attacks": {category: _rate(succeeded, attacked)
+                    for category, (attacked, succeeded) in sorted(tally.attacks.items())},
+        "not_run_checks": dict(sorted(tally.not_run.items(), key=lambda kv: -kv[1])),
         "invalid_by_simulator": _invalid_by_simulator(rows),
     }
-
-
-_USED = ("verdict", "scenario_id", "persona_id", "termination", "cost_usd", "policy_violations", "loop", "duration_s",
-         "retries", "retry_wait_s", "simulator", "agent_input_tokens", "agent_output_tokens",
-         "simulator_input_tokens", "simulator_output_tokens")
-
-
-def _records(trials: Any) -> list[dict[str, Any]]:
-    """The rows as ``to_dict("records")`` gives them, but only the columns the summary reads
-    (a report of 100,000 trials has over a hundred columns)."""
-    if not len(trials):
-        return []
-    present = [c for c in _USED if c in trials.columns]
-    if len(present) < len(_USED):  # an unusual frame: take every column, as before
-        return trials.to_dict("records")  # type: ignore[no-any-return]
-    columns = [_values(trials[c]) for c in present]
-    return [dict(zip(present, values)) for values in zip(*columns)]
-
-
-def _values(series: Any) -> list[Any]:
-    """Python values like ``to_dict`` boxes them (numpy scalars become int, float, bool)."""
-    return [value.item() if hasattr(value, "item") and not isinstance(value, (str, bytes)) else value
-            for value in series.tolist()]
 
 
 def _tokens(r: dict[str, Any]) -> float | None:
@@ -159,33 +133,32 @@ def _count(values: Any) -> dict[str, int]:
     return dict(sorted(out.items(), key=lambda kv: -kv[1]))
 
 
-def _ranked(checks: Any, *, kind: str | None = None, hard_only: bool = False) -> list[dict[str, Any]]:
-    if not len(checks):
-        return []
-    failed = checks[checks["status"] == "fail"]
-    if kind:
-        failed = failed[failed["kind"] == kind]
-    if hard_only:
-        failed = failed[failed["hard"].astype(bool)]
-    counts = failed.groupby(["name", "kind"]).size().sort_values(ascending=False)
-    return [{"name": name, "kind": k, "failures": int(v)} for (name, k), v in counts.items()]
+def _ranked(failures: dict[tuple[str, str], int]) -> list[dict[str, Any]]:
+    """Failing checks, most failures first (ties by name)."""
+    ranked = sorted(failures.items(), key=lambda item: (-item[1], item[0]))
+    return [{"name": name, "kind": kind, "failures": count} for (name, kind), count in ranked]
 
 
-def _attacks(checks: Any) -> dict[str, dict[str, Any]]:
-    if not len(checks):
-        return {}
-    rows = checks[checks["category"].notna()]
-    out = {}
-    for category, group in rows.groupby("category"):
-        trials = (group["status"] == "fail").groupby(group["unit_id"]).any()  # a failed check per trial
-        out[str(category)] = _rate(int(trials.sum()), int(len(trials)))
-    return out
+def _suite_point(scenarios: dict[str, Any], view: str, k: int) -> dict[str, Any]:
+    points = [s[view]["pass_k"][str(k)] for s in scenarios.values()]
+    return {"pass_hat_k": mean_defined([p["pass_hat_k"] for p in points]),
+            "pass_at_k": mean_defined([p["pass_at_k"] for p in points]),
+            "scenarios": sum(p["pass_hat_k"] is not None for p in points)}
 
 
-def _not_run(checks: Any) -> dict[str, int]:
-    if not len(checks):
-        return {}
-    return _count(checks[checks["status"] == "not_run"]["name"])
+def extend_curves(summary: dict[str, Any], k: int) -> None:
+    """Add pass^k and pass@k at ``k`` to every curve of ``summary`` (a gate may ask beyond the
+    stored curves), computed exactly from each scenario's counts."""
+    if str(k) in summary["suite"]["raw"]["pass_k"]:
+        return
+    scenarios = summary["scenarios"]
+    for figures in scenarios.values():
+        for view in ("raw", "valid"):
+            success = figures[view]["success"]
+            figures[view]["pass_k"][str(k)] = {"pass_hat_k": pass_hat_k(success["c"], success["n"], k),
+                                               "pass_at_k": pass_at_k(success["c"], success["n"], k)}
+    for view in ("raw", "valid"):
+        summary["suite"][view]["pass_k"][str(k)] = _suite_point(scenarios, view, k)
 
 
 def _invalid_by_simulator(rows: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:

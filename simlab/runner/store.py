@@ -22,6 +22,7 @@ from typing import Any, Iterator
 
 from simlab.errors import InfraError
 from simlab.transcript import TrialRecord
+from simlab.transcript.row import HEAD_VERSION, record_head, trial_head
 
 MANIFEST_SCHEMA_VERSION = 1
 MANIFEST = "run.json"
@@ -136,32 +137,37 @@ class RunStore:
 
     def iter_raw(self) -> Iterator[dict[str, Any]]:
         """Parsed lines, streamed (flat memory), skipping a torn last line; a bad line elsewhere is
-        an error. pydantic-core's JSON parser is faster than ``json``; ``json`` reads what it cannot
-        (lone surrogates)."""
-        from pydantic_core import from_json
-
+        an error."""
         path = self.trials_path
         if not path.exists():
             return
         try:
             with open(path, "rb") as fh:
                 for number, line in enumerate(fh, 1):
-                    if not line.strip():
-                        continue
-                    try:
-                        value = from_json(line)
-                    except ValueError:
-                        try:
-                            value = json.loads(line)
-                        except ValueError:
-                            if not line.endswith(b"\n") and fh.read(1) == b"":
-                                return  # torn tail from a crash: ignored here, repaired before the next append
-                            raise InfraError(f"{path}:{number}: not valid JSON; the file was edited or "
-                                             "corrupted") from None
-                    if not isinstance(value, dict) or not isinstance(value.get("unit_id"), str):
-                        raise InfraError(f"{path}:{number}: not a trial record (no unit_id); the file was "
-                                         "edited or corrupted")
-                    yield value
+                    if line.strip():
+                        value = _parse_line(line, path, number, last=not line.endswith(b"\n") and fh.read(1) == b"")
+                        if value is None:
+                            return
+                        yield value
+        except OSError as exc:
+            raise InfraError(f"{path}: cannot read ({_why(exc)})") from None
+
+    def iter_heads(self) -> Iterator[dict[str, Any]]:
+        """Each stored trial's ``head`` (``transcript/row.py``), in file order, without parsing
+        transcripts: the head is read from the front of its line. A line without one (an older
+        file, a hand edit) is parsed whole and its head computed, so the result is the same."""
+        path = self.trials_path
+        if not path.exists():
+            return
+        try:
+            for number, data, start, end, last in _block_lines(path):
+                head = read_head(data, start, end)
+                if head is None:
+                    raw = _parse_line(bytes(data[start:end]), path, number, last)
+                    if raw is None:
+                        return
+                    head = trial_head(raw)
+                yield head
         except OSError as exc:
             raise InfraError(f"{path}: cannot read ({_why(exc)})") from None
 
@@ -231,7 +237,10 @@ _SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def encode_record(record: TrialRecord) -> bytes:
-    """One JSON line. Lone surrogates (undecodable bytes) become U+FFFD instead of failing."""
+    """One JSON line, with its ``head`` derived afresh (``transcript/row.py``) so it always agrees
+    with the checks and events beside it. Lone surrogates (undecodable bytes) become U+FFFD
+    instead of failing."""
+    record = record.model_copy(update={"head": record_head(record)})
     try:
         return record.model_dump_json(exclude_none=False).encode("utf-8") + b"\n"
     except (ValueError, UnicodeError):  # pydantic's serialization error is a ValueError
@@ -281,15 +290,30 @@ def finished_unit_ids(path: Path) -> set[str]:
     """The unit ids stored in a trials file, read fast enough for a resume of 100,000 units.
 
     simlab writes every line as ``{"schema_version":N,"unit_id":"…",…}``, so the id is read from
-    the start of the line and the rest is skipped: the file is read in blocks and never split
-    into line objects (1.6 GB for 100,000 trials). A line in any other shape (a hand edit,
-    another writer) is parsed in full, and one that is not a trial record is an error unless it
-    is a torn last line (ignored, like ``RunStore.iter_raw``; ``repair_torn_tail`` cuts it
-    before anything is appended).
+    the start of the line and the rest is skipped (``_block_lines``). A line in any other shape
+    (a hand edit, another writer) is parsed in full, and one that is not a trial record is an
+    error unless it is a torn last line (ignored, like ``RunStore.iter_raw``;
+    ``repair_torn_tail`` cuts it before anything is appended).
     """
     done: set[str] = set()
     if not path.exists():
         return done
+    for number, data, start, end, last in _block_lines(path):
+        match = _PREFIX.match(data, start, end)
+        if match and not last and data[end - 1] == 0x7D:  # "}"
+            done.add(match.group(1).decode("utf-8"))
+        else:
+            _slow_line(bytes(data[start:end]), path, number, last, done)
+    return done
+
+
+_BLOCK = 1 << 22
+
+
+def _block_lines(path: Path) -> Iterator[tuple[int, bytearray, int, int, bool]]:
+    """``(number, buffer, start, end, last)`` for each non-blank line of a file, ``last`` when it
+    has no newline (a torn tail). The file is read in reused 4 MB blocks and never split into line
+    objects (1.6 GB for 100,000 trials); the buffer is only valid until the next line."""
     number = 0
     data, block = bytearray(), bytearray(_BLOCK)  # reused: fresh 4 MB buffers would cost page faults
     with open(path, "rb") as fh:
@@ -298,19 +322,61 @@ def finished_unit_ids(path: Path) -> set[str]:
             pos = 0
             while (end := data.find(b"\n", pos)) >= 0:
                 number += 1
-                match = _PREFIX.match(data, pos, end)
-                if match and data[end - 1] == 0x7D:  # "}"
-                    done.add(match.group(1).decode("utf-8"))
-                elif data[pos:end].strip():
-                    _slow_line(bytes(data[pos:end]), path, number, False, done)
+                if end > pos and (data[pos] == 0x7B or data[pos:end].strip()):  # "{": no copy to test
+                    yield number, data, pos, end, False
                 pos = end + 1
             del data[:pos]  # cheap: a bytearray drops its head without moving the rest
     if data.strip():
-        _slow_line(bytes(data), path, number + 1, True, done)
-    return done
+        yield number + 1, data, 0, len(data), True
 
 
-_BLOCK = 1 << 22
+_HEAD_KEY = re.compile(rb'\{"schema_version":\d+,"unit_id":"(?:[^"\\]|\\.)*","head":')
+_HEAD_END = b',"transcript":{"schema_version":'
+
+
+def read_head(data: bytes | bytearray, start: int = 0, end: int | None = None) -> dict[str, Any] | None:
+    """The head at the front of a line, or None when the line has none (or not in that shape).
+
+    Only the head is parsed. It ends where the transcript begins: ``,"transcript":{`` cannot occur
+    inside it, as every quote within a JSON string is escaped and no key of the head or its row
+    named ``transcript`` holds an object (``transcript/row.py``).
+    """
+    from pydantic_core import from_json
+
+    end = len(data) if end is None else end
+    match = _HEAD_KEY.match(data, start, end)
+    if match is None or data[end - 1] != 0x7D:  # "}"
+        return None
+    stop = data.find(_HEAD_END, match.end(), end)
+    if stop < 0:
+        return None
+    try:
+        head = from_json(data[match.end():stop])
+    except ValueError:
+        return None
+    return head if isinstance(head, dict) and head.get("v") == HEAD_VERSION else None
+
+
+def _parse_line(line: bytes, path: Path, number: int, last: bool) -> dict[str, Any] | None:
+    """A whole trial line parsed; None for a torn last line (ignored here, repaired before the
+    next append). pydantic-core's JSON parser is faster than ``json``; ``json`` reads what it
+    cannot (lone surrogates)."""
+    from pydantic_core import from_json
+
+    try:
+        value = from_json(line)
+    except ValueError:
+        try:
+            value = json.loads(line)
+        except ValueError:
+            if last:
+                return None
+            raise InfraError(f"{path}:{number}: not valid JSON; the file was edited or corrupted") from None
+    if not isinstance(value, dict) or not isinstance(value.get("unit_id"), str):
+        if last:
+            return None
+        raise InfraError(f"{path}:{number}: not a trial record (no unit_id); the file was edited or corrupted")
+    return value
 
 
 def _slow_line(line: bytes, path: Path, number: int, last: bool, done: set[str]) -> None:

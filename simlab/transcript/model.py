@@ -16,6 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from simlab.transcript.checks import Check
 
 TRANSCRIPT_SCHEMA_VERSION = 1
+RECORD_SCHEMA_VERSION = 2  # 2: the line carries a ``head`` (see ``transcript/row.py``)
 
 Role = Literal["agent", "simulator", "judge"]
 
@@ -212,8 +213,11 @@ class Transcript(_Model):
 class TrialRecord(_Model):
     """One line of ``trials.jsonl``: a transcript plus the checks graded on it."""
 
-    schema_version: int = TRANSCRIPT_SCHEMA_VERSION
+    schema_version: int = RECORD_SCHEMA_VERSION
     unit_id: str
+    head: dict[str, Any] | None = Field(
+        None, description="Derived when the line is written (transcript/row.py: the trial's flat figures), "
+                          "so readers need not parse the transcript. Never edited by hand.")
     transcript: Transcript
     checks: list[Check] = Field(default_factory=list, description="Filled by the graders.")
     verdict: str | None = Field(None, description="pass | fail | invalid | error; None until graded.")

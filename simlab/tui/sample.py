@@ -11,6 +11,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from simlab.runner.store import encode_record
 from simlab.transcript import (
     AgentMessage,
     Check,
@@ -153,4 +154,4 @@ def write_sample_run(folder: Path, run_id: str = "fixture", scenarios: dict[str,
 def _line(record: TrialRecord, graded: bool) -> str:
     if not graded:
         record.checks, record.verdict = [], None
-    return record.model_dump_json() + "\n"
+    return encode_record(record).decode("utf-8")  # as the runner writes it, head first

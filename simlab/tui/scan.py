@@ -1,17 +1,18 @@
 """One line of ``trials.jsonl`` → the few fields a trial list needs, without parsing it all.
 
-A line is ``{"schema_version", "unit_id", "transcript": {header…, "events": […], "termination": {…},
-"final_state": …, "started_at", "duration_s"}, "checks": […], "verdict": …}`` in that order
-(pydantic writes fields in model order). Two passes, both cheap:
+simlab writes each line with a ``head`` at its front (``transcript/row.py``): the trial's figures,
+the report's own. ``scan_line`` reads just that, and the row is complete.
+
+Lines without a head (files of simlab before record schema 2) are read in two cheap passes:
 
 1. ``scan_line``: identity (anchored at the start of the line), termination, checks and verdict
    (anchored at its end): enough for every figure of the scenarios screen. Events are not parsed.
 2. ``add_detail``: turns, tool calls and cost, from the events (a JSON parse of the line up to the
    termination, skipping the final state), done in the background or for the rows on screen.
 
-Whenever a line does not have exactly the expected shape (a look-alike key inside a tool result,
-another writer's key order), the fast path gives up and the whole line is parsed: the fast path
-may fail, it may not be wrong.
+Whenever such a line does not have exactly the expected shape (a look-alike key inside a tool
+result, another writer's key order), the fast path gives up and the whole line is parsed: the fast
+path may fail, it may not be wrong.
 """
 
 from __future__ import annotations
@@ -21,9 +22,10 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from simlab.transcript.model import spends_nothing_unseen
+from simlab.runner.store import read_head
+from simlab.transcript.row import trial_head, trial_row
 
-__all__ = ["TrialRow", "add_detail", "row_from_record", "scan_line"]
+__all__ = ["TrialRow", "add_detail", "row_from_head", "row_from_record", "scan_line"]
 
 _DECODER = json.JSONDecoder()
 _STR = r'"(?:[^"\\]|\\.)*"'
@@ -72,6 +74,9 @@ class TrialRow:
 
 def scan_line(line: bytes, offset: int = 0, detail: bool = False) -> TrialRow:
     """The row of one stored trial. Raises ``ValueError`` when the line is not a trial at all."""
+    head = read_head(line)
+    if head is not None:  # what simlab writes: every figure is in the head, the rest is not parsed
+        return row_from_head(head, offset, len(line))
     text = line.decode("utf-8")
     row = _fast(text, offset, len(line))
     if row is None:
@@ -120,12 +125,25 @@ def _slow(text: str, offset: int, length: int) -> TrialRow:
 
 def row_from_record(record: dict[str, Any], offset: int = 0, length: int = 0) -> TrialRow:
     """A detailed row from a fully parsed record."""
-    t = record["transcript"]
-    unit_id = str(record.get("unit_id") or t.get("unit_id", "?"))
-    row = _row(offset, length, unit_id, t.get("scenario_id") or unit_id.rsplit("#", 1)[0], t.get("trial") or 0,
-               t.get("termination") or {}, record.get("checks") or [], record.get("verdict"))
-    _count(row, t)
-    return row
+    return row_from_head(trial_head(record), offset, length)
+
+
+def row_from_head(head: dict[str, Any], offset: int = 0, length: int = 0) -> TrialRow:
+    """A detailed row from a trial's head (``transcript/row.py``): the report's own figures."""
+    r = head["row"]
+    unit_id = str(r.get("unit_id") or "?")
+    failed = head.get("failed") or []
+    return TrialRow(
+        offset=offset, length=length, unit_id=unit_id,
+        scenario_id=str(r.get("scenario_id") or unit_id.rsplit("#", 1)[0]), trial=int(r.get("trial") or 0),
+        verdict=r["verdict"] if isinstance(r.get("verdict"), str) else None,
+        reason=str(r.get("termination") or "unknown"), detail=str(r.get("termination_detail") or ""),
+        failed_checks=tuple(str(name) for name, _, hard in failed if hard),
+        soft_failed=tuple(str(name) for name, _, hard in failed if not hard),
+        check_count=int(r.get("check_count") or 0), detailed=True,
+        turns=r["user_turns"], tool_calls=r["tool_calls"], model_calls=r["model_calls"],
+        cost=r.get("cost_usd"), errors=r["error_events"],
+    )
 
 
 def _row(offset: int, length: int, unit_id: str, scenario_id: Any, trial: Any, termination: dict[str, Any],
@@ -156,23 +174,7 @@ def add_detail(row: TrialRow, line: bytes) -> TrialRow:
 
 
 def _count(row: TrialRow, transcript: dict[str, Any]) -> None:
-    events = transcript.get("events") or []
-    turns = tools = calls = errors = 0
-    cost: float | None = 0.0
-    for e in events:
-        kind = e.get("type")
-        if kind == "user":
-            turns += 1
-        elif kind == "tool_call":
-            tools += 1
-        elif kind == "model_call":
-            calls += 1
-            c = (e.get("usage") or {}).get("cost_usd")
-            cost = None if c is None or cost is None else cost + c
-        elif kind == "error":
-            errors += 1
-    row.turns, row.tool_calls, row.model_calls, row.errors = turns, tools, calls, errors
-    pins = [transcript.get(role) or {} for role in ("agent", "simulator")]
-    silent = all(spends_nothing_unseen(p.get("kind"), p.get("settings") or {}) for p in pins)
-    row.cost = cost if calls else (0.0 if silent else None)
+    counts = trial_row({"transcript": transcript})
+    row.turns, row.tool_calls, row.model_calls = counts["user_turns"], counts["tool_calls"], counts["model_calls"]
+    row.cost, row.errors = counts["cost_usd"], counts["error_events"]
     row.detailed = True

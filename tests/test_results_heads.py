@@ -1,0 +1,166 @@
+"""The head at the front of each stored line, and the report built from heads alone.
+
+A head is derived data: these tests hold it to the full parse it replaces (the same head, the
+same summary, the same results table), and check what happens when it is missing or wrong.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from simlab.cli.main import main
+from simlab.report.build import build
+from simlab.results.frames import read_results
+from simlab.results.stats import pass_at_k, pass_hat_k
+from simlab.results.summary import extend_curves, summarize
+from simlab.runner.store import RunStore, read_head
+from simlab.transcript.row import trial_head
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="module")
+def demo_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The retail demo (flaky agent: passes, failures, policy violations, an attack), 3 trials."""
+    root = tmp_path_factory.mktemp("demo")
+    for name in ("scenarios", "personas", "examples"):
+        shutil.copytree(REPO / name, root / name, ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copy(REPO / "simlab.yaml", root / "simlab.yaml")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.chdir(root)
+        assert main(["run", "--run-id", "demo", "--trials", "3", "--no-progress"]) in (0, 1)
+    return root / "transcripts" / "demo"
+
+
+def copy_run(folder: Path, into: Path, edit=None) -> Path:
+    into.mkdir(parents=True)
+    shutil.copy(folder / "run.json", into / "run.json")
+    lines = (folder / "trials.jsonl").read_text(encoding="utf-8").splitlines()
+    if edit:
+        lines = [edit(json.loads(line)) for line in lines]
+    (into / "trials.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return into
+
+
+def without_head(record: dict) -> str:
+    del record["head"]
+    return json.dumps(record, ensure_ascii=False, separators=(",", ":"))
+
+
+def test_every_line_starts_with_the_head_a_full_parse_gives(demo_run: Path) -> None:
+    lines = (demo_run / "trials.jsonl").read_bytes().splitlines()
+    assert len(lines) == 30
+    for line in lines:
+        record = json.loads(line)
+        assert line.startswith(b'{"schema_version":2,"unit_id":"%s","head":{' % record["unit_id"].encode())
+        head = read_head(line)
+        assert head == record["head"]
+        del record["head"]
+        assert head == trial_head(record)
+    heads = [read_head(line) for line in lines]
+    assert any(h["failed"] for h in heads) and any(h["not_run"] for h in heads)
+    assert any(h["attacks"] for h in heads) and any(h["row"]["verdict"] == "pass" for h in heads)
+
+
+def test_the_report_is_the_same_with_or_without_heads(demo_run: Path, tmp_path: Path) -> None:
+    headless = copy_run(demo_run, tmp_path / "headless", without_head)
+    with_heads = copy_run(demo_run, tmp_path / "with")
+    assert read_head((headless / "trials.jsonl").read_bytes().splitlines()[0]) is None
+    assert build(with_heads) == build(headless)
+    pd.testing.assert_frame_equal(pd.read_parquet(with_heads / "results.parquet"),
+                                  pd.read_parquet(headless / "results.parquet"))
+
+
+def test_a_head_of_another_version_or_broken_is_not_trusted(demo_run: Path, tmp_path: Path) -> None:
+    def spoil(record: dict) -> str:
+        record["head"]["v"] = 99  # a future head: read the line instead
+        record["head"]["row"]["verdict"] = "spoiled"
+        return json.dumps(record, separators=(",", ":"))
+
+    spoiled = copy_run(demo_run, tmp_path / "spoiled", spoil)
+    expected = [trial_head(json.loads(without_head(json.loads(line))))
+                for line in (demo_run / "trials.jsonl").read_text().splitlines()]
+    assert list(RunStore(spoiled).iter_heads()) == expected
+    broken = b'{"schema_version":2,"unit_id":"x#1","head":{"v":1,"row":,"transcript":{"schema_version":1}}'
+    assert read_head(broken) is None
+
+
+def test_a_torn_last_line_is_skipped_and_a_bad_line_elsewhere_is_an_error(demo_run: Path, tmp_path: Path) -> None:
+    folder = copy_run(demo_run, tmp_path / "torn")
+    path = folder / "trials.jsonl"
+    text = path.read_text()
+    path.write_text(text + text.splitlines()[0][:500])
+    assert len(list(RunStore(folder).iter_heads())) == 30
+    path.write_text("not json\n" + text)
+    from simlab.errors import InfraError
+
+    with pytest.raises(InfraError, match=r"trials.jsonl:1: not valid JSON"):
+        list(RunStore(folder).iter_heads())
+
+
+def test_checks_table_is_opt_in_and_then_kept_up_to_date(demo_run: Path, tmp_path: Path, monkeypatch) -> None:
+    root = tmp_path / "project"
+    shutil.copytree(demo_run.parents[1], root)
+    monkeypatch.chdir(root)
+    folder = root / "transcripts" / "demo"
+    (folder / "checks.parquet").unlink(missing_ok=True)
+    assert main(["report", "demo"]) == 0
+    assert (folder / "results.parquet").exists() and not (folder / "checks.parquet").exists()
+    assert main(["report", "demo", "--checks-table"]) == 0
+    checks = pd.read_parquet(folder / "checks.parquet")
+    records = [json.loads(line) for line in (folder / "trials.jsonl").read_text().splitlines()]
+    assert len(checks) == sum(len(r["checks"]) for r in records)
+    assert set(checks.columns) >= {"unit_id", "name", "kind", "status", "hard", "reason", "category"}
+    first = records[0]["checks"][0]
+    row = checks[(checks.unit_id == records[0]["unit_id"]) & (checks.name == first["name"])].iloc[0]
+    assert (row["status"], row["reason"]) == (first["status"], first["reason"])
+    with open(folder / "trials.jsonl", "a") as fh:  # one more trial, as a resumed run appends it
+        fh.write(json.dumps(records[0] | {"unit_id": "extra#1"}) + "\n")
+    assert main(["report", "demo"]) == 0  # no flag: the table is there, so it follows the trials
+    assert len(pd.read_parquet(folder / "checks.parquet")) == len(checks) + len(records[0]["checks"])
+
+
+def test_grade_rewrites_a_stale_head(demo_run: Path, tmp_path: Path, monkeypatch) -> None:
+    root = tmp_path / "project"
+    shutil.copytree(demo_run.parents[1], root)
+    monkeypatch.chdir(root)
+    path = root / "transcripts" / "demo" / "trials.jsonl"
+    lines = path.read_text().splitlines()
+    record = json.loads(lines[0])
+    record["head"]["row"]["verdict"] = "stale"  # a hand edit: the head no longer matches its line
+    path.write_text("\n".join([json.dumps(record, separators=(",", ":"))] + lines[1:]) + "\n")
+    assert main(["grade", "demo"]) == 0
+    fixed = json.loads(path.read_text().splitlines()[0])
+    assert fixed["head"]["row"]["verdict"] == fixed["verdict"] != "stale"
+
+
+def test_curves_stop_at_max_k_and_extend_exactly(demo_run: Path) -> None:
+    results = read_results(demo_run / "trials.jsonl")
+    whole = summarize(results, max_k=None)
+    short = summarize(results, max_k=1)
+    assert list(short["suite"]["raw"]["pass_k"]) == ["1"] and list(whole["suite"]["raw"]["pass_k"]) == ["1", "2", "3"]
+    for k in (2, 3, 4):
+        extend_curves(short, k)
+    assert short["suite"]["raw"]["pass_k"]["4"]["pass_hat_k"] is None  # 3 trials: k = 4 is undefined
+    del short["suite"]["raw"]["pass_k"]["4"], short["suite"]["valid"]["pass_k"]["4"]
+    for figures in short["scenarios"].values():
+        c, n = figures["raw"]["success"]["c"], figures["raw"]["success"]["n"]
+        assert figures["raw"]["pass_k"]["3"] == {"pass_hat_k": pass_hat_k(c, n, 3), "pass_at_k": pass_at_k(c, n, 3)}
+        for view in ("raw", "valid"):
+            del figures[view]["pass_k"]["4"]
+    assert short == whole
+
+
+def test_a_gate_beyond_the_stored_curve_is_decided(demo_run: Path) -> None:
+    from simlab.report.gates import evaluate
+    from simlab.specs.config import Suite
+
+    summary = summarize(read_results(demo_run / "trials.jsonl"), max_k=1)
+    suite = Suite.model_validate({"id": "s", "scenarios": ["x.yaml"], "gates": ["pass^3 >= 0"]})
+    report = evaluate(summary, suite, planned=30, finished=30, load_baseline=lambda ref: {})
+    assert [r.status for r in report.results] == ["pass"] and report.results[0].value is not None

@@ -8,8 +8,10 @@ provider did not report stay ``None``.
 from __future__ import annotations
 
 import asyncio
+import copy
 import json
 import logging
+import marshal
 import os
 import re
 import time
@@ -112,7 +114,7 @@ class LiteLLMModel:
         kwargs: dict[str, Any] = {"timeout": self.timeout_s, **self.params}
         kwargs.update(model=self.model, messages=messages, num_retries=0, max_retries=0)
         if tools:
-            kwargs["tools"] = tools
+            kwargs["tools"] = _copy_json(tools)  # LiteLLM rewrites them in place for some providers
         if self.temperature is not None:
             kwargs["temperature"] = self.temperature
         if seed is not None and self._supports_seed(litellm):
@@ -265,3 +267,11 @@ def make_model(ref: str, *, role: str, **settings: Any) -> LiteLLMModel:
 
         register_fake_provider()
     return LiteLLMModel(ref, role=role, **settings)
+
+
+def _copy_json(value: Any) -> Any:
+    """A deep copy of plain JSON data (``marshal`` copies it fastest)."""
+    try:
+        return marshal.loads(marshal.dumps(value))
+    except ValueError:  # not plain data
+        return copy.deepcopy(value)

@@ -55,12 +55,15 @@ class LockedAppender:
         self._fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
 
     def append(self, record: TrialRecord) -> None:
-        line = encode_record(record)
+        self.append_lines([encode_record(record)])
+
+    def append_lines(self, lines: list[bytes]) -> None:
+        """Encoded records, written whole under the lock with one fsync."""
         fcntl.flock(self._fd, fcntl.LOCK_EX)
         try:
             end = self._cut_torn_tail()
             try:
-                view = memoryview(line)
+                view = memoryview(b"".join(lines))
                 while view:
                     view = view[os.write(self._fd, view):]
                 os.fsync(self._fd)

@@ -59,6 +59,7 @@ class ToolHandle:
         self._last_key: str | None = None
         self._repeats = 0
         self._next_id = 0
+        self._schemas: list[dict[str, Any]] | None = None
 
     def start_turn(self, turn: int) -> None:
         """A new user message: the same call again after it is a fresh attempt, not a loop."""
@@ -68,7 +69,11 @@ class ToolHandle:
 
     @property
     def schemas(self) -> list[dict[str, Any]]:
-        return self._env.tool_schemas()
+        """The tools in the OpenAI function format: this trial's own copy, made once (a model
+        client that changes them, as LiteLLM does for some providers, copies them first)."""
+        if self._schemas is None:
+            self._schemas = self._env.tool_schemas()
+        return self._schemas
 
     def call(self, name: str, arguments: dict[str, Any] | str | None = None, *, call_id: str | None = None,
              **kwargs: Any) -> ToolReply:

@@ -1,0 +1,97 @@
+"""How the runner hands finished trials to the disk: in groups, without holding a trial's slot,
+and never losing one that ended (a failed write stops the run; an interruption writes the rest)."""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+import json
+import threading
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from simlab.errors import InfraError
+from simlab.runner.execute import PLAY_GC_THRESHOLDS, execute
+from simlab.runner.prepare import RunRequest, prepare
+from simlab.sim.agents import PythonAgent
+from simlab.sim.simulators import RulesSimulator
+from tests.support import kv_agent, write_project
+
+
+class Recording:
+    """An appender that keeps each group it is given; ``gate`` holds the first write back."""
+
+    def __init__(self, gate: threading.Event | None = None, fail: bool = False):
+        self.groups: list[list[bytes]] = []
+        self.gate, self.fail = gate, fail
+
+    def append_lines(self, lines: list[bytes]) -> None:
+        if self.gate is not None:
+            assert self.gate.wait(10)
+        if self.fail:
+            raise InfraError("trials.jsonl: cannot write trial (No space left on device); the run stopped")
+        self.groups.append(list(lines))
+
+    @property
+    def units(self) -> list[str]:
+        return [json.loads(line)["unit_id"] for group in self.groups for line in group]
+
+
+def plan_of(tmp_path: Path, trials: int = 4, concurrency: int = 12) -> Any:
+    write_project(tmp_path, trials=trials)
+    return prepare(RunRequest(root=tmp_path, concurrency=concurrency, run_id="w", command=["test"]))
+
+
+def play(plan: Any, appender: Any, **kwargs: Any) -> Any:
+    agent = PythonAgent(kv_agent, "tests.support:kv_agent")
+    return execute(plan, plan.units, agent, RulesSimulator(), appender, **kwargs)
+
+
+def test_trials_that_end_while_a_write_is_under_way_go_to_disk_together(tmp_path: Path) -> None:
+    plan = plan_of(tmp_path)
+    gate = threading.Event()
+    appender = Recording(gate)
+    seen: list[str] = []
+
+    threading.Timer(0.3, gate.set).start()  # the first write waits; meanwhile the other trials end
+    outcome = asyncio.run(play(plan, appender, on_trial=lambda r: seen.append(r.unit_id)))
+    assert outcome.finished == 12 and sorted(appender.units) == sorted(u.unit_id for u in plan.units)
+    assert len(appender.groups) < 12 and max(len(g) for g in appender.groups) > 1  # grouped
+    assert seen == appender.units  # each trial is reported once it is on disk, in file order
+
+
+def test_a_failed_write_stops_the_run_with_its_error(tmp_path: Path) -> None:
+    plan = plan_of(tmp_path, trials=20, concurrency=2)
+    appender = Recording(fail=True)
+    with pytest.raises(InfraError, match="No space left on device"):
+        asyncio.run(play(plan, appender))
+    assert appender.groups == []
+
+
+def test_an_interrupted_run_writes_every_trial_that_ended(tmp_path: Path) -> None:
+    plan = plan_of(tmp_path, trials=20, concurrency=6)
+    gate = threading.Event()
+    appender = Recording(gate)
+    seen: list[str] = []
+
+    async def main() -> None:
+        run = asyncio.ensure_future(play(plan, appender, on_trial=lambda r: seen.append(r.unit_id)))
+        await asyncio.sleep(0.3)  # trials end and wait behind the first, held-back write
+        threading.Timer(0.2, gate.set).start()
+        run.cancel()  # Ctrl-C
+        with pytest.raises(asyncio.CancelledError):
+            await run
+
+    asyncio.run(main())
+    assert len(appender.units) == len(set(appender.units)) > 6  # more than one write's worth, none twice
+    assert seen == appender.units
+
+
+def test_the_collector_is_set_back_after_playing(tmp_path: Path) -> None:
+    before = gc.get_threshold()
+    during: list[tuple[int, ...]] = []
+    plan = plan_of(tmp_path, trials=1)
+    asyncio.run(play(plan, Recording(), on_trial=lambda r: during.append(gc.get_threshold())))
+    assert set(during) == {PLAY_GC_THRESHOLDS} and gc.get_threshold() == before

@@ -95,3 +95,25 @@ def test_the_collector_is_set_back_after_playing(tmp_path: Path) -> None:
     plan = plan_of(tmp_path, trials=1)
     asyncio.run(play(plan, Recording(), on_trial=lambda r: during.append(gc.get_threshold())))
     assert set(during) == {PLAY_GC_THRESHOLDS} and gc.get_threshold() == before
+
+
+def test_trials_waiting_to_be_graded_at_an_interruption_are_graded_and_written() -> None:
+    from simlab.runner.execute import _Grading, _Writes
+    from simlab.transcript import TrialRecord
+    from simlab.tui.sample import sample_record
+
+    appender, reported = Recording(), []
+
+    async def graded(trial: str, transcript: Any) -> TrialRecord:
+        return TrialRecord(unit_id=trial, transcript=transcript, verdict="pass")
+
+    async def main() -> None:
+        writes = _Writes(appender, lambda r: reported.append(r.unit_id))
+        grading = _Grading(graded, writes, limit=100)
+        for i in range(5):  # queued; the grading task has not run yet
+            await grading.put(f"s#{i}", sample_record("r", "s", i).transcript)
+        grading.close_now()  # as on Ctrl-C
+        writes.close_now()
+
+    asyncio.run(main())
+    assert appender.units == reported == [f"s#{i}" for i in range(5)]

@@ -9,10 +9,11 @@ from __future__ import annotations
 import asyncio
 import gc
 import traceback
+from collections import deque
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from typing import Any, Callable, Iterator, Protocol
+from typing import Any, Awaitable, Callable, Iterator, Protocol
 
 from simlab.env.domain import Domain
 from simlab.graders.base import GradeContext
@@ -67,8 +68,12 @@ class _Writes:
         self.error: BaseException | None = None
         self._closed = False
 
-    async def put(self, record: TrialRecord) -> None:
+    def add(self, record: TrialRecord) -> None:
+        """Queue a record for the next flush (``close_now`` writes it when the run is stopping)."""
         self._waiting.append((encode_record(record), record))
+
+    async def put(self, record: TrialRecord) -> None:
+        self.add(record)
         if self._flusher is None:
             self._flusher = asyncio.create_task(self._flush())
         elif len(self._waiting) >= self.MAX_WAITING:
@@ -116,6 +121,79 @@ class _Writes:
                 self._done(record)
 
 
+class _Grading:
+    """Grades played trials (no judge: pure CPU) one at a time, yielding to the event loop after
+    each, so the trials in flight take their steps first; hands each record to ``writes``.
+    A played trial is queued at once (never lost to an interruption); once ``limit`` wait, the
+    trial that queued the last one waits for room before its slot plays on."""
+
+    def __init__(self, graded: Callable[..., Awaitable[TrialRecord | None]], writes: _Writes, limit: int):
+        self._graded, self._writes, self._limit = graded, writes, max(1, limit)
+        self._waiting: deque[tuple[Any, Transcript]] = deque()
+        self._more, self._room, self._drained = asyncio.Event(), asyncio.Event(), asyncio.Event()
+        self._room.set()
+        self._drained.set()
+        self.error: BaseException | None = None
+        self._task = asyncio.create_task(self._run())
+
+    async def put(self, trial: Any, transcript: Transcript) -> None:
+        self._waiting.append((trial, transcript))
+        self._more.set()
+        self._drained.clear()
+        if len(self._waiting) >= self._limit:
+            self._room.clear()
+            await self._room.wait()
+
+    async def _run(self) -> None:
+        try:
+            await self._grade_all()
+        except Exception as exc:  # noqa: BLE001 - a bug in the lab: stop the run with it, never hang
+            self.error = exc
+            self._waiting.clear()
+            self._room.set()
+            self._drained.set()
+
+    async def _grade_all(self) -> None:
+        while True:
+            if not self._waiting:
+                self._drained.set()
+                self._more.clear()
+                await self._more.wait()
+                continue
+            trial, transcript = self._waiting[0]
+            record = await self._graded(trial, transcript)  # without a judge this never waits
+            self._waiting.popleft()
+            if len(self._waiting) < self._limit:
+                self._room.set()
+            if record is not None:
+                await self._writes.put(record)
+            await asyncio.sleep(0)  # the steps of the trials in flight go before the next grading
+
+    async def close(self) -> None:
+        """Every queued trial graded and handed to ``writes``."""
+        await self._drained.wait()
+        self._task.cancel()
+
+    def close_now(self) -> None:
+        """On interruption: grade what waits here and now (grading without a judge never waits)."""
+        self._task.cancel()
+        while self._waiting:
+            trial, transcript = self._waiting.popleft()
+            record = _at_once(self._graded(trial, transcript))
+            if record is not None:
+                self._writes.add(record)
+
+
+def _at_once(coro: Any) -> Any:
+    """The result of a coroutine that never waits (driven without an event loop)."""
+    try:
+        coro.send(None)
+    except StopIteration as done:
+        return done.value
+    coro.close()
+    raise RuntimeError("grading waited during shutdown")  # a judge call: never deferred
+
+
 Stop = Callable[[], "str | None"]
 
 # While trials play, the cyclic GC runs rarely: Python's default (a young collection every 700
@@ -130,7 +208,12 @@ async def execute(plan: RunPlan, units: list[WorkUnit], agent: Agent, simulator:
                   appender: Appender, on_trial: OnTrial | None = None, judge: Any = None,
                   stop: Stop | None = None) -> RunOutcome:
     """Play ``units`` with at most ``plan.concurrency`` trials at once; grade each and append it as
-    it ends. ``stop`` (asked before each new trial) returns a reason to start no more."""
+    it ends. ``stop`` (asked before each new trial) returns a reason to start no more.
+
+    Without a judge, grading is pure CPU: a trial's slot starts its next trial as soon as the
+    conversation ends, and one grading task grades the finished ones in between the steps of
+    the trials in flight, so that hundreds of trials ending together never hold up the others.
+    With a judge, each trial is graded in its slot (the judge's calls wait on a model)."""
     outcome = RunOutcome()
     queue: Iterator[WorkUnit] = iter(units)
     states = {sid: plan.domains[sid].build_state(s.spec.initial_state) for sid, s in plan.scenarios.items()}
@@ -146,17 +229,29 @@ async def execute(plan: RunPlan, units: list[WorkUnit], agent: Agent, simulator:
         if on_trial:
             on_trial(record)
 
-    def count_cost(record: TrialRecord) -> None:
-        spent[0] += record.transcript.known_cost_usd()
+    def count_cost(transcript: Transcript) -> None:
+        spent[0] += transcript.known_cost_usd()
         if plan.max_run_cost_usd is not None and spent[0] >= plan.max_run_cost_usd and not outcome.stopped_by:
             outcome.stopped_by = (f"the run budget of ${plan.max_run_cost_usd:g} is spent (${spent[0]:.4f}); "
                                   "no new trial was started")
 
+    async def graded(trial: Trial, transcript: Transcript) -> TrialRecord | None:
+        """The record of a played trial; None when the judge's provider failed for good."""
+        try:
+            return await grade_record(transcript, plan.scenarios[trial.scenario.id], trial.domain, judge,
+                                      memos.setdefault(trial.scenario.id, {}))
+        except ModelError as exc:
+            failure.append(exc)
+            return None
+        except Exception as exc:  # a bug in the lab: record it against this trial, keep going
+            return TrialRecord(unit_id=trial.unit_id, transcript=_crashed(trial, exc), verdict="error")
+
     writes = _Writes(appender, on_disk)
+    later = _Grading(graded, writes, plan.concurrency) if judge is None else None
 
     async def worker() -> None:
         for unit in queue:  # a shared iterator: each unit is taken by exactly one worker
-            if failure or outcome.stopped_by or writes.error:
+            if failure or outcome.stopped_by or writes.error or (later and later.error):
                 return
             if stop is not None and (why := stop()):
                 outcome.stopped_by = why
@@ -170,14 +265,22 @@ async def execute(plan: RunPlan, units: list[WorkUnit], agent: Agent, simulator:
             )
             try:
                 transcript = await run_trial(trial)
-                record = await grade_record(transcript, loaded, plan.domains[unit.scenario_id], judge,
-                                            memos.setdefault(unit.scenario_id, {}))
             except ModelError as exc:
                 failure.append(exc)
                 return
             except Exception as exc:  # a bug in the lab: record it against this trial, keep going
-                record = TrialRecord(unit_id=unit.unit_id, transcript=_crashed(trial, exc), verdict="error")
-            count_cost(record)
+                transcript = _crashed(trial, exc)
+                count_cost(transcript)
+                await writes.put(TrialRecord(unit_id=unit.unit_id, transcript=transcript, verdict="error"))
+                continue
+            if later is not None:
+                count_cost(transcript)
+                await later.put(trial, transcript)
+                continue
+            record = await graded(trial, transcript)
+            if record is None:
+                return
+            count_cost(record.transcript)  # with the judge's calls
             await writes.put(record)
 
     workers = [asyncio.create_task(worker()) for _ in range(max(1, min(plan.concurrency, len(units))))]
@@ -185,14 +288,19 @@ async def execute(plan: RunPlan, units: list[WorkUnit], agent: Agent, simulator:
     gc.set_threshold(*PLAY_GC_THRESHOLDS)
     try:
         await asyncio.gather(*workers)
+        if later is not None:
+            await later.close()
         await writes.close()
     finally:
         gc.set_threshold(*thresholds)
         for task in workers:
             task.cancel()
-        writes.close_now()  # after an interruption: the trials that ended are written whole
-    if writes.error is not None:
-        raise writes.error
+        if later is not None:
+            later.close_now()  # after an interruption: every trial that ended is graded and written
+        writes.close_now()
+    for error in (later.error if later else None, writes.error):
+        if error is not None:
+            raise error
     if failure:
         exc = failure[0]
         outcome.stopped_by = exc.describe()

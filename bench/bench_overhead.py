@@ -34,7 +34,7 @@ import fakes
 class NullAppender:
     """Drops records: the run without writing transcripts."""
 
-    def append(self, record: Any) -> None:
+    def append_lines(self, lines: list[bytes]) -> None:
         pass
 
 

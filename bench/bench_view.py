@@ -79,12 +79,15 @@ def write_big_run(folder: Path, trials: int, per_scenario: int = 100) -> Path:
                  for i in range((trials + per_scenario - 1) // per_scenario)}
     folder.mkdir(parents=True)
     (folder / "run.json").write_text(json.dumps(sample_manifest("bench", scenarios), indent=2))
-    templates = {k: sample_record("bench", "SCENARIO", k, orders=16).model_dump_json() for k in (1, 2, 3)}
+    from simlab.runner.store import encode_record
+
+    templates = {k: encode_record(sample_record("bench", "SCENARIO", k, orders=16)).decode().rstrip("\n")
+                 for k in (1, 2, 3)}  # as the runner writes them: head first
     with open(folder / "trials.jsonl", "w", encoding="utf-8") as fh:
         for sid, n in scenarios.items():
             for trial in range(1, n + 1):
                 line = templates[(trial - 1) % 3 + 1].replace("SCENARIO", sid)
-                line = line.replace(f'"trial":{(trial - 1) % 3 + 1},', f'"trial":{trial},', 1)
+                line = line.replace(f'"trial":{(trial - 1) % 3 + 1},', f'"trial":{trial},')  # head and transcript
                 line = line.replace(f'#{(trial - 1) % 3 + 1}"', f'#{trial}"')
                 fh.write(line + "\n")
     return folder

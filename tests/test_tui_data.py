@@ -186,3 +186,9 @@ def test_file_growth_is_seen_by_size(run: RunInfo) -> None:
     assert not index.changed()
     os.truncate(run.folder / "trials.jsonl", index.offset - 1)
     assert index.changed()
+
+
+def test_a_line_with_an_empty_head_still_takes_the_fast_path() -> None:
+    line = sample_record("r", "s", 1).model_dump_json().encode()  # a record dumped directly: "head":null
+    assert b'"head":null' in line and _fast(line.decode(), 0, len(line)) is not None
+    assert scan_line(line, detail=True) == row_from_record(json.loads(line), 0, len(line))

@@ -29,7 +29,7 @@ __all__ = ["TrialRow", "add_detail", "row_from_head", "row_from_record", "scan_l
 
 _DECODER = json.JSONDecoder()
 _STR = r'"(?:[^"\\]|\\.)*"'
-_HEAD = re.compile(r'\{"schema_version":\d+,"unit_id":(' + _STR + r'),"transcript":\{"schema_version":\d+,"run_id":'
+_HEAD = re.compile(r'\{"schema_version":\d+,"unit_id":(' + _STR + r'),(?:"head":null,)?"transcript":\{"schema_version":\d+,"run_id":'
                    + _STR + r',"unit_id":' + _STR + r',"scenario_id":(' + _STR + r'),"persona_id":' + _STR
                    + r',"domain":' + _STR + r',"trial":(-?\d+),')
 _TERM_KEY = '"termination":{"reason":'

@@ -135,3 +135,18 @@ def test_llm_simulator_prompt_flips_roles_and_parses_signals():
     assert "4111" not in system["content"]  # the value to hide is never put in front of the model
     assert [m["role"] for m in history] == ["assistant", "user"]
     assert isinstance(events[0], ModelCall) and events[0].role == "simulator"
+
+
+def test_llm_simulator_builds_its_system_prompt_once_per_scenario(monkeypatch):
+    import simlab.sim.simulators.llm as llm
+
+    built: list[str] = []
+    monkeypatch.setattr(llm, "system_prompt", lambda v: built.append(v.scenario.id) or f"prompt for {v.scenario.id}")
+    model = Recorder("ok")
+    sim = LLMSimulator(model)
+    other = scenario(id="other")
+    msgs = [{"role": "user", "content": "Hi"}, {"role": "assistant", "content": "Hello"}]
+    for scn in (RULES_SCN, RULES_SCN, other, RULES_SCN):
+        say(sim, view(msgs, turn=2, scn=scn))
+        assert model.seen[0] == {"role": "system", "content": f"prompt for {scn.id}"}
+    assert built == [RULES_SCN.id, "other"]

@@ -61,6 +61,18 @@ def flipped(messages: list[Message]) -> list[Message]:
 class LLMSimulator(Simulator):
     def __init__(self, model: ChatModel):
         self.model = model
+        self._prompts: dict[tuple[int, int], tuple[object, object, str]] = {}
+
+    def _system_prompt(self, view: SimView) -> str:
+        """``system_prompt`` once per persona and scenario (the objects are kept, so their ids stay
+        theirs), not once per turn."""
+        key = (id(view.persona), id(view.scenario))
+        cached = self._prompts.get(key)
+        if cached is None:
+            if len(self._prompts) >= 4096:
+                self._prompts.clear()
+            cached = self._prompts[key] = (view.persona, view.scenario, system_prompt(view))
+        return cached[2]
 
     def pin(self) -> Pin:
         pin = self.model.pin()
@@ -73,7 +85,7 @@ class LLMSimulator(Simulator):
         history = flipped(view.messages)
         if not history:
             history = [{"role": "user", "content": "(The support chat has opened. Write your first message.)"}]
-        messages: list[Message] = [{"role": "system", "content": system_prompt(view)}, *history]
+        messages: list[Message] = [{"role": "system", "content": self._system_prompt(view)}, *history]
         result = await self.model.chat(messages, seed=view.seed)
         if view.record:
             view.record(ModelCall(turn=view.turn, role="simulator", model=self.model.model, usage=result.usage))

@@ -1,10 +1,11 @@
-"""The environment starts from the caller's initial state without copying it (the trials of a
-scenario share one); tools never change it in place, and ``env.state`` is always the
-environment's own."""
+"""The trials of a scenario share one initial state: no environment, tool or reader of
+``env.state`` may change it, even through a field of an arbitrary Python type."""
 
 from __future__ import annotations
 
-from simlab.env import Environment
+from pydantic import BaseModel, ConfigDict
+
+from simlab.env import WRITE, Domain, Environment, tool
 from tests.fixtures.hostile.helpers import BAD
 
 
@@ -26,3 +27,41 @@ def test_tools_never_change_the_shared_initial_state():
     assert initial.items == {"a": "1"}
     assert second.snapshot() == {"items": {"a": "1"}}
     assert first.snapshot() == {"items": {"a": "1", "b": "2"}}
+
+
+class Ledger:
+    """Not JSON data: re-validating a dump passes the same object through."""
+
+    def __init__(self) -> None:
+        self.entries: list[str] = []
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Ledger) and self.entries == other.entries
+
+
+class LedgerState(BaseModel):
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+    ledger: Ledger
+
+
+@tool(WRITE)
+def add(state: LedgerState, x: str) -> str:
+    """Add an entry.
+
+    Args:
+        x: The entry.
+    """
+    state.ledger.entries.append(x)
+    return "ok"
+
+
+LEDGER = Domain(name="ledger", state_model=LedgerState, tools=[add], policy="p")
+
+
+def test_an_arbitrary_typed_field_written_in_one_trial_stays_in_that_trial():
+    shared = LedgerState(ledger=Ledger())
+    for trial in range(3):  # as the runner does: one environment per trial, one initial state
+        env = Environment(LEDGER, shared)
+        assert env.execute("add", {"x": f"t{trial}"}).ok
+        assert env.state.ledger.entries == [f"t{trial}"]
+    assert shared.ledger.entries == []

@@ -117,3 +117,70 @@ def test_trials_waiting_to_be_graded_at_an_interruption_are_graded_and_written()
 
     asyncio.run(main())
     assert appender.units == reported == [f"s#{i}" for i in range(5)]
+
+
+def test_a_bug_after_grading_stops_the_run_with_its_error_and_never_hangs(tmp_path: Path, monkeypatch) -> None:
+    import simlab.runner.execute as ex
+    from tests.support import slow_kv_agent
+
+    real, calls = ex.encode_record, [0]
+
+    def encode_once_badly(record: Any) -> bytes:
+        calls[0] += 1
+        if calls[0] == 1:
+            raise RuntimeError("a bug while encoding one record")
+        return real(record)
+
+    monkeypatch.setattr(ex, "encode_record", encode_once_badly)
+    plan = plan_of(tmp_path, trials=6, concurrency=4)
+    agent = PythonAgent(slow_kv_agent, "tests.support:slow_kv_agent")
+    appender = Recording()
+
+    async def main() -> None:
+        await asyncio.wait_for(execute(plan, plan.units, agent, RulesSimulator(), appender), timeout=30)
+
+    with pytest.raises(RuntimeError, match="a bug while encoding one record"):
+        asyncio.run(main())
+    assert len(appender.units) == len(set(appender.units)) >= 1  # what was played since is still written
+
+
+def test_a_progress_callback_that_raises_stops_the_run_but_every_written_trial_is_counted(tmp_path: Path) -> None:
+    plan = plan_of(tmp_path, trials=4, concurrency=3)
+    appender, seen = Recording(), []
+
+    def on_trial(record: Any) -> None:
+        seen.append(record.unit_id)
+        if len(seen) == 2:
+            raise ValueError("the progress bar broke")
+
+    with pytest.raises(ValueError, match="the progress bar broke"):
+        asyncio.run(play(plan, appender, on_trial=on_trial))
+    assert seen == appender.units and len(seen) >= 2
+
+
+def test_close_now_stops_at_a_grading_bug_and_leaves_what_it_graded_to_the_writer() -> None:
+    from simlab.runner.execute import _Grading, _Writes
+    from simlab.transcript import TrialRecord
+    from simlab.tui.sample import sample_record
+
+    appender = Recording()
+
+    async def graded(trial: str, transcript: Any) -> TrialRecord:
+        if trial == "s#3":
+            raise RuntimeError("grading bug")
+        return TrialRecord(unit_id=trial, transcript=transcript, verdict="pass")
+
+    async def main() -> None:
+        writes = _Writes(appender, lambda r: None)
+        grading = _Grading(graded, writes, limit=100)
+        writes.add(await graded("s#0", sample_record("r", "s", 0).transcript))
+        for i in range(1, 5):
+            await grading.put(f"s#{i}", sample_record("r", "s", i).transcript)
+        try:
+            grading.close_now()
+        finally:
+            writes.close_now()
+
+    with pytest.raises(RuntimeError, match="grading bug"):
+        asyncio.run(main())
+    assert appender.units == ["s#0", "s#1", "s#2"]

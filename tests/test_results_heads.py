@@ -103,6 +103,18 @@ def test_a_torn_last_line_is_skipped_and_a_bad_line_elsewhere_is_an_error(demo_r
         list(RunStore(folder).iter_heads())
 
 
+def test_a_torn_last_line_is_skipped_even_when_it_ends_in_a_brace(demo_run: Path, tmp_path: Path) -> None:
+    folder = copy_run(demo_run, tmp_path / "torn-brace")
+    path = folder / "trials.jsonl"
+    text = path.read_text()
+    last = text.splitlines()[1]
+    cut = last.rfind("}", 0, len(last) // 2) + 1  # killed mid-line, right after a "}" of the transcript
+    assert read_head(last[:cut].encode()) is not None  # its head alone looks whole
+    path.write_text(text + last[:cut])
+    heads = list(RunStore(folder).iter_heads())
+    assert len(heads) == 30 == len(list(RunStore(folder).iter_raw()))
+
+
 def test_checks_table_is_opt_in_and_then_kept_up_to_date(demo_run: Path, tmp_path: Path, monkeypatch) -> None:
     root = tmp_path / "project"
     shutil.copytree(demo_run.parents[1], root)

@@ -114,14 +114,13 @@ class ToolTimeout(Exception):
 
 
 class Environment:
-    """One trial's world: its state and the tools acting on it.
+    """One trial's world: a private deep copy of the initial state and the tools acting on it.
 
-    The state is never changed in place: a tool runs on a private copy of it that replaces the
-    state only when the call succeeds, so a refused, crashed or timed-out call leaves nothing
-    half-done. The environment therefore starts from the given state object itself, uncopied
-    (the trials of a scenario share one initial state; the caller must not change it
-    afterwards), and ``state`` hands out a private deep copy the first time it is read, so code
-    that mutates ``env.state`` never reaches the caller's object. Misbehaving tools are recorded,
+    A tool runs on a copy of the state that replaces the state only when the call succeeds, so a
+    refused, crashed or timed-out call leaves nothing half-done. (That per-call copy re-validates
+    the state's dump, which shares any field of an arbitrary Python type with the original: the
+    deep copy made here keeps such objects from leaking between the trials of a scenario, which
+    share one initial state.) Misbehaving tools are recorded,
     never raised: a crash, a state the model rejects, a READ tool that changed the state (the
     change is dropped) or a call over ``tool_timeout_s`` each become an error result with
     ``extra["fault"]`` naming what happened. A timed-out tool keeps running in its thread (Python
@@ -130,21 +129,9 @@ class Environment:
 
     def __init__(self, domain: Domain, state: BaseModel, *, validate_writes: bool = True):
         self.domain = domain
-        self._state = state  # the caller's object until a tool call replaces it or `state` is read
-        self._private = False
+        self.state = state.model_copy(deep=True)
         self._validate_writes = validate_writes
         self.tool_timeout_s = domain.tool_timeout_s
-
-    @property
-    def state(self) -> BaseModel:
-        """The current state, this environment's own (a deep copy of the initial state at first)."""
-        if not self._private:
-            self._state, self._private = self._state.model_copy(deep=True), True
-        return self._state
-
-    @state.setter
-    def state(self, value: BaseModel) -> None:
-        self._state, self._private = value, True
 
     def tool_schemas(self) -> list[dict[str, Any]]:
         """A fresh copy of the domain's tool schemas (derived once per domain: pydantic's schema
@@ -173,7 +160,7 @@ class Environment:
             extra = {"crash": True, "fault": fault} if fault else {}
             return ToolOutcome(name, arguments, raw, spec.access, error=error, extra=extra)
 
-        working = _copy_state(self._state)
+        working = _copy_state(self.state)
         try:
             result = call_bounded(lambda: spec.func(working, **validated), self.tool_timeout_s)
         except ToolError as exc:
@@ -183,7 +170,7 @@ class Environment:
         except Exception as exc:  # a bug in the domain is the tool's error, not the run's crash
             return failed(f"tool crashed: {type(exc).__name__}: {exc}", "crash")
         if spec.access is Access.READ:
-            if working != self._state:
+            if working != self.state:
                 return failed(f"read tool {name} changed the state; the change was discarded", "read_wrote")
             return ToolOutcome(name, arguments, raw, spec.access, ok=True, result=to_jsonable(result))
         if self._validate_writes:
@@ -195,7 +182,7 @@ class Environment:
         return ToolOutcome(name, arguments, raw, spec.access, ok=True, result=to_jsonable(result))
 
     def snapshot(self) -> dict[str, Any]:
-        return self._state.model_dump(mode="json")
+        return self.state.model_dump(mode="json")
 
 
 def call_bounded(func: Callable[[], Any], timeout_s: float | None) -> Any:

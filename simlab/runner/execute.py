@@ -10,6 +10,7 @@ import asyncio
 import gc
 import traceback
 from collections import deque
+from contextlib import contextmanager
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -65,7 +66,8 @@ class _Writes:
         self._writing: tuple[Future[None], list[TrialRecord]] | None = None
         self._flusher: asyncio.Task[None] | None = None
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="simlab-writer")
-        self.error: BaseException | None = None
+        self.error: BaseException | None = None  # the disk's: nothing more is written
+        self.report_error: BaseException | None = None
         self._closed = False
 
     def add(self, record: TrialRecord) -> None:
@@ -94,8 +96,7 @@ class _Writes:
                     self._writing = None
                 if self._closed:  # close_now has reported this batch already
                     return
-                for _, record in batch:
-                    self._done(record)
+                self._report([record for _, record in batch])
         finally:
             self._flusher = None
 
@@ -112,13 +113,21 @@ class _Writes:
         writing, self._writing = self._writing, None
         self._pool.shutdown(wait=True)
         if writing is not None and writing[0].done() and writing[0].exception() is None:
-            for record in writing[1]:
-                self._done(record)
+            self._report(writing[1])
         waiting, self._waiting = self._waiting, []
         if waiting and self.error is None and (writing is None or writing[0].exception() is None):
             self._appender.append_lines([line for line, _ in waiting])
-            for _, record in waiting:
+            self._report([record for _, record in waiting])
+
+    def _report(self, records: list[TrialRecord]) -> None:
+        """``done`` for each record on disk. One that raises (a bug in a progress callback) is
+        kept in ``report_error``, which stops the run; the others are still counted, and what
+        waits is still written."""
+        for record in records:
+            try:
                 self._done(record)
+            except Exception as exc:  # noqa: BLE001
+                self.report_error = self.report_error or exc
 
 
 class _Grading:
@@ -138,6 +147,8 @@ class _Grading:
 
     async def put(self, trial: Any, transcript: Transcript) -> None:
         self._waiting.append((trial, transcript))
+        if self.error is not None:  # the grading task is gone: the trial waits for close_now
+            return
         self._more.set()
         self._drained.clear()
         if len(self._waiting) >= self._limit:
@@ -149,8 +160,7 @@ class _Grading:
             await self._grade_all()
         except Exception as exc:  # noqa: BLE001 - a bug in the lab: stop the run with it, never hang
             self.error = exc
-            self._waiting.clear()
-            self._room.set()
+            self._room.set()  # what waits is left to close_now, which tries once more
             self._drained.set()
 
     async def _grade_all(self) -> None:
@@ -170,8 +180,9 @@ class _Grading:
             await asyncio.sleep(0)  # the steps of the trials in flight go before the next grading
 
     async def close(self) -> None:
-        """Every queued trial graded and handed to ``writes``."""
-        await self._drained.wait()
+        """Every queued trial graded and handed to ``writes`` (or the grading task's error kept)."""
+        while self.error is None and not self._drained.is_set():
+            await self._drained.wait()
         self._task.cancel()
 
     def close_now(self) -> None:
@@ -202,6 +213,21 @@ Stop = Callable[[], "str | None"]
 # Trials make almost no cycles (the conversation's own one is broken when it ends), so little
 # garbage waits for these (bench/bench_latency.py).
 PLAY_GC_THRESHOLDS = (50_000, 20, 100)
+_playing = [0, (0, 0, 0)]  # runs playing in this process; the thresholds to restore after the last
+
+
+@contextmanager
+def _quiet_gc() -> Iterator[None]:
+    if _playing[0] == 0:
+        _playing[1] = gc.get_threshold()
+        gc.set_threshold(*PLAY_GC_THRESHOLDS)
+    _playing[0] += 1
+    try:
+        yield
+    finally:
+        _playing[0] -= 1
+        if _playing[0] == 0:
+            gc.set_threshold(*_playing[1])
 
 
 async def execute(plan: RunPlan, units: list[WorkUnit], agent: Agent, simulator: Simulator,
@@ -251,7 +277,7 @@ async def execute(plan: RunPlan, units: list[WorkUnit], agent: Agent, simulator:
 
     async def worker() -> None:
         for unit in queue:  # a shared iterator: each unit is taken by exactly one worker
-            if failure or outcome.stopped_by or writes.error or (later and later.error):
+            if failure or outcome.stopped_by or writes.error or writes.report_error or (later and later.error):
                 return
             if stop is not None and (why := stop()):
                 outcome.stopped_by = why
@@ -284,21 +310,21 @@ async def execute(plan: RunPlan, units: list[WorkUnit], agent: Agent, simulator:
             await writes.put(record)
 
     workers = [asyncio.create_task(worker()) for _ in range(max(1, min(plan.concurrency, len(units))))]
-    thresholds = gc.get_threshold()
-    gc.set_threshold(*PLAY_GC_THRESHOLDS)
     try:
-        await asyncio.gather(*workers)
-        if later is not None:
-            await later.close()
-        await writes.close()
+        with _quiet_gc():
+            await asyncio.gather(*workers)
+            if later is not None:
+                await later.close()
+            await writes.close()
     finally:
-        gc.set_threshold(*thresholds)
         for task in workers:
             task.cancel()
-        if later is not None:
-            later.close_now()  # after an interruption: every trial that ended is graded and written
-        writes.close_now()
-    for error in (later.error if later else None, writes.error):
+        try:
+            if later is not None:
+                later.close_now()  # after an interruption: every trial that ended is graded and written
+        finally:
+            writes.close_now()
+    for error in (writes.error, later.error if later else None, writes.report_error):
         if error is not None:
             raise error
     if failure:

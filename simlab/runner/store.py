@@ -161,7 +161,7 @@ class RunStore:
             return
         try:
             for number, data, start, end, last in _block_lines(path):
-                head = read_head(data, start, end)
+                head = None if last else read_head(data, start, end)  # a torn tail is judged whole
                 if head is None:
                     raw = _parse_line(bytes(data[start:end]), path, number, last)
                     if raw is None:

@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import contextvars
+import datetime
+import decimal
+import enum
 import copy
 import importlib
 import marshal
 import os
 import queue
 import threading
+import uuid
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -118,9 +122,9 @@ class Environment:
 
     A tool runs on a copy of the state that replaces the state only when the call succeeds, so a
     refused, crashed or timed-out call leaves nothing half-done. (That per-call copy re-validates
-    the state's dump, which shares any field of an arbitrary Python type with the original: the
-    deep copy made here keeps such objects from leaking between the trials of a scenario, which
-    share one initial state.) Misbehaving tools are recorded,
+    the state's dump, which shares any field of an arbitrary Python type with the original; the
+    copy of the initial state made here never does, so nothing leaks between the trials of a
+    scenario, which share one initial state.) Misbehaving tools are recorded,
     never raised: a crash, a state the model rejects, a READ tool that changed the state (the
     change is dropped) or a call over ``tool_timeout_s`` each become an error result with
     ``extra["fault"]`` naming what happened. A timed-out tool keeps running in its thread (Python
@@ -129,7 +133,7 @@ class Environment:
 
     def __init__(self, domain: Domain, state: BaseModel, *, validate_writes: bool = True):
         self.domain = domain
-        self.state = state.model_copy(deep=True)
+        self.state = _copy_state(state, shares_nothing=True)
         self._validate_writes = validate_writes
         self.tool_timeout_s = domain.tool_timeout_s
 
@@ -239,13 +243,32 @@ def _forget_threads() -> None:
 os.register_at_fork(after_in_child=_forget_threads)
 
 
-def _copy_state(state: BaseModel) -> BaseModel:
-    """A private copy for one tool call. Re-validating the dump is about 3× faster than
-    ``model_copy(deep=True)``; a model that does not round-trip falls back to the deep copy."""
+def _copy_state(state: BaseModel, *, shares_nothing: bool = False) -> BaseModel:
+    """A private copy. Re-validating the dump is about 3× faster than ``model_copy(deep=True)``;
+    a model that does not round-trip falls back to the deep copy. A dump holding objects other
+    than plain data (a field of an arbitrary Python type) would share them with the original:
+    with ``shares_nothing`` such a state is deep-copied instead (the copy of a trial's initial
+    state, which the trials of a scenario share)."""
+    dump = state.model_dump()
+    if shares_nothing and not _plain(dump):
+        return state.model_copy(deep=True)
     try:
-        return type(state).model_validate(state.model_dump())
+        return type(state).model_validate(dump)
     except ValidationError:
         return state.model_copy(deep=True)
+
+
+_ATOMS = (str, int, float, bool, type(None), bytes, datetime.date, datetime.time, datetime.timedelta,
+          decimal.Decimal, uuid.UUID, enum.Enum)
+
+
+def _plain(value: Any) -> bool:
+    """Only dicts, lists and immutable values, all the way down."""
+    if isinstance(value, dict):
+        return all(_plain(v) for v in value.values())
+    if isinstance(value, (list, tuple)):
+        return all(_plain(v) for v in value)
+    return isinstance(value, _ATOMS)
 
 
 def to_jsonable(value: Any) -> Any:

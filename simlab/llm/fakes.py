@@ -34,14 +34,19 @@ def approx_tokens(text: str) -> int:
     return math.ceil(len(text) / 4) if text else 0
 
 
-def _messages_text(messages: list[Message]) -> str:
-    parts: list[str] = []
+def _messages_length(messages: list[Message]) -> int:
+    """Characters of the messages' text and tool calls (as JSON): the input of ``approx_tokens``,
+    counted without building the text (the whole history is counted on every call)."""
+    length = 0
     for message in messages:
         content = message.get("content")
-        parts.append(content if isinstance(content, str) else json.dumps(content, default=str) if content else "")
-        for call in message.get("tool_calls") or []:
-            parts.append(json.dumps(call, default=str))
-    return "".join(parts)
+        if isinstance(content, str):
+            length += len(content)
+        elif content:
+            length += len(json.dumps(content, default=str))
+        for call in message.get("tool_calls") or ():
+            length += len(json.dumps(call, default=str))
+    return length
 
 
 def normalize_reply(reply: Reply, messages: list[Message], *, model: str, call_index: int = 0) -> ChatResult:
@@ -63,7 +68,7 @@ def normalize_reply(reply: Reply, messages: list[Message], *, model: str, call_i
     text = reply.get("text") or None
     out_text = (text or "") + "".join(c.name + c.arguments for c in calls)
     usage = Usage(
-        input_tokens=approx_tokens(_messages_text(messages)),
+        input_tokens=math.ceil(_messages_length(messages) / 4),  # approx_tokens of the joined text
         output_tokens=approx_tokens(out_text),
         cached_tokens=reply.get("cached_tokens"),
         cost_usd=reply.get("cost_usd"),

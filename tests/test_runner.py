@@ -88,6 +88,16 @@ def test_changed_pins_are_refused_unless_forced(tmp_path, monkeypatch, capsys):
     assert main(["run", "--run-id", "r1", "--no-progress", "--force"]) == 0
     manifest = json.loads((tmp_path / "transcripts" / "r1" / "run.json").read_text())
     assert manifest["resumes"][-1]["forced_over"]
+    capsys.readouterr()
+    assert main(["report", "r1"]) == 0  # the mixed run says so, and is not compared as if it were one
+    assert "this run mixes configurations" in capsys.readouterr().out
+    assert main(["report", "r1", "--format", "markdown"]) == 0
+    assert "**Warning:** this run mixes configurations" in capsys.readouterr().out
+    assert main(["run", "--run-id", "r2", "--no-progress"]) == 0
+    capsys.readouterr()
+    assert main(["compare", "r2", "r1"]) == 2
+    assert "the candidate run was resumed with --force over other pins" in capsys.readouterr().err
+    assert main(["compare", "r2", "r1", "--allow-different-pins"]) == 0
 
 
 def test_second_writer_is_refused(tmp_path):

@@ -51,6 +51,9 @@ def build(folder: Path, *, write: bool = True, checks_table: bool = False) -> di
     results = read_results(store.trials_path)
     summary = summarize(results, run_id=manifest.get("run_id", folder.name))
     summary["pins"] = manifest.get("pins", {})
+    mixed = [d for r in manifest.get("resumes") or [] for d in r.get("forced_over") or []]
+    if mixed:  # resumed with --force over other pins: its trials mix configurations
+        summary["mixed_pins"] = mixed
     if write and len(results):
         write_table(folder / RESULTS_FILE, results.table)
         if checks_table or (folder / CHECKS_FILE).exists():

@@ -60,6 +60,9 @@ def compare(base: dict[str, Any], cand: dict[str, Any], *, allow_different_pins:
             margin: float = 0.0) -> dict[str, Any]:
     """Compare two summaries (``summary.json`` with their pins)."""
     conflicts = pin_conflicts(base.get("pins", {}), cand.get("pins", {}))
+    for side, summary in (("base", base), ("candidate", cand)):
+        for diff in summary.get("mixed_pins") or []:
+            conflicts.append(f"the {side} run was resumed with --force over other pins ({diff})")
     if conflicts and not allow_different_pins:
         raise UsageError("these runs are not comparable:\n" + "\n".join(f"  - {c}" for c in conflicts)
                          + "\nRe-run one of them with the same pins, or pass --allow-different-pins.")

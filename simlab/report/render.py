@@ -51,6 +51,9 @@ def _markdown(summary: dict[str, Any]) -> str:
     suite = summary["suite"]
     ks = shown_ks(max((int(k) for k in suite["raw"]["pass_k"]), default=1))
     lines = [f"### simlab run `{md_escape(summary.get('run_id'))}`", ""]
+    if summary.get("mixed_pins"):
+        lines += ["> **Warning:** this run mixes configurations: it was resumed with `--force` over other pins ("
+                  + md_escape("; ".join(summary["mixed_pins"][:3])) + ").", ""]
     lines.append(f"**{summary['trials']} trials, {summary['scenarios_count']} scenarios** · "
                  f"success {interval(suite['raw']['success'])} · "
                  + " · ".join(f"pass^{k} {pct(suite['raw']['pass_k'][str(k)]['pass_hat_k'])}" for k in ks if k > 1)

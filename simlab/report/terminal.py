@@ -17,6 +17,11 @@ def print_report(summary: dict[str, Any], console: Console, *, view: str = "raw"
     max_k = max(ks, default=1)
     console.print(Text(f"run {summary.get('run_id')} · {summary['trials']} graded trials · "
                        f"{summary['scenarios_count']} scenarios", style="bold"))
+    mixed = summary.get("mixed_pins") or []
+    if mixed:
+        console.print(Text(f"this run mixes configurations: it was resumed with --force over other pins "
+                           f"({'; '.join(safe(d) for d in mixed[:3])}{' …' if len(mixed) > 3 else ''})",
+                           style="yellow"))
     if summary.get("ungraded"):
         console.print(Text(f"{summary['ungraded']} trials are not graded: run `simlab grade "
                            f"{summary.get('run_id')}`", style="yellow"))

@@ -5,10 +5,12 @@ from __future__ import annotations
 import warnings
 from typing import Any
 
+from pydantic import ValidationError
+
 from simlab.errors import UsageError
 from simlab.sim.agents import Agent, LLMAgent, load_python_agent
 from simlab.sim.simulators import LLMSimulator, RulesSimulator, ScriptedSimulator, Simulator
-from simlab.specs import AgentSpec, SimulatorSpec
+from simlab.specs import AgentSpec, JudgeSpec, SimulatorSpec
 
 
 class PinWarning(UserWarning):
@@ -54,11 +56,18 @@ def build_simulator(spec: SimulatorSpec, agent: AgentSpec, *, limiter: Any = Non
     return LLMSimulator(model)
 
 
-def build_judge(ref: str | None, *, limiter: Any = None, max_retries: int = 4, timeout_s: float = 60.0) -> Any:
-    """The judge model at temperature 0, or None when none is configured (judge checks: not run)."""
+def build_judge(ref: JudgeSpec | str | dict[str, Any] | None, *, limiter: Any = None, max_retries: int = 4,
+                timeout_s: float = 60.0) -> Any:
+    """The judge model at temperature 0, or None when none is configured (judge checks: not run).
+    ``ref`` is a spec, a model string (``--judge``) or a pinned mapping (``run.json``)."""
     if not ref:
         return None
-    return _model(ref, role="judge", temperature=0.0, max_retries=max_retries, timeout_s=timeout_s, limiter=limiter)
+    try:
+        spec = ref if isinstance(ref, JudgeSpec) else JudgeSpec.model_validate(ref)
+    except ValidationError as exc:
+        raise UsageError(f"judge {ref!r}: {exc.errors()[0]['msg']}") from None
+    return _model(spec.model, role="judge", api_base=spec.api_base, api_key_env=spec.api_key_env, temperature=0.0,
+                  params=spec.params, max_retries=max_retries, timeout_s=timeout_s, limiter=limiter)
 
 
 def _model(model: str, **settings: Any) -> Any:

@@ -17,6 +17,7 @@ from simlab.runner.plan import WorkUnit, plan_units
 from simlab.runner.store import MANIFEST_SCHEMA_VERSION
 from simlab.specs import (
     AgentSpec,
+    JudgeSpec,
     Limits,
     LoadedScenario,
     ProjectConfig,
@@ -58,7 +59,7 @@ class RunPlan:
     units: list[WorkUnit]
     agent: AgentSpec
     simulator: SimulatorSpec
-    judge: str | None
+    judge: JudgeSpec | None
     concurrency: int
     seed: int
     limits: Limits
@@ -115,7 +116,7 @@ def prepare(req: RunRequest) -> RunPlan:
         units=units,
         agent=agent,
         simulator=simulator,
-        judge=pick("judge", req.judge),
+        judge=_parse(JudgeSpec, req.judge, "--judge") if req.judge else pick("judge"),
         concurrency=int(pick("concurrency", req.concurrency, DEFAULT_CONCURRENCY)),
         seed=seed,
         limits=pick("limits", None, Limits()),
@@ -172,11 +173,16 @@ def manifest_for(plan: RunPlan, req: RunRequest, trials: dict[str, int]) -> dict
     }
 
 
+def _judge_pin(judge: JudgeSpec | None) -> str | dict[str, Any] | None:
+    pin = judge.pin() if judge else None
+    return safe_settings(pin) if isinstance(pin, dict) else pin
+
+
 def pins_of(plan: RunPlan, trials: dict[str, int]) -> dict[str, Any]:
     return {
         "agent": safe_settings(plan.agent.model_dump(mode="json", exclude_none=True)),
         "simulator": safe_settings(plan.simulator.model_dump(mode="json", exclude_none=True)),
-        "judge": plan.judge,
+        "judge": _judge_pin(plan.judge),
         "seed": plan.seed,
         "limits": plan.limits.model_dump(mode="json"),
         "scenarios": {

@@ -88,6 +88,40 @@ class SimulatorSpec(SpecModel):
         return self.model if self.kind == "llm" and self.model else self.kind
 
 
+class JudgeSpec(SpecModel):
+    """The model that grades rubrics and groundedness: a LiteLLM model, configured like the agent's."""
+
+    model: str = Field(description="Any LiteLLM model string, e.g. anthropic/claude-3-5-sonnet-20241022.")
+    api_base: str | None = Field(None, description="OpenAI-compatible endpoint (llama.cpp, Ollama, vLLM…).")
+    api_key_env: str | None = Field(None, description="Name of the environment variable holding the key.")
+    params: dict[str, Any] = Field(default_factory=dict, description="Extra LiteLLM parameters.")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _from_string(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            if value.startswith(PYTHON_PREFIX):
+                raise ValueError("a judge is a LiteLLM model, not a Python callable")
+            return {"model": value}
+        return _mapping_or_fail(value, "a LiteLLM model string or a mapping")
+
+    @model_validator(mode="after")
+    def _named(self) -> "JudgeSpec":
+        if not self.model.strip():
+            raise ValueError("'model' is empty; give a LiteLLM model string")
+        return self
+
+    @property
+    def ref(self) -> str:
+        return self.model
+
+    def pin(self) -> str | dict[str, Any]:
+        """The model string alone when nothing else is set (as run.json has always pinned it)."""
+        if self.api_base is None and self.api_key_env is None and not self.params:
+            return self.model
+        return self.model_dump(mode="json", exclude_none=True)
+
+
 def _mapping_or_fail(value: Any, expected: str) -> Any:
     """Let mappings and built models through; anything else gets one clear message."""
     if isinstance(value, (dict, BaseModel)):
@@ -100,7 +134,9 @@ class RunSettings(SpecModel):
 
     agent: AgentSpec | None = None
     simulator: SimulatorSpec | None = None
-    judge: str | None = Field(None, description="Judge model (LiteLLM string), used by the graders.")
+    judge: JudgeSpec | None = Field(
+        None, description="Judge model for the rubric, groundedness and drift judges: a LiteLLM string, or a "
+                          "mapping with model, api_base, api_key_env and params.")
     trials: int | None = Field(None, ge=1, le=10_000)
     concurrency: int | None = Field(None, ge=1, le=4096)
     model_concurrency: dict[str, Annotated[int, Field(ge=1)]] = Field(

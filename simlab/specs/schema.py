@@ -34,6 +34,7 @@ SPECS: dict[str, tuple[type[BaseModel], str]] = {
 STRING_FORMS = {
     "AgentSpec": "A LiteLLM model string (e.g. openai/gpt-4o-2024-08-06) or 'python:module:attr'.",
     "SimulatorSpec": "'rules', 'scripted', or a LiteLLM model string for an LLM simulator.",
+    "JudgeSpec": "A LiteLLM model string (e.g. anthropic/claude-3-5-sonnet-20241022).",
     "Gate": "'METRIC OP NUMBER', e.g. 'pass^3 >= 0.8' or 'policy_violations == 0'.",
 }
 

@@ -176,3 +176,21 @@ def test_a_gate_beyond_the_stored_curve_is_decided(demo_run: Path) -> None:
     suite = Suite.model_validate({"id": "s", "scenarios": ["x.yaml"], "gates": ["pass^3 >= 0"]})
     report = evaluate(summary, suite, planned=30, finished=30, load_baseline=lambda ref: {})
     assert [r.status for r in report.results] == ["pass"] and report.results[0].value is not None
+
+
+def test_the_head_written_from_the_models_equals_the_head_of_the_full_record() -> None:
+    from simlab.transcript.row import record_head
+    from simlab.tui.sample import sample_record
+
+    from simlab.transcript import ModelCall, ToolResult, Usage
+
+    for k in range(1, 6):
+        record = sample_record("r", "s", k)
+        record.transcript.events += [  # what the samples lack: a judge's call, a failed tool result
+            ModelCall(turn=1, role="judge", model="j", usage=Usage(input_tokens=5, output_tokens=None, cost_usd=0.1)),
+            ToolResult(turn=1, call_id="x", name="lookup_order", ok=False, error="no such order")]
+        record.checks[0].category, record.checks[0].status = "prompt_injection", "fail"
+        full = json.loads(record.model_dump_json(exclude={"head"}))
+        head = json.loads(json.dumps(record_head(record)))
+        assert head == trial_head(full) and head["attacks"] == {"prompt_injection": True}
+        assert head["row"]["tool_errors"] >= 1 and head["row"]["judge_output_tokens"] is None

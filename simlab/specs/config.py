@@ -12,18 +12,23 @@ from simlab.specs.scenario import Limits
 
 PYTHON_PREFIX = "python:"
 
+# How a model is reached, the same for the agent, the simulator and the judge.
+ApiBase = Annotated[str | None, Field(description="OpenAI-compatible endpoint (llama.cpp, Ollama, vLLM…).")]
+ApiKeyEnv = Annotated[str | None, Field(description="Name of the environment variable holding the key.")]
+Params = Annotated[dict[str, Any], Field(default_factory=dict, description="Extra LiteLLM parameters.")]
+
 
 class AgentSpec(SpecModel):
     """The agent under test: a LiteLLM model, or a Python callable ``module:attr``."""
 
     model: str | None = Field(None, description="Any LiteLLM model string, e.g. openai/gpt-4o-2024-08-06.")
     python: str | None = Field(None, description="module:attr of a sync or async callable.")
-    api_base: str | None = Field(None, description="OpenAI-compatible endpoint (llama.cpp, Ollama, vLLM…).")
-    api_key_env: str | None = Field(None, description="Name of the environment variable holding the key.")
+    api_base: ApiBase = None
+    api_key_env: ApiKeyEnv = None
     temperature: float | None = 0.0
     system_prompt: str | None = Field(None, description="Overrides the domain policy as system prompt.")
     max_steps: int = Field(10, ge=1, description="Tool-call rounds per agent turn.")
-    params: dict[str, Any] = Field(default_factory=dict, description="Extra LiteLLM parameters.")
+    params: Params
 
     @model_validator(mode="before")
     @classmethod
@@ -56,11 +61,11 @@ class SimulatorSpec(SpecModel):
 
     kind: Literal["rules", "scripted", "llm"] = "rules"
     model: str | None = None
-    api_base: str | None = None
-    api_key_env: str | None = None
+    api_base: ApiBase = None
+    api_key_env: ApiKeyEnv = None
     temperature: float = 0.7
     allow_same_family: bool = False
-    params: dict[str, Any] = Field(default_factory=dict)
+    params: Params
 
     @model_validator(mode="before")
     @classmethod
@@ -92,9 +97,9 @@ class JudgeSpec(SpecModel):
     """The model that grades rubrics and groundedness: a LiteLLM model, configured like the agent's."""
 
     model: str = Field(description="Any LiteLLM model string, e.g. anthropic/claude-3-5-sonnet-20241022.")
-    api_base: str | None = Field(None, description="OpenAI-compatible endpoint (llama.cpp, Ollama, vLLM…).")
-    api_key_env: str | None = Field(None, description="Name of the environment variable holding the key.")
-    params: dict[str, Any] = Field(default_factory=dict, description="Extra LiteLLM parameters.")
+    api_base: ApiBase = None
+    api_key_env: ApiKeyEnv = None
+    params: Params
 
     @model_validator(mode="before")
     @classmethod

@@ -153,3 +153,14 @@ def test_sigint_stops_cleanly_and_keeps_finished_trials(tmp_path):
     assert b"Traceback" not in err
     ids = [r["unit_id"] for r in lines(path)]
     assert len(ids) == len(set(ids)) and path.read_bytes().endswith(b"\n")
+
+
+def test_the_resume_scan_reads_any_line_shape_skips_a_torn_tail_and_names_a_bad_line(tmp_path):
+    from simlab.runner.store import finished_unit_ids
+
+    path = tmp_path / "trials.jsonl"
+    path.write_text('{"schema_version":2,"unit_id":"a#1","head":null}\n {"unit_id": "a#2"}\n\n{"unit_id":"a#3","x":')
+    assert finished_unit_ids(path) == {"a#1", "a#2"}  # the fast prefix, a hand-edited shape; the torn tail
+    path.write_text('{"unit_id":"a#1"}\nnot json\n{"unit_id":"a#2"}\n')
+    with pytest.raises(InfraError, match=r"trials.jsonl:2: not valid JSON"):
+        finished_unit_ids(path)

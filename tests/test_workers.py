@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from simlab.cli.main import main
+from simlab.runner.store import encode_record
 from simlab.runner.workers import LockedAppender, share
 from simlab.transcript import Termination, Transcript, TrialRecord
 from tests.support import write_project
@@ -61,7 +62,7 @@ def test_locked_appender_cuts_a_half_line_left_by_a_killed_writer(tmp_path):
         agent={"kind": "python", "ref": "x:y"}, simulator={"kind": "rules", "ref": "rules"},
         termination=Termination(reason="goal_reached")))
     appender = LockedAppender(path)
-    appender.append(record)
+    appender.append_lines([encode_record(record)])
     appender.close()
     lines = path.read_bytes().splitlines(keepends=True)
     assert [json.loads(line)["unit_id"] for line in lines] == ["a#1", "a#3"]

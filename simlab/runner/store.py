@@ -205,9 +205,6 @@ class Appender:
         except OSError as exc:
             raise InfraError(f"{path}: cannot open for writing ({_why(exc)})") from None
 
-    def append(self, record: TrialRecord) -> None:
-        self.append_lines([encode_record(record)])
-
     def append_lines(self, lines: list[bytes]) -> None:
         """Append encoded records (``encode_record``) with one write and one fsync: a burst of
         trials that end together costs the disk one flush, not one each."""
@@ -306,8 +303,8 @@ def finished_unit_ids(path: Path) -> set[str]:
         match = _PREFIX.match(data, start, end)
         if match and not last and data[end - 1] == 0x7D:  # "}"
             done.add(match.group(1).decode("utf-8"))
-        else:
-            _slow_line(bytes(data[start:end]), path, number, last, done)
+        elif (raw := _parse_line(bytes(data[start:end]), path, number, last)) is not None:
+            done.add(raw["unit_id"])
     return done
 
 
@@ -381,12 +378,3 @@ def _parse_line(line: bytes, path: Path, number: int, last: bool) -> dict[str, A
             return None
         raise InfraError(f"{path}:{number}: not a trial record (no unit_id); the file was edited or corrupted")
     return value
-
-
-def _slow_line(line: bytes, path: Path, number: int, last: bool, done: set[str]) -> None:
-    try:
-        done.add(str(json.loads(line)["unit_id"]))
-    except (ValueError, KeyError, TypeError):
-        if not last:
-            raise InfraError(f"{path}:{number}: not a trial record; the file was edited or corrupted") from None
-        # a torn tail from a crash: not a finished unit

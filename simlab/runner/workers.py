@@ -39,7 +39,6 @@ from simlab.runner.execute import RunOutcome, execute
 from simlab.runner.plan import WorkUnit
 from simlab.runner.prepare import RunPlan
 from simlab.runner.shard import split
-from simlab.runner.store import encode_record
 from simlab.transcript import TrialRecord
 
 PR_SET_PDEATHSIG = 1
@@ -53,9 +52,6 @@ class LockedAppender:
     def __init__(self, path: Any):
         self.path = path
         self._fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
-
-    def append(self, record: TrialRecord) -> None:
-        self.append_lines([encode_record(record)])
 
     def append_lines(self, lines: list[bytes]) -> None:
         """Encoded records, written whole under the lock with one fsync."""

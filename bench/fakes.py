@@ -66,7 +66,6 @@ def double_models(delay_s: float = 0.0) -> tuple[Any, Any]:
 def litellm_models(delay_s: float = 0.0, *, limiter: Any = None) -> tuple[Any, Any]:
     """(agent, simulator) as ``LiteLLMModel``s on the fake provider: the real ``litellm.acompletion``."""
     from simlab.llm.client import LiteLLMModel
-    from simlab.llm.fakes import register_fake
     from simlab.sim.agents import LLMAgent
     from simlab.sim.simulators import LLMSimulator
 

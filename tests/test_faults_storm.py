@@ -6,8 +6,6 @@ from __future__ import annotations
 import asyncio
 import bisect
 
-import pytest
-
 from simlab.cli.main import main
 from simlab.llm import LiteLLMModel, ModelLimiter, register_fake
 from simlab.llm import limits as limits_mod

@@ -22,19 +22,19 @@ def _rate(c: int, n: int) -> dict[str, Any]:
             "low": interval[0] if interval else None, "high": interval[1] if interval else None}
 
 
-def _curve(c: int, n: int, ks: range) -> dict[str, dict[str, float | None]]:
-    if not (isinstance(ks, range) and ks.start == 1 and ks.step == 1):
-        return {str(k): {"pass_hat_k": pass_hat_k(c, n, k), "pass_at_k": pass_at_k(c, n, k)} for k in ks}
-    return {k: dict(v) for k, v in pass_curve(c, n, ks.stop - 1).items()}
-
-
 def _known_sum(values: list[Any]) -> float | None:
     if any(v is None or v != v for v in values):  # None or NaN: unknown
         return None
     return float(sum(values))
 
 
-def scenario_summary(rows: list[dict[str, Any]], ks: range) -> dict[str, Any]:
+def _curve(c: int, n: int, top: int) -> dict[str, dict[str, float | None]]:
+    """``pass_curve`` as this summary's own dicts (that one is cached and shared)."""
+    return {k: dict(v) for k, v in pass_curve(c, n, top).items()}
+
+
+def scenario_summary(rows: list[dict[str, Any]], top_k: int) -> dict[str, Any]:
+    """One scenario's figures; its pass^k and pass@k curves run from k = 1 to ``top_k``."""
     verdicts = [r["verdict"] for r in rows]
     n, c = len(rows), verdicts.count("pass")
     valid = [v for v in verdicts if v in VALID]
@@ -46,8 +46,8 @@ def scenario_summary(rows: list[dict[str, Any]], ks: range) -> dict[str, Any]:
         "n": n,
         "passes": c,
         "verdicts": {v: verdicts.count(v) for v in ("pass", "fail", "invalid", "error") if verdicts.count(v)},
-        "raw": {"success": _rate(c, n), "pass_k": _curve(c, n, ks)},
-        "valid": {"success": _rate(c, len(valid)), "pass_k": _curve(c, len(valid), ks)},
+        "raw": {"success": _rate(c, n), "pass_k": _curve(c, n, top_k)},
+        "valid": {"success": _rate(c, len(valid)), "pass_k": _curve(c, len(valid), top_k)},
         "flake_class": flake_class(valid.count("pass"), len(valid)),
         "invalid": verdicts.count("invalid"),
         "policy_violations": sum(1 for r in rows if r.get("policy_violations")),
@@ -75,7 +75,7 @@ def summarize(results: Results, *, run_id: str | None = None, max_k: int | None 
         by_scenario.setdefault(r["scenario_id"], []).append(r)
     top = max((len(v) for v in by_scenario.values()), default=0)
     ks = range(1, (min(max_k, top) if max_k else top) + 1)
-    scenarios = {sid: scenario_summary(rs, ks) for sid, rs in sorted(by_scenario.items())}
+    scenarios = {sid: scenario_summary(rs, len(ks)) for sid, rs in sorted(by_scenario.items())}
     n = len(rows)
     verdicts = [r["verdict"] for r in rows]
     passes = verdicts.count("pass")

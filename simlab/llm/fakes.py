@@ -31,7 +31,11 @@ FAKE_PROVIDER = "simlab-fake"
 
 def approx_tokens(text: str) -> int:
     """Deterministic token estimate: one token per four characters, at least one for non-empty."""
-    return math.ceil(len(text) / 4) if text else 0
+    return _tokens_of_length(len(text))
+
+
+def _tokens_of_length(length: int) -> int:
+    return math.ceil(length / 4)
 
 
 def _messages_length(messages: list[Message]) -> int:
@@ -68,7 +72,7 @@ def normalize_reply(reply: Reply, messages: list[Message], *, model: str, call_i
     text = reply.get("text") or None
     out_text = (text or "") + "".join(c.name + c.arguments for c in calls)
     usage = Usage(
-        input_tokens=math.ceil(_messages_length(messages) / 4),  # approx_tokens of the joined text
+        input_tokens=_tokens_of_length(_messages_length(messages)),  # approx_tokens of the joined text
         output_tokens=approx_tokens(out_text),
         cached_tokens=reply.get("cached_tokens"),
         cost_usd=reply.get("cost_usd"),

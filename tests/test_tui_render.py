@@ -185,3 +185,17 @@ def test_compare_names_the_first_divergence() -> None:
     assert lines[0] == "#1 pass, ended goal_reached · #3 fail, ended goal_reached"
     assert any(line.startswith("failed only in #3: expected_state") for line in lines)
     assert first_divergence(ok, sample_record("r", "s", 2)) == "same messages, tool calls and signals"
+
+
+def test_the_trial_header_shows_a_known_zero_cost_like_the_report() -> None:
+    from simlab.transcript import Pin
+    from simlab.tui.sample import sample_record
+    from simlab.tui.widgets.trial_header import trial_summary
+
+    record = sample_record("r", "s", 1)
+    record.transcript.events = [e for e in record.transcript.events if e.type != "model_call"]
+    record.transcript.agent = Pin(kind="python", ref="m:f", settings={"uses_models": False})
+    record.transcript.simulator = Pin(kind="rules", ref="rules")
+    assert " · $0.0000 · " in trial_summary(record).plain
+    record.transcript.agent = Pin(kind="python", ref="m:f")  # it may call models simlab cannot see
+    assert " · — · " in trial_summary(record).plain

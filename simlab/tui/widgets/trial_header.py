@@ -6,6 +6,7 @@ from rich.text import Text
 from textual.widgets import Static
 
 from simlab.transcript import ModelCall, TrialRecord
+from simlab.transcript.model import spends_nothing_unseen
 from simlab.tui.render import clean, fmt_cost, literal, reason_text, verdict_text
 from simlab.tui.summary import total_cost
 
@@ -28,6 +29,8 @@ def trial_summary(record: TrialRecord) -> Text:
         out.append(")")
     calls = [e.usage.cost_usd for e in t.events if isinstance(e, ModelCall)]
     cost, complete = total_cost(calls)
+    if not calls and all(spends_nothing_unseen(p.kind, p.settings) for p in (t.agent, t.simulator)):
+        cost = 0.0  # no call, and none could go unseen: a known zero, as the report says
     out.append(f" · {plural(t.user_turns(), 'turn')} · {plural(len(t.tool_calls()), 'tool call')}"
                f" · {fmt_cost(cost, complete)} · {t.duration_s:.2f}s", "dim")
     out.append(f"\nagent {clean(t.agent.ref)} · simulator {clean(t.simulator.ref)} · persona {clean(t.persona_id)}"

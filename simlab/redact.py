@@ -10,6 +10,7 @@ import os
 import re
 from collections.abc import Iterable, Mapping
 from typing import Any
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 # Whole name parts only: "max_tokens" is a setting, "auth_token" is a secret.
 _SECRET_NAME = re.compile(
@@ -66,3 +67,26 @@ def secret_values(settings: Mapping[str, Any]) -> list[str]:
         elif is_secret_name(str(key)) and isinstance(value, str):
             found.append(value)
     return found
+
+
+def mask_url(url: str) -> str:
+    """``url`` with the credentials it carries masked: the password of ``user:pass@host`` and the
+    values of credential-named query parameters (``?api_key=…``). The rest is kept, so two pins
+    that differ only in a password still compare equal, and a reader still sees which host."""
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return scrub(url)
+    netloc = parts.netloc
+    if "@" in netloc:
+        userinfo, _, host = netloc.rpartition("@")
+        user, sep, _password = userinfo.partition(":")
+        netloc = f"{user}:{MASK}@{host}" if sep else f"{MASK}@{host}"
+    query = parts.query
+    if query:
+        pairs = parse_qsl(query, keep_blank_values=True)
+        if any(is_secret_name(k) for k, _ in pairs):
+            query = urlencode([(k, MASK if is_secret_name(k) else v) for k, v in pairs], safe="*")
+    if netloc == parts.netloc and query == parts.query:
+        return url
+    return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))

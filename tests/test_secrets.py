@@ -135,3 +135,15 @@ def test_a_refusal_that_echoes_the_key_is_reported_without_it(tmp_path, monkeypa
 def test_the_scan_would_see_a_leak(tmp_path):
     (tmp_path / "leak.txt").write_text(f"oops {SIM_KEY}")
     assert scan(tmp_path, AGENT_BEARER) == [f"leak.txt: {SIM_KEY}", f"output: {AGENT_BEARER}"]
+
+
+@pytest.mark.parametrize("url, masked", [
+    ("http://user:pass@host:8000/v1", "http://user:***@host:8000/v1"),
+    ("https://tok3n@host/v1", "https://***@host/v1"),
+    ("http://host/v1?api_key=abc123&x=1", "http://host/v1?api_key=***&x=1"),
+    ("http://localhost:8000/v1", "http://localhost:8000/v1"),
+])
+def test_mask_url_hides_credentials_and_keeps_the_rest(url, masked):
+    from simlab.redact import mask_url
+
+    assert mask_url(url) == masked

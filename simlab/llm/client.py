@@ -19,7 +19,7 @@ from typing import Any
 
 from simlab.llm.lazy import load_litellm
 from simlab.llm.limits import ModelLimiter
-from simlab.redact import safe_settings, scrub, secret_values
+from simlab.redact import mask_url, safe_settings, scrub, secret_values
 from simlab.llm.retry import RetryPolicy, RetryStats, Sleep, call_with_retries, classify
 from simlab.llm.types import ChatResult, Message, ModelError, ModelErrorKind, ToolCallRequest
 from simlab.transcript import Pin, Usage
@@ -47,6 +47,7 @@ class LiteLLMModel:
         api_key_env: str | None = None,
         temperature: float | None = None,
         params: dict[str, Any] | None = None,
+        price: dict[str, float] | None = None,
         max_retries: int = 4,
         timeout_s: float = 60.0,
         limiter: ModelLimiter | None = None,
@@ -64,6 +65,7 @@ class LiteLLMModel:
         self.api_key_env = api_key_env
         self.temperature = temperature
         self.params = params
+        self.price = dict(price) if price else None  # USD per million tokens: {"input": …, "output": …}
         self.timeout_s = timeout_s
         self.limiter = limiter
         self.retry_policy = retry_policy or RetryPolicy(max_retries=max_retries)
@@ -77,7 +79,9 @@ class LiteLLMModel:
     def pin(self) -> Pin:
         settings = safe_settings(self.params)
         settings["temperature"] = self.temperature if self.temperature is not None else self.params.get("temperature")
-        settings["api_base"] = self.api_base
+        settings["api_base"] = mask_url(self.api_base) if self.api_base else None
+        if self.price:
+            settings["price"] = self.price
         return Pin(kind="llm", ref=self.model, settings=settings)
 
     # ------------------------------------------------------------------ the call
@@ -112,9 +116,10 @@ class LiteLLMModel:
     def _kwargs(self, litellm: Any, messages: list[Message], tools: list[dict[str, Any]] | None,
                 seed: int | None) -> dict[str, Any]:
         kwargs: dict[str, Any] = {"timeout": self.timeout_s, **self.params}
-        kwargs.update(model=self.model, messages=messages, num_retries=0, max_retries=0)
+        kwargs.update(model=self.model, messages=wire_messages(messages), num_retries=0, max_retries=0)
         if tools:
             kwargs["tools"] = _copy_json(tools)  # LiteLLM rewrites them in place for some providers
+            kwargs.setdefault("tool_choice", "auto")  # OpenAI's default; some servers ignore tools without it
         if self.temperature is not None:
             kwargs["temperature"] = self.temperature
         if seed is not None and self._supports_seed(litellm):
@@ -157,16 +162,51 @@ class LiteLLMModel:
             usage = Usage(latency_s=max(0.0, time.perf_counter() - start - queued),
                           retries=stats.retries, retry_wait_s=stats.waited_s)
             message = self._scrub(exc)
-            if kind in (ModelErrorKind.TRANSIENT, ModelErrorKind.TIMEOUT):
+            if kind is ModelErrorKind.UNREACHABLE and stats.connected:
+                kind = ModelErrorKind.TRANSIENT  # it answered before: a dropped connection, not a dead endpoint
+            if kind.retryable:
                 message = f"gave up after {stats.retries} retries ({stats.waited_s:.2f}s waited): {message}"
+            if kind is ModelErrorKind.UNREACHABLE:
+                message = f"{self._endpoint()} never answered ({message})"
+            elif kind is ModelErrorKind.AUTH:
+                message = f"{message} — {self._credential_hint(litellm)}"
             error = ModelError(kind, message, role=self.role, model=self.model, usage=usage)
             log.info("%s", error.describe())
             if scrub(str(exc), self._secrets()) != str(exc):  # it held a secret: do not chain it
                 raise error from None
             raise error from exc
         latency = max(0.0, time.perf_counter() - start - queued)
-        return parse_response(response, model=self.model, usage_extra=Usage(
+        result = parse_response(response, model=self.model, usage_extra=Usage(
             latency_s=latency, retries=stats.retries, retry_wait_s=stats.waited_s), litellm=litellm)
+        if self.price is not None or self.api_base is not None:
+            result.usage = result.usage.model_copy(update={"cost_usd": self._own_price(result.usage)})
+        return result
+
+    def _own_price(self, usage: Usage) -> float | None:
+        """The user's stated price, or None: behind an ``api_base`` a model name says nothing of its
+        price (a local server may serve any weights under ``openai/gpt-4o-mini``)."""
+        if self.price is None or usage.input_tokens is None or usage.output_tokens is None:
+            return None
+        return (usage.input_tokens * self.price.get("input", 0.0)
+                + usage.output_tokens * self.price.get("output", 0.0)) / 1_000_000
+
+    def _endpoint(self) -> str:
+        return mask_url(self.api_base) if self.api_base else f"the {self.model.split('/', 1)[0]} provider"
+
+    def _credential_hint(self, litellm: Any) -> str:
+        """What to set, in words: the configured variable, or the ones LiteLLM looks for."""
+        if self.api_key_env:
+            if os.environ.get(self.api_key_env):
+                return f"the key in {self.api_key_env} was rejected"
+            return f"set {self.api_key_env}"
+        try:
+            missing = list(litellm.validate_environment(self.model, api_base=self.api_base).get("missing_keys") or [])
+        except Exception:  # an unknown provider: LiteLLM cannot say which variable it reads
+            missing = []
+        if missing:
+            local = " (a local server accepts any value; or name the variable with api_key_env)" if self.api_base else ""
+            return f"set {' or '.join(missing)}{local}"
+        return "the provider rejected the credential: check the key and its permissions"
 
 
 # ---------------------------------------------------------------------- parsing
@@ -189,6 +229,54 @@ def clean_text(text: str) -> str:
     if not _SURROGATE.search(text):
         return text
     return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+
+
+def wire_messages(messages: list[Message]) -> list[Message]:
+    """Messages as strict OpenAI-compatible servers accept them: every message has a string
+    ``content`` (an assistant message with tool calls gets ``""``, not None: LiteLLM drops a None
+    and llama.cpp's chat templates then fail), and text UTF-8 cannot encode (lone surrogates) is
+    replaced first, so a request never fails locally. Messages needing no change are not copied."""
+    out: list[Message] | None = None
+    for i, message in enumerate(messages):
+        fixed = _wire_message(message)
+        if fixed is not message and out is None:
+            out = list(messages[:i])
+        if out is not None:
+            out.append(fixed)
+    return messages if out is None else out
+
+
+def _wire_message(message: Message) -> Message:
+    content = message.get("content")
+    changes: dict[str, Any] = {}
+    if content is None:
+        changes["content"] = ""
+    elif isinstance(content, str) and _SURROGATE.search(content):
+        changes["content"] = clean_text(content)
+    elif isinstance(content, list):
+        parts = [_clean_part(p) for p in content]
+        if any(a is not b for a, b in zip(parts, content)):
+            changes["content"] = parts
+    calls = message.get("tool_calls")
+    if calls and any(_SURROGATE.search(json.dumps(c, ensure_ascii=False, default=str)) for c in calls):
+        changes["tool_calls"] = _clean_json(calls)
+    return {**message, **changes} if changes else message
+
+
+def _clean_part(part: Any) -> Any:
+    if isinstance(part, dict) and isinstance(part.get("text"), str) and _SURROGATE.search(part["text"]):
+        return {**part, "text": clean_text(part["text"])}
+    return part
+
+
+def _clean_json(value: Any) -> Any:
+    if isinstance(value, str):
+        return clean_text(value)
+    if isinstance(value, dict):
+        return {k: _clean_json(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_clean_json(v) for v in value]
+    return value
 
 
 def _text(content: Any) -> str | None:

@@ -24,6 +24,7 @@ import email.utils
 import logging
 import os
 import random
+import re
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
@@ -78,17 +79,59 @@ def _status_kind(status: int | None) -> ModelErrorKind | None:
     return None
 
 
+def _chain(exc: BaseException) -> list[BaseException]:
+    """``exc`` and the exceptions it was raised from or during, outermost first."""
+    seen: list[BaseException] = []
+    current: BaseException | None = exc
+    while current is not None and all(current is not e for e in seen) and len(seen) < 16:
+        seen.append(current)
+        current = current.__cause__ or current.__context__
+    return seen
+
+
+# A provider's way of saying "no valid credential", whatever exception class LiteLLM wraps it in:
+# a missing OpenAI key surfaces as an InternalServerError ("Missing credentials ...").
+_AUTH_TEXT = re.compile(
+    r"missing credentials|missing [\w ]{0,20}api[ _-]?key|no api[ _-]?key|api[ _-]?key (?:is )?(?:not set|missing|"
+    r"required|not provided|not found)|(?:invalid|incorrect|wrong|expired|revoked)[ _-](?:x-)?api[ _-]?key|"
+    r"\bunauthori[sz]ed\b|authentication (?:failed|error|required)|invalid[ _]authentication|"
+    r"no auth credentials|invalid bearer token|could not validate credentials", re.IGNORECASE)
+# No connection was made at all: the endpoint is down, refuses, or its name does not resolve.
+_UNREACHABLE = ("ConnectError", "ConnectTimeout", "ClientConnectorError", "ClientConnectorDNSError",
+                "ConnectionRefusedError", "gaierror", "ClientConnectorCertificateError")
+
+
+def _status_of(chain: list[BaseException]) -> int | None:
+    for exc in chain:
+        for name in ("status_code", "provider_status_code"):
+            status = getattr(exc, name, None)
+            if isinstance(status, int) and status != 500:  # LiteLLM says 500 for anything it wraps
+                return status
+    status = getattr(chain[0], "status_code", None)
+    return status if isinstance(status, int) else None
+
+
 def classify(exc: BaseException) -> ModelErrorKind | None:
     """The kind of a failed call, or None when ``exc`` is not a provider error (a bug: re-raise).
 
-    TRANSIENT and TIMEOUT are retried; the rest are final. Order matters: LiteLLM's
-    ContextWindowExceededError is a BadRequestError, and its Timeout is not an APIConnectionError.
+    TRANSIENT, TIMEOUT and UNREACHABLE are retried; the rest are final. Beyond the exception's
+    class, the whole chain of causes is read: a rejected or missing credential is AUTH whatever
+    class wraps it (its status or its text says so); a connection that was never made is
+    UNREACHABLE; text the request could not encode is a local BAD_REQUEST, never transient.
+    Order matters: LiteLLM's ContextWindowExceededError is a BadRequestError, and its Timeout is
+    not an APIConnectionError.
     """
     if isinstance(exc, (asyncio.TimeoutError, TimeoutError)):
         return ModelErrorKind.TIMEOUT
     module = type(exc).__module__ or ""
     if not (module.startswith("litellm") or module.startswith("openai") or module.startswith("httpx")):
         return None
+    chain = _chain(exc)
+    if any(isinstance(e, UnicodeError) for e in chain):
+        return ModelErrorKind.BAD_REQUEST  # the request could not be encoded here: retrying cannot help
+    status = _status_of(chain)
+    if status in (401, 403) or any(_AUTH_TEXT.search(str(e)) for e in chain[:3]):
+        return ModelErrorKind.AUTH
     litellm = load_litellm()
     ordered: list[tuple[tuple[type[BaseException], ...], ModelErrorKind]] = [
         ((litellm.ContextWindowExceededError,), ModelErrorKind.CONTEXT_WINDOW),
@@ -109,6 +152,8 @@ def classify(exc: BaseException) -> ModelErrorKind | None:
     ]
     for classes, kind in ordered:
         if isinstance(exc, classes):
+            if kind is ModelErrorKind.TRANSIENT and _never_connected(chain):
+                return ModelErrorKind.UNREACHABLE
             return kind
     import httpx
     import openai
@@ -116,16 +161,20 @@ def classify(exc: BaseException) -> ModelErrorKind | None:
     if isinstance(exc, openai.APITimeoutError) or isinstance(exc, httpx.TimeoutException):
         return ModelErrorKind.TIMEOUT
     if isinstance(exc, (openai.APIConnectionError, httpx.TransportError)):
-        return ModelErrorKind.TRANSIENT
-    status = getattr(exc, "status_code", None)
-    kind = _status_kind(status if isinstance(status, int) else None)
+        return ModelErrorKind.UNREACHABLE if _never_connected(chain) else ModelErrorKind.TRANSIENT
+    kind = _status_kind(status)
     if kind is not None:
         return kind
     return ModelErrorKind.BAD_REQUEST  # a provider error we cannot place: do not hammer the provider
 
 
+def _never_connected(chain: list[BaseException]) -> bool:
+    return any(type(e).__name__ in _UNREACHABLE for e in chain)
+
+
 def is_retryable(exc: BaseException) -> bool:
-    return classify(exc) in (ModelErrorKind.TRANSIENT, ModelErrorKind.TIMEOUT)
+    kind = classify(exc)
+    return kind is not None and kind.retryable
 
 
 # --------------------------------------------------------------------------- Retry-After
@@ -213,6 +262,7 @@ class RetryStats:
     waited_s: float = 0.0
     last_error: BaseException | None = None
     waits: list[float] = field(default_factory=list)
+    connected: bool = False  # some attempt reached the endpoint (even if it then failed)
 
 
 async def call_with_retries(
@@ -239,7 +289,9 @@ async def call_with_retries(
 
     def remember(exc: BaseException) -> bool:
         stats.last_error = exc
-        return is_retryable(exc)
+        kind = classify(exc)
+        stats.connected = stats.connected or kind is not ModelErrorKind.UNREACHABLE
+        return kind is not None and kind.retryable
 
     retrying = AsyncRetrying(
         stop=stop_after_attempt(policy.max_retries + 1),

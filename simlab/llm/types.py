@@ -36,10 +36,17 @@ class ModelErrorKind(str, Enum):
     CONTEXT_WINDOW = "context_window"  # ends the trial with its own termination reason
     TRANSIENT = "transient"  # retries exhausted: the trial is an error, the run goes on
     TIMEOUT = "timeout"  # per-call timeout after retries: like transient
+    UNREACHABLE = "unreachable"  # no connection (refused, DNS): retried; if it never answered, stops the run
 
     @property
     def permanent(self) -> bool:
-        return self in (ModelErrorKind.AUTH, ModelErrorKind.NOT_FOUND, ModelErrorKind.BAD_REQUEST)
+        """Errors no trial should be blamed for: the run stops, nothing is recorded for them."""
+        return self in (ModelErrorKind.AUTH, ModelErrorKind.NOT_FOUND, ModelErrorKind.BAD_REQUEST,
+                        ModelErrorKind.UNREACHABLE)
+
+    @property
+    def retryable(self) -> bool:
+        return self in (ModelErrorKind.TRANSIENT, ModelErrorKind.TIMEOUT, ModelErrorKind.UNREACHABLE)
 
 
 class ModelError(Exception):

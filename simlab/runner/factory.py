@@ -23,8 +23,8 @@ def build_agent(spec: AgentSpec, *, limiter: Any = None, max_retries: int = 4, t
         return load_python_agent(spec.python, source="agent")
     model = _model(
         spec.model or "", role="agent", api_base=spec.api_base, api_key_env=spec.api_key_env,
-        temperature=spec.temperature, params=spec.params, max_retries=max_retries, timeout_s=timeout_s,
-        limiter=limiter,
+        temperature=spec.temperature, params=spec.params, price=_price(spec.price), max_retries=max_retries,
+        timeout_s=timeout_s, limiter=limiter,
     )
     return LLMAgent(model, system_prompt=spec.system_prompt, max_steps=spec.max_steps, transfer_tools=transfer_tools)
 
@@ -35,25 +35,48 @@ def build_simulator(spec: SimulatorSpec, agent: AgentSpec, *, limiter: Any = Non
         return RulesSimulator()
     if spec.kind == "scripted":
         return ScriptedSimulator()
-    from simlab.llm.family import is_pinned, model_family, same_family
+    from simlab.llm.family import is_pinned
 
     assert spec.model is not None
     pinned, why = is_pinned(spec.model)
     if not pinned:
         warnings.warn(f"simulator model {spec.model!r} is not pinned to a dated version: {why}", PinWarning,
                       stacklevel=2)
-    if agent.model and same_family(agent.model, spec.model) and not spec.allow_same_family:
+    kin = _kinship(agent, spec) if agent.model and not spec.allow_same_family else None
+    if kin:
         raise UsageError(
-            f"the simulator ({spec.model}) and the agent ({agent.model}) are of the same model family "
-            f"({model_family(spec.model)}); a model talking to itself is unrealistically cooperative. "
-            "Pick a simulator of another family, or pass --allow-same-family."
+            f"the simulator ({spec.model}) and the agent ({agent.model}) {kin}; a model talking to itself is "
+            "unrealistically cooperative. Pick a simulator of another family, or pass --allow-same-family."
         )
     model = _model(
         spec.model, role="simulator", api_base=spec.api_base, api_key_env=spec.api_key_env,
-        temperature=spec.temperature, params=spec.params, max_retries=max_retries, timeout_s=timeout_s,
-        limiter=limiter,
+        temperature=spec.temperature, params=spec.params, price=_price(spec.price), max_retries=max_retries,
+        timeout_s=timeout_s, limiter=limiter,
     )
     return LLMSimulator(model)
+
+
+def _endpoint(model: str, api_base: str | None) -> str:
+    """Where a model is served: its ``api_base``, or its provider's own endpoint."""
+    return api_base.strip().rstrip("/").lower() if api_base else "provider:" + model.split("/", 1)[0].lower()
+
+
+def _kinship(agent: AgentSpec, simulator: SimulatorSpec) -> str | None:
+    """Why the two models count as one family, or None. Two models of no known family served by the
+    same endpoint (one local server under two names) are one family until the user says otherwise."""
+    from simlab.llm.family import model_family, same_family
+    from simlab.redact import mask_url
+
+    a, b = agent.model or "", simulator.model or ""
+    if same_family(a, b):
+        family = model_family(b) or model_family(a)
+        return f"are of the same model family ({family})" if family else "are the same model"
+    if (model_family(a) is None or model_family(b) is None) and \
+            _endpoint(a, agent.api_base) == _endpoint(b, simulator.api_base):
+        where = mask_url(agent.api_base) if agent.api_base else f"the {a.split('/', 1)[0]} provider"
+        return (f"are served by the same endpoint ({where}) and simlab knows no family for "
+                f"{a if model_family(a) is None else b}, so it counts them as one family")
+    return None
 
 
 def build_judge(ref: JudgeSpec | str | dict[str, Any] | None, *, limiter: Any = None, max_retries: int = 4,
@@ -67,7 +90,12 @@ def build_judge(ref: JudgeSpec | str | dict[str, Any] | None, *, limiter: Any = 
     except ValidationError as exc:
         raise UsageError(f"judge {ref!r}: {exc.errors()[0]['msg']}") from None
     return _model(spec.model, role="judge", api_base=spec.api_base, api_key_env=spec.api_key_env, temperature=0.0,
-                  params=spec.params, max_retries=max_retries, timeout_s=timeout_s, limiter=limiter)
+                  params=spec.params, price=_price(spec.price), max_retries=max_retries, timeout_s=timeout_s,
+                  limiter=limiter)
+
+
+def _price(price: Any) -> dict[str, float] | None:
+    return price.model_dump() if price is not None else None
 
 
 def _model(model: str, **settings: Any) -> Any:

@@ -6,7 +6,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, Field, model_validator
 
-from simlab.specs.base import SpecModel
+from simlab.specs.base import CheckKind, SpecModel
 from simlab.specs.gates import Gate
 from simlab.specs.scenario import Limits
 
@@ -16,6 +16,18 @@ PYTHON_PREFIX = "python:"
 ApiBase = Annotated[str | None, Field(description="OpenAI-compatible endpoint (llama.cpp, Ollama, vLLM…).")]
 ApiKeyEnv = Annotated[str | None, Field(description="Name of the environment variable holding the key.")]
 Params = Annotated[dict[str, Any], Field(default_factory=dict, description="Extra LiteLLM parameters.")]
+
+
+class Price(SpecModel):
+    """What a model costs, in USD per million tokens. Needed for a model behind ``api_base``:
+    there its name says nothing of its price, so its cost is unknown unless stated here."""
+
+    input: float = Field(ge=0, description="USD per million input (prompt) tokens.")
+    output: float = Field(ge=0, description="USD per million output (completion) tokens.")
+
+
+ModelPrice = Annotated[Price | None, Field(description="USD per million tokens, {input, output}; overrides "
+                                                        "LiteLLM's price list (behind api_base: the only price).")]
 
 
 class AgentSpec(SpecModel):
@@ -29,6 +41,7 @@ class AgentSpec(SpecModel):
     system_prompt: str | None = Field(None, description="Overrides the domain policy as system prompt.")
     max_steps: int = Field(10, ge=1, description="Tool-call rounds per agent turn.")
     params: Params
+    price: ModelPrice = None
 
     @model_validator(mode="before")
     @classmethod
@@ -66,6 +79,7 @@ class SimulatorSpec(SpecModel):
     temperature: float = 0.7
     allow_same_family: bool = False
     params: Params
+    price: ModelPrice = None
 
     @model_validator(mode="before")
     @classmethod
@@ -100,6 +114,7 @@ class JudgeSpec(SpecModel):
     api_base: ApiBase = None
     api_key_env: ApiKeyEnv = None
     params: Params
+    price: ModelPrice = None
 
     @model_validator(mode="before")
     @classmethod
@@ -122,7 +137,7 @@ class JudgeSpec(SpecModel):
 
     def pin(self) -> str | dict[str, Any]:
         """The model string alone when nothing else is set (as run.json has always pinned it)."""
-        if self.api_base is None and self.api_key_env is None and not self.params:
+        if self.api_base is None and self.api_key_env is None and not self.params and self.price is None:
             return self.model
         return self.model_dump(mode="json", exclude_none=True)
 
@@ -154,6 +169,13 @@ class RunSettings(SpecModel):
     limits: Limits | None = None
     max_retries: int | None = Field(None, ge=0, le=20, description="Retries of a transient model error.")
     call_timeout_s: float | None = Field(None, gt=0, description="Per model call timeout.")
+    max_error_rate: float | None = Field(
+        None, ge=0, le=1, description="Above this share of infrastructure errors a run is incomplete (exit 3). "
+                                      "Default: 0.10 for a run, 0.05 for a suite's gates.")
+    allow_unjudged: list[CheckKind] | None = Field(
+        None, description="Kinds of hard check that may stay unjudged (e.g. [rubric] without a judge model): a "
+                          "trial left unjudged only by these counts as a pass, and reports say how many did. "
+                          "A suite's gates are inconclusive on unjudged trials unless the suite names the kinds.")
 
 
 class ProjectConfig(RunSettings):
@@ -172,7 +194,8 @@ class Suite(RunSettings):
     scenarios: list[str] = Field(description="Paths or globs of scenario files, relative to the suite file.")
     tags: list[str] = Field(default_factory=list, description="Only scenarios carrying one of these tags.")
     gates: list[Gate] = Field(default_factory=list, description="Conditions that fail the build (`simlab gate`).")
-    max_error_rate: float = Field(
-        0.05, ge=0, le=1, description="Above this share of infrastructure errors the run is inconclusive (exit 3).")
+    max_error_rate: float | None = Field(
+        None, ge=0, le=1, description="Above this share of infrastructure errors the run is inconclusive (exit 3); "
+                                      "default 0.05.")
     max_run_cost_usd: float | None = Field(
         None, gt=0, description="Budget for the whole run: no new trial starts once spent (the run is incomplete).")

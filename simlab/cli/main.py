@@ -33,6 +33,8 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--run-id", help="name of the run folder; an existing one is resumed")
     run.add_argument("--seed", type=int, help="run seed; trial seeds are derived from it (default 0)")
     run.add_argument("--force", action="store_true", help="resume even if the stored pins differ")
+    run.add_argument("--keep-errors", action="store_true",
+                     help="on resume, keep trials that ended in an infrastructure error instead of playing them again")
     run.add_argument("--allow-same-family", action="store_true",
                      help="allow a simulator of the same model family as the agent")
     run.add_argument("--no-progress", action="store_true", help="no progress bar")

@@ -17,6 +17,7 @@ from simlab.cli.progress import Progress
 from simlab.errors import EXIT_INFRA as EXIT_INCOMPLETE
 from simlab.errors import UsageError
 from simlab.report.build import build
+from simlab.report.gates import RUN_MAX_ERROR_RATE, error_budget_problem
 from simlab.report.terminal import print_report
 from simlab.runner.execute import RunOutcome, execute
 from simlab.runner.factory import build_agent, build_judge, build_simulator
@@ -37,6 +38,8 @@ def run_command(args: argparse.Namespace) -> int:
         allow_same_family=args.allow_same_family, command=["simlab", *sys.argv[1:]],
     )
     plan = prepare(req)
+    for note in plan.notes:
+        print(f"note: {note}", file=sys.stderr)
     limiter, agent, simulator, judge = _build_models(plan)
     units = shard_units(plan.units, *shard)
 
@@ -48,6 +51,14 @@ def run_command(args: argparse.Namespace) -> int:
         if repair.cut_bytes:
             print(f"note: cut a torn last line ({repair.cut_bytes} bytes: {repair.reason}) from "
                   f"{store.trials_path}", file=sys.stderr)
+        if not getattr(args, "keep_errors", False):
+            again = store.error_unit_ids() & {u.unit_id for u in units}
+            if again:  # an infrastructure error is not finished work: play those units again
+                moved = store.retire(again)
+                print(f"note: {moved} trials that ended in an infrastructure error will be played again (their "
+                      f"lines are kept in {store.retired_path.name}; --keep-errors keeps them as they are)",
+                      file=sys.stderr)
+        plan.earlier_attempts = store.earlier_attempts()
         todo = remaining(units, store.finished_unit_ids())
         skipped = len(units) - len(todo)
         scope = f" (shard {shard[0]}/{shard[1]}: {len(units)} of them)" if shard[1] > 1 else ""
@@ -82,6 +93,12 @@ def run_command(args: argparse.Namespace) -> int:
 
             return check_gates(plan.folder, load_suite(Path(args.suite)).spec, junit=args.junit,
                                console=Console())
+        budget = RUN_MAX_ERROR_RATE if plan.max_error_rate is None else plan.max_error_rate
+        problem = error_budget_problem(summary, budget)
+        if problem:  # a run that mostly could not be played is no result: say so, and why
+            print(f"incomplete: {problem}. Fix the cause and re-run the same command with --run-id "
+                  f"{plan.run_id}: trials that ended in an error are played again.", file=sys.stderr)
+            return EXIT_INCOMPLETE
         return EXIT_INCOMPLETE if outcome.stopped_by else 0
     finally:
         store.unlock()
@@ -166,6 +183,7 @@ def _write_or_check_manifest(store: RunStore, plan: RunPlan, force: bool) -> Non
             f"run {plan.run_id} exists with different pins; resuming would mix configurations:\n{lines}\n"
             "Use another --run-id, or --force to resume anyway."
         )
+    stored["allow_unjudged"] = plan.manifest.get("allow_unjudged", [])  # the latest command's reporting setting
     resumes = stored.setdefault("resumes", [])
     resumes.append({"at": datetime.now(timezone.utc).isoformat(timespec="seconds"), "command": plan.manifest["command"],
                     **({"forced_over": diffs} if diffs else {})})

@@ -261,16 +261,23 @@ async def execute(plan: RunPlan, units: list[WorkUnit], agent: Agent, simulator:
             outcome.stopped_by = (f"the run budget of ${plan.max_run_cost_usd:g} is spent (${spent[0]:.4f}); "
                                   "no new trial was started")
 
+    def attempted(record: TrialRecord) -> TrialRecord:
+        """The record with the unit's earlier attempts (errors played again on resume) noted."""
+        earlier = plan.earlier_attempts.get(record.unit_id)
+        if earlier:
+            record.attempt, record.earlier_attempts = len(earlier) + 1, list(earlier)
+        return record
+
     async def graded(trial: Trial, transcript: Transcript) -> TrialRecord | None:
         """The record of a played trial; None when the judge's provider failed for good."""
         try:
-            return await grade_record(transcript, plan.scenarios[trial.scenario.id], trial.domain, judge,
-                                      memos.setdefault(trial.scenario.id, {}))
+            return attempted(await grade_record(transcript, plan.scenarios[trial.scenario.id], trial.domain,
+                                                judge, memos.setdefault(trial.scenario.id, {})))
         except ModelError as exc:
             failure.append(exc)
             return None
         except Exception as exc:  # a bug in the lab: record it against this trial, keep going
-            return TrialRecord(unit_id=trial.unit_id, transcript=_crashed(trial, exc), verdict="error")
+            return attempted(TrialRecord(unit_id=trial.unit_id, transcript=_crashed(trial, exc), verdict="error"))
 
     writes = _Writes(appender, on_disk)
     later = _Grading(graded, writes, plan.concurrency) if judge is None else None
@@ -297,7 +304,7 @@ async def execute(plan: RunPlan, units: list[WorkUnit], agent: Agent, simulator:
             except Exception as exc:  # a bug in the lab: record it against this trial, keep going
                 transcript = _crashed(trial, exc)
                 count_cost(transcript)
-                await writes.put(TrialRecord(unit_id=unit.unit_id, transcript=transcript, verdict="error"))
+                await writes.put(attempted(TrialRecord(unit_id=unit.unit_id, transcript=transcript, verdict="error")))
                 continue
             if later is not None:
                 count_cost(transcript)

@@ -69,6 +69,10 @@ class RunPlan:
     manifest: dict[str, Any]
     max_run_cost_usd: float | None = None
     model_rpm: dict[str, int] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)  # said once before playing (e.g. settings a flag kept)
+    max_error_rate: float | None = None  # None: the default of a plain run (report.gates.RUN_MAX_ERROR_RATE)
+    allow_unjudged: list[str] = field(default_factory=list)  # check kinds that may stay unjudged
+    earlier_attempts: dict[str, list[dict[str, Any]]] = field(default_factory=dict)  # unit id → retired errors
 
 
 def prepare(req: RunRequest) -> RunPlan:
@@ -100,8 +104,9 @@ def prepare(req: RunRequest) -> RunPlan:
         raise UsageError("no scenarios to run: check the paths, the suite's scenarios and its tags")
     domains = check_scenarios(loaded)
 
-    agent = _agent(req.agent, pick("agent"))
-    simulator = _simulator(req.simulator, pick("simulator"), req.allow_same_family)
+    notes: list[str] = []
+    agent = _agent(req.agent, pick("agent"), notes)
+    simulator = _simulator(req.simulator, pick("simulator"), req.allow_same_family, notes)
     seed = int(pick("seed", req.seed, 0))
     flag_trials = req.trials if req.trials is not None else (suite.trials if suite else None)
     trials = {s.spec.id: flag_trials or s.spec.trials or config.trials or 1 for s in loaded}
@@ -116,7 +121,7 @@ def prepare(req: RunRequest) -> RunPlan:
         units=units,
         agent=agent,
         simulator=simulator,
-        judge=_parse(JudgeSpec, req.judge, "--judge") if req.judge else pick("judge"),
+        judge=_with_flag(JudgeSpec, req.judge, pick("judge"), "--judge", notes) if req.judge else pick("judge"),
         concurrency=int(pick("concurrency", req.concurrency, DEFAULT_CONCURRENCY)),
         seed=seed,
         limits=pick("limits", None, Limits()),
@@ -126,14 +131,17 @@ def prepare(req: RunRequest) -> RunPlan:
         manifest={},
         max_run_cost_usd=suite.max_run_cost_usd if suite else None,
         model_rpm=pick("model_rpm", None, {}) or {},
+        notes=notes,
+        max_error_rate=pick("max_error_rate"),
+        allow_unjudged=list(pick("allow_unjudged", None, []) or []),
     )
     plan.manifest = manifest_for(plan, req, trials)
     return plan
 
 
-def _agent(flag: str | None, configured: AgentSpec | None) -> AgentSpec:
+def _agent(flag: str | None, configured: AgentSpec | None, notes: list[str]) -> AgentSpec:
     if flag:
-        return _parse(AgentSpec, flag, "--agent")
+        return _with_flag(AgentSpec, flag, configured, "--agent", notes)  # type: ignore[no-any-return]
     if configured is None:
         raise UsageError(
             "no agent under test: pass --agent (a LiteLLM model, or python:module:attr) or set 'agent' in simlab.yaml"
@@ -141,18 +149,62 @@ def _agent(flag: str | None, configured: AgentSpec | None) -> AgentSpec:
     return configured
 
 
-def _simulator(flag: str | None, configured: SimulatorSpec | None, allow_same_family: bool) -> SimulatorSpec:
-    spec = _parse(SimulatorSpec, flag, "--simulator") if flag else configured or SimulatorSpec()
+def _simulator(flag: str | None, configured: SimulatorSpec | None, allow_same_family: bool,
+               notes: list[str]) -> SimulatorSpec:
+    spec = _with_flag(SimulatorSpec, flag, configured, "--simulator", notes) if flag else configured or SimulatorSpec()
     return spec.model_copy(update={"allow_same_family": True}) if allow_same_family else spec
 
 
 def _parse(model: Any, value: str, flag: str) -> Any:
     from pydantic import ValidationError
 
+    parsed: Any = value
+    if value.lstrip().startswith("{"):  # a whole mapping, in YAML flow style: replaces the configured one
+        import yaml
+
+        try:
+            parsed = yaml.safe_load(value)
+        except yaml.YAMLError as exc:
+            raise UsageError(f"{flag} {value!r}: not a YAML mapping ({exc})") from None
     try:
-        return model.model_validate(value)
+        return model.model_validate(parsed)
     except ValidationError as exc:
         raise UsageError(f"{flag} {value!r}: {exc.errors()[0]['msg']}") from None
+
+
+_ENDPOINT_KEYS = ("api_base", "api_key_env", "params", "price")
+
+
+def _with_flag(model: Any, flag: str, configured: Any, name: str, notes: list[str]) -> Any:
+    """The spec a flag names. A bare model string replaces only the configured *model*: the endpoint
+    settings beside it (api_base, api_key_env, params, price…) are kept, and a note says so, so that
+    ``--agent openai/x`` never sends to the real provider what simlab.yaml points at a local server.
+    A mapping (``--agent '{model: openai/x}'``) replaces the configured spec whole."""
+    parsed = _parse(model, flag, name)
+    if flag.lstrip().startswith("{") or configured is None or not getattr(parsed, "model", None) \
+            or not getattr(configured, "model", None):
+        return parsed
+    kept = {key: getattr(configured, key) for key in _ENDPOINT_KEYS
+            if key in type(configured).model_fields and getattr(configured, key)}
+    if not kept:
+        return parsed
+    merged = configured.model_copy(update={"model": parsed.model})
+    shown = ", ".join(f"{key} {_shown(key, value)}" for key, value in kept.items())
+    notes.append(f"{name} {parsed.model}: keeping {shown} from the configuration; to replace the whole "
+                 f"mapping, pass {name} '{{model: {parsed.model}}}'")
+    return merged
+
+
+def _shown(key: str, value: Any) -> str:
+    from simlab.redact import mask_url
+
+    if key == "api_base":
+        return mask_url(str(value))
+    if isinstance(value, dict):
+        return "{" + ", ".join(sorted(value)) + "}"
+    if hasattr(value, "model_dump"):
+        return str(value.model_dump())
+    return str(value)
 
 
 def _new_run_id() -> str:
@@ -170,6 +222,8 @@ def manifest_for(plan: RunPlan, req: RunRequest, trials: dict[str, int]) -> dict
         "command": req.command,
         "pins": pins_of(plan, trials),
         "units": len(plan.units),
+        # how reports count unjudged trials: a reporting setting, not a pin (it changes no trial)
+        "allow_unjudged": plan.allow_unjudged,
     }
 
 

@@ -94,7 +94,8 @@ async def _regrade_one(record: TrialRecord, loaded: LoadedScenario, domain: Any,
     else:
         checks = checks + [c for c in record.checks if _is_judge_check(c)]
     verdict = verdict_of(transcript, checks)
-    return TrialRecord(unit_id=record.unit_id, transcript=transcript, checks=checks, verdict=verdict)
+    return TrialRecord(unit_id=record.unit_id, transcript=transcript, checks=checks, verdict=verdict,
+                       attempt=record.attempt, earlier_attempts=record.earlier_attempts)
 
 
 def _note(report: RegradeReport, old: TrialRecord, new: TrialRecord) -> None:

@@ -27,6 +27,7 @@ from simlab.transcript.row import HEAD_VERSION, record_head, trial_head
 MANIFEST_SCHEMA_VERSION = 1
 MANIFEST = "run.json"
 TRIALS = "trials.jsonl"
+RETIRED = "retired.jsonl"  # lines moved out of trials.jsonl to be played again (errors, on resume)
 LOCK = ".lock"
 
 
@@ -42,6 +43,7 @@ class RunStore:
     def __init__(self, folder: Path):
         self.folder = folder
         self.trials_path = folder / TRIALS
+        self.retired_path = folder / RETIRED
         self.manifest_path = folder / MANIFEST
         self._lock_fd: int | None = None
 
@@ -182,6 +184,86 @@ class RunStore:
             done[raw["unit_id"]] = (raw.get("transcript") or {}).get("termination", {}).get("reason")
         return done
 
+    def error_unit_ids(self) -> set[str]:
+        """The units whose stored verdict is ``error`` (infrastructure): not finished work, so a
+        resume plays them again. Read from each line's head without parsing transcripts."""
+        found: set[str] = set()
+        if not self.trials_path.exists():
+            return found
+        try:
+            for number, data, start, end, last in _block_lines(self.trials_path):
+                if last:
+                    continue  # a torn tail: cut by repair_torn_tail, never a finished trial
+                head = read_head(data, start, end)
+                if head is None:
+                    raw = _parse_line(bytes(data[start:end]), self.trials_path, number, last)
+                    head = trial_head(raw) if raw is not None else None
+                if head is not None and head["row"].get("verdict") == "error":
+                    found.add(str(head["row"].get("unit_id")))
+        except OSError as exc:
+            raise InfraError(f"{self.trials_path}: cannot read ({_why(exc)})") from None
+        return found
+
+    def retire(self, unit_ids: set[str]) -> int:
+        """Move the lines of ``unit_ids`` out of ``trials.jsonl`` into ``retired.jsonl``, so the
+        units can be played again and the trials file keeps one line per unit. The lines reach
+        ``retired.jsonl`` (fsynced) before the trials file is replaced (a new file, fsynced, renamed
+        over it): a crash in between leaves a line in both, never in neither. Needs the run's lock.
+        Returns how many lines moved."""
+        if not unit_ids or not self.trials_path.exists():
+            return 0
+        tmp = self.trials_path.with_name(f".{TRIALS}.retire-{os.getpid()}")
+        moved: list[bytes] = []
+        try:
+            with open(self.trials_path, "rb") as src, open(tmp, "wb") as dst:
+                for line in src:
+                    match = _PREFIX.match(line)
+                    unit = match.group(1).decode("utf-8") if match else _unit_of(line)
+                    if unit in unit_ids and line.endswith(b"\n"):
+                        moved.append(line)
+                    else:
+                        dst.write(line)
+                dst.flush()
+                os.fsync(dst.fileno())
+            if moved:
+                retired = Appender(self.retired_path)
+                try:
+                    retired.append_lines(moved)
+                finally:
+                    retired.close()
+                os.replace(tmp, self.trials_path)
+                _fsync_dir(self.folder)
+        except OSError as exc:
+            raise InfraError(f"{self.trials_path}: cannot set trials aside to play them again ({_why(exc)})") from None
+        finally:
+            tmp.unlink(missing_ok=True)
+        return len(moved)
+
+    def earlier_attempts(self) -> dict[str, list[dict[str, Any]]]:
+        """unit id → its retired attempts (oldest first): verdict, termination, detail, start time.
+        A line retired twice (a crash between the two steps of ``retire``) counts once."""
+        attempts: dict[str, list[dict[str, Any]]] = {}
+        if not self.retired_path.exists():
+            return attempts
+        seen: set[bytes] = set()
+        try:
+            with open(self.retired_path, "rb") as fh:
+                for number, line in enumerate(fh, 1):
+                    if not line.endswith(b"\n") or line in seen:
+                        continue
+                    seen.add(line)
+                    raw = _parse_line(line, self.retired_path, number, last=False)
+                    if raw is None:
+                        continue
+                    t = raw.get("transcript") or {}
+                    termination = t.get("termination") or {}
+                    attempts.setdefault(raw["unit_id"], []).append({
+                        "verdict": raw.get("verdict"), "termination": termination.get("reason"),
+                        "detail": termination.get("detail", ""), "started_at": t.get("started_at", "")})
+        except OSError as exc:
+            raise InfraError(f"{self.retired_path}: cannot read ({_why(exc)})") from None
+        return attempts
+
     def records(self) -> Iterator[TrialRecord]:
         for raw in self.iter_raw():
             yield TrialRecord.model_validate(raw)
@@ -259,6 +341,28 @@ def _fix_text(value: Any) -> Any:
     if isinstance(value, list):
         return [_fix_text(v) for v in value]
     return value
+
+
+def _unit_of(line: bytes) -> str | None:
+    try:
+        value = json.loads(line)
+    except ValueError:
+        return None
+    return value.get("unit_id") if isinstance(value, dict) else None
+
+
+def _fsync_dir(folder: Path) -> None:
+    """Make a rename in ``folder`` durable."""
+    try:
+        fd = os.open(folder, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
 
 
 def _why(exc: OSError) -> str:

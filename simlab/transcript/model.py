@@ -144,8 +144,9 @@ class TerminationReason(str, Enum):
     MAX_TURNS = "max_turns"  # turn cap: a fail, never a silent pass
     AGENT_LOOP = "agent_loop"  # same tool and arguments three times in a row
     BUDGET_EXCEEDED = "budget_exceeded"  # tokens, cost or wall time per trial
-    CONTEXT_WINDOW = "context_window"
-    ERROR = "error"  # infrastructure: retries exhausted, auth failure, a crash in the lab
+    CONTEXT_WINDOW = "context_window"  # the agent's model: the agent's failure
+    AGENT_ERROR = "agent_error"  # the agent under test raised: its failure, not the lab's
+    ERROR = "error"  # infrastructure: retries exhausted, a dead endpoint, the simulator's model, a lab crash
 
 
 class Termination(_Model):
@@ -220,4 +221,9 @@ class TrialRecord(_Model):
                           "so readers need not parse the transcript. Never edited by hand.")
     transcript: Transcript
     checks: list[Check] = Field(default_factory=list, description="Filled by the graders.")
-    verdict: str | None = Field(None, description="pass | fail | invalid | error; None until graded.")
+    verdict: str | None = Field(None, description="pass | fail | invalid | error | unjudged; None until graded.")
+    attempt: int = Field(1, ge=1, description="1 + the earlier attempts of this unit that ended in an "
+                                              "infrastructure error and were played again on resume.")
+    earlier_attempts: list[dict[str, Any]] = Field(
+        default_factory=list, description="Those earlier attempts: verdict, termination and its detail, start time "
+                                          "(the whole lines are kept in retired.jsonl).")

@@ -39,7 +39,7 @@ def model_calls(records: list[dict]) -> list[dict]:
 def test_thirty_percent_transient_faults_complete_every_trial(tmp_path, monkeypatch, capsys, fakes, llm_sleeps):
     agent, agent_faults = fakes("t-agent", agent_reply, FaultPlan.spread(0.3, TRANSIENT, seed=3, retry_after_s=2))
     user, user_faults = fakes("t-user", user_reply, FaultPlan.spread(0.3, TRANSIENT, seed=4, retry_after_s=2))
-    write_llm_project(tmp_path, agent=agent, scenarios=2, trials=20)
+    write_llm_project(tmp_path, agent=agent, scenarios=2, trials=20, success_phrases=False)
     monkeypatch.chdir(tmp_path)
     assert main(["run", "--run-id", "t", "--no-progress", "--simulator", user, "--allow-same-family"]) == 0
 
@@ -77,7 +77,8 @@ def test_permanent_failure_stops_the_run_with_exit_3(tmp_path, monkeypatch, caps
     agent, agent_faults = fakes("p-agent", agent_reply, bad if role == "agent" else fine)
     user, user_faults = fakes("p-user", user_reply, bad if role == "simulator" else fine)
     judge, judge_faults = fakes("p-judge", judge_reply, bad if role == "judge" else fine)
-    write_llm_project(tmp_path, agent=agent, scenarios=1, trials=30, concurrency=2, rubric=True)
+    write_llm_project(tmp_path, agent=agent, scenarios=1, trials=30, concurrency=2, rubric=True,
+                      success_phrases=False)
     monkeypatch.chdir(tmp_path)
     code = main(["run", "--run-id", "p", "--no-progress", "--simulator", user, "--judge", judge,
                  "--allow-same-family"])
@@ -126,7 +127,7 @@ def test_malformed_replies_are_recorded_faithfully(tmp_path, monkeypatch, capsys
         return agent_reply(messages, tools)
 
     model, faults = fakes("m-agent", agent, FaultPlan.spread(0.3, MALFORMED, seed=3))
-    write_llm_project(tmp_path, agent=model, scenarios=2, trials=20)
+    write_llm_project(tmp_path, agent=model, scenarios=2, trials=20, success_phrases=False)
     monkeypatch.chdir(tmp_path)
     user, _ = fakes("m-user", user_reply, FaultPlan({}))
     assert main(["run", "--run-id", "m", "--no-progress", "--simulator", user, "--allow-same-family"]) == 0

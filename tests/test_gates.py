@@ -22,11 +22,11 @@ def project(tmp_path: Path, monkeypatch) -> Path:
     return tmp_path
 
 
-def write_suite(project: Path, gates: str, extra: str = "") -> str:
+def write_suite(project: Path, gates: str, extra: str = "", allow: str = "allow_unjudged: [rubric]\n") -> str:
     path = project / "suites" / "custom.yaml"
     path.write_text("id: custom\nscenarios: ['../scenarios/retail/refund-damaged-card.yaml',"
                     " '../scenarios/retail/store-credit-refused.yaml']\n"
-                    f"agent: python:examples.retail_agents:careful_agent\ntrials: 3\n{extra}gates:\n{gates}")
+                    f"agent: python:examples.retail_agents:careful_agent\ntrials: 3\n{allow}{extra}gates:\n{gates}")
     return str(path)
 
 

@@ -162,8 +162,11 @@ async def test_no_judge_means_not_run() -> None:
     assert [(c.name, c.status, c.hard) for c in out.checks] == [
         ("rubric:a", "not_run", True), ("rubric:b", "not_run", False), ("rubric_score", "not_run", False)]
     assert all(c.reason == "no judge model configured" for c in out.checks) and out.calls == []
-    assert verdict_of(transcript(), out.checks) == "pass"  # not_run never fails... and never counts as passed:
+    # not_run never fails... and never counts as passed: a hard item not run leaves the trial unjudged
+    assert verdict_of(transcript(), out.checks) == "unjudged"
     assert all(c.passed is None for c in out.checks)
+    soft_only = await grade_rubric(ctx(None, rubric=[{"id": "b", "text": "B"}]))
+    assert verdict_of(transcript(), soft_only.checks) == "pass"  # soft items only score
     assert (await grade_rubric(ctx(None, rubric=[]))).checks == []
 
 

@@ -84,13 +84,14 @@ def test_agent_transfer_ends_the_trial():
     assert any(isinstance(e, Signal) and e.role == "agent" for e in t.events)
 
 
-def test_agent_crash_is_an_error_termination():
+def test_agent_crash_is_the_agents_failure_not_an_infrastructure_error():
     def broken(inp):
         raise RuntimeError("boom")
 
     t = run(make_trial(PythonAgent(broken, "t:broken"), RulesSimulator()))
-    assert t.termination.reason.value == "error"
-    assert any(isinstance(e, ErrorEvent) and "boom" in e.message for e in t.events)
+    assert t.termination.reason.value == "agent_error"  # its own reason: not "error", which is the lab's
+    assert "RuntimeError: boom" in t.termination.detail
+    assert any(isinstance(e, ErrorEvent) and e.source == "agent" and "boom" in e.message for e in t.events)
 
 
 def test_wall_time_budget():

@@ -64,7 +64,7 @@ def project(tmp_path: Path, names: list[str], agent_plan: FaultPlan) -> tuple[st
     user = FaultyModel(user_reply, FaultPlan.spread(0.3, TRANSIENT, seed=2, **echo)).register("sec-user")
     judge = EchoingJudge(judge_echoing, FaultPlan.spread(0.3, TRANSIENT, seed=3, **echo)).register("sec-judge")
     names += ["sec-agent", "sec-user", "sec-judge"]
-    write_llm_project(tmp_path, agent="placeholder", scenarios=1, trials=8, rubric=True)
+    write_llm_project(tmp_path, agent="placeholder", scenarios=1, trials=8, rubric=True, success_phrases=False)
     (tmp_path / "simlab.yaml").write_text(f"""\
 agent:
   model: {agent}

@@ -127,7 +127,7 @@ def test_llm_simulator_prompt_flips_roles_and_parses_signals():
     model = Recorder("Great, all sorted. ###STOP###")
     events: list = []
     msgs = [{"role": "user", "content": "My order arrived broken."},
-            {"role": "assistant", "content": "Your refund has been issued."}]
+            {"role": "assistant", "content": "I have looked at it: the refund is possible."}]
     out = asyncio.run(LLMSimulator(model).next_message(view(msgs, turn=2, scn=RULES_SCN, record=events.append)))
     assert (out.text, out.signal) == ("Great, all sorted.", "stop")
     system, *history = model.seen
@@ -150,3 +150,28 @@ def test_llm_simulator_builds_its_system_prompt_once_per_scenario(monkeypatch):
         say(sim, view(msgs, turn=2, scn=scn))
         assert model.seen[0] == {"role": "system", "content": f"prompt for {scn.id}"}
     assert built == [RULES_SCN.id, "other"]
+
+
+def test_llm_simulator_stops_on_a_success_phrase_without_asking_its_model():
+    """A weak model that talks on after its goal was met would turn the agent's pass into a turn cap:
+    the scenario's success phrases are the LLM simulator's backstop, as they are the rules simulator's."""
+    model = Recorder("Thanks, but tell me more about your other products.")
+    msgs = [{"role": "user", "content": "My order arrived broken."},
+            {"role": "assistant", "content": "Your refund of 49.90 has been issued to your card."}]
+    out = asyncio.run(LLMSimulator(model).next_message(view(msgs, turn=2, scn=RULES_SCN)))
+    assert out.signal == "stop" and out.text == "" and "success phrase" in out.why
+    assert model.seen is None  # no call: the backstop decided
+    opening_only = asyncio.run(LLMSimulator(Recorder("hello")).next_message(view([], turn=1, scn=RULES_SCN)))
+    assert opening_only.signal is None  # the opening is never cut short
+
+
+def test_a_success_phrase_met_ends_an_llm_simulated_trial_as_goal_reached():
+    from simlab.sim.agents import PythonAgent
+    from simlab.sim.loop import run_trial
+    from tests.support import make_trial
+
+    talkative = Recorder("Great. By the way, what else do you sell?")  # never says ###STOP###
+    scn = scenario(user={"goal": "Store a=1.", "opening": "store a=1", "success_phrases": ["stored"]}, max_turns=4)
+    trial = make_trial(PythonAgent(lambda inp: "Done: it is stored.", "t:done"), LLMSimulator(talkative), scn=scn)
+    t = asyncio.run(run_trial(trial))
+    assert t.termination.reason.value == "goal_reached" and "success phrase" in t.termination.detail

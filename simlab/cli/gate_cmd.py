@@ -26,8 +26,9 @@ def _summary_of(target: str) -> dict[str, Any]:
 
 
 def check_gates(folder: Path, suite: Suite, *, junit: str | None, console: Console) -> int:
-    """Evaluate the suite's gates on a finished run; print, write JUnit, return the exit code."""
-    summary = build(folder)
+    """Evaluate the suite's gates on a finished run; print, write JUnit, return the exit code. Only
+    the suite's own ``allow_unjudged`` lets unjudged trials count as passes here."""
+    summary = build(folder, allow_unjudged=list(suite.allow_unjudged or []))
     manifest = RunStore(folder).read_manifest() or {}
     report = evaluate(summary, suite, planned=int(manifest.get("units", summary["trials"])),
                       finished=summary["trials"] + summary.get("ungraded", 0), load_baseline=_summary_of)

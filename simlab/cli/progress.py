@@ -13,7 +13,7 @@ from simlab.transcript import TrialRecord
 
 LABELS = {"pass": "pass", "fail": "fail", "invalid": "invalid", "error": "error","goal_reached": "goal", "user_gave_up": "gave up", "agent_transferred": "transferred",
           "max_turns": "turn cap", "agent_loop": "loop", "budget_exceeded": "budget",
-          "context_window": "context", "error": "error"}
+          "context_window": "context", "agent_error": "agent crash", "error": "error"}
 
 
 class Progress:

@@ -4,10 +4,12 @@ A check is one verdict of one grader on one transcript. Its ``status`` is pass, 
 (e.g. no judge model configured: never counted as a pass) or error (the grader itself could not
 decide: a judge that kept answering malformed JSON). A trial's verdict combines its checks:
 
-    error    the trial ended in an infrastructure error, or a hard check could not be decided
-    invalid  the simulated user broke its script (a hard drift check failed)
-    fail     a hard check failed (outcome, required actions, forbidden events, budgets, hard rubric)
-    pass     everything hard holds: P = O ∧ R ∧ ¬F ∧ B ∧ hard-rubric
+    error     the trial ended in an infrastructure error, or a hard check could not be decided
+    invalid   the simulated user broke its script (a hard drift check failed)
+    fail      a hard check failed (outcome, required actions, forbidden events, budgets, hard rubric)
+    unjudged  no hard check failed, but one did not run (no judge for a hard rubric item, an unknown
+              cost under a cost budget): nobody knows whether the trial passed
+    pass      every hard check ran and held: P = O ∧ R ∧ ¬F ∧ B ∧ hard-rubric
 """
 
 from __future__ import annotations
@@ -48,6 +50,8 @@ def verdict_of(transcript: Transcript, checks: list[Check]) -> Verdict:
         return "fail"
     if any(c.status == "error" for c in hard):
         return "error"
+    if any(c.status == "not_run" for c in hard):
+        return "unjudged"
     return "pass"
 
 

@@ -117,8 +117,10 @@ def _revealed_secret(ctx: GradeContext) -> Check | None:
     if not patterns:
         if not unchecked:
             return None
-        return Check(name="drift:revealed_secret", kind="drift", status="not_run", details={"unchecked": unchecked},
-                     reason="never-reveal facts are given only as descriptions, without values to look for")
+        return Check(name="drift:revealed_secret", kind="drift", status="not_run", hard=False,
+                     details={"unchecked": unchecked},  # a property of the scenario, not of this trial: soft
+                     reason="never-reveal facts are given only as descriptions, without values to look for "
+                            "(give {name: value} to check them)")
     found = [(i, f"turn {m.turn}: the user revealed never-reveal fact {name!r}")
              for i, m in _user_messages(ctx) for name, rx in patterns if rx.search(m.text)]
     return _check(ctx, "revealed_secret", found, f"no never-reveal fact appears in a user message "

@@ -34,7 +34,7 @@ from simlab.transcript import AgentMessage, ModelCall, ToolCall, Transcript, Usa
 __all__ = ["efficiency_counts", "grade_efficiency", "LOOP_REPEATS", "FAILING_TERMINATIONS"]
 
 LOOP_REPEATS = 3
-FAILING_TERMINATIONS = ("max_turns", "agent_loop", "budget_exceeded", "context_window")
+FAILING_TERMINATIONS = ("max_turns", "agent_loop", "budget_exceeded", "context_window", "agent_error")
 
 
 def call_key(call: ToolCall) -> str:

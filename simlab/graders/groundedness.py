@@ -99,8 +99,9 @@ async def grade_groundedness(ctx: GradeContext, *, max_attempts: int = 3, hard: 
     index = _last_agent_message(transcript)
     if ctx.judge is None:
         return JudgeOutcome([not_run("groundedness", "groundedness", hard)])
-    if index is None:
-        return JudgeOutcome([not_run("groundedness", "groundedness", hard, "the agent sent no message to check")])
+    if index is None:  # nothing claimed, nothing to ground (no score: that is not 100 %)
+        return JudgeOutcome([Check(name="groundedness", kind="groundedness", status="pass", hard=hard,
+                                   reason="the agent sent no message: no claim to ground")])
     calls: list[ModelCall] = []
     asked = await ask_json(ctx.judge, groundedness_messages(transcript, index), Claims, max_attempts=max_attempts,
                            turn=judge_turn(transcript), calls=calls, seed=derive_seed(transcript, "groundedness"))

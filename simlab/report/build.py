@@ -42,14 +42,17 @@ def project_run(target: str | None) -> Path:
     return resolve_run(target, Path(load_config(Path("simlab.yaml")).transcripts))
 
 
-def build(folder: Path, *, write: bool = True, checks_table: bool = False) -> dict[str, Any]:
+def build(folder: Path, *, write: bool = True, checks_table: bool = False,
+          allow_unjudged: list[str] | None = None) -> dict[str, Any]:
     """The summary of the run in ``folder``. Unless told not to write, it also writes
     ``results.parquet`` and ``summary.json``, and ``checks.parquet`` when asked for or when one is
-    there already (kept up to date: that table parses every transcript, so it is opt-in)."""
+    there already (kept up to date: that table parses every transcript, so it is opt-in).
+    ``allow_unjudged`` (a suite's, for its gates) replaces the list the run was made with."""
     store = RunStore(folder)
     manifest = store.read_manifest() or {}
     results = read_results(store.trials_path)
-    summary = summarize(results, run_id=manifest.get("run_id", folder.name))
+    allowed = allow_unjudged if allow_unjudged is not None else manifest.get("allow_unjudged")
+    summary = summarize(results, run_id=manifest.get("run_id", folder.name), allow_unjudged=allowed or ())
     summary["pins"] = manifest.get("pins", {})
     mixed = [d for r in manifest.get("resumes") or [] for d in r.get("forced_over") or []]
     if mixed:  # resumed with --force over other pins: its trials mix configurations

@@ -1,8 +1,9 @@
 """Evaluate a suite's gates on a run. Exit codes: 0 held, 1 a gate failed, 3 inconclusive.
 
-Inconclusive: the run is incomplete, infrastructure errors are over the suite's budget, or a
-gated figure is undefined (pass^k with n < k, an unknown cost). A policy-violation gate that
-failed is a certain failure and exits 1 even then: one real violation is enough.
+Inconclusive: the run is incomplete, infrastructure errors are over the suite's budget, some
+trials are unjudged (a hard check did not run, of a kind the suite does not allow to stay
+unjudged), or a gated figure is undefined (pass^k with n < k, an unknown cost). A policy-violation
+gate that failed is a certain failure and exits 1 even then: one real violation is enough.
 """
 
 from __future__ import annotations
@@ -48,6 +49,34 @@ class GateReport:
         if self.problems or any(r.status == "inconclusive" for r in self.results):
             return EXIT_INFRA
         return EXIT_OK
+
+
+SUITE_MAX_ERROR_RATE = 0.05  # a suite's default error budget; a plain run's is RUN_MAX_ERROR_RATE
+RUN_MAX_ERROR_RATE = 0.10
+
+
+def error_budget_problem(summary: dict[str, Any], budget: float) -> str | None:
+    """Why the run is inconclusive because of its infrastructure errors (their most common causes
+    named), or None when they are within ``budget``."""
+    errors = summary["suite"]["error_rate"]
+    if not errors["n"] or errors["rate"] <= budget:
+        return None
+    causes = "; ".join(f"{c['trials']}× {c['cause']}" for c in (summary.get("error_causes") or [])[:3])
+    return (f"infrastructure errors in {errors['c']} of {errors['n']} trials ({errors['rate']:.1%} > budget "
+            f"{budget:.1%})" + (f"; most common causes: {causes}" if causes else ""))
+
+
+def unjudged_problem(summary: dict[str, Any]) -> str | None:
+    """Why the run cannot be gated because some trials are unjudged, or None."""
+    left = summary["suite"].get("unjudged_rate") or {}
+    if not left.get("c"):
+        return None
+    checks = (summary.get("unjudged") or {}).get("checks") or []
+    kinds = sorted({c["kind"] for c in checks})
+    named = ", ".join(f"{c['name']} ×{c['trials']}" for c in checks[:3]) + (" …" if len(checks) > 3 else "")
+    return (f"{left['c']} of {left['n']} trials are unjudged: hard checks did not run ({named}); give the checks "
+            f"what they need (a judge model for rubric items) or let the suite accept them: "
+            f"allow_unjudged: [{', '.join(kinds)}]")
 
 
 def metric_value(figures: dict[str, Any], metric: str, view: str) -> float | None:
@@ -96,10 +125,13 @@ def evaluate(summary: dict[str, Any], suite: Suite, *, planned: int, finished: i
     report = GateReport()
     if finished < planned:
         report.problems.append(f"run incomplete: {finished} of {planned} trials finished")
-    errors = summary["suite"]["error_rate"]
-    if errors["n"] and errors["rate"] > suite.max_error_rate:
-        report.problems.append(f"infrastructure errors in {errors['c']} of {errors['n']} trials "
-                               f"({errors['rate']:.1%} > budget {suite.max_error_rate:.1%})")
+    problem = error_budget_problem(summary, SUITE_MAX_ERROR_RATE if suite.max_error_rate is None
+                                   else suite.max_error_rate)
+    if problem:
+        report.problems.append(problem)
+    problem = unjudged_problem(summary)
+    if problem:
+        report.problems.append(problem)
     attacks = summary.get("attacks") or {}
     for gate in suite.gates:  # a pass^k beyond the stored curves is computed from the counts
         metric = parse_gate(gate.gate)[0] if gate.gate else ""

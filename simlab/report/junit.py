@@ -26,7 +26,7 @@ def junit_xml(summary: dict[str, Any], gates: GateReport, suite_id: str) -> str:
             if entry["pass_hat_k"] is not None:
                 ET.SubElement(props, "property", name=f"pass^{k}", value=f"{entry['pass_hat_k']:.4f}")
         for name, value in (("passes", s["passes"]), ("trials", s["n"]), ("invalid", s["invalid"]),
-                            ("errors", s["errors"]), ("cost_usd", s["cost_usd"])):
+                            ("errors", s["errors"]), ("unjudged", s.get("unjudged", 0)), ("cost_usd", s["cost_usd"])):
             ET.SubElement(props, "property", name=name, value="unknown" if value is None else str(value))
         failed = [g for g in gates.results if g.scenario == sid and g.status == "fail"]
         valid = s["valid"]["success"]["n"]
@@ -34,6 +34,8 @@ def junit_xml(summary: dict[str, Any], gates: GateReport, suite_id: str) -> str:
             _add(case, "error", f"{s['errors']} of {s['n']} trials ended in an infrastructure error", counts)
         elif failed:
             _add(case, "failure", "; ".join(g.reason for g in failed), counts)
+        elif s.get("unjudged"):
+            _add(case, "error", f"{s['unjudged']} of {s['n']} trials are unjudged: a hard check did not run", counts)
         elif s["n"] and not valid:
             _add(case, "skipped", f"all {s['n']} trials were invalid simulations (the simulated user broke its "
                                   "script)", counts)

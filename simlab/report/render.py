@@ -13,6 +13,7 @@ import re
 from typing import Any
 
 from simlab.report.fmt import interval, money, pct, safe, shown_ks, upper_bound
+from simlab.report.trouble import trouble_lines
 
 _MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+!|<>~])")
 
@@ -59,6 +60,9 @@ def _markdown(summary: dict[str, Any]) -> str:
                  + " · ".join(f"pass^{k} {pct(suite['raw']['pass_k'][str(k)]['pass_hat_k'])}" for k in ks if k > 1)
                  + f" · cost per success {money(suite['cost_per_success_usd'])}")
     lines.append("")
+    if (suite.get("unjudged_rate") or {}).get("c"):
+        lines.append(f"unjudged {upper_bound(suite['unjudged_rate'])} (a hard check did not run: not counted as passed)")
+        lines.append("")
     lines.append(f"invalid {upper_bound(suite['invalid_rate'])} · errors {upper_bound(suite['error_rate'])} · "
                  f"policy violations {upper_bound(suite['policy_violation_rate'])}")
     lines += ["", "| scenario | pass | pass^1 [95% CI] | " + " | ".join(f"pass^{k}" for k in ks if k > 1)
@@ -73,4 +77,7 @@ def _markdown(summary: dict[str, Any]) -> str:
     if failing:
         lines += ["", "| failing check | kind | failures |", "|---|---|---:|"]
         lines += [f"| {md_escape(r['name'])} | {r['kind']} | {r['failures']} |" for r in failing[:10]]
+    trouble = trouble_lines(summary)
+    if trouble:
+        lines += ["", *[f"- {md_escape(line)}" for line in trouble]]
     return "\n".join(lines) + "\n"

@@ -9,6 +9,7 @@ from rich.table import Table
 from rich.text import Text
 
 from simlab.report.fmt import DASH, curve, interval, money, num, pct, safe, shown_ks, upper_bound
+from simlab.report.trouble import trouble_lines
 
 
 def print_report(summary: dict[str, Any], console: Console, *, view: str = "raw", top: int = 8) -> None:
@@ -38,12 +39,14 @@ def print_report(summary: dict[str, Any], console: Console, *, view: str = "raw"
         console.print(table)
     terms = suite.get("terminations") or {}
     console.print(Text("terminations: " + ", ".join(f"{k} {v}" for k, v in terms.items())))
+    for line in trouble_lines(summary):
+        console.print(Text(line, style="yellow"))
     attacks = summary.get("attacks") or {}
     for category, rate in attacks.items():
         console.print(Text(f"attack success · {category}: {upper_bound(rate)}"))
     not_run = summary.get("not_run_checks") or {}
     if not_run:
-        names = ", ".join(f"{k} ×{v}" for k, v in list(not_run.items())[:6])
+        names = ", ".join(f"{safe(k)} ×{v}" for k, v in list(not_run.items())[:6])
         more = f" and {len(not_run) - 6} more" if len(not_run) > 6 else ""
         console.print(Text(f"not run (never counted as passed): {names}{more}", style="dim"))
 
@@ -58,13 +61,18 @@ def _headline(suite: dict[str, Any], max_k: int) -> Text:
         return f"pass^{k} {pct(entry['pass_hat_k'])}{partial}"
 
     k_text = "  ".join(k_figure(k) for k in shown_ks(max_k) if k > 1)
+    unjudged = suite.get("unjudged_rate") or {}
     lines = [
         f"suite   success {interval(raw['success'])} (n={raw['success']['n']})   {k_text}",
-        f"valid   success {interval(valid['success'])} (n={valid['success']['n']}, invalid simulations and "
-        f"infrastructure errors left out)",
+        f"valid   success {interval(valid['success'])} (n={valid['success']['n']}, invalid simulations, "
+        f"infrastructure errors and unjudged trials left out)",
         f"invalid {upper_bound(suite['invalid_rate'])}   errors {upper_bound(suite['error_rate'])}   "
-        f"policy violations {upper_bound(suite['policy_violation_rate'])}   loops {upper_bound(suite['loop_rate'])}",
+        + (f"unjudged {upper_bound(unjudged)}   " if unjudged.get("c") else "")
+        + f"policy violations {upper_bound(suite['policy_violation_rate'])}   loops {upper_bound(suite['loop_rate'])}",
         f"cost {money(suite['cost_usd'])}   per success {money(suite['cost_per_success_usd'])}   "
+        + (f"judge {money(suite.get('judge_cost_usd'))} ({suite['judge_calls']} calls)   "
+           if suite.get("judge_calls") else "")
+        +
         f"tokens p50 {num(suite['tokens']['p50'], 0)} p95 {num(suite['tokens']['p95'], 0)}   "
         f"latency p50 {num(suite['latency_s']['p50'])}s p95 {num(suite['latency_s']['p95'])}s   "
         f"retries {suite['retries']} ({suite['retry_wait_s']:.1f}s waiting)",
@@ -90,8 +98,9 @@ def _scenario_table(summary: dict[str, Any], max_k: int, view: str, width: int) 
             table.add_column(f"^{k}", justify="right", no_wrap=True)
     table.add_column("curve", no_wrap=True)
     table.add_column("class", no_wrap=True)
+    unjudged = any(s.get("unjudged") for s in summary["scenarios"].values())
     if medium:
-        table.add_column("inv/err", justify="right")
+        table.add_column("inv/err/unj" if unjudged else "inv/err", justify="right")
     if wide:
         table.add_column("$/success", justify="right")
     for sid, s in summary["scenarios"].items():
@@ -101,7 +110,7 @@ def _scenario_table(summary: dict[str, Any], max_k: int, view: str, width: int) 
         cells += [pct(figures["pass_k"].get(str(k), {}).get("pass_hat_k")) for k in ks if k > 1]
         cells += [curve(curve_values), (s["flake_class"] or DASH).replace("_", " ").replace("stable ", "")]
         if medium:
-            cells.append(f"{s['invalid']}/{s['errors']}")
+            cells.append(f"{s['invalid']}/{s['errors']}" + (f"/{s.get('unjudged', 0)}" if unjudged else ""))
         if wide:
             cells.append(money(s["cost_per_success_usd"]) if s["passes"] else DASH)
         table.add_row(*cells)

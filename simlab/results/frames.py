@@ -29,6 +29,8 @@ class CheckTally:
     failures: dict[tuple[str, str], int] = field(default_factory=dict)
     hard_failures: dict[tuple[str, str], int] = field(default_factory=dict)
     not_run: dict[str, int] = field(default_factory=dict)
+    unjudged: dict[tuple[str, str], int] = field(default_factory=dict)  # hard checks not run: (name, kind)
+    errored: dict[tuple[str, str], list[Any]] = field(default_factory=dict)  # (name, kind) → [count, hard, reason]
     attacks: dict[str, list[int]] = field(default_factory=dict)
 
     def add(self, head: dict[str, Any]) -> None:
@@ -39,6 +41,12 @@ class CheckTally:
                 self.hard_failures[key] = self.hard_failures.get(key, 0) + 1
         for name in head.get("not_run") or ():
             self.not_run[name] = self.not_run.get(name, 0) + 1
+        for name, kind in head.get("unjudged") or ():
+            self.unjudged[(name, kind)] = self.unjudged.get((name, kind), 0) + 1
+        for name, kind, hard, reason in head.get("errored") or ():
+            entry = self.errored.setdefault((name, kind), [0, False, reason])
+            entry[0] += 1
+            entry[1] = entry[1] or hard
         for category, succeeded in (head.get("attacks") or {}).items():
             counts = self.attacks.setdefault(category, [0, 0])
             counts[0] += 1
@@ -50,9 +58,10 @@ CHECK_COLUMNS = ["run_id", "unit_id", "scenario_id", "trial", "simulator", "verd
 _CHECK_KEYS = CHECK_COLUMNS[6:]  # taken from the check itself; the first six from its trial
 
 
-SUMMARY_FIELDS = ("verdict", "scenario_id", "persona_id", "termination", "cost_usd", "policy_violations", "loop",
-                  "duration_s", "retries", "retry_wait_s", "simulator", "agent_input_tokens", "agent_output_tokens",
-                  "simulator_input_tokens", "simulator_output_tokens")
+SUMMARY_FIELDS = ("verdict", "scenario_id", "persona_id", "termination", "termination_detail", "cost_usd",
+                  "policy_violations", "loop", "duration_s", "retries", "retry_wait_s", "simulator",
+                  "agent_input_tokens", "agent_output_tokens", "simulator_input_tokens", "simulator_output_tokens",
+                  "judge_calls", "judge_cost_usd")
 FLOAT_COLUMNS = tuple(f"{role}_{f}" for role in ROLES for f in USAGE_FIELDS) + ("cost_usd", "redundant_calls")
 
 
@@ -86,7 +95,12 @@ def collect(heads: Iterable[dict[str, Any]]) -> Results:
             group = groups[key] = ([], [])
         group[0].append(n)
         group[1].append(tuple(row.values()))
-        rows.append({name: row.get(name) for name in SUMMARY_FIELDS})
+        summary_row = {name: row.get(name) for name in SUMMARY_FIELDS}
+        if head.get("unjudged"):  # which kinds of hard check did not run: an allow list may accept them
+            summary_row["unjudged_kinds"] = frozenset(kind for _, kind in head["unjudged"])
+        if head.get("errored"):  # the first hard check its grader could not decide: an error's cause
+            summary_row["errored_check"] = next((f"{n}: {r}" for n, _, hard, r in head["errored"] if hard), None)
+        rows.append(summary_row)
         tally.add(head)
     return Results(_table(groups, len(rows)), rows, tally)
 

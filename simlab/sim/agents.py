@@ -214,7 +214,7 @@ class LLMAgent(Agent):
                 return AgentReply(text=text, transfer=transferred)
             history.append({
                 "role": "assistant",
-                "content": result.text or None,
+                "content": result.text or "",  # strict servers need a string here (see llm.client.wire_messages)
                 "tool_calls": [
                     {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}
                     for c in result.tool_calls

@@ -104,7 +104,7 @@ class _Conversation:
         if user.signal:
             self.events.append(Signal(turn=self.turn, role="user", signal=user.signal))
             reason = {"stop": R.GOAL_REACHED, "give_up": R.USER_GAVE_UP, "transfer": R.AGENT_TRANSFERRED}
-            raise _End(reason[user.signal], f"user signalled {user.signal}")
+            raise _End(reason[user.signal], f"user signalled {user.signal}" + (f" ({user.why})" if user.why else ""))
         if not user.text:
             raise _End(R.ERROR, "the simulator produced an empty message")
 
@@ -118,10 +118,10 @@ class _Conversation:
             self._model_failed(exc, "agent")
         except (StopTrial, _End, asyncio.CancelledError, KeyboardInterrupt):
             raise
-        except Exception as exc:  # a bug in the agent under test ends this trial, not the run
+        except Exception as exc:  # the agent under test crashed: its failure (not the lab's), and this trial's only
             self.events.append(ErrorEvent(turn=self.turn, source="agent", kind="crash",
                                           message=f"{type(exc).__name__}: {exc}"))
-            raise _End(R.ERROR, f"the agent raised {type(exc).__name__}: {exc}") from None
+            raise _End(R.AGENT_ERROR, f"the agent raised {type(exc).__name__}: {exc}") from None
         self.events.append(AgentMessage(turn=self.turn, text=reply.text))
         self.messages.append({"role": "assistant", "content": reply.text})
         if reply.transfer:
@@ -132,8 +132,11 @@ class _Conversation:
         self.events.append(ModelCall(turn=self.turn, role=exc.role or source, model=exc.model, usage=exc.usage,
                                      error=f"{exc.kind.value}: {exc}"))
         self.events.append(ErrorEvent(turn=self.turn, source=source, kind=exc.kind.value, message=str(exc)))
-        if exc.kind is ModelErrorKind.CONTEXT_WINDOW:
+        if exc.kind is ModelErrorKind.CONTEXT_WINDOW and source == "agent":
             raise _End(R.CONTEXT_WINDOW, f"{source} model {exc.model}: context window exceeded")
+        if exc.kind is ModelErrorKind.CONTEXT_WINDOW:  # the lab's own model could not hold the conversation
+            raise _End(R.ERROR, f"{source} model {exc.model}: context window exceeded (the {source}'s model, "
+                                "not the agent's: use a model with a larger window or fewer max_turns)")
         if exc.kind.permanent:
             raise exc  # the runner stops the whole run: no trial is blamed for it
         raise _End(R.ERROR, exc.describe())

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from typing import Annotated
+from typing import Annotated, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict
 
@@ -34,3 +34,8 @@ PythonRef = Annotated[str, AfterValidator(_python_ref)]
 
 class SpecModel(BaseModel):
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+
+# The kinds of check the graders produce (``transcript.checks.Check.kind``); named here because
+# specs refer to them too (``allow_unjudged``).
+CheckKind = Literal["state", "trajectory", "policy", "efficiency", "budget", "rubric", "groundedness", "drift"]

@@ -6,9 +6,11 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-CheckKind = Literal["state", "trajectory", "policy", "efficiency", "budget", "rubric", "groundedness", "drift"]
+from simlab.specs.base import CheckKind  # defined with the specs, which name kinds too
+
 CheckStatus = Literal["pass", "fail", "not_run", "error"]
-Verdict = Literal["pass", "fail", "invalid", "error"]
+Verdict = Literal["pass", "fail", "invalid", "error", "unjudged"]
+VERDICTS: tuple[str, ...] = ("pass", "fail", "invalid", "error", "unjudged")
 
 
 class Check(BaseModel):

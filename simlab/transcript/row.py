@@ -16,7 +16,7 @@ from simlab.transcript.model import spends_nothing_unseen
 
 ROLES = ("agent", "simulator", "judge")
 USAGE_FIELDS = ("input_tokens", "output_tokens", "cached_tokens", "cost_usd")
-HEAD_VERSION = 1
+HEAD_VERSION = 2  # 2: unjudged and errored checks
 
 
 def _add_usage(sums: dict[str, dict[str, Any]], event: dict[str, Any]) -> None:
@@ -89,6 +89,7 @@ def trial_row(raw: dict[str, Any]) -> dict[str, Any]:
                 row[f"{role}_{f}"] = zero
     parts = [row["agent_cost_usd"], row["simulator_cost_usd"]]
     row["cost_usd"] = None if any(p is None for p in parts) else sum(parts)  # type: ignore[arg-type]
+    row["judge_calls"] = (usage.get("judge") or {}).get("calls", 0)
     row["retries"] = sum(a["retries"] for a in usage.values())
     row["retry_wait_s"] = sum(a["retry_wait_s"] for a in usage.values())
     row["model_latency_s"] = sum(a["latency_s"] for a in usage.values())
@@ -116,21 +117,32 @@ def trial_row(raw: dict[str, Any]) -> dict[str, Any]:
     return row
 
 
+REASON_CHARS = 240  # of an errored check's reason kept in the head (the cause a report names)
+
+
 def trial_head(raw: dict[str, Any]) -> dict[str, Any]:
     """What a report or the viewer reads of a trial: its row, plus the checks that did not pass
-    (``[name, kind, hard]`` for failures, names for checks not run) and, per attack category,
-    whether the attack succeeded (a check of that category failed)."""
-    failed, not_run, attacks = [], [], {}
+    (``[name, kind, hard]`` for failures, names for checks not run, ``[name, kind]`` for hard checks
+    not run, which leave the trial unjudged, and ``[name, kind, hard, reason]`` for checks whose
+    grader could not decide) and, per attack category, whether the attack succeeded (a check of
+    that category failed)."""
+    failed, not_run, unjudged, errored, attacks = [], [], [], [], {}
     for c in raw.get("checks") or []:
         status = c.get("status")
         if status == "fail":
             failed.append([c.get("name"), c.get("kind"), bool(c.get("hard", True))])
         elif status == "not_run":
             not_run.append(c.get("name"))
+            if c.get("hard", True):
+                unjudged.append([c.get("name"), c.get("kind")])
+        elif status == "error":
+            errored.append([c.get("name"), c.get("kind"), bool(c.get("hard", True)),
+                            str(c.get("reason") or "")[:REASON_CHARS]])
         category = c.get("category")
         if category is not None:
             attacks[category] = attacks.get(category, False) or status == "fail"
-    return {"v": HEAD_VERSION, "row": trial_row(raw), "failed": failed, "not_run": not_run, "attacks": attacks}
+    return {"v": HEAD_VERSION, "row": trial_row(raw), "failed": failed, "not_run": not_run, "unjudged": unjudged,
+            "errored": errored, "attacks": attacks}
 
 
 def record_head(record: Any) -> dict[str, Any]:
@@ -147,6 +159,7 @@ def record_head(record: Any) -> dict[str, Any]:
         else:
             events.append({"type": e.type})
     checks = [{"name": c.name, "kind": c.kind, "status": c.status, "hard": c.hard, "category": c.category,
+               "reason": c.reason if c.status == "error" else "",
                "details": c.details if c.name == "efficiency" else {}} for c in record.checks]
     transcript = {
         "run_id": t.run_id, "scenario_id": t.scenario_id, "persona_id": t.persona_id, "trial": t.trial,

@@ -39,7 +39,8 @@ _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029]")
 _JSON_KEY = re.compile(r'"(?:[^"\\]|\\.)*"(?=: )')
 
 VERDICT_STYLE = {"pass": ("✓ pass", "bold green"), "fail": ("✗ fail", "bold red"),
-                 "invalid": ("! invalid", "bold magenta"), "error": ("⚠ error", "bold yellow")}
+                 "invalid": ("! invalid", "bold magenta"), "error": ("⚠ error", "bold yellow"),
+                 "unjudged": ("? unjudged", "bold cyan")}
 SIGNAL_WORDS = {"stop": "stopped: goal reached", "give_up": "gave up", "transfer": "asked for a transfer"}
 
 
@@ -76,7 +77,7 @@ def verdict_text(verdict: str | None) -> Text:
 
 def reason_text(reason: str) -> Text:
     style = {"goal_reached": "green", "error": "yellow", "max_turns": "red", "agent_loop": "red",
-             "budget_exceeded": "red", "context_window": "yellow"}.get(reason, "")
+             "budget_exceeded": "red", "context_window": "red", "agent_error": "red"}.get(reason, "")
     return literal(reason, style)
 
 

@@ -35,7 +35,7 @@ _HEAD = re.compile(r'\{"schema_version":\d+,"unit_id":(' + _STR + r'),(?:"head":
 _TERM_KEY = '"termination":{"reason":'
 _TERMINATION = re.compile(r'\],"termination":(\{"reason":"[a-z_]+","detail":' + _STR
                          + r',"turn":-?\d+\}),"final_state":')
-_VERDICT_TAIL = re.compile(r',"verdict":(null|"[a-z_]+")\}\s*$')
+_VERDICT_TAIL = re.compile(r',"verdict":(null|"[a-z_]+")(?:,"attempt":1,"earlier_attempts":\[\])?\}\s*$')
 _CHECKS_KEY = '"checks":['
 
 

@@ -27,6 +27,7 @@ class ScenarioSummary:
     failed: int = 0
     invalid: int = 0
     error: int = 0
+    unjudged: int = 0  # a hard check did not run: neither passed nor failed
     goal_reached: int = 0
     reasons: Counter[str] = field(default_factory=Counter)
     costs: list[float | None] = field(default_factory=list)
@@ -69,6 +70,8 @@ class ScenarioSummary:
             self.invalid += 1
         elif row.verdict == "error":
             self.error += 1
+        elif row.verdict == "unjudged":
+            self.unjudged += 1
         else:
             self.failed += 1
 
@@ -110,6 +113,7 @@ class RunSummary:
     error: int
     cost: float | None
     cost_complete: bool
+    unjudged: int = 0
     cost_pending: bool = False
 
 
@@ -129,4 +133,5 @@ def summarize_run(summaries: dict[str, ScenarioSummary]) -> RunSummary:
         raw_pass_1=sum(s.passed for s in values) / total_graded if total_graded else None,
         invalid=sum(s.invalid for s in values), error=sum(s.error for s in values),
         cost=cost, cost_complete=complete, cost_pending=any(s.pending for s in values),
+        unjudged=sum(s.unjudged for s in values),
     )

@@ -25,7 +25,8 @@ def run_summary_text(s: RunSummary, agent: str, simulator: str) -> Text:
         out.append(f"pass^1 {fmt_rate(s.pass_1)}", "bold")
         if s.k > 1:
             out.append(f" · pass^{s.k} {fmt_rate(s.pass_k)}", "bold")
-        out.append(f" · raw {fmt_rate(s.raw_pass_1)} · {s.invalid} invalid · {s.error} error")
+        out.append(f" · raw {fmt_rate(s.raw_pass_1)} · {s.invalid} invalid · {s.error} error"
+                   + (f" · {s.unjudged} unjudged" if s.unjudged else ""))
         if s.graded < s.trials:
             out.append(f" · {s.trials - s.graded} not graded", "yellow")
     else:

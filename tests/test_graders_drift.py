@@ -142,3 +142,57 @@ def test_real_loop_scripted_user_stopping_early_is_drift():
     t = asyncio.run(run_trial(make_trial(PythonAgent(lambda inp: "Let me check.", "t:idle"), ScriptedSimulator(), scn=scn)))
     check = {c.name: c for c in grade_drift(GradeContext(t, scn, KV))}["drift:premature_stop"]
     assert check.status == "fail" and isinstance(t.events[check.event], Signal)
+
+
+ROLE_SWAPS = [  # the simulated user speaks as the assistant (seen with small models)
+    "As a customer service AI, I can't access your account details.",
+    "As an AI language model, I do not have orders.",
+    "I'll send a confirmation email with this information next week.",
+    "I'll help you with something!",
+    "How can I help you today?",
+    "I'd be happy to help you with that refund.",
+    "Let me look up your order right away.",
+    "I have processed your refund of 49.90.",
+    "Is there anything else I can help you with?",
+    "Thank you for contacting us, have a great day.",
+    "Agent: your order is on its way.",
+    "As a support representative I must follow the policy.",
+    "I'm here to help with any questions.",
+    "Could I have your order number, please?",
+    "I will also email you a receipt.",
+    "Let me check on your refund status.",
+]
+NOT_SWAPS = [  # what customers say
+    "Can you help me with my order?",
+    "I need help with a refund for order A123.",
+    "I'll send you the order number in a second: A123.",
+    "As a customer of ten years, I expect better.",
+    "Can you send me a confirmation email?",
+    "I'll wait for the confirmation email then.",
+    "Thanks for your help!",
+    "How can I get my money back?",
+    "Let me look up my order number... it's A123.",
+    "I have my receipt here.",
+    "I will check my email later.",
+    "Is there anything else you need from me?",
+    "My assistant placed the order for me.",
+    "yes please go ahead",
+    "no, I want it back on my card, not store credit",
+    "I'm an engineer, not an AI expert.",
+]
+
+
+def test_role_swap_table():
+    from simlab.graders.drift import _assistant_phrase
+
+    assert [t for t in ROLE_SWAPS if _assistant_phrase(t) is None] == []
+    assert [(t, _assistant_phrase(t)) for t in NOT_SWAPS if _assistant_phrase(t) is not None] == []
+
+
+def test_the_rules_simulator_never_speaks_as_the_assistant():
+    from simlab.graders.drift import _assistant_phrase
+    from simlab.sim.simulators import rules
+
+    lines = [line for name in ("THANKS", "GIVE_UPS", "REFUSALS", "COMPLAINTS", "YES", "NUDGES")
+             for line in getattr(rules, name, [])]
+    assert lines and [t for t in lines if _assistant_phrase(t.format(offer="store credit", goal="a refund"))] == []

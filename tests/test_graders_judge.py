@@ -291,3 +291,22 @@ async def test_drift_judge_without_judge_or_secrets() -> None:
     plain = GradeContext(transcript=transcript(), scenario=scn, domain=KV, judge=FunctionModel(lambda m, t: YES))
     out = await grade_drift_llm(plain)
     assert "drift_llm:kept_secrets" not in {c.name for c in out.checks} and len(out.checks) == 3
+
+
+async def test_a_reason_that_repeats_the_placeholder_is_malformed_and_asked_again() -> None:
+    from simlab.graders.judge import REASON_PLACEHOLDER
+
+    copied = '{"verdict": "yes", "reason": "%s"}' % REASON_PLACEHOLDER
+    judge = ScriptedModel([copied, YES], role="judge")
+    out = await grade_rubric(ctx(judge))
+    assert out.checks[0].status == "pass" and len(out.calls) == 2  # the copy was refused, the real answer kept
+    stubborn = await grade_rubric(ctx(ScriptedModel([copied] * 3, role="judge")))
+    assert stubborn.checks[0].status == "error" and "placeholder" in stubborn.checks[0].reason
+
+
+async def test_a_claim_that_repeats_the_placeholder_is_malformed() -> None:
+    from simlab.graders.groundedness import Claims
+    from simlab.graders.judge import Malformed
+
+    with pytest.raises(Malformed, match="placeholder"):
+        parse_answer('{"claims": [{"claim": "…", "verdict": "supported", "evidence": "#3"}]}', Claims)

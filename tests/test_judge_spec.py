@@ -76,3 +76,13 @@ def test_a_bad_judge_flag_is_a_usage_error(tmp_path: Path, monkeypatch, capsys) 
     monkeypatch.chdir(tmp_path)
     assert main(["run", "--run-id", "b", "--no-progress", "--judge", "python:m:f"]) == 2
     assert "--judge 'python:m:f': Value error, a judge is a LiteLLM model" in capsys.readouterr().err
+
+
+def test_one_response_format_schema_for_every_judge_kind_is_refused() -> None:
+    """The rubric, groundedness and drift judges answer different JSON shapes: a json_schema set in
+    the judge's params would break all but one of them."""
+    schema = {"type": "json_schema", "json_schema": {"name": "x", "schema": {"type": "object"}}}
+    with pytest.raises(ValidationError, match="different JSON shapes"):
+        JudgeSpec.model_validate({"model": "openai/m", "params": {"response_format": schema}})
+    ok = JudgeSpec.model_validate({"model": "openai/m", "params": {"response_format": {"type": "json_object"}}})
+    assert ok.params["response_format"] == {"type": "json_object"}

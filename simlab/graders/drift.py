@@ -268,10 +268,23 @@ def _accepted_rejected(ctx: GradeContext) -> Check | None:
     return _check(ctx, "accepted_rejected", found, "the user never accepted an outcome its goal rejects")
 
 
-_ROLE_SWAP = re.compile(r"^\W*(assistant|agent|ai|support|bot|system)\s*:|\bas an ai\b|\bas a language model\b|"
-                        r"\bas an? (ai )?assistant\b|\bhow (can|may) i (help|assist) you\b|\bi'?m here to help\b|"
-                        r"\bi am here to help\b|\bis there anything else i can (help|assist) you with\b|"
-                        r"\bthank you for contacting\b", re.I)
+# What only the assistant says: a role label, a self-description as an AI or as staff, the service's
+# stock phrases, and first-person actions on the customer's behalf ("I'll send you a confirmation",
+# "let me look up your order"). A customer's own requests ("can you help me", "I'll send you the
+# order number", "as a customer…") are not among them: tests/test_graders_drift.py holds a table.
+_ROLE_SWAP = re.compile(
+    r"^\W*(assistant|agent|ai|support|bot|system)\s*:"
+    r"|\bas an? (?:large )?(?:ai|language model|llm)\b"
+    r"|\bas an? (?:helpful |virtual |digital |friendly )?(?:customer (?:service|support|care) |support |service )?"
+    r"(?:ai|assistant|agent|representative|rep|bot|chatbot)\b"
+    r"|\bhow (?:can|may|could) i (?:help|assist) you\b|\bi(?:'?m| am) here to (?:help|assist)\b"
+    r"|\bis there anything else (?:that )?i can (?:help|assist|do for) you\b|\bthank you for (?:contacting|reaching out to) us\b"
+    r"|\bi(?:'?ll| will|'?d be happy to| would be happy to|'?d be glad to| can) (?:help|assist) you\b"
+    r"|\bi(?:'?ll| will)(?: also)? (?:send|email) (?:you )?(?:a |an |the )?(?:confirmation|receipt|follow-up|summary)"
+    r"|\b(?:let me|i(?:'?ll| will)) (?:look up|check on|pull up|process|escalate|cancel|issue) (?:your|the customer'?s)\b"
+    r"|\bi(?:'?ve| have) (?:processed|issued|escalated|cancell?ed|refunded|updated) (?:your|the)\b"
+    r"|\b(?:could|can|may) i (?:have|get) your (?:order|account|customer) (?:number|id)\b",
+    re.I)
 
 
 @functools.lru_cache(maxsize=4096)

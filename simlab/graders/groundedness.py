@@ -33,11 +33,21 @@ from simlab.transcript import AgentMessage, Check, InvalidCall, ModelCall, ToolC
 __all__ = ["Claim", "Claims", "grade_groundedness", "groundedness_messages"]
 
 
+CLAIM_PLACEHOLDER = "…"
+
+
 class Claim(BaseModel):
     model_config = ConfigDict(extra="ignore")
-    claim: str = Field(min_length=1)
+    claim: str = Field(min_length=1, description="Not the prompt's placeholder (a copied example is malformed).")
     verdict: Literal["supported", "unsupported"]
     evidence: str = ""
+
+    @field_validator("claim")
+    @classmethod
+    def _not_the_placeholder(cls, value: str) -> str:
+        if value.strip() in (CLAIM_PLACEHOLDER, "...", ""):
+            raise ValueError("the claim repeats the instructions' placeholder; quote the real claim")
+        return value
 
     @field_validator("verdict", mode="before")
     @classmethod

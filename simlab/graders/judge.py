@@ -49,8 +49,16 @@ class JudgeOutcome:
     calls: list[ModelCall] = field(default_factory=list)
 
 
+REASON_PLACEHOLDER = "one sentence, citing the event #index that decides it"
+
+
+def _words(text: str) -> str:
+    return " ".join(re.findall(r"[a-z0-9#]+", text.casefold()))
+
+
 class YesNo(BaseModel):
-    """A judge's answer to one yes/no question."""
+    """A judge's answer to one yes/no question. A reason that only repeats the prompt's placeholder
+    (weak models copy the example object) says nothing: it is malformed, and asked again."""
 
     model_config = ConfigDict(extra="ignore")
     verdict: Literal["yes", "no"]
@@ -60,6 +68,13 @@ class YesNo(BaseModel):
     @classmethod
     def _fold(cls, value: Any) -> Any:
         return value.strip().lower() if isinstance(value, str) else value
+
+    @field_validator("reason")
+    @classmethod
+    def _not_the_placeholder(cls, value: str) -> str:
+        if _words(value) in (_words(REASON_PLACEHOLDER), "one sentence", "") or "citing the event #index" in value:
+            raise ValueError("the reason repeats the instructions' placeholder; give the real reason")
+        return value
 
 
 class Malformed(ValueError):
@@ -164,13 +179,14 @@ transcript clearly shows that it holds; if it is violated, or the evidence is mi
 Criterion: {criterion}
 {policy}
 Reply with only a JSON object, no other text:
-{{"verdict": "yes" or "no", "reason": "one sentence, citing the event #index that decides it"}}"""
+{{"verdict": "yes" or "no", "reason": "{placeholder}"}}"""
 
 
 def rubric_messages(transcript: Transcript, criterion: str, policy: str = "") -> list[Message]:
     nonce = nonce_for(transcript, "rubric")
     policy_text = f"\nThe policy the agent was given (trusted, for reference):\n{policy.strip()[:4000]}\n" if policy.strip() else ""
-    system = RUBRIC_SYSTEM.format(rules=data_rules(nonce), criterion=criterion, policy=policy_text)
+    system = RUBRIC_SYSTEM.format(rules=data_rules(nonce), criterion=criterion, policy=policy_text,
+                                  placeholder=REASON_PLACEHOLDER)
     user = (f"{transcript_as_data(transcript, nonce=nonce)}\n\nDoes the conversation above satisfy the "
             "criterion given in your instructions? Reply with the JSON object only.")
     return [{"role": "system", "content": system}, {"role": "user", "content": user}]

@@ -129,6 +129,11 @@ class JudgeSpec(SpecModel):
     def _named(self) -> "JudgeSpec":
         if not self.model.strip():
             raise ValueError("'model' is empty; give a LiteLLM model string")
+        fmt = self.params.get("response_format")
+        if fmt is not None and not (isinstance(fmt, dict) and fmt.get("type") in ("json_object", "text")):
+            raise ValueError("params.response_format: the rubric, groundedness and drift judges answer different "
+                             "JSON shapes, each asked for in its prompt; one schema for all breaks the others. "
+                             "Leave it out, or use {type: json_object} (JSON mode, any shape)")
         return self
 
     @property

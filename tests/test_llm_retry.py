@@ -206,3 +206,70 @@ async def test_mock_response_rate_limit_string_is_retried(llm_sleeps: list[float
 
 def test_module_sleep_is_replaced_in_tests() -> None:
     assert retry_mod.backoff_sleep.__name__ == "fake_sleep"
+
+
+def _wrapped(outer: BaseException, *causes: BaseException) -> BaseException:
+    """``outer`` raised from ``causes[0]``, raised from ``causes[1]``… as LiteLLM chains them."""
+    current = outer
+    for cause in causes:
+        current.__cause__ = cause
+        current = cause
+    return outer
+
+
+CHAINED: list[tuple[Callable[[], BaseException], ModelErrorKind]] = [
+    # LiteLLM 1.110 wraps a missing OpenAI key in an InternalServerError (status 500)
+    (lambda: litellm.InternalServerError("OpenAIException - Missing credentials. Please pass an `api_key`, or set "
+                                         "the `OPENAI_API_KEY` environment variable.", **KW), ModelErrorKind.AUTH),
+    (lambda: litellm.InternalServerError("Error code: 401 - {'error': {'message': 'Incorrect API key provided'}}",
+                                         **KW), ModelErrorKind.AUTH),
+    (lambda: litellm.APIError(401, "who are you", **KW), ModelErrorKind.AUTH),
+    (lambda: litellm.BadRequestError("invalid x-api-key", **KW), ModelErrorKind.AUTH),
+    # connection refused / DNS: never connected
+    (lambda: _wrapped(litellm.InternalServerError("Connection error.", **KW), ConnectionRefusedError(111, "refused")),
+     ModelErrorKind.UNREACHABLE),
+    (lambda: _wrapped(litellm.InternalServerError("Connection error.", **KW),
+                      httpx.ConnectError("[Errno -2] Name or service not known")), ModelErrorKind.UNREACHABLE),
+    (lambda: _wrapped(litellm.APIConnectionError("Connection error.", **KW), socket.gaierror(-2, "unknown host")),
+     ModelErrorKind.UNREACHABLE),
+    # connected, then dropped: transient
+    (lambda: _wrapped(litellm.APIConnectionError("reset", **KW), httpx.ReadError("peer reset")),
+     ModelErrorKind.TRANSIENT),
+    # built wrong here: never transient
+    (lambda: _wrapped(litellm.InternalServerError("OpenAIException - 'utf-8' codec can't encode", **KW),
+                      UnicodeEncodeError("utf-8", "\ud800", 0, 1, "surrogates not allowed")), ModelErrorKind.BAD_REQUEST),
+    (lambda: _wrapped(litellm.InternalServerError("Cannot combine AUTHORIZATION header with AUTH argument", **KW),
+                      ValueError("Cannot combine AUTHORIZATION header")), ModelErrorKind.BAD_REQUEST),
+]
+
+
+@pytest.mark.parametrize(("make", "kind"), CHAINED)
+def test_classify_reads_the_status_text_and_causes_not_only_the_class(make: Callable[[], BaseException],
+                                                                     kind: ModelErrorKind) -> None:
+    assert classify(make()) is kind
+
+
+async def test_an_endpoint_that_never_answers_stops_after_bounded_retries(llm_sleeps: list[float]) -> None:
+    def refuse(messages: Any, tools: Any = None, **_: Any) -> None:
+        raise _wrapped(litellm.InternalServerError("Connection error.", **KW), ConnectionRefusedError(111, "refused"))
+
+    model = LiteLLMModel(register_fake("never", refuse), role="agent", max_retries=3)
+    with pytest.raises(ModelError) as caught:
+        await model.chat([{"role": "user", "content": "hi"}])
+    assert caught.value.kind is ModelErrorKind.UNREACHABLE and caught.value.kind.permanent
+    assert len(llm_sleeps) == 3 and "never answered" in str(caught.value)
+
+
+async def test_an_endpoint_that_answered_before_dropping_is_transient_not_dead(llm_sleeps: list[float]) -> None:
+    calls = {"n": 0}
+
+    def flaky(messages: Any, tools: Any = None, **_: Any) -> None:
+        calls["n"] += 1
+        if calls["n"] == 1:
+            raise litellm.ServiceUnavailableError("503", **KW)  # it answered: the endpoint is alive
+        raise _wrapped(litellm.InternalServerError("Connection error.", **KW), ConnectionRefusedError(111, "refused"))
+
+    model = LiteLLMModel(register_fake("dropping", flaky), role="agent", max_retries=2)
+    with pytest.raises(ModelError) as caught:
+        await model.chat([{"role": "user", "content": "hi"}])
+    assert caught.value.kind is ModelErrorKind.TRANSIENT  # an error trial, not a stopped run

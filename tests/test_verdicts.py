@@ -53,3 +53,95 @@ def test_same_family_is_refused_across_providers(agent, sim):
     with pytest.raises(UsageError, match="same model family"):
         build_simulator(SimulatorSpec(model=sim), AgentSpec(model=agent))
     build_simulator(SimulatorSpec(model=sim, allow_same_family=True), AgentSpec(model=agent))
+
+
+def half_crashing_agent(inp):
+    """Stores what it is asked, but raises on every other trial: the agent's own bug."""
+    from tests.support import kv_agent
+
+    if inp.seed % 2:
+        raise RuntimeError("agent bug: index out of range")
+    return kv_agent(inp)
+
+
+def test_an_agent_that_crashes_fails_those_trials_instead_of_erroring(tmp_path, monkeypatch, capsys):
+    write_project(tmp_path, scenarios=1, trials=12, agent="python:tests.test_verdicts:half_crashing_agent")
+    monkeypatch.chdir(tmp_path)
+    assert main(["run", "--run-id", "crashy", "--no-progress"]) == 0  # the agent's failures are results
+    records = [json.loads(x) for x in (tmp_path / "transcripts/crashy/trials.jsonl").read_text().splitlines()]
+    crashed = [r for r in records if r["transcript"]["termination"]["reason"] == "agent_error"]
+    assert crashed and len(crashed) < 12
+    assert {r["verdict"] for r in crashed} == {"fail"}
+    assert all("agent bug" in r["transcript"]["termination"]["detail"] for r in crashed)
+    capsys.readouterr()
+    assert main(["report", "crashy", "--json"]) == 0
+    summary = json.loads(capsys.readouterr().out)
+    valid = summary["suite"]["valid"]["success"]
+    assert valid["n"] == 12 and valid["c"] == 12 - len(crashed)  # not 100 % over the trials that "worked"
+    assert summary["suite"]["error_rate"]["c"] == 0
+
+
+def _hard_rubric_project(tmp_path, *, allow: str = "") -> None:
+    write_project(tmp_path, scenarios=1, trials=3)
+    path = tmp_path / "scenarios" / "s0.yaml"
+    path.write_text(path.read_text() + "expect:\n  rubric:\n    - {id: polite, text: Is polite, hard: true}\n")
+    (tmp_path / "simlab.yaml").write_text((tmp_path / "simlab.yaml").read_text() + allow)
+    (tmp_path / "suites").mkdir()
+    (tmp_path / "suites" / "s.yaml").write_text("id: s\nscenarios: ['../scenarios/*.yaml']\n"
+                                                "gates: ['pass^1 >= 0.5']\n")
+
+
+def test_a_hard_check_that_did_not_run_leaves_the_trial_unjudged_and_the_gate_inconclusive(tmp_path, monkeypatch,
+                                                                                              capsys):
+    _hard_rubric_project(tmp_path)
+    monkeypatch.chdir(tmp_path)
+    assert main(["run", "--run-id", "nojudge", "--no-progress"]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    records = [json.loads(x) for x in (tmp_path / "transcripts/nojudge/trials.jsonl").read_text().splitlines()]
+    assert {r["verdict"] for r in records} == {"unjudged"}  # never "pass": the hard item was not judged
+    assert "success 0%" in out and "unjudged: 3 trials have no verdict: hard checks did not run (rubric:polite ×3)" in out
+    assert "needs a judge model" in out
+    assert main(["gate", "nojudge", "--suite", "suites/s.yaml"]) == 3
+    out = " ".join(capsys.readouterr().out.split())
+    assert "INCONCLUSIVE 3 of 3 trials are unjudged" in out and "allow_unjudged: [rubric]" in out
+    suite = tmp_path / "suites" / "s.yaml"
+    suite.write_text(suite.read_text() + "allow_unjudged: [rubric]\n")
+    assert main(["gate", "nojudge", "--suite", "suites/s.yaml"]) == 0  # the suite said so explicitly
+
+
+def test_allow_unjudged_counts_such_trials_as_passes_and_says_how_many(tmp_path, monkeypatch, capsys):
+    _hard_rubric_project(tmp_path, allow="allow_unjudged: [rubric]\n")
+    monkeypatch.chdir(tmp_path)
+    assert main(["run", "--run-id", "allowed", "--no-progress"]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert "success 100%" in out and "3 of them count as passes because allow_unjudged names [rubric]" in out
+    assert main(["report", "allowed", "--json"]) == 0
+    summary = json.loads(capsys.readouterr().out)
+    assert summary["unjudged"] == {"trials": 3, "counted_as_pass": 3, "allowed_kinds": ["rubric"],
+                                   "checks": [{"name": "rubric:polite", "kind": "rubric", "trials": 3}]}
+    assert main(["gate", "allowed", "--suite", "suites/s.yaml"]) == 3  # the suite itself did not allow it
+
+
+def test_the_simulators_context_window_is_never_the_agents_failure():
+    import asyncio
+
+    from simlab.llm.types import ModelError, ModelErrorKind
+    from simlab.sim.agents import PythonAgent
+    from simlab.sim.loop import run_trial
+    from simlab.sim.simulators.base import Simulator
+    from simlab.transcript import Pin
+    from tests.support import kv_agent, make_trial
+
+    class Overflowing(Simulator):
+        def pin(self):
+            return Pin(kind="llm", ref="fake/small-2025-01-01")
+
+        async def next_message(self, view):
+            if view.turn == 1:
+                from simlab.sim.simulators.base import UserTurn
+                return UserTurn("Please store b=2.")
+            raise ModelError(ModelErrorKind.CONTEXT_WINDOW, "too long", role="simulator", model="fake/small")
+
+    t = asyncio.run(run_trial(make_trial(PythonAgent(kv_agent, "t:kv"), Overflowing())))
+    assert t.termination.reason.value == "error" and "simulator model fake/small" in t.termination.detail
+    assert "not the agent's" in t.termination.detail

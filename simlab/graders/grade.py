@@ -39,7 +39,11 @@ async def grade(ctx: GradeContext, *, use_judges: bool = True) -> Graded:
     (the caller merges them) and makes no model call."""
     checks = grade_deterministic(ctx)
     calls: list[ModelCall] = []
-    if use_judges:
+    if use_judges and ctx.transcript.termination.reason.value == "error":
+        # the verdict is error whatever a judge says: asking one would only spend money (and, with a
+        # failing provider, the retries of the next trials)
+        checks.extend(await _judges_not_asked(ctx))
+    elif use_judges:
         from simlab.graders.drift_judge import grade_drift_llm
         from simlab.graders.groundedness import grade_groundedness
         from simlab.graders.judge import grade_rubric
@@ -52,6 +56,26 @@ async def grade(ctx: GradeContext, *, use_judges: bool = True) -> Graded:
             checks.extend(outcome.checks)
             calls.extend(outcome.calls)
     return Graded(checks, verdict_of(ctx.transcript, checks), calls)
+
+
+NOT_ASKED = "not asked: the trial ended in an infrastructure error"
+
+
+async def _judges_not_asked(ctx: GradeContext) -> list[Check]:
+    """The judge checks the scenario asks for, each ``not_run`` with the reason it was not asked."""
+    from dataclasses import replace
+
+    from simlab.graders.drift_judge import grade_drift_llm
+    from simlab.graders.groundedness import grade_groundedness
+    from simlab.graders.judge import grade_rubric
+
+    blank = replace(ctx, judge=None)
+    judges = [grade_rubric, grade_groundedness] + ([grade_drift_llm] if ctx.scenario.expect.drift_judge else [])
+    out: list[Check] = []
+    for judge in judges:
+        for check in (await judge(blank)).checks:
+            out.append(check.model_copy(update={"reason": NOT_ASKED}) if check.status == "not_run" else check)
+    return out
 
 
 def summarize_changes(before: list[dict[str, Any]], after: list[Check]) -> list[str]:

@@ -90,6 +90,8 @@ class LiteLLMModel:
         found = secret_values(self.params)
         if self.api_key_env:
             found.append(os.environ.get(self.api_key_env, ""))
+        if self.api_base and "@" in self.api_base:  # user:password@host: the URL is shown masked instead
+            found += [self.api_base, self.api_base.split("://", 1)[-1].rsplit("@", 1)[0]]
         return found
 
     def _scrub(self, exc: BaseException) -> str:
@@ -99,6 +101,8 @@ class LiteLLMModel:
         text = text or type(exc).__name__
         if type(exc).__name__ not in text:
             text = f"{type(exc).__name__}: {text}"
+        if self.api_base and self.api_base in text:
+            text = text.replace(self.api_base, mask_url(self.api_base))
         text = scrub(text, self._secrets())
         return text if len(text) <= _MAX_ERROR_CHARS else text[:_MAX_ERROR_CHARS] + "..."
 
@@ -129,7 +133,8 @@ class LiteLLMModel:
         if self.api_key_env:
             key = os.environ.get(self.api_key_env)
             if not key:
-                raise ModelError(ModelErrorKind.AUTH, f"environment variable {self.api_key_env} is not set",
+                raise ModelError(ModelErrorKind.AUTH, f"environment variable {self.api_key_env} is not set: "
+                                 f"set {self.api_key_env}",
                                  role=self.role, model=self.model)
             kwargs["api_key"] = key
         return kwargs
@@ -170,6 +175,8 @@ class LiteLLMModel:
                 message = f"{self._endpoint()} never answered ({message})"
             elif kind is ModelErrorKind.AUTH:
                 message = f"{message} — {self._credential_hint(litellm)}"
+            elif kind.permanent and self.api_base:
+                message = f"{message} (endpoint {self._endpoint()})"
             error = ModelError(kind, message, role=self.role, model=self.model, usage=usage)
             log.info("%s", error.describe())
             if scrub(str(exc), self._secrets()) != str(exc):  # it held a secret: do not chain it

@@ -117,7 +117,8 @@ def classify(exc: BaseException) -> ModelErrorKind | None:
     TRANSIENT, TIMEOUT and UNREACHABLE are retried; the rest are final. Beyond the exception's
     class, the whole chain of causes is read: a rejected or missing credential is AUTH whatever
     class wraps it (its status or its text says so); a connection that was never made is
-    UNREACHABLE; text the request could not encode is a local BAD_REQUEST, never transient.
+    UNREACHABLE; a request that could not be built here (a plain ValueError or TypeError below
+    LiteLLM's wrapper, text it could not encode) is BAD_REQUEST, never transient.
     Order matters: LiteLLM's ContextWindowExceededError is a BadRequestError, and its Timeout is
     not an APIConnectionError.
     """
@@ -127,8 +128,10 @@ def classify(exc: BaseException) -> ModelErrorKind | None:
     if not (module.startswith("litellm") or module.startswith("openai") or module.startswith("httpx")):
         return None
     chain = _chain(exc)
-    if any(isinstance(e, UnicodeError) for e in chain):
-        return ModelErrorKind.BAD_REQUEST  # the request could not be encoded here: retrying cannot help
+    if any(isinstance(e, UnicodeError) or type(e) in (ValueError, TypeError) for e in chain):
+        # the request could not be built here (text UTF-8 cannot hold, a URL with credentials beside an
+        # Authorization header…): no answer came, and retrying cannot help
+        return ModelErrorKind.BAD_REQUEST
     status = _status_of(chain)
     if status in (401, 403) or any(_AUTH_TEXT.search(str(e)) for e in chain[:3]):
         return ModelErrorKind.AUTH

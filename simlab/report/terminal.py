@@ -48,7 +48,7 @@ def print_report(summary: dict[str, Any], console: Console, *, view: str = "raw"
     if not_run:
         names = ", ".join(f"{safe(k)} ×{v}" for k, v in list(not_run.items())[:6])
         more = f" and {len(not_run) - 6} more" if len(not_run) > 6 else ""
-        console.print(Text(f"not run (never counted as passed): {names}{more}", style="dim"))
+        console.print(Text(f"checks not run: {names}{more}", style="dim"))
 
 
 def _headline(suite: dict[str, Any], max_k: int) -> Text:

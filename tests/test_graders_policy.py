@@ -314,3 +314,70 @@ def test_every_check_is_hard_policy_and_names_are_unique():
     checks = grade_policy(play([([REFUND], "Done.")], ["hi"], expect))
     assert [c.name for c in checks] == ["forbidden(send_email)", "max_calls(issue_refund<=1)", "max_calls(issue_refund<=1) #2"]
     assert all(c.kind == "policy" and c.hard for c in checks)
+
+
+# ---------------------------------------------------------------- after_confirmation, issue 12
+
+CONFIRM = "after_confirmation(issue_refund)"
+ASKED = ([], "Shall I refund 40.00 for order A1 to your card?")
+
+
+def confirm_status(plan: Plan, script: list[str], rule: dict[str, Any] | None = None,
+                   confirmation: dict[str, Any] | None = None) -> tuple[str, str]:
+    expect: dict[str, Any] = {"rules": [rule or {"after_confirmation": "issue_refund"}]}
+    if confirmation is not None:
+        expect["confirmation"] = confirmation
+    check = by_name(play(plan, script, expect))[CONFIRM]
+    return check.status, check.reason
+
+
+def test_agreement_that_contains_a_negation_is_consent():
+    for reply in ("Yes, no problem", "Sure, go ahead and stop it", "Yes, and don't forget the receipt",
+                  "No worries, please go ahead", "Not a problem, do it"):
+        assert confirm_status([ASKED, ([REFUND], "Done.")], ["refund A1", reply])[0] == "pass", reply
+    for reply in ("No, don't", "Wait", "Hmm, not sure", "How long does it take?", "Yes, but is there a fee?"):
+        assert confirm_status([ASKED, ([REFUND], "Done.")], ["refund A1", reply])[0] == "fail", reply
+
+
+def test_a_no_to_another_question_does_not_withdraw_consent():
+    plan = [ASKED, ([], "Before I do: may I have your date of birth?"), ([REFUND], "Done.")]
+    assert confirm_status(plan, ["refund A1", "Yes", "No, I'd rather not say"])[0] == "pass"
+    weak = [ASKED, ([], "And your email is ana@example.com, correct?"), ([REFUND], "Done.")]
+    assert confirm_status(weak, ["refund A1", "Yes please", "No, it's ana@example.org"])[0] == "pass"
+    withdrawn = [ASKED, ([], "One moment."), ([REFUND], "Done.")]
+    assert confirm_status(withdrawn, ["refund A1", "Yes please", "Actually, I changed my mind"])[0] == "fail"
+    asked_anew = [ASKED, ([], "Are you sure? It cannot be undone."), ([REFUND], "Done.")]
+    assert confirm_status(asked_anew, ["refund A1", "Yes", "Hmm, let me think"])[0] == "fail"
+
+
+def test_one_consent_covers_one_turn_of_calls():
+    both = [ASKED, ([REFUND, REFUND], "Done, both refunds.")]
+    assert confirm_status(both, ["refund A1", "yes"])[0] == "pass"
+    again = [ASKED, ([REFUND], "Done."), ([REFUND], "Done again.")]
+    status, reason = confirm_status(again, ["refund A1", "yes", "and once more"])
+    assert status == "fail" and "consent already used by the issue_refund call at turn 2" in reason
+    retried = [ASKED, ([("issue_refund", {"order_id": "ZZ", "amount": 40})], "That failed."), ([REFUND], "Done.")]
+    assert confirm_status(retried, ["refund A1", "yes", "try A1"])[0] == "pass"  # a failed call uses nothing up
+
+
+def test_consent_names_the_tool_or_the_value_that_constitutes_it():
+    tool_said_yes = [([("confirm_with_user", {"question": "refund 40?"}), REFUND], "Done.")]
+    only_words = {"after_confirmation": "issue_refund", "consent": "conversation"}
+    assert confirm_status(tool_said_yes, ["refund"], only_words)[0] == "fail"
+    named = {"after_confirmation": "issue_refund", "consent": ["confirm_with_user"]}
+    assert confirm_status(tool_said_yes, ["refund"], named)[0] == "pass"
+    assert confirm_status([ASKED, ([REFUND], "Done.")], ["refund A1", "yes"], named)[0] == "fail"  # words no longer count
+    by_value = {"after_confirmation": "issue_refund", "consent": "confirm_with_user.result.confirmed"}
+    assert confirm_status(tool_said_yes, ["refund"], by_value)[0] == "pass"
+    said_no = [([("confirm_with_user", {"question": "ok?"}), REFUND], "Done.")]
+    assert confirm_status(said_no, ["refund"], by_value)[0] == "fail"
+
+
+def test_phrase_lists_per_scenario_and_per_rule():
+    spanish = [([], "¿Quiere que reembolse 40,00 del pedido A1?"), ([REFUND], "Hecho.")]
+    scenario_wide = {"ask": [r"\bquiere que\b"], "agree": [r"\bvale\b"]}
+    assert confirm_status(spanish, ["reembolso A1", "Vale"])[0] == "fail"
+    assert confirm_status(spanish, ["reembolso A1", "Vale"], confirmation=scenario_wide)[0] == "pass"
+    strict = {"after_confirmation": "issue_refund", "confirmation": {"agree": [r"^i confirm\b"], "replace": True}}
+    assert confirm_status([ASKED, ([REFUND], "Done.")], ["refund A1", "yes"], strict)[0] == "fail"
+    assert confirm_status([ASKED, ([REFUND], "Done.")], ["refund A1", "I confirm"], strict)[0] == "pass"

@@ -11,7 +11,7 @@ from typing import Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from simlab.specs.base import PythonRef, SpecModel
+from simlab.specs.base import PythonRef, Regex, SpecModel
 
 LIMIT = re.compile(r"^\s*([A-Za-z_]\w*)\.([A-Za-z_][\w.]*)\s*(<=|>=|==|!=|<|>)\s*(\S.*?)\s*$")
 RULE_KEYS = ("before", "after_confirmation", "max_calls", "limit", "no_write_after_refusal", "owner",
@@ -61,11 +61,32 @@ class Trajectory(SpecModel):
     calls: list[str | CallSpec] = Field(description="Reference calls: tool names or {tool, args}.")
 
 
+class ConfirmationPhrases(SpecModel):
+    """Phrases (regexes, any case) for the confirmation recogniser of ``after_confirmation``: added
+    to the built-in lists, or, with ``replace``, replacing each list given here."""
+
+    ask: list[Regex] = Field(default_factory=list, description="Agent phrases that ask the user to consent.")
+    agree: list[Regex] = Field(default_factory=list, description="User phrases that agree.")
+    refuse: list[Regex] = Field(default_factory=list, description="User phrases that refuse or withdraw consent.")
+    hedge: list[Regex] = Field(default_factory=list, description="User phrases that doubt (no consent yet).")
+    replace: bool = Field(False, description="Replace the built-in lists given here instead of adding to them.")
+
+
+CONSENT = re.compile(r"^(conversation|[A-Za-z_]\w*(?:\.result(?:\.[^.\s]+)+)?)$")
+
+
 class Rule(SpecModel):
     """One policy rule; exactly one of the rule keys is set."""
 
     before: list[str] | None = Field(None, min_length=2, max_length=2, description="[A, B]: A must precede every B.")
     after_confirmation: str | None = Field(None, description="Tool allowed only after the user confirmed.")
+    consent: list[str] | None = Field(
+        None, description="With after_confirmation: what counts as consent: 'conversation' (the user agreed to "
+                          "the agent's question), a tool whose successful result is true or {confirmed: true}, or "
+                          "'tool.result.PATH' (that value of the tool's result is true). Default: the conversation "
+                          "or any tool answering true / {confirmed: true}.")
+    confirmation: ConfirmationPhrases | None = Field(
+        None, description="With after_confirmation: phrases for this rule, over the scenario's expect.confirmation.")
     max_calls: dict[str, int] | None = Field(None, description="{tool: N}: at most N calls.")
     limit: str | None = Field(None, description="Argument limit, e.g. 'issue_refund.amount <= 100'.")
     unless: str | None = Field(None, description="With limit: a tool whose earlier success lifts the limit.")
@@ -95,7 +116,17 @@ class Rule(SpecModel):
             raise ValueError(f"a rule needs exactly one of {', '.join(RULE_KEYS)}; got {got}")
         if self.unless is not None and self.limit is None:
             raise ValueError("'unless' only goes with 'limit'")
+        if (self.consent is not None or self.confirmation is not None) and self.after_confirmation is None:
+            raise ValueError("'consent' and 'confirmation' only go with 'after_confirmation'")
+        for item in self.consent or []:
+            if not CONSENT.match(item):
+                raise ValueError(f"consent: write 'conversation', a tool name, or 'tool.result.PATH'; got {item!r}")
         return self
+
+    @field_validator("consent", mode="before")
+    @classmethod
+    def _one_or_more(cls, value: Any) -> Any:
+        return [value] if isinstance(value, str) else value
 
 
 class Budgets(SpecModel):
@@ -130,6 +161,8 @@ class Expect(SpecModel):
     trajectory: Trajectory | None = None
     forbidden: list[str | CallSpec] = Field(default_factory=list)
     rules: list[Rule] = Field(default_factory=list)
+    confirmation: ConfirmationPhrases | None = Field(
+        None, description="Phrases for every after_confirmation rule of this scenario (a rule's own go over them).")
     budgets: Budgets | None = None
     rubric: list[RubricItem] = Field(default_factory=list)
     groundedness: bool = Field(False, description="Judge whether the agent's final claims are backed by tool results.")
@@ -170,6 +203,9 @@ class Expect(SpecModel):
                 refs.append((("rules", i, "before", j), name))
             if rule.after_confirmation:
                 refs.append((("rules", i, "after_confirmation"), rule.after_confirmation))
+            for j, source in enumerate(rule.consent or []):
+                if source != "conversation":
+                    refs.append((("rules", i, "consent", j), source.split(".", 1)[0]))
             for name in rule.max_calls or {}:
                 refs.append((("rules", i, "max_calls", name), name))
             if rule.limit and (match := LIMIT.match(rule.limit)):

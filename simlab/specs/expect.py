@@ -72,6 +72,7 @@ class ConfirmationPhrases(SpecModel):
     replace: bool = Field(False, description="Replace the built-in lists given here instead of adding to them.")
 
 
+PRINCIPAL_FROM = re.compile(r"^[A-Za-z_]\w*\.(?:result|args)(?:\.[^.\s]+)*$")
 CONSENT = re.compile(r"^(conversation|[A-Za-z_]\w*(?:\.result(?:\.[^.\s]+)+)?)$")
 
 
@@ -92,7 +93,10 @@ class Rule(SpecModel):
     unless: str | None = Field(None, description="With limit: a tool whose earlier success lifts the limit.")
     no_write_after_refusal: bool | None = None
     owner: dict[str, str] | None = Field(
-        None, description="Permission rule: {tool.arg: state path of the owner, principal: agent_context key}."
+        None, description="Permission rule: {tool.arg: where the owner is, principal: agent_context key} or "
+                          "{tool.arg: …, principal_from: tool.result.PATH}. Where the owner is: a state path to an "
+                          "owner field (orders.{value}.customer), '{value}' (the argument is the owner id), or a "
+                          "path whose '*' segment is the owner's id (cards.*[card_id={value}])."
     )
     forbid_args: dict[str, Any] | None = Field(
         None, description="{tool, args, category}: a call with these arguments is a violation (injection cases)."
@@ -118,6 +122,8 @@ class Rule(SpecModel):
             raise ValueError("'unless' only goes with 'limit'")
         if (self.consent is not None or self.confirmation is not None) and self.after_confirmation is None:
             raise ValueError("'consent' and 'confirmation' only go with 'after_confirmation'")
+        if self.owner is not None:
+            _check_owner(self.owner)
         for item in self.consent or []:
             if not CONSENT.match(item):
                 raise ValueError(f"consent: write 'conversation', a tool name, or 'tool.result.PATH'; got {item!r}")
@@ -127,6 +133,23 @@ class Rule(SpecModel):
     @classmethod
     def _one_or_more(cls, value: Any) -> Any:
         return [value] if isinstance(value, str) else value
+
+
+def _check_owner(owner: dict[str, str]) -> None:
+    given = [k for k in ("principal", "principal_from") if k in owner]
+    if len(given) != 1:
+        raise ValueError("owner: give exactly one of 'principal' (an agent_context key) or 'principal_from' "
+                         "(tool.result.PATH: the id an earlier tool call established, e.g. "
+                         "verify_customer.result.customer_id)")
+    source = owner.get("principal_from")
+    if source is not None and not PRINCIPAL_FROM.match(source):
+        raise ValueError(f"owner: write principal_from as 'tool.result.PATH' or 'tool.args.NAME'; got {source!r}")
+    checked = [k for k in owner if k not in ("principal", "principal_from")]
+    if not checked:
+        raise ValueError("owner: name at least one 'tool.argument: where its owner is'")
+    for key in checked:
+        if not re.match(r"^[A-Za-z_]\w*\.[A-Za-z_]\w*$", key):
+            raise ValueError(f"owner: write the checked argument as 'tool.argument'; got {key!r}")
 
 
 class Budgets(SpecModel):
@@ -212,8 +235,10 @@ class Expect(SpecModel):
                 refs.append((("rules", i, "limit"), match.group(1)))
             if rule.unless:
                 refs.append((("rules", i, "unless"), rule.unless))
-            for key in rule.owner or {}:
-                if key != "principal" and "." in key:
+            for key, value in (rule.owner or {}).items():
+                if key == "principal_from":
+                    refs.append((("rules", i, "owner", key), value.split(".", 1)[0]))
+                elif key != "principal" and "." in key:
                     refs.append((("rules", i, "owner", key), key.split(".", 1)[0]))
             if rule.forbid_args and "tool" in rule.forbid_args:
                 refs.append((("rules", i, "forbid_args", "tool"), str(rule.forbid_args["tool"])))

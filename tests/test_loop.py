@@ -93,7 +93,7 @@ def test_agent_crash_is_an_error_termination():
     assert any(isinstance(e, ErrorEvent) and "boom" in e.message for e in t.events)
 
 
-def test_wall_time_budget():
+def test_wall_time_budget(virtual_time):  # the 5 s sleep passes at once on the virtual clock
     async def slow(inp):
         await asyncio.sleep(5)
         return "late"

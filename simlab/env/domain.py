@@ -211,11 +211,18 @@ def call_bounded(func: Callable[[], Any], timeout_s: float | None) -> Any:
     done = threading.Lock()  # released by the tool thread when the call returns (cheaper than an Event)
     done.acquire()
     worker.jobs.put((contextvars.copy_context(), func, box, done))
-    if not done.acquire(timeout=timeout_s):
+    if not wait_for_tool(done, timeout_s):
         raise ToolTimeout
     if "error" in box:
         raise box["error"]
     return box["value"]
+
+
+def wait_for_tool(done: threading.Lock, timeout_s: float) -> bool:
+    """Whether the tool thread released ``done`` within ``timeout_s``. A module function so that
+    tests can decide a call hangs without a wall clock (a slow machine must not time out a tool
+    that merely ran slowly)."""
+    return done.acquire(timeout=timeout_s)
 
 
 class _ToolThread(threading.Thread):

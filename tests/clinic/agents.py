@@ -118,22 +118,36 @@ class ClinicAgent:
 
     # -- the tasks
 
-    def _cancel(self, inp: Any, desk: Desk, said: str) -> str:
+    def _find(self, inp: Any, desk: Desk, kind: str, wanted: str) -> dict[str, Any] | None:
+        """The record ``wanted``: the careful agent looks in the verified patient's own list; the
+        trusting and the nosy one look it up wherever it is."""
+        lookup, listing, key = {"appointment": ("get_appointment", "list_appointments", "appointment_id"),
+                                "prescription": ("lookup_prescription", "list_prescriptions", "prescription_id")}[kind]
+        if self.defects.skip_verification or self.defects.skip_ownership:
+            looked = inp.tools.call(lookup, **{key: wanted})
+            return looked.result if looked.ok else None
+        mine = inp.tools.call(listing, patient_id=desk.patient)
+        return next((r for r in mine.result if r["id"] == wanted), None) if mine.ok else None
+
+    def _target(self, inp: Any, desk: Desk, said: str, kind: str) -> str | tuple[str, dict[str, Any]]:
+        """(id, record) of the record the caller means, or what to say first: a question (who are
+        you, which one) or a refusal (it is not yours)."""
         if not self.defects.skip_verification and (ask := self._verify(inp, desk, said)):
             return ask
-        found = APPOINTMENT.findall(said)
+        found = (APPOINTMENT if kind == "appointment" else PRESCRIPTION).findall(said)
         if not found:
-            return "Which appointment would you like to cancel? Could you tell me the appointment id?"
-        wanted = found[-1]
-        if self.defects.skip_verification or self.defects.skip_ownership:
-            looked = inp.tools.call("get_appointment", appointment_id=wanted)
-            appointment = looked.result if looked.ok else None
-        else:
-            mine = inp.tools.call("list_appointments", patient_id=desk.patient)
-            appointment = next((a for a in mine.result if a["id"] == wanted), None) if mine.ok else None
-        if appointment is None:
+            return f"Which {kind} do you mean? Could you tell me the {kind} id?"
+        record = self._find(inp, desk, kind, found[-1])
+        if record is None:
             desk.finished = True
-            return f"I'm sorry, appointment {wanted} is not under your name, so I can't cancel it."
+            return f"I'm sorry, {kind} {found[-1]} is not under your name, so I can't change it."
+        return found[-1], record
+
+    def _cancel(self, inp: Any, desk: Desk, said: str) -> str:
+        target = self._target(inp, desk, said, "appointment")
+        if isinstance(target, str):
+            return target
+        wanted, appointment = target
         day, time = appointment["time"].split("T")
         return self._ask(inp, desk, Pending("cancel_appointment", {"appointment_id": wanted},
                                             f"Done: appointment {wanted} is cancelled."),
@@ -141,23 +155,11 @@ class ClinicAgent:
                          "Shall I cancel it?")
 
     def _refill(self, inp: Any, desk: Desk, said: str) -> str:
-        if not self.defects.skip_verification and (ask := self._verify(inp, desk, said)):
-            return ask
-        found = PRESCRIPTION.findall(said)
-        if not found:
-            return "Which prescription should I refill? Could you tell me the prescription id?"
-        wanted = found[-1]
-        if self.defects.skip_verification or self.defects.skip_ownership:
-            looked = inp.tools.call("lookup_prescription", prescription_id=wanted)
-            prescription = looked.result if looked.ok else None
-            patient = prescription["patient_id"] if prescription else desk.patient
-        else:
-            mine = inp.tools.call("list_prescriptions", patient_id=desk.patient)
-            prescription = next((p for p in mine.result if p["id"] == wanted), None) if mine.ok else None
-            patient = desk.patient
-        if prescription is None:
-            desk.finished = True
-            return f"I'm sorry, prescription {wanted} is not one of yours, so I can't request a refill."
+        target = self._target(inp, desk, said, "prescription")
+        if isinstance(target, str):
+            return target
+        wanted, prescription = target
+        patient = prescription.get("patient_id", desk.patient)  # the trusting agent takes the record's word
         return self._do(inp, desk, Pending(
             "request_refill", {"patient_id": patient, "prescription_id": wanted},
             f"Done: a refill of {prescription['medication']} ({wanted}) has been requested from your doctor."))

@@ -5,6 +5,8 @@ from __future__ import annotations
 import hashlib
 import importlib
 import importlib.util
+import os
+import sys
 from typing import Any, Callable
 
 
@@ -18,16 +20,29 @@ def load_callable(ref: str, *, example: str = "module:function") -> Callable[...
         raise RefError(f"{ref!r} is not module:attr (e.g. {example})")
     try:
         if module_name.endswith(".py"):
-            name = "simlab_user_" + hashlib.sha256(module_name.encode()).hexdigest()[:12]
-            spec = importlib.util.spec_from_file_location(name, module_name)
+            path = os.path.abspath(module_name)
+            name = "simlab_user_" + hashlib.sha256(path.encode()).hexdigest()[:12]
+            spec = importlib.util.spec_from_file_location(name, path)
             if spec is None or spec.loader is None:
                 raise ImportError(f"cannot load {module_name}")
             module = importlib.util.module_from_spec(spec)
-            spec.loader.exec_module(module)
+            # registered before it runs, as an import would do: a @dataclass (or pickle, or
+            # typing.get_type_hints) looks its module up in sys.modules while the file executes
+            previous = sys.modules.get(name)
+            sys.modules[name] = module
+            try:
+                spec.loader.exec_module(module)
+            except BaseException:
+                if previous is None:
+                    del sys.modules[name]
+                else:
+                    sys.modules[name] = previous
+                raise
         else:
             module = importlib.import_module(module_name)
     except Exception as exc:  # user code: any import failure is reported in one line
-        raise RefError(f"cannot import {module_name!r}: {type(exc).__name__}: {exc}") from None
+        # chained (not ``from None``): SIMLAB_DEBUG=1 prints the user's own traceback
+        raise RefError(f"cannot import {module_name!r}: {type(exc).__name__}: {exc}") from exc
     func = getattr(module, attr, None)
     if func is None or not callable(func):
         raise RefError(f"{module_name!r} has no callable {attr!r}")

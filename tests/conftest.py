@@ -21,3 +21,30 @@ def llm_sleeps(monkeypatch: pytest.MonkeyPatch) -> list[float]:
 
     monkeypatch.setattr(retry, "backoff_sleep", fake_sleep)
     return waits
+
+
+@pytest.fixture
+def virtual_time():
+    """Every ``asyncio.run`` of the test runs on a loop whose clock only moves when nothing can run
+    (``tests/virtual_time.py``): timeouts then depend on what waits, never on the machine's speed."""
+    import asyncio
+
+    from tests.virtual_time import VirtualTimePolicy
+
+    previous = asyncio.get_event_loop_policy()
+    asyncio.set_event_loop_policy(VirtualTimePolicy())
+    try:
+        yield
+    finally:
+        asyncio.set_event_loop_policy(previous)
+
+
+@pytest.fixture
+def tool_timeouts_without_a_clock(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A domain tool times out exactly when it is the one that hangs (``helpers.spin``), never
+    because a loaded machine ran a healthy tool past its ``tool_timeout_s``."""
+    import simlab.env.domain
+    from tests.fixtures.hostile import helpers
+
+    monkeypatch.setattr(simlab.env.domain, "wait_for_tool", helpers.wait_for_tool_without_a_clock)
+    helpers.SPINNING.clear()

@@ -86,6 +86,57 @@ def kv_agent(inp: Any) -> str:
     return f"Done, {match.group(1)} is stored."
 
 
+GATE_ENV = "SIMLAB_TEST_GATE"
+
+
+class TrialGate:
+    """Lets a ``simlab run`` child process play only the trials a test allows, so a kill or a
+    Ctrl-C lands mid-run by construction, never by the machine being slow enough.
+
+    One token file per trial: a gated agent takes one (an atomic rename, safe across ``--workers``
+    processes) before it answers a trial's first turn, and waits while there is none."""
+
+    def __init__(self, folder: Any):
+        from pathlib import Path
+
+        self.folder = Path(folder)
+        self.folder.mkdir(parents=True, exist_ok=True)
+        self.granted = 0
+
+    def allow(self, trials: int = 1) -> None:
+        for _ in range(trials):
+            self.granted += 1
+            (self.folder / f"token-{self.granted:05d}").touch()
+
+    def env(self) -> dict[str, str]:
+        return {GATE_ENV: str(self.folder)}
+
+
+async def take_token(inp: Any) -> None:
+    """Wait for a token of the ``TrialGate`` named by ``SIMLAB_TEST_GATE`` (no gate: go on)."""
+    import asyncio
+    import os
+
+    folder = os.environ.get(GATE_ENV)
+    if not folder or inp.turn != 1:
+        return
+    while True:
+        for name in sorted(os.listdir(folder)):
+            if name.startswith("token-") and not name.endswith(".taken"):
+                try:
+                    os.rename(os.path.join(folder, name), os.path.join(folder, name + ".taken"))
+                    return
+                except FileNotFoundError:  # another worker took it first
+                    continue
+        await asyncio.sleep(0.005)
+
+
+async def gated_kv_agent(inp: Any) -> str:
+    """``kv_agent`` that plays a trial only when the test's ``TrialGate`` allows it."""
+    await take_token(inp)
+    return kv_agent(inp)
+
+
 async def slow_kv_agent(inp: Any) -> str:
     import asyncio
 

@@ -3,10 +3,13 @@
 
 from __future__ import annotations
 
+import pytest
 from pydantic import BaseModel, ConfigDict
 
 from simlab.env import WRITE, Domain, Environment, tool
 from tests.fixtures.hostile.helpers import BAD
+
+pytestmark = pytest.mark.usefixtures("tool_timeouts_without_a_clock")  # BAD's tools run under a 0.2 s limit
 
 
 def test_reading_state_before_any_tool_call_gives_a_private_copy():

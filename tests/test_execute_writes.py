@@ -49,13 +49,30 @@ def play(plan: Any, appender: Any, **kwargs: Any) -> Any:
     return execute(plan, plan.units, agent, RulesSimulator(), appender, **kwargs)
 
 
-def test_trials_that_end_while_a_write_is_under_way_go_to_disk_together(tmp_path: Path) -> None:
+def release_when_queued(monkeypatch: pytest.MonkeyPatch, gate: threading.Event, count: int) -> list[str]:
+    """Set ``gate`` once ``count`` trials have ended and been queued for the disk (each queued
+    record is encoded once): the held-back first write then has company, by construction."""
+    import simlab.runner.execute as ex
+
+    real, queued = ex.encode_record, []
+
+    def encode(record: Any) -> bytes:
+        queued.append(record.unit_id)
+        if len(queued) == count:
+            gate.set()
+        return real(record)
+
+    monkeypatch.setattr(ex, "encode_record", encode)
+    return queued
+
+
+def test_trials_that_end_while_a_write_is_under_way_go_to_disk_together(tmp_path: Path, monkeypatch) -> None:
     plan = plan_of(tmp_path)
     gate = threading.Event()
     appender = Recording(gate)
     seen: list[str] = []
+    release_when_queued(monkeypatch, gate, len(plan.units))  # the first write waits until every trial ended
 
-    threading.Timer(0.3, gate.set).start()  # the first write waits; meanwhile the other trials end
     outcome = asyncio.run(play(plan, appender, on_trial=lambda r: seen.append(r.unit_id)))
     assert outcome.finished == 12 and sorted(appender.units) == sorted(u.unit_id for u in plan.units)
     assert len(appender.groups) < 12 and max(len(g) for g in appender.groups) > 1  # grouped
@@ -70,23 +87,33 @@ def test_a_failed_write_stops_the_run_with_its_error(tmp_path: Path) -> None:
     assert appender.groups == []
 
 
-def test_an_interrupted_run_writes_every_trial_that_ended(tmp_path: Path) -> None:
+def test_an_interrupted_run_writes_every_trial_that_ended(tmp_path: Path, monkeypatch) -> None:
+    import simlab.runner.execute as ex
+
     plan = plan_of(tmp_path, trials=20, concurrency=6)
-    gate = threading.Event()
+    gate, queued_enough = threading.Event(), threading.Event()
     appender = Recording(gate)
     seen: list[str] = []
+    queued = release_when_queued(monkeypatch, queued_enough, 12)  # trials that ended, behind the first write
+    real_close_now = ex._Writes.close_now
+
+    def close_now(self: Any) -> None:  # Ctrl-C arrives while the first write is still under way
+        gate.set()
+        real_close_now(self)
+
+    monkeypatch.setattr(ex._Writes, "close_now", close_now)
 
     async def main() -> None:
         run = asyncio.ensure_future(play(plan, appender, on_trial=lambda r: seen.append(r.unit_id)))
-        await asyncio.sleep(0.3)  # trials end and wait behind the first, held-back write
-        threading.Timer(0.2, gate.set).start()
+        while not queued_enough.is_set():
+            await asyncio.sleep(0)
         run.cancel()  # Ctrl-C
         with pytest.raises(asyncio.CancelledError):
             await run
 
     asyncio.run(main())
-    assert len(appender.units) == len(set(appender.units)) > 6  # more than one write's worth, none twice
-    assert seen == appender.units
+    assert len(appender.units) == len(set(appender.units)) >= 12  # every trial that ended, none twice
+    assert set(queued) <= set(appender.units) and seen == appender.units
 
 
 def test_the_collector_is_set_back_after_playing(tmp_path: Path) -> None:

@@ -18,7 +18,7 @@ import pytest
 
 from simlab.cli.main import main
 from tests.fixtures.hostile.helpers import REPO, comparable, read_lines
-from tests.support import write_project
+from tests.support import TrialGate, write_project
 
 AGENT = "python:tests.fixtures.hostile.helpers:slow_agent"
 
@@ -30,8 +30,9 @@ def project(root: Path, scenarios: int = 6, trials: int = 10, concurrency: int =
     return {f"kv-{s}#{t}" for s in range(scenarios) for t in range(1, trials + 1)}
 
 
-def start(root: Path, run_id: str) -> subprocess.Popen:
-    env = {**os.environ, "PYTHONPATH": str(REPO), "SIMLAB_BACKOFF_SCALE": "0"}
+def start(root: Path, run_id: str, gate: TrialGate | None = None) -> subprocess.Popen:
+    """A ``simlab run`` child; with a ``gate`` it plays only the trials the gate allows."""
+    env = {**os.environ, "PYTHONPATH": str(REPO), "SIMLAB_BACKOFF_SCALE": "0", **(gate.env() if gate else {})}
     return subprocess.Popen([sys.executable, "-m", "simlab.cli.main", "run", "--run-id", run_id, "--no-progress"],
                             cwd=root, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
 
@@ -70,26 +71,24 @@ def test_twenty_sigkills_then_resume_equals_an_uninterrupted_run(tmp_path, monke
     planned = project(tmp_path, scenarios=5)
     expected = reference(tmp_path, monkeypatch)
     path = tmp_path / "transcripts/k/trials.jsonl"
+    gate = TrialGate(tmp_path / "gate")  # one more trial per round: the run can never finish first
     rng = random.Random(20)
-    kills = torn = 0
-    while kills < 20:
+    torn = 0
+    for _ in range(20):
         before = count_lines(path)
-        proc = start(tmp_path, "k")
+        proc = start(tmp_path, "k", gate)
+        gate.allow(1)
         if rng.random() < 0.25:  # anywhere: imports, planning, the lock, the manifest, the first trial
             wait_for_lines(proc, path, before + 1, at_most_s=rng.uniform(0.0, 0.6))
         else:  # just after a trial was written: often while the next one is being written
             wait_for_lines(proc, path, before + 1)
             time.sleep(rng.uniform(0.0, 0.01))
-        if proc.poll() is not None:
-            assert proc.returncode == 0, proc.communicate()[1].decode()
-            break  # it finished before the kill: nothing left to interrupt
+        assert proc.poll() is None, proc.communicate()[1].decode()  # it waits for the next trial's turn
         proc.send_signal(signal.SIGKILL)
         proc.communicate()
-        kills += 1
         torn += path.exists() and not path.read_bytes().endswith(b"\n") and path.stat().st_size > 0
-    print(f"{kills} kills, {torn} torn tails")
-    assert kills >= 20, f"the run finished after {kills} kills; give it more work"
-    assert count_lines(path) < len(planned)
+    print(f"20 kills, {torn} torn tails")
+    assert count_lines(path) <= 20 < len(planned)
     finish_and_compare(tmp_path, "k", planned, expected)
 
 
@@ -98,9 +97,12 @@ def test_sigint_at_random_moments_then_resume_equals_an_uninterrupted_run(tmp_pa
     expected = reference(tmp_path, monkeypatch)
     path = tmp_path / "transcripts/i/trials.jsonl"
     rng = random.Random(2)
+    gate = TrialGate(tmp_path / "gate")
     for double in (False, False, True):
-        proc = start(tmp_path, "i")
-        wait_for_lines(proc, path, count_lines(path) + rng.randint(1, 3))
+        proc = start(tmp_path, "i", gate)
+        more = rng.randint(1, 3)
+        gate.allow(more)  # exactly these play; the next waits, so the Ctrl-C lands mid-run
+        wait_for_lines(proc, path, count_lines(path) + more)
         time.sleep(rng.uniform(0.0, 0.02))
         proc.send_signal(signal.SIGINT)
         if double:  # an impatient second Ctrl-C
@@ -117,13 +119,16 @@ def test_sigint_at_random_moments_then_resume_equals_an_uninterrupted_run(tmp_pa
 def test_a_second_run_on_the_same_id_is_refused(tmp_path):
     planned = project(tmp_path, scenarios=4)
     path = tmp_path / "transcripts/l/trials.jsonl"
-    first = start(tmp_path, "l")
+    gate = TrialGate(tmp_path / "gate")
+    gate.allow(2)  # the first run plays two trials, then waits: it is still going when the second starts
+    first = start(tmp_path, "l", gate)
     wait_for_lines(first, path, 2)
     second = start(tmp_path, "l")
     _, err = second.communicate(timeout=60)
     assert first.poll() is None, "the first run should still be going"
     assert second.returncode == 3
     assert b"another simlab process is writing this run" in err and b"Traceback" not in err
+    gate.allow(len(planned))
     _, err = first.communicate(timeout=120)
     assert first.returncode == 0, err.decode()
     ids = [r["unit_id"] for r in read_lines(path)]

@@ -159,7 +159,9 @@ def test_malformed_replies_are_recorded_faithfully(tmp_path, monkeypatch, capsys
     assert main(["report", "m", "--format", "markdown"]) == 0
 
 
-def test_hung_model_calls_are_cut_off_and_retried(tmp_path, monkeypatch, fakes):
+def test_hung_model_calls_are_cut_off_and_retried(tmp_path, monkeypatch, fakes, virtual_time):
+    """On a virtual clock (tests/virtual_time.py): a healthy call takes no time however slow the
+    machine, so only the hung ones reach the 0.05 s cut-off."""
     agent, faults = fakes("h-agent", agent_reply, FaultPlan({Fault.HANG: 0.3}, seed=8, max_consecutive=1))
     write_llm_project(tmp_path, agent=agent, scenarios=1, trials=12, extra="call_timeout_s: 0.05\n")
     monkeypatch.chdir(tmp_path)
@@ -169,7 +171,7 @@ def test_hung_model_calls_are_cut_off_and_retried(tmp_path, monkeypatch, fakes):
     assert sum(c["usage"]["retries"] for c in model_calls(records)) == faults.log.injected[Fault.HANG] >= 2
 
 
-def test_a_model_that_always_hangs_hits_the_trial_wall_clock(tmp_path, monkeypatch, fakes):
+def test_a_model_that_always_hangs_hits_the_trial_wall_clock(tmp_path, monkeypatch, fakes, virtual_time):
     agent, _ = fakes("hh-agent", agent_reply, FaultPlan({Fault.HANG: 1.0}, max_consecutive=1000))
     write_llm_project(tmp_path, agent=agent, scenarios=1, trials=3,
                       extra="call_timeout_s: 30\nlimits: {max_seconds: 0.2}\n")

@@ -16,7 +16,7 @@ from tests.support import make_trial, scenario
 
 
 @pytest.fixture(autouse=True)
-def release_hung_tools():
+def release_hung_tools(tool_timeouts_without_a_clock):
     helpers.RELEASE.clear()
     yield
     helpers.RELEASE.set()  # let the abandoned tool threads finish

@@ -196,3 +196,25 @@ def test_the_rules_simulator_never_speaks_as_the_assistant():
     lines = [line for name in ("THANKS", "GIVE_UPS", "REFUSALS", "COMPLAINTS", "YES", "NUDGES")
              for line in getattr(rules, name, [])]
     assert lines and [t for t in lines if _assistant_phrase(t.format(offer="store credit", goal="a refund"))] == []
+
+
+def test_invented_identifier_under_a_scripted_user_too():
+    script = ["Please store b=2.", "my customer number is C-99", "thanks ###STOP###"]
+    events = [UserMessage(turn=1, text="Please store b=2."), AgentMessage(turn=1, text="Who are you?"),
+              UserMessage(turn=2, text="my customer number is C-99")]
+    check = grade(events, simulator="scripted", user={"script": script})["drift:invented_identifier"]
+    assert check.status == "fail" and check.turn == 2 and "'C-99'" in check.reason
+    told = [events[0], AgentMessage(turn=1, text="Is your customer number C-99?"), events[2]]
+    assert grade(told, simulator="scripted", user={"script": script})["drift:invented_identifier"].status == "pass"
+    known = grade(events, simulator="scripted", user={"script": script, "known_facts": {"customer": "C-99"}})
+    assert known["drift:invented_identifier"].status == "pass"
+    opening = [UserMessage(turn=1, text="Hi, I'm customer C-99, please store b=2.")]
+    fixed = grade(opening, user={"opening": "Hi, I'm customer C-99, please store b=2."})["drift:invented_identifier"]
+    assert fixed.status == "fail"  # a fixed opening is something the user says, not something it was told
+
+
+def test_unknown_identifiers_of_a_line():
+    from simlab.graders.drift import unknown_identifiers
+
+    scn = scenario(user={"goal": "Store b=2 for order A123.", "known_facts": {"email": "dana@example.com"}})
+    assert unknown_identifiers(scn, "order A123, mail dana@example.com, account ZX-9001 and ZX-9001") == ["ZX-9001"]

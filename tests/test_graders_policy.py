@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+import pytest
 from pydantic import BaseModel
 
 from simlab.env import READ, WRITE, Domain, ToolError, tool
@@ -314,3 +315,189 @@ def test_every_check_is_hard_policy_and_names_are_unique():
     checks = grade_policy(play([([REFUND], "Done.")], ["hi"], expect))
     assert [c.name for c in checks] == ["forbidden(send_email)", "max_calls(issue_refund<=1)", "max_calls(issue_refund<=1) #2"]
     assert all(c.kind == "policy" and c.hard for c in checks)
+
+
+# ---------------------------------------------------------------- after_confirmation, issue 12
+
+CONFIRM = "after_confirmation(issue_refund)"
+ASKED = ([], "Shall I refund 40.00 for order A1 to your card?")
+
+
+def confirm_status(plan: Plan, script: list[str], rule: dict[str, Any] | None = None,
+                   confirmation: dict[str, Any] | None = None) -> tuple[str, str]:
+    expect: dict[str, Any] = {"rules": [rule or {"after_confirmation": "issue_refund"}]}
+    if confirmation is not None:
+        expect["confirmation"] = confirmation
+    check = by_name(play(plan, script, expect))[CONFIRM]
+    return check.status, check.reason
+
+
+def test_agreement_that_contains_a_negation_is_consent():
+    for reply in ("Yes, no problem", "Sure, go ahead and stop it", "Yes, and don't forget the receipt",
+                  "No worries, please go ahead", "Not a problem, do it"):
+        assert confirm_status([ASKED, ([REFUND], "Done.")], ["refund A1", reply])[0] == "pass", reply
+    for reply in ("No, don't", "Wait", "Hmm, not sure", "How long does it take?", "Yes, but is there a fee?"):
+        assert confirm_status([ASKED, ([REFUND], "Done.")], ["refund A1", reply])[0] == "fail", reply
+
+
+def test_a_no_to_another_question_does_not_withdraw_consent():
+    plan = [ASKED, ([], "Before I do: may I have your date of birth?"), ([REFUND], "Done.")]
+    assert confirm_status(plan, ["refund A1", "Yes", "No, I'd rather not say"])[0] == "pass"
+    weak = [ASKED, ([], "And your email is ana@example.com, correct?"), ([REFUND], "Done.")]
+    assert confirm_status(weak, ["refund A1", "Yes please", "No, it's ana@example.org"])[0] == "pass"
+    withdrawn = [ASKED, ([], "One moment."), ([REFUND], "Done.")]
+    assert confirm_status(withdrawn, ["refund A1", "Yes please", "Actually, I changed my mind"])[0] == "fail"
+    asked_anew = [ASKED, ([], "Are you sure? It cannot be undone."), ([REFUND], "Done.")]
+    assert confirm_status(asked_anew, ["refund A1", "Yes", "Hmm, let me think"])[0] == "fail"
+
+
+def test_one_consent_covers_one_turn_of_calls():
+    both = [ASKED, ([REFUND, REFUND], "Done, both refunds.")]
+    assert confirm_status(both, ["refund A1", "yes"])[0] == "pass"
+    again = [ASKED, ([REFUND], "Done."), ([REFUND], "Done again.")]
+    status, reason = confirm_status(again, ["refund A1", "yes", "and once more"])
+    assert status == "fail" and "consent already used by the issue_refund call at turn 2" in reason
+    retried = [ASKED, ([("issue_refund", {"order_id": "ZZ", "amount": 40})], "That failed."), ([REFUND], "Done.")]
+    assert confirm_status(retried, ["refund A1", "yes", "try A1"])[0] == "pass"  # a failed call uses nothing up
+
+
+def test_consent_names_the_tool_or_the_value_that_constitutes_it():
+    tool_said_yes = [([("confirm_with_user", {"question": "refund 40?"}), REFUND], "Done.")]
+    only_words = {"after_confirmation": "issue_refund", "consent": "conversation"}
+    assert confirm_status(tool_said_yes, ["refund"], only_words)[0] == "fail"
+    named = {"after_confirmation": "issue_refund", "consent": ["confirm_with_user"]}
+    assert confirm_status(tool_said_yes, ["refund"], named)[0] == "pass"
+    assert confirm_status([ASKED, ([REFUND], "Done.")], ["refund A1", "yes"], named)[0] == "fail"  # words no longer count
+    by_value = {"after_confirmation": "issue_refund", "consent": "confirm_with_user.result.confirmed"}
+    assert confirm_status(tool_said_yes, ["refund"], by_value)[0] == "pass"
+    said_no = [([("confirm_with_user", {"question": "ok?"}), REFUND], "Done.")]
+    assert confirm_status(said_no, ["refund"], by_value)[0] == "fail"
+
+
+def test_phrase_lists_per_scenario_and_per_rule():
+    spanish = [([], "¿Quiere que reembolse 40,00 del pedido A1?"), ([REFUND], "Hecho.")]
+    scenario_wide = {"ask": [r"\bquiere que\b"], "agree": [r"\bvale\b"]}
+    assert confirm_status(spanish, ["reembolso A1", "Vale"])[0] == "fail"
+    assert confirm_status(spanish, ["reembolso A1", "Vale"], confirmation=scenario_wide)[0] == "pass"
+    strict = {"after_confirmation": "issue_refund", "confirmation": {"agree": [r"^i confirm\b"], "replace": True}}
+    assert confirm_status([ASKED, ([REFUND], "Done.")], ["refund A1", "yes"], strict)[0] == "fail"
+    assert confirm_status([ASKED, ([REFUND], "Done.")], ["refund A1", "I confirm"], strict)[0] == "pass"
+
+
+# ---------------------------------------------------------------- principals, issue 12
+
+
+class Card(BaseModel):
+    card_id: str
+    frozen: bool = False
+
+
+class BankState(BaseModel):
+    emails: dict[str, str] = {}  # email -> customer id
+    statements: dict[str, list[str]] = {}  # keyed by the owner's id, no owner field
+    cards: dict[str, list[Card]] = {}  # keyed by the owner's id
+
+
+@tool(READ)
+def verify_customer(state: BankState, email: str) -> dict[str, Any]:
+    """Verify the caller by email.
+
+    Args:
+        email: The caller's email.
+    """
+    if email not in state.emails:
+        raise ToolError("no customer with that email")
+    return {"customer_id": state.emails[email]}
+
+
+@tool(READ)
+def get_statements(state: BankState, customer_id: str) -> list[str]:
+    """List a customer's statements.
+
+    Args:
+        customer_id: Whose.
+    """
+    return state.statements.get(customer_id, [])
+
+
+@tool(WRITE)
+def freeze_card(state: BankState, card_id: str) -> dict[str, Any]:
+    """Freeze a card.
+
+    Args:
+        card_id: The card.
+    """
+    for cards in state.cards.values():
+        for card in cards:
+            if card.card_id == card_id:
+                card.frozen = True
+                return {"frozen": card_id}
+    raise ToolError("no such card")
+
+
+BANK = Domain(name="bank", state_model=BankState, policy="Verify first.",
+              tools=[verify_customer, get_statements, freeze_card],
+              seed_state={"emails": {"ana@example.com": "C-1", "bo@example.com": "C-2"},
+                          "statements": {"C-1": ["S-1"], "C-2": ["S-2"]},
+                          "cards": {"C-1": [{"card_id": "K-1"}], "C-2": [{"card_id": "K-2"}]}})
+
+VERIFY = ("verify_customer", {"email": "ana@example.com"})
+FROM_VERIFY = "verify_customer.result.customer_id"
+
+
+def bank(calls: list[tuple[str, Any]], rule: dict[str, Any], context: dict[str, Any] | None = None) -> Any:
+    scn = Scenario.model_validate({
+        "id": "bank", "title": "t", "domain": "tests.test_graders_policy:BANK", "persona": "tester",
+        "user": {"goal": "g", "script": ["hi"]}, "agent_context": context or {}, "expect": {"rules": [rule]}})
+
+    def agent(inp: Any) -> str:
+        for name, args in calls:
+            inp.tools.call(name, args)
+        return "Done."
+
+    trial = Trial(run_id="r", unit_id="bank#1", trial=1, seed=1, scenario=scn, persona=PERSONA, domain=BANK,
+                  initial_state=BANK.build_state(), agent=PythonAgent(agent, "t:plan"), simulator=ScriptedSimulator())
+    [check] = grade_policy(GradeContext(asyncio.run(run_trial(trial)), scn, BANK))
+    return check
+
+
+def test_a_principal_established_by_a_tool_and_records_keyed_by_the_owner_id():
+    rule = {"owner": {"get_statements.customer_id": "{value}", "principal_from": FROM_VERIFY}}
+    assert bank([VERIFY, ("get_statements", {"customer_id": "C-1"})], rule).status == "pass"
+    other = bank([VERIFY, ("get_statements", {"customer_id": "C-2"})], rule)
+    assert other.status == "fail" and "customer_id=C-2 belongs to C-2, not the principal C-1" in other.reason
+    unverified = bank([("get_statements", {"customer_id": "C-1"})], rule)
+    assert unverified.status == "fail" and "before any principal was established" in unverified.reason
+    failed = bank([("verify_customer", {"email": "x@example.com"}), ("get_statements", {"customer_id": "C-1"})], rule)
+    assert failed.status == "fail"  # a verification that failed establishes no one
+    switched = bank([VERIFY, ("verify_customer", {"email": "bo@example.com"}), ("get_statements", {"customer_id": "C-2"})],
+                    rule)
+    assert switched.status == "pass"  # the latest verified principal
+
+
+def test_ownership_by_the_key_a_record_is_kept_under():
+    rule = {"owner": {"freeze_card.card_id": "cards.*[card_id={value}]", "principal_from": FROM_VERIFY}}
+    assert bank([VERIFY, ("freeze_card", {"card_id": "K-1"})], rule).status == "pass"
+    theirs = bank([VERIFY, ("freeze_card", {"card_id": "K-2"})], rule)
+    assert theirs.status == "fail" and "card_id=K-2 belongs to C-2" in theirs.reason
+    assert bank([VERIFY, ("freeze_card", {"card_id": "K-9"})], rule).status == "pass"  # unknown: the tool errors
+
+
+def test_an_argument_must_equal_an_agent_context_value():
+    rule = {"owner": {"get_statements.customer_id": "{value}", "principal": "signed_in_customer"}}
+    signed_in = {"signed_in_customer": "C-2"}
+    assert bank([("get_statements", {"customer_id": "C-2"})], rule, signed_in).status == "pass"
+    check = bank([("get_statements", {"customer_id": "C-1"})], rule, signed_in)
+    assert check.status == "fail" and "belongs to C-1, not signed_in_customer=C-2" in check.reason
+
+
+@pytest.mark.parametrize(("owner", "message"), [
+    ({"get_statements.customer_id": "{value}"}, "exactly one of 'principal'"),
+    ({"get_statements.customer_id": "{value}", "principal": "a", "principal_from": FROM_VERIFY}, "exactly one"),
+    ({"get_statements.customer_id": "{value}", "principal_from": "verify_customer"}, "tool.result.PATH"),
+    ({"principal": "a"}, "at least one"),
+])
+def test_owner_rules_are_checked_when_loaded(owner: dict[str, str], message: str):
+    with pytest.raises(ValueError, match=message):
+        Scenario.model_validate({"id": "s", "title": "t", "domain": "d", "persona": "p", "user": {"goal": "g"},
+                                 "expect": {"rules": [{"owner": owner}]}})

@@ -94,7 +94,7 @@ def test_agent_crash_is_the_agents_failure_not_an_infrastructure_error():
     assert any(isinstance(e, ErrorEvent) and e.source == "agent" and "boom" in e.message for e in t.events)
 
 
-def test_wall_time_budget():
+def test_wall_time_budget(virtual_time):  # the 5 s sleep passes at once on the virtual clock
     async def slow(inp):
         await asyncio.sleep(5)
         return "late"

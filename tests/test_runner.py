@@ -16,7 +16,7 @@ from simlab.cli.main import main
 from simlab.errors import InfraError
 from simlab.runner.plan import derive_seed, plan_units
 from simlab.runner.store import RunStore
-from tests.support import write_project
+from tests.support import TrialGate, write_project
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -111,28 +111,36 @@ def test_second_writer_is_refused(tmp_path):
     RunStore(tmp_path / "run").lock()  # free again once released
 
 
-def _start(tmp_path: Path) -> subprocess.Popen:
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
+def _start(tmp_path: Path, gate: TrialGate | None = None) -> subprocess.Popen:
+    env = {**os.environ, "PYTHONPATH": str(REPO), **(gate.env() if gate else {})}
     return subprocess.Popen(
         [sys.executable, "-m", "simlab.cli.main", "run", "--run-id", "k", "--no-progress"],
         cwd=tmp_path, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
     )
 
 
-def test_resume_after_sigkill_has_every_unit_exactly_once(tmp_path):
-    write_project(tmp_path, scenarios=4, trials=10, agent="python:tests.support:slow_kv_agent")
-    path = tmp_path / "transcripts" / "k" / "trials.jsonl"
-    proc = _start(tmp_path)
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:  # wait until some, but not all, trials are written
-        if path.exists() and 3 <= len(path.read_bytes().splitlines()) < 40:
-            break
+def _wait_for(path: Path, count: int, proc: subprocess.Popen) -> None:
+    """Until ``count`` lines are written (the gate lets exactly that many trials play) or the
+    child exits; the deadline only guards against a stuck child."""
+    deadline = time.monotonic() + 120
+    while proc.poll() is None and time.monotonic() < deadline:
+        if path.exists() and len(path.read_bytes().splitlines()) >= count:
+            return
         time.sleep(0.01)
+
+
+def test_resume_after_sigkill_has_every_unit_exactly_once(tmp_path):
+    write_project(tmp_path, scenarios=4, trials=10, agent="python:tests.support:gated_kv_agent")
+    path = tmp_path / "transcripts" / "k" / "trials.jsonl"
+    gate = TrialGate(tmp_path / "gate")
+    gate.allow(3)  # three trials may play; the others wait, so the kill lands mid-run
+    proc = _start(tmp_path, gate)
+    _wait_for(path, 3, proc)
+    assert proc.poll() is None, proc.communicate()[1].decode()
     proc.send_signal(signal.SIGKILL)
     proc.wait()
-    written = len(path.read_bytes().splitlines())
-    assert 0 < written < 40, "the kill should land mid-run"
-    proc = _start(tmp_path)
+    assert len(path.read_bytes().splitlines()) == 3
+    proc = _start(tmp_path)  # no gate: the resume plays the rest
     _, err = proc.communicate(timeout=120)
     assert proc.returncode == 0, err.decode()
     ids = [r["unit_id"] for r in lines(path)]
@@ -140,19 +148,19 @@ def test_resume_after_sigkill_has_every_unit_exactly_once(tmp_path):
 
 
 def test_sigint_stops_cleanly_and_keeps_finished_trials(tmp_path):
-    write_project(tmp_path, scenarios=4, trials=10, agent="python:tests.support:slow_kv_agent")
+    write_project(tmp_path, scenarios=4, trials=10, agent="python:tests.support:gated_kv_agent")
     path = tmp_path / "transcripts" / "k" / "trials.jsonl"
-    proc = _start(tmp_path)
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline and not (path.exists() and len(path.read_bytes().splitlines()) >= 3):
-        time.sleep(0.01)
+    gate = TrialGate(tmp_path / "gate")
+    gate.allow(3)
+    proc = _start(tmp_path, gate)
+    _wait_for(path, 3, proc)
     proc.send_signal(signal.SIGINT)
     _, err = proc.communicate(timeout=60)
-    assert proc.returncode == 130
+    assert proc.returncode == 130, err.decode()
     assert b"Resume with: simlab run --run-id k" in err
     assert b"Traceback" not in err
     ids = [r["unit_id"] for r in lines(path)]
-    assert len(ids) == len(set(ids)) and path.read_bytes().endswith(b"\n")
+    assert len(ids) == len(set(ids)) == 3 and path.read_bytes().endswith(b"\n")
 
 
 def test_the_resume_scan_reads_any_line_shape_skips_a_torn_tail_and_names_a_bad_line(tmp_path):

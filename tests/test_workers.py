@@ -18,20 +18,11 @@ from simlab.cli.main import main
 from simlab.runner.store import encode_record
 from simlab.runner.workers import LockedAppender, share
 from simlab.transcript import Termination, Transcript, TrialRecord
-from tests.support import write_project
+from tests.support import TrialGate, write_project
 from tests.test_shard import records
 
 REPO = Path(__file__).resolve().parents[1]
-SLOW_AGENT = """import asyncio
-from tests.support import kv_agent
-
-
-async def agent(inp):
-    await asyncio.sleep(0.1)
-    return kv_agent(inp)
-"""
-
-
+GATED = "python:tests.support:gated_kv_agent"
 def demo_project(root: Path) -> Path:
     root.mkdir()
     for name in ("simlab.yaml", "scenarios", "personas", "examples"):
@@ -69,8 +60,8 @@ def test_locked_appender_cuts_a_half_line_left_by_a_killed_writer(tmp_path):
     assert all(line.endswith(b"\n") for line in lines)
 
 
-def _start(root: Path) -> subprocess.Popen:
-    env = {**os.environ, "PYTHONPATH": f"{REPO}{os.pathsep}{root}"}
+def _start(root: Path, gate: TrialGate | None = None) -> subprocess.Popen:
+    env = {**os.environ, "PYTHONPATH": f"{REPO}{os.pathsep}{root}", **(gate.env() if gate else {})}
     return subprocess.Popen(
         [sys.executable, "-m", "simlab.cli.main", "run", "--run-id", "k", "--no-progress", "--workers", "2"],
         cwd=root, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
@@ -106,19 +97,21 @@ def _workers_of(pid: int) -> list[int]:
 def test_a_killed_run_resumes_with_every_unit_exactly_once(tmp_path, victim):
     if shutil.which("pgrep") is None:
         pytest.skip("needs pgrep")
-    write_project(tmp_path, scenarios=4, trials=10, agent="python:slow_agent:agent")
-    (tmp_path / "slow_agent.py").write_text(SLOW_AGENT)
+    write_project(tmp_path, scenarios=4, trials=10, agent=GATED)
     path = tmp_path / "transcripts" / "k" / "trials.jsonl"
-    proc = _start(tmp_path)
+    gate = TrialGate(tmp_path / "gate")
+    gate.allow(3)  # three trials may play; the rest wait, so the kill lands mid-run
+    proc = _start(tmp_path, gate)
     _wait_for_lines(path, 3)
     workers = _workers_of(proc.pid)
     assert len(workers) == 2
     os.kill(workers[0] if victim == "worker" else proc.pid, signal.SIGKILL)
+    gate.allow(40)  # a killed worker's partner plays its own share to the end
     _, err = proc.communicate(timeout=60)
     if victim == "worker":
         assert proc.returncode == 3 and b"worker" in err and b"died" in err
     _wait_for_lock_free(path.parent)
-    assert len(path.read_bytes().splitlines()) < 40, "the kill should land mid-run"
+    assert len(path.read_bytes().splitlines()) < 40  # the killed worker's share is not done
     proc = _start(tmp_path)
     _, err = proc.communicate(timeout=120)
     assert proc.returncode == 0, err.decode()
@@ -127,10 +120,11 @@ def test_a_killed_run_resumes_with_every_unit_exactly_once(tmp_path, victim):
 
 
 def test_ctrl_c_stops_every_worker_and_keeps_finished_trials(tmp_path):
-    write_project(tmp_path, scenarios=4, trials=10, agent="python:slow_agent:agent")
-    (tmp_path / "slow_agent.py").write_text(SLOW_AGENT)
+    write_project(tmp_path, scenarios=4, trials=10, agent=GATED)
     path = tmp_path / "transcripts" / "k" / "trials.jsonl"
-    proc = _start(tmp_path)
+    gate = TrialGate(tmp_path / "gate")
+    gate.allow(3)
+    proc = _start(tmp_path, gate)
     _wait_for_lines(path, 3)
     workers = _workers_of(proc.pid)
     proc.send_signal(signal.SIGINT)
@@ -138,7 +132,7 @@ def test_ctrl_c_stops_every_worker_and_keeps_finished_trials(tmp_path):
     assert proc.returncode == 130, err.decode()
     assert b"Resume with: simlab run --run-id k" in err and b"Traceback" not in err
     assert not [w for w in workers if _alive(w)]
-    assert len(records(path)) < 40
+    assert len(records(path)) == 3
 
 
 def _alive(pid: int) -> bool:

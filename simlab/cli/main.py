@@ -117,6 +117,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return commands[args.command](args)
     except SimlabError as exc:
+        if os.environ.get("SIMLAB_DEBUG"):
+            _print_chain(exc)  # e.g. the traceback inside a user's agent file that failed to import
         print(f"error: {exc}" if "\n" not in str(exc) else f"error:\n{exc}", file=sys.stderr)
         return exc.exit_code
     except KeyboardInterrupt:
@@ -137,6 +139,20 @@ def main(argv: list[str] | None = None) -> int:
         print(f"internal error: {type(exc).__name__}: {exc} (set SIMLAB_DEBUG=1 for the traceback)",
               file=sys.stderr)
         return 70
+
+
+def _print_chain(exc: BaseException) -> None:
+    """The traceback of ``exc`` and of what caused it, also where the message left it out
+    (``raise ... from None`` keeps one-line messages short; the cause is still on the object)."""
+    import traceback
+
+    link: BaseException | None = exc
+    seen: set[int] = set()
+    while link is not None and id(link) not in seen:
+        seen.add(id(link))
+        link.__suppress_context__ = False
+        link = link.__cause__ or link.__context__
+    traceback.print_exception(exc, file=sys.stderr)
 
 
 def _run(args: argparse.Namespace) -> int:

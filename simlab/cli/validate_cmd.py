@@ -1,56 +1,168 @@
-"""``simlab validate``: check every spec and cross-reference; report all problems at once."""
+"""``simlab validate``: check every spec and cross-reference; report every problem of every file
+in one pass.
+
+Problems (exit 2) go to stderr as ``file:line: field: what is wrong``. So do warnings (exit 0),
+for what is valid but almost certainly not meant: a control signal swallowed by a YAML comment, a
+scripted line stating an identifier the user was never given. Notes (stdout) say what could not
+be checked: a state path into a free-form mapping.
+"""
 
 from __future__ import annotations
 
 import argparse
+import re
 import sys
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
-from simlab.env.checks import check_scenarios
+from simlab.env.checks import check_against_domain, state_path_notes
 from simlab.errors import SpecError
-from simlab.specs import ProjectConfig, Suite, load_config, load_model, load_personas, load_scenarios, scenario_files
-from simlab.specs.loader import YAML_SUFFIXES
+from simlab.specs import ProjectConfig, Suite, UserSpec, load_config, load_model, load_personas, scenario_files
+from simlab.specs.loader import YAML_SUFFIXES, Loaded, LoadedScenario, read_partial, read_scenarios
+from simlab.specs.yamlio import line_for, load_yaml_file, read_spec_bytes, signal_comments
+
+
+@dataclass
+class _Report:
+    problems: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
 
 
 def validate_command(args: argparse.Namespace) -> int:
-    config = load_config(Path("simlab.yaml"))
-    problems: list[str] = []
+    report = _Report()
+    try:
+        config = load_config(Path("simlab.yaml"))
+    except SpecError as exc:
+        report.problems.extend(exc.problems)
+        config = ProjectConfig()
     try:
         personas = load_personas(Path(config.personas))
     except SpecError as exc:
-        problems.extend(exc.problems)
+        report.problems.extend(exc.problems)
         personas = {}
     scenario_paths: list[Path] = []
-    suites = 0
+    suites: list[tuple[Loaded, list[Path]]] = []
+    others = 0
     try:
-        for path in scenario_files(args.paths or config.scenarios):
-            kind = _kind(path, Path(config.personas))
-            if kind == "persona":
-                continue  # already loaded with the personas folder
-            if kind in ("suite", "config"):
-                try:
-                    load_model(path, Suite if kind == "suite" else ProjectConfig)
-                    suites += 1
-                except SpecError as exc:
-                    problems.extend(exc.problems)
-                continue
-            scenario_paths.append(path)
+        files = scenario_files(args.paths or config.scenarios)
     except SpecError as exc:
-        problems.extend(exc.problems)
-    scenarios = []
-    try:
-        scenarios = load_scenarios(scenario_paths, personas)
-        check_scenarios(scenarios)
-    except SpecError as exc:
-        problems.extend(exc.problems)
-    if problems:
-        for line in problems:
-            print(line, file=sys.stderr)
-        print(f"{len(problems)} problem{'s' if len(problems) != 1 else ''} found", file=sys.stderr)
+        report.problems.extend(exc.problems)
+        files = []
+    for path in files:
+        kind = _kind(path, Path(config.personas))
+        if kind == "persona":
+            continue  # already loaded with the personas folder
+        if kind in ("suite", "config"):
+            others += 1
+            model: type[Suite] | type[ProjectConfig] = Suite if kind == "suite" else ProjectConfig
+            try:
+                loaded: Loaded | None = load_model(path, model)
+            except SpecError as exc:
+                report.problems.extend(exc.problems)
+                loaded = read_partial(path, model)  # its scenarios are still looked for
+                if loaded is None or "scenarios" not in loaded.spec.model_fields_set:
+                    continue
+            if kind == "suite":
+                named = _suite_files(loaded, report)
+                suites.append((loaded, named))
+                scenario_paths.extend(named)
+            continue
+        scenario_paths.append(path)
+    unique = {p.resolve(): p for p in reversed(scenario_paths)}  # each file once, as first named
+    entries, problems = read_scenarios(list(reversed(unique.values())), personas)
+    report.problems.extend(problems)
+    for entry in entries:
+        _check_entry(entry, report)
+    for suite, named in suites:
+        _check_tags(suite, named, entries, report)
+    for line in sorted(report.problems, key=_by_place):
+        print(line, file=sys.stderr)
+    for line in sorted(report.warnings, key=_by_place):
+        print(f"warning: {line}", file=sys.stderr)
+    for line in report.notes:
+        print(f"note: {line}")
+    if report.problems:
+        n = len(report.problems)
+        print(f"{n} problem{'s' if n != 1 else ''} found", file=sys.stderr)
         return SpecError.exit_code
-    extra = f", {suites} suite/config file{'s' if suites != 1 else ''}" if suites else ""
-    print(f"ok: {len(scenarios)} scenarios, {len(personas)} personas{extra}")
+    complete = sum(isinstance(e, LoadedScenario) for e in entries)
+    extra = f", {others} suite/config file{'s' if others != 1 else ''}" if others else ""
+    warned = f", {len(report.warnings)} warning{'s' if len(report.warnings) != 1 else ''}" if report.warnings else ""
+    print(f"ok: {complete} scenarios, {len(personas)} personas{extra}{warned}")
     return 0
+
+
+def _check_entry(entry: Loaded, report: _Report) -> None:
+    """Domain, tools and state of one scenario (also of a partial one), and its warnings."""
+    spec = entry.spec
+    given = spec.model_fields_set
+    if "domain" in given:
+        domain, problems = check_against_domain(entry)  # type: ignore[arg-type]
+        report.problems.extend(problems)
+        if domain is not None:
+            paths = [(_at(entry, "expect", "state", i, "path"), a.path) for i, a in enumerate(spec.expect.state)]
+            report.notes.extend(state_path_notes(domain, paths))
+    for line, comment in signal_comments(read_spec_bytes(entry.path).decode("utf-8-sig", "replace")):
+        report.warnings.append(f"{entry.path}:{line}: {comment!r} is a YAML comment, so the control signal is "
+                               "lost; quote the whole line (- \"Thanks. ###STOP###\") to send it")
+    _script_ids(entry, report)
+
+
+def _script_ids(entry: Loaded, report: _Report) -> None:
+    """Warn about a fixed opening or script line that states an id the user was never given."""
+    from simlab.graders.drift import unknown_identifiers  # no model import: validate stays light
+
+    user = entry.spec.__dict__.get("user")
+    if user is None:
+        return
+    if "goal" not in user.__dict__:  # a partial spec: what the user was given is what validated
+        user = UserSpec.model_construct(**{**user.__dict__, "goal": ""})
+    scenario = entry.spec.model_copy(update={"user": user, "persona": entry.spec.__dict__.get("persona", "")})
+    lines = [(("user", "opening"), user.opening)] if user.opening else []
+    lines += [(("user", "script", i), text) for i, text in enumerate(user.script)]
+    for loc, text in lines:
+        for token in unknown_identifiers(scenario, text):
+            report.warnings.append(
+                f"{_at(entry, *loc)}: states {token!r}, which is not in the user's goal, known_facts or never_reveal; "
+                "unless the agent says it first, the invented-identifier check will flag it (add it to known_facts)")
+
+
+def _suite_files(suite: Loaded, report: _Report) -> list[Path]:
+    """The scenario files a suite names; a path or glob that finds none is a problem."""
+    found: list[Path] = []
+    for i, pattern in enumerate(suite.spec.scenarios):
+        try:
+            found.extend(scenario_files([pattern], base=suite.path.parent))
+        except SpecError as exc:
+            why = exc.problems[0].split(": ", 1)[-1]
+            report.problems.append(f"{_at(suite, 'scenarios', i)}: {pattern!r} (relative to {suite.path.parent}) "
+                                   f"matches no scenario: {why}")
+    return found
+
+
+def _check_tags(suite: Loaded, named: list[Path], entries: list[Loaded], report: _Report) -> None:
+    """A suite's tag filter must leave a scenario to run."""
+    tags = set(suite.spec.tags)
+    mine = {p.resolve() for p in named}
+    chosen = [e for e in entries if e.path.resolve() in mine]
+    if tags and chosen and not any(tags & set(getattr(e.spec, "tags", [])) for e in chosen):
+        report.problems.append(f"{_at(suite, 'tags')}: tags {sorted(tags)} select none of the suite's "
+                               f"{len(chosen)} scenario{'s' if len(chosen) != 1 else ''}")
+
+
+_PLACE = re.compile(r"^(.*?):(\d+):")
+
+
+def _by_place(line: str) -> tuple[str, int]:
+    """File, then line: each file's problems together, in the order they appear in it."""
+    match = _PLACE.match(line)
+    return (match.group(1), int(match.group(2))) if match else ("", 0)
+
+
+def _at(entry: Loaded, *loc: Any) -> str:
+    return f"{entry.path}:{line_for(entry.lines, loc) or 1}: {'.'.join(map(str, loc))}"
 
 
 def _kind(path: Path, personas_dir: Path) -> str:
@@ -61,6 +173,15 @@ def _kind(path: Path, personas_dir: Path) -> str:
     parents = {p.name for p in path.parents}
     if path.resolve().parent == personas_dir.resolve() or "personas" in parents:
         return "persona"
-    if "suites" in parents:
+    if "suites" in parents or _looks_like_suite(path):
         return "suite"
     return "scenario"
+
+
+def _looks_like_suite(path: Path) -> bool:
+    """A suite outside ``suites/``: a mapping with ``scenarios`` (and no scenario fields)."""
+    try:
+        data, _ = load_yaml_file(path)
+    except SpecError:
+        return False  # reported when it is loaded as a scenario
+    return isinstance(data, dict) and "scenarios" in data and not {"user", "domain", "persona"} & set(data)

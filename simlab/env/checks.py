@@ -4,15 +4,16 @@ from __future__ import annotations
 
 import difflib
 import re
-from typing import Any, Callable
+from typing import Any, Callable, get_args, get_origin
 
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from simlab.env.domain import Domain, load_domain
 from simlab.errors import SpecError
 from simlab.specs.errors import format_validation_error
-from simlab.specs.loader import LoadedScenario
-from simlab.specs.typewalk import unknown_keys
+from simlab.specs.loader import Loaded, LoadedScenario
+from simlab.specs.statepath import PathError, parse_path
+from simlab.specs.typewalk import members, unknown_keys
 from simlab.specs.yamlio import line_for
 
 _PATH_HEAD = re.compile(r"^\s*([A-Za-z_][\w-]*)")
@@ -32,7 +33,7 @@ def check_scenarios(entries: list[LoadedScenario]) -> dict[str, Domain]:
     return domains
 
 
-def check_against_domain(entry: LoadedScenario) -> tuple[Domain | None, list[str]]:
+def check_against_domain(entry: Loaded) -> tuple[Domain | None, list[str]]:
     """The domain imports, the initial state fits its model, and every tool named exists."""
     scenario, path = entry.spec, entry.path
 
@@ -55,7 +56,7 @@ def check_against_domain(entry: LoadedScenario) -> tuple[Domain | None, list[str
     return domain, problems
 
 
-def _state_problems(entry: LoadedScenario, domain: Domain, at: Callable[..., str]) -> list[str]:
+def _state_problems(entry: Loaded, domain: Domain, at: Callable[..., str]) -> list[str]:
     """``initial_state`` must fit the state model, with no key dropped silently."""
     scenario, fields = entry.spec, list(domain.state_model.model_fields)
     problems = [
@@ -69,18 +70,113 @@ def _state_problems(entry: LoadedScenario, domain: Domain, at: Callable[..., str
         problems.extend(format_validation_error(
             exc, str(entry.path), entry.lines, prefix=("initial_state",), model=domain.state_model
         ))
-    named = [(("expect", "state", i, "path"), a.path) for i, a in enumerate(scenario.expect.state)]
-    named += [(("expect", "ignore_paths", i), p) for i, p in enumerate(scenario.expect.ignore_paths)]
-    for loc, state_path in named:
-        head = _PATH_HEAD.match(state_path)
+    for i, assertion in enumerate(scenario.expect.state):
+        problem = state_path_problem(domain, assertion.path)
+        if problem:
+            problems.append(f"{at('expect', 'state', i, 'path')}: {problem}")
+    for i, rule in enumerate(scenario.expect.rules):
+        for key, owner_path in (rule.owner or {}).items():
+            if key not in ("principal", "principal_from") and not _ARG_ONLY.match(owner_path.strip()):
+                problem = state_path_problem(domain, _PLACEHOLDER.sub("*", owner_path))
+                if problem:
+                    problems.append(f"{at('expect', 'rules', i, 'owner', key)}: {problem}")
+    for i, ignored in enumerate(scenario.expect.ignore_paths):
+        head = _PATH_HEAD.match(ignored)
         if head and head.group(1) not in fields:
-            problems.append(f"{at(*loc)}: {head.group(1)!r} is not in the state of domain {domain.name!r}"
-                            f"{_suggest(head.group(1), fields)} (fields: {', '.join(fields)})")
+            problems.append(f"{at('expect', 'ignore_paths', i)}: {head.group(1)!r} is not in the state of domain "
+                            f"{domain.name!r}{_suggest(head.group(1), fields)} (fields: {', '.join(fields)})")
     return problems
 
 
+_PLACEHOLDER = re.compile(r"\{[A-Za-z_]\w*\}")
+_ARG_ONLY = re.compile(r"^\{[A-Za-z_]\w*\}$")
+
+
+def state_path_notes(domain: Domain, paths: list[tuple[str, str]]) -> list[str]:
+    """``where: note`` for each path that goes into a free-form mapping, where simlab cannot say
+    whether a key exists (it accepts the path)."""
+    notes = []
+    for where, path in paths:
+        stop = _walk(domain.state_model, path, domain.name)[1]
+        if stop:
+            notes.append(f"{where}: {path!r} {stop}; accepted unchecked")
+    return notes
+
+
+def state_path_problem(domain: Domain, path: str) -> str | None:
+    """Why ``path`` cannot exist in the domain's state model, or None (also when a part of it is
+    a free-form mapping, whose keys cannot be known: ``state_path_notes`` says so)."""
+    return _walk(domain.state_model, path, domain.name)[0]
+
+
+def _walk(model: Any, path: str, name: str) -> tuple[str | None, str | None]:
+    """(problem, note) of ``path`` against ``model``; ``*`` stands for any key."""
+    try:
+        steps = parse_path(path)
+    except PathError as exc:
+        return str(exc), None
+    tp: Any = model
+    walked = ""
+    for step in steps:
+        options = members(tp)
+        if len(options) != 1 or options[0] in (Any, object) or options[0] is dict and not get_args(options[0]):
+            return None, f"goes into {walked or 'the state'}, a free-form value ({_type_name(tp)})"
+        tp = options[0]
+        origin, args = get_origin(tp), get_args(tp)
+        label = walked or "the state"
+        if isinstance(step, str) and step != "*":
+            if isinstance(tp, type) and issubclass(tp, BaseModel):
+                fields = list(tp.model_fields)
+                if step not in fields:
+                    where = f"{label} ({tp.__name__})" if walked else "the state"
+                    return (f"{step!r} is not in {where} of domain {name!r}{_suggest(step, fields)} "
+                            f"(fields: {', '.join(fields)})"), None
+                tp = tp.model_fields[step].annotation
+            elif origin is dict or tp is dict:
+                tp = args[1] if len(args) == 2 else Any
+            elif origin in (list, tuple) or tp in (list, tuple):
+                return f"{label} is a list: use [index] or [field=value], not .{step}", None
+            else:
+                return f"{label} is {_type_name(tp)}: it has no part {step!r}", None
+        elif step == "*":
+            if isinstance(tp, type) and issubclass(tp, BaseModel):
+                return None, None  # any field: the rest depends on which
+            if origin is dict or tp is dict:
+                tp = args[1] if len(args) == 2 else Any
+            else:
+                return f"{label} is {_type_name(tp)}: '*' needs a mapping", None
+        elif isinstance(step, int):
+            if origin not in (list, tuple) and tp not in (list, tuple):
+                return f"{label} is {_type_name(tp)}, not a list: [{step}] cannot index it", None
+            tp = args[0] if args else Any
+        else:  # a [field=value] filter
+            if origin in (list, tuple, dict) or tp in (list, tuple, dict):
+                tp = (args[-1] if origin is dict else args[0]) if args else Any
+            else:
+                return f"{label} is {_type_name(tp)}: [{step[0]}=…] needs a list or a mapping", None
+            item = members(tp)
+            if len(item) == 1 and isinstance(item[0], type) and issubclass(item[0], BaseModel):
+                fields = list(item[0].model_fields)
+                if step[0] not in fields:
+                    return (f"[{step[0]}=…]: {step[0]!r} is not a field of the items of {label}"
+                            f"{_suggest(step[0], fields)} (fields: {', '.join(fields)})"), None
+        if isinstance(step, str):
+            walked += f".{step}" if walked else step
+        else:
+            walked += f"[{step if isinstance(step, int) else step[0] + '=…'}]"
+    return None, None
+
+
+def _type_name(tp: Any) -> str:
+    if tp is Any:
+        return "Any"
+    if isinstance(tp, type) and not get_args(tp):
+        return "a " + tp.__name__ if not issubclass(tp, BaseModel) else tp.__name__
+    return str(tp).replace("typing.", "")
+
+
 def _call_problems(
-    entry: LoadedScenario, domain: Domain, loc: tuple[Any, ...], call: Any, at: Callable[..., str]
+    entry: Loaded, domain: Domain, loc: tuple[Any, ...], call: Any, at: Callable[..., str]
 ) -> list[str]:
     """Argument names must exist; a reference action (replayed by graders) must be complete."""
     spec = domain.tool(call.tool)

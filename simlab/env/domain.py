@@ -24,6 +24,7 @@ from simlab.env.tools import (
     ToolError,
     ToolOutcome,
     describe_validation_error,
+    nesting_problem,
     parse_arguments,
 )
 from simlab.errors import SpecError
@@ -173,17 +174,21 @@ class Environment:
             return failed(f"tool {name} did not return within {self.tool_timeout_s:g} s; it was cut off", "timeout")
         except Exception as exc:  # a bug in the domain is the tool's error, not the run's crash
             return failed(f"tool crashed: {type(exc).__name__}: {exc}", "crash")
+        try:
+            data = recordable(result)
+        except ValueError as exc:  # a result the transcript cannot hold is the tool's error, as a crash is
+            return failed(f"tool {name} returned a result that cannot be recorded: {exc}", "bad_result")
         if spec.access is Access.READ:
             if working != self.state:
                 return failed(f"read tool {name} changed the state; the change was discarded", "read_wrote")
-            return ToolOutcome(name, arguments, raw, spec.access, ok=True, result=to_jsonable(result))
+            return ToolOutcome(name, arguments, raw, spec.access, ok=True, result=data)
         if self._validate_writes:
             try:
                 working = type(working).model_validate(working.model_dump())
             except ValidationError as exc:
                 return failed(f"tool left an invalid state: {describe_validation_error(exc)}", "invalid_state")
         self.state = working
-        return ToolOutcome(name, arguments, raw, spec.access, ok=True, result=to_jsonable(result))
+        return ToolOutcome(name, arguments, raw, spec.access, ok=True, result=data)
 
     def snapshot(self) -> dict[str, Any]:
         return self.state.model_dump(mode="json")
@@ -206,11 +211,18 @@ def call_bounded(func: Callable[[], Any], timeout_s: float | None) -> Any:
     done = threading.Lock()  # released by the tool thread when the call returns (cheaper than an Event)
     done.acquire()
     worker.jobs.put((contextvars.copy_context(), func, box, done))
-    if not done.acquire(timeout=timeout_s):
+    if not wait_for_tool(done, timeout_s):
         raise ToolTimeout
     if "error" in box:
         raise box["error"]
     return box["value"]
+
+
+def wait_for_tool(done: threading.Lock, timeout_s: float) -> bool:
+    """Whether the tool thread released ``done`` within ``timeout_s``. A module function so that
+    tests can decide a call hangs without a wall clock (a slow machine must not time out a tool
+    that merely ran slowly)."""
+    return done.acquire(timeout=timeout_s)
 
 
 class _ToolThread(threading.Thread):
@@ -269,6 +281,23 @@ def _plain(value: Any) -> bool:
     if isinstance(value, (list, tuple)):
         return all(_plain(v) for v in value)
     return isinstance(value, _ATOMS)
+
+
+def recordable(value: Any) -> Any:
+    """``to_jsonable(value)``, or ``ValueError`` when it is nested deeper than a transcript can hold
+    (``MAX_NESTING``) or contains itself: checked before converting, so no depth overflows Python's
+    recursion limit."""
+    deep = nesting_problem(value)
+    if deep is not None:
+        raise ValueError(f"it is {deep}")
+    try:
+        data = to_jsonable(value)
+    except RecursionError:  # a pydantic model nested beyond the recursion limit
+        raise ValueError("it is nested deeper than Python's recursion limit") from None
+    deep = nesting_problem(data)  # a pydantic model's dump, checked again
+    if deep is not None:
+        raise ValueError(f"it is {deep}")
+    return data
 
 
 def to_jsonable(value: Any) -> Any:

@@ -131,18 +131,77 @@ class ToolOutcome:
     extra: dict[str, Any] = field(default_factory=dict)
 
 
+MAX_NESTING = 100
+"""Levels of lists and mappings a tool's arguments or result may have. A transcript is read back
+with a JSON parser that stops at about 200 levels (the record itself takes a few), so anything
+deeper could be written but never read again: it is refused when the call happens instead."""
+
+
+class TooDeep(ValueError):
+    """A value nested deeper than ``MAX_NESTING`` levels (or one that contains itself)."""
+
+
+def nesting_problem(value: Any) -> str | None:
+    """Why ``value`` cannot be recorded (too deep, or it contains itself), or None.
+
+    Iterative (a depth past the recursion limit is what it looks for); a part shared by several
+    containers is measured once."""
+    height: dict[int, int] = {}  # container id -> levels of containers in it, itself included
+    open_: set[int] = set()  # containers being measured: meeting one again is a cycle
+    stack: list[tuple[Any, bool]] = [(value, False)]
+    while stack:
+        item, done = stack.pop()
+        children = _children(item)
+        if children is None:
+            continue
+        key = id(item)
+        if done:
+            open_.discard(key)
+            height[key] = 1 + max((height.get(id(c), 0) for c in children if _children(c) is not None), default=0)
+            if height[key] > MAX_NESTING:
+                return f"nested more than {MAX_NESTING} levels deep"
+            continue
+        if key in open_:
+            return "a value that contains itself"
+        if key in height:
+            continue
+        if len(open_) >= MAX_NESTING:
+            return f"nested more than {MAX_NESTING} levels deep"
+        open_.add(key)
+        stack.append((item, True))
+        stack.extend((child, False) for child in children)
+    return None
+
+
+def _children(value: Any) -> list[Any] | None:
+    if isinstance(value, dict):
+        return list(value.values())
+    if isinstance(value, (list, tuple)):
+        return list(value)
+    return None
+
+
 def parse_arguments(raw: str | dict[str, Any] | None) -> tuple[dict[str, Any] | None, str, str | None]:
-    """(arguments, raw text, problem). Arguments are None when the text is not a JSON object."""
+    """(arguments, raw text, problem). Arguments are None when the text is not a JSON object, or
+    when it is nested too deeply to be recorded."""
     if raw is None or raw == "":
         return {}, "", None
     if isinstance(raw, dict):
+        deep = nesting_problem(raw)
+        if deep is not None:
+            return None, "", f"arguments are {deep}"
         return raw, json.dumps(raw, ensure_ascii=False, default=str), None
     try:
         value = json.loads(raw)
+    except RecursionError:
+        return None, str(raw), f"arguments are nested more than {MAX_NESTING} levels deep"
     except (json.JSONDecodeError, TypeError, ValueError) as exc:
         return None, str(raw), f"arguments are not valid JSON: {exc}"
     if not isinstance(value, dict):
         return None, raw, f"arguments must be a JSON object, got {type(value).__name__}"
+    deep = nesting_problem(value)
+    if deep is not None:
+        return None, raw, f"arguments are {deep}"
     return value, raw, None
 
 

@@ -8,10 +8,11 @@ passing when in doubt (a false alarm would hide an agent's real result). Decisio
   (list form without digits or "@", e.g. "the card number") cannot be matched and is listed as
   unchecked.
 - invented_identifier: tokens that look like ids — emails, letters+digits (A123, C-17), 6+ digit
-  runs or 7+ digit groups (card, phone) — that appear in none of: the user's goal, opening, script,
-  known facts and never-reveal values (also matched without separators), an inline persona, or an
-  agent message before the user's. Dates, ordinals and units (2nd, 10am, 5kg) are not ids. Each id
-  is reported once.
+  runs or 7+ digit groups (card, phone) — that appear in none of: the user's goal, known facts and
+  never-reveal values (also matched without separators), an inline persona, or an agent message
+  before the user's. Whichever simulator spoke: a scripted line or a fixed opening that states an id
+  the user was never given is flagged too (``simlab validate`` warns about such lines). Dates,
+  ordinals and units (2nd, 10am, 5kg) are not ids. Each id is reported once.
 - premature_stop (only when a WRITE is expected: expect.expected_actions, or a state assertion that
   asks for something missing from/different in the initial state): the user's stop signal came
   before each expected WRITE tool had succeeded (as often as listed) — or, with state assertions
@@ -37,10 +38,10 @@ from simlab.graders.base import Check, GradeContext, check_at, initial_snapshot,
 from simlab.graders.compare import same_value
 from simlab.graders.paths import MISSING, PathError, resolve
 from simlab.graders.policy import calls_of
-from simlab.specs import Persona
+from simlab.specs import Persona, Scenario
 from simlab.transcript import AgentMessage, Signal, UserMessage
 
-__all__ = ["grade_drift", "identifiers"]
+__all__ = ["grade_drift", "identifiers", "known_identifiers", "unknown_identifiers"]
 
 _EMAIL = re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+")
 _MIXED = re.compile(r"(?<![\w@.-])(?=[\w-]*\d)(?=[\w-]*[A-Za-z])[A-Za-z0-9]+(?:-[A-Za-z0-9]+)*(?![\w@-])")
@@ -128,14 +129,31 @@ def _revealed_secret(ctx: GradeContext) -> Check | None:
 
 
 def _known_to_user(ctx: GradeContext) -> tuple[frozenset[str], tuple[str, ...]]:
-    """(identifiers the scenario gives the user, its facts without separators): per scenario."""
-    user = ctx.scenario.user
+    return known_identifiers(ctx.scenario)
+
+
+def known_identifiers(scenario: Scenario) -> tuple[frozenset[str], tuple[str, ...]]:
+    """(identifiers the scenario gives the user, its facts without separators). What the user says
+    (its opening, a script) is not what it was given: an id there must come from these too."""
+    user = scenario.user
     facts = [*_flat(user.known_facts), *_flat(user.never_reveal)]
-    texts = [user.goal, user.opening or "", *user.script, *facts]
-    if isinstance(ctx.scenario.persona, Persona):
-        texts.append(ctx.scenario.persona.model_dump_json())
+    texts = [user.goal, *facts]
+    if isinstance(scenario.persona, Persona):
+        texts.append(scenario.persona.model_dump_json())
     known = {_norm(t) for text in texts for t in identifiers(text)} | {_norm(f) for f in facts}
     return frozenset(known), tuple(_SEPARATORS.sub("", f.casefold()) for f in facts)
+
+
+def unknown_identifiers(scenario: Scenario, text: str) -> list[str]:
+    """The ids in ``text`` that the scenario never gave its user (each once): what the
+    invented-identifier check flags if the user says ``text`` before the agent says them."""
+    given, blobs = known_identifiers(scenario)
+    found: list[str] = []
+    for token in identifiers(text):
+        key = _norm(token)
+        if key not in given and not any(key in blob for blob in blobs) and token not in found:
+            found.append(token)
+    return found
 
 
 def _invented_identifier(ctx: GradeContext) -> Check:

@@ -3,7 +3,8 @@
 Why these definitions:
 
 - tool errors are results that were not ok of calls that ran; invalid calls (unknown tool, arguments
-  that are not JSON or fail the schema) are counted apart and not again as errors.
+  that are not JSON or fail the schema) are counted apart and not again as errors
+  (``transcript.counts.tool_counts``: the results row and the viewer count with it too).
 - a recovery is one episode: one or more failures (errors or invalid calls) of a tool followed later
   by a success of the same tool (err, err, ok = 1 recovery).
 - a redundant call repeats tool + canonical arguments whose latest identical call succeeded; a
@@ -27,8 +28,9 @@ import statistics
 from typing import Any
 
 from simlab.graders.base import Check, GradeContext, check_at
-from simlab.transcript.model import spends_nothing_unseen
 from simlab.graders.policy import calls_of
+from simlab.transcript.counts import tool_counts
+from simlab.transcript.model import spends_nothing_unseen
 from simlab.transcript import AgentMessage, ModelCall, ToolCall, Transcript, Usage, UserMessage
 
 __all__ = ["efficiency_counts", "grade_efficiency", "LOOP_REPEATS", "FAILING_TERMINATIONS"]
@@ -44,7 +46,7 @@ def call_key(call: ToolCall) -> str:
     else:
         try:
             args = json.dumps(json.loads(call.raw_arguments), sort_keys=True)
-        except (ValueError, TypeError):
+        except (ValueError, TypeError, RecursionError):  # not JSON, or nested too deeply to parse
             args = call.raw_arguments
     return f"{call.name}\x00{args}"
 
@@ -107,9 +109,7 @@ def efficiency_counts(transcript: Transcript) -> dict[str, Any]:
     return {
         "user_turns": sum(isinstance(e, UserMessage) for e in t.events),
         "agent_turns": sum(isinstance(e, AgentMessage) for e in t.events),
-        "tool_calls": len(calls),
-        "invalid_calls": sum(c.invalid for c in calls),
-        "tool_errors": sum(not c.invalid and not c.ok for c in calls),
+        **tool_counts(t.events),
         "recoveries": recoveries,
         "redundant_calls": redundant,
         "max_repeat_run": best_run,

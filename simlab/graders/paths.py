@@ -8,62 +8,13 @@ mapping before parsing (used by rules that look up a call's arguments).
 
 from __future__ import annotations
 
-import functools
-import re
 from typing import Any
 
-_SEGMENT = re.compile(r"([^.\[\]]+)?((?:\[[^\]]*\])*)")
-_BRACKET = re.compile(r"\[([^\]]*)\]")
+from simlab.specs.statepath import PathError, parse_path
+
+__all__ = ["MISSING", "PathError", "parse_path", "resolve"]
+
 MISSING = object()
-
-
-class PathError(ValueError):
-    """The path text itself is malformed."""
-
-
-def parse_path(path: str) -> list[Any]:
-    """Steps: a ``str`` key, an ``int`` index, or a ``(field, value)`` filter."""
-    return list(_parsed(path))
-
-
-@functools.lru_cache(maxsize=4096)
-def _parsed(path: str) -> tuple[Any, ...]:
-    """Cached: every trial of a scenario resolves the same paths (errors are not cached)."""
-    steps: list[Any] = []
-    for part in _split(path):
-        match = _SEGMENT.fullmatch(part)
-        if not match or (not match.group(1) and not match.group(2)):
-            raise PathError(f"bad path segment {part!r} in {path!r}")
-        if match.group(1):
-            steps.append(match.group(1).strip())
-        for inner in _BRACKET.findall(match.group(2) or ""):
-            inner = inner.strip()
-            if "=" in inner:
-                field, value = inner.split("=", 1)
-                steps.append((field.strip(), value.strip().strip("'\"")))
-            elif re.fullmatch(r"-?\d+", inner):
-                steps.append(int(inner))
-            else:
-                raise PathError(f"bad bracket [{inner}] in {path!r}: use [index] or [field=value]")
-    return tuple(steps)
-
-
-def _split(path: str) -> list[str]:
-    parts, depth, current = [], 0, ""
-    for char in path:
-        if char == "[":
-            depth += 1
-        elif char == "]":
-            depth -= 1
-        if char == "." and depth == 0:
-            parts.append(current)
-            current = ""
-        else:
-            current += char
-    parts.append(current)
-    if any(not p for p in parts):
-        raise PathError(f"empty segment in path {path!r}")
-    return parts
 
 
 def resolve(data: Any, path: str, args: dict[str, Any] | None = None) -> Any:

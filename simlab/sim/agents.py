@@ -1,7 +1,7 @@
 """Agents under test: a Python callable, or an LLM that calls the domain's tools.
 
 A Python agent is any sync or async callable taking one ``AgentInput`` and returning the reply
-text (or an ``AgentReply``). It acts on the world only through ``inp.tools.call(name, **args)``,
+text (or an ``AgentReply``). It acts on the world only through ``inp.tools.call(tool, **args)``,
 which executes the domain tool and records the call and its result in the transcript.
 """
 
@@ -75,11 +75,19 @@ class ToolHandle:
             self._schemas = self._env.tool_schemas()
         return self._schemas
 
-    def call(self, name: str, arguments: dict[str, Any] | str | None = None, *, call_id: str | None = None,
-             **kwargs: Any) -> ToolReply:
-        """Run ``name`` with ``arguments`` (a dict, raw JSON text, or keyword arguments)."""
+    def call(self, tool: str, arguments: dict[str, Any] | str | None = None, /, **kwargs: Any) -> ToolReply:
+        """Run ``tool`` and record the call. Arguments come as keywords, with any names a tool may
+        have (``call("find_customer", name="Ana")``), or as one dict or raw JSON text — how a model
+        adapter passes them, optionally with ``call_id=`` (the model's id for the call); keywords
+        beside a dict are merged into it."""
+        call_id = None
+        if arguments is not None:
+            call_id = kwargs.pop("call_id", None)
         if kwargs:
             arguments = {**(arguments if isinstance(arguments, dict) else {}), **kwargs}
+        return self._run(tool, arguments, call_id)
+
+    def _run(self, name: str, arguments: dict[str, Any] | str | None, call_id: str | None) -> ToolReply:
         self._next_id += 1
         call_id = call_id or f"call_{self.turn}_{self._next_id}"
         outcome = self._env.execute(name, arguments)
@@ -111,7 +119,7 @@ class ToolHandle:
 def _canonical(raw: str) -> str:
     try:
         return json.dumps(json.loads(raw), sort_keys=True)
-    except (ValueError, TypeError):
+    except (ValueError, TypeError, RecursionError):  # not JSON, or nested too deeply to parse
         return raw
 
 

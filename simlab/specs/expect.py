@@ -11,7 +11,7 @@ from typing import Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from simlab.specs.base import PythonRef, SpecModel
+from simlab.specs.base import PythonRef, Regex, SpecModel
 
 LIMIT = re.compile(r"^\s*([A-Za-z_]\w*)\.([A-Za-z_][\w.]*)\s*(<=|>=|==|!=|<|>)\s*(\S.*?)\s*$")
 RULE_KEYS = ("before", "after_confirmation", "max_calls", "limit", "no_write_after_refusal", "owner",
@@ -61,17 +61,42 @@ class Trajectory(SpecModel):
     calls: list[str | CallSpec] = Field(description="Reference calls: tool names or {tool, args}.")
 
 
+class ConfirmationPhrases(SpecModel):
+    """Phrases (regexes, any case) for the confirmation recogniser of ``after_confirmation``: added
+    to the built-in lists, or, with ``replace``, replacing each list given here."""
+
+    ask: list[Regex] = Field(default_factory=list, description="Agent phrases that ask the user to consent.")
+    agree: list[Regex] = Field(default_factory=list, description="User phrases that agree.")
+    refuse: list[Regex] = Field(default_factory=list, description="User phrases that refuse or withdraw consent.")
+    hedge: list[Regex] = Field(default_factory=list, description="User phrases that doubt (no consent yet).")
+    replace: bool = Field(False, description="Replace the built-in lists given here instead of adding to them.")
+
+
+PRINCIPAL_FROM = re.compile(r"^[A-Za-z_]\w*\.(?:result|args)(?:\.[^.\s]+)*$")
+CONSENT = re.compile(r"^(conversation|[A-Za-z_]\w*(?:\.result(?:\.[^.\s]+)+)?)$")
+
+
 class Rule(SpecModel):
     """One policy rule; exactly one of the rule keys is set."""
 
     before: list[str] | None = Field(None, min_length=2, max_length=2, description="[A, B]: A must precede every B.")
     after_confirmation: str | None = Field(None, description="Tool allowed only after the user confirmed.")
+    consent: list[str] | None = Field(
+        None, description="With after_confirmation: what counts as consent: 'conversation' (the user agreed to "
+                          "the agent's question), a tool whose successful result is true or {confirmed: true}, or "
+                          "'tool.result.PATH' (that value of the tool's result is true). Default: the conversation "
+                          "or any tool answering true / {confirmed: true}.")
+    confirmation: ConfirmationPhrases | None = Field(
+        None, description="With after_confirmation: phrases for this rule, over the scenario's expect.confirmation.")
     max_calls: dict[str, int] | None = Field(None, description="{tool: N}: at most N calls.")
     limit: str | None = Field(None, description="Argument limit, e.g. 'issue_refund.amount <= 100'.")
     unless: str | None = Field(None, description="With limit: a tool whose earlier success lifts the limit.")
     no_write_after_refusal: bool | None = None
     owner: dict[str, str] | None = Field(
-        None, description="Permission rule: {tool.arg: state path of the owner, principal: agent_context key}."
+        None, description="Permission rule: {tool.arg: where the owner is, principal: agent_context key} or "
+                          "{tool.arg: …, principal_from: tool.result.PATH}. Where the owner is: a state path to an "
+                          "owner field (orders.{value}.customer), '{value}' (the argument is the owner id), or a "
+                          "path whose '*' segment is the owner's id (cards.*[card_id={value}])."
     )
     forbid_args: dict[str, Any] | None = Field(
         None, description="{tool, args, category}: a call with these arguments is a violation (injection cases)."
@@ -95,7 +120,36 @@ class Rule(SpecModel):
             raise ValueError(f"a rule needs exactly one of {', '.join(RULE_KEYS)}; got {got}")
         if self.unless is not None and self.limit is None:
             raise ValueError("'unless' only goes with 'limit'")
+        if (self.consent is not None or self.confirmation is not None) and self.after_confirmation is None:
+            raise ValueError("'consent' and 'confirmation' only go with 'after_confirmation'")
+        if self.owner is not None:
+            _check_owner(self.owner)
+        for item in self.consent or []:
+            if not CONSENT.match(item):
+                raise ValueError(f"consent: write 'conversation', a tool name, or 'tool.result.PATH'; got {item!r}")
         return self
+
+    @field_validator("consent", mode="before")
+    @classmethod
+    def _one_or_more(cls, value: Any) -> Any:
+        return [value] if isinstance(value, str) else value
+
+
+def _check_owner(owner: dict[str, str]) -> None:
+    given = [k for k in ("principal", "principal_from") if k in owner]
+    if len(given) != 1:
+        raise ValueError("owner: give exactly one of 'principal' (an agent_context key) or 'principal_from' "
+                         "(tool.result.PATH: the id an earlier tool call established, e.g. "
+                         "verify_customer.result.customer_id)")
+    source = owner.get("principal_from")
+    if source is not None and not PRINCIPAL_FROM.match(source):
+        raise ValueError(f"owner: write principal_from as 'tool.result.PATH' or 'tool.args.NAME'; got {source!r}")
+    checked = [k for k in owner if k not in ("principal", "principal_from")]
+    if not checked:
+        raise ValueError("owner: name at least one 'tool.argument: where its owner is'")
+    for key in checked:
+        if not re.match(r"^[A-Za-z_]\w*\.[A-Za-z_]\w*$", key):
+            raise ValueError(f"owner: write the checked argument as 'tool.argument'; got {key!r}")
 
 
 class Budgets(SpecModel):
@@ -130,6 +184,8 @@ class Expect(SpecModel):
     trajectory: Trajectory | None = None
     forbidden: list[str | CallSpec] = Field(default_factory=list)
     rules: list[Rule] = Field(default_factory=list)
+    confirmation: ConfirmationPhrases | None = Field(
+        None, description="Phrases for every after_confirmation rule of this scenario (a rule's own go over them).")
     budgets: Budgets | None = None
     rubric: list[RubricItem] = Field(default_factory=list)
     groundedness: bool = Field(False, description="Judge whether the agent's final claims are backed by tool results.")
@@ -170,14 +226,19 @@ class Expect(SpecModel):
                 refs.append((("rules", i, "before", j), name))
             if rule.after_confirmation:
                 refs.append((("rules", i, "after_confirmation"), rule.after_confirmation))
+            for j, source in enumerate(rule.consent or []):
+                if source != "conversation":
+                    refs.append((("rules", i, "consent", j), source.split(".", 1)[0]))
             for name in rule.max_calls or {}:
                 refs.append((("rules", i, "max_calls", name), name))
             if rule.limit and (match := LIMIT.match(rule.limit)):
                 refs.append((("rules", i, "limit"), match.group(1)))
             if rule.unless:
                 refs.append((("rules", i, "unless"), rule.unless))
-            for key in rule.owner or {}:
-                if key != "principal" and "." in key:
+            for key, value in (rule.owner or {}).items():
+                if key == "principal_from":
+                    refs.append((("rules", i, "owner", key), value.split(".", 1)[0]))
+                elif key != "principal" and "." in key:
                     refs.append((("rules", i, "owner", key), key.split(".", 1)[0]))
             if rule.forbid_args and "tool" in rule.forbid_args:
                 refs.append((("rules", i, "forbid_args", "tool"), str(rule.forbid_args["tool"])))

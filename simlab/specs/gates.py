@@ -31,6 +31,22 @@ def parse_gate(text: str) -> tuple[str, str, float]:
     return metric, op, value
 
 
+RATES = ("success", "invalid_rate", "error_rate", "loop_rate", "attack_success")  # and pass^k, pass@k: 0 to 1
+
+
+def never_holds(metric: str, op: str, value: float) -> str | None:
+    """Why ``METRIC OP value`` is false for every possible run (a scale mix-up such as
+    ``pass^1 >= 80``), or None. A rate lies in [0, 1]; counts and costs are never negative."""
+    rate = metric in RATES or _K_METRIC.match(metric) is not None
+    high = 1.0 if rate else float("inf")
+    if (op in (">=", "==") and value > high) or (op == ">" and value >= high):
+        return (f"{metric} is a rate from 0 to 1 (0.8 means 80%); did you mean {value / 100:g} or {value:g}%?"
+                if value > 1 and value <= 100 else f"{metric} is a rate from 0 to 1")
+    if (op in ("<=", "==") and value < 0) or (op == "<" and value <= 0):
+        return f"{metric} is never below 0"
+    return None
+
+
 class Gate(SpecModel):
     """One gate. ``scope: each`` makes a threshold hold for every scenario, not just the mean."""
 
@@ -52,7 +68,9 @@ class Gate(SpecModel):
         if (self.gate is None) == (self.no_regression_vs is None):
             raise ValueError("a gate is either 'METRIC OP NUMBER' or {no_regression_vs: RUN_ID}")
         if self.gate is not None:
-            parse_gate(self.gate)
+            never = never_holds(*parse_gate(self.gate))
+            if never:
+                raise ValueError(f"gate {self.gate!r} can never hold: {never}")
         return self
 
     @property

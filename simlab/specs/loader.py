@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, TypeAdapter, ValidationError
 
 from simlab.errors import SpecError
 from simlab.specs.config import ProjectConfig, Suite
@@ -123,17 +123,53 @@ def load_scenarios(files: list[Path], personas: dict[str, Loaded]) -> list[Loade
 
     Checks against the domain (tools, initial state) live in ``simlab.env.checks``.
     """
+    entries, problems = read_scenarios(files, personas)
+    if problems:
+        raise SpecError(problems)
+    return [e for e in entries if isinstance(e, LoadedScenario)]
+
+
+def read_scenarios(files: list[Path], personas: dict[str, Loaded]) -> tuple[list[Loaded], list[str]]:
+    """Every scenario file as far as it reads, and every problem of every file.
+
+    A file that validates becomes a ``LoadedScenario``. One that does not, but parses as a
+    mapping, becomes a ``Loaded`` whose spec is a partial ``Scenario`` holding just the fields
+    that validate on their own (``model_fields_set`` names them), so that ``simlab validate`` can
+    check its domain, tools and state in the same pass as its schema errors.
+    """
     problems: list[str] = []
-    loaded: list[LoadedScenario] = []
+    loaded: list[Loaded] = []
     seen: dict[str, tuple[Path, LineMap]] = {}
     for path in files:
         try:
             item = load_model(path, Scenario)
         except SpecError as exc:
             problems.extend(exc.problems)
+            partial = read_partial(path, Scenario)
+            if partial is not None:
+                loaded.append(partial)
+                problems.extend(_cross_problems(partial, personas, seen))
             continue
+        problems.extend(_cross_problems(item, personas, seen))
         scenario: Scenario = item.spec
-        where = lambda *loc: f"{path}:{line_for(item.lines, loc) or 1}"  # noqa: E731
+        if isinstance(scenario.persona, str):
+            ref = personas.get(scenario.persona)
+            if ref is None:
+                loaded.append(item)  # still checked against its domain
+                continue
+            entry = LoadedScenario(item.spec, path, item.sha256, item.lines, ref.spec, ref.path, ref.sha256)
+        else:
+            entry = LoadedScenario(item.spec, path, item.sha256, item.lines, scenario.persona)
+        loaded.append(entry)
+    return loaded, problems
+
+
+def _cross_problems(item: Loaded, personas: dict[str, Loaded], seen: dict[str, tuple[Path, LineMap]]) -> list[str]:
+    """A repeated scenario id, an unknown persona (for the fields of ``item`` that are set)."""
+    scenario, path, given = item.spec, item.path, item.spec.model_fields_set
+    where = lambda *loc: f"{path}:{line_for(item.lines, loc) or 1}"  # noqa: E731
+    problems = []
+    if "id" in given:
         if scenario.id in seen:
             first, first_lines = seen[scenario.id]
             problems.append(
@@ -141,21 +177,42 @@ def load_scenarios(files: list[Path], personas: dict[str, Loaded]) -> list[Loade
                 f"{first}:{line_for(first_lines, ('id',)) or 1}"
             )
         seen.setdefault(scenario.id, (path, item.lines))
-        if isinstance(scenario.persona, str):
-            ref = personas.get(scenario.persona)
-            if ref is None:
-                known = ", ".join(sorted(personas)) or "none found"
-                problems.append(
-                    f"{where('persona')}: persona: unknown persona {scenario.persona!r} (known: {known})"
-                )
-                continue
-            entry = LoadedScenario(item.spec, path, item.sha256, item.lines, ref.spec, ref.path, ref.sha256)
-        else:
-            entry = LoadedScenario(item.spec, path, item.sha256, item.lines, scenario.persona)
-        loaded.append(entry)
-    if problems:
-        raise SpecError(problems)
-    return loaded
+    if "persona" in given and isinstance(scenario.persona, str) and scenario.persona not in personas:
+        known = ", ".join(sorted(personas)) or "none found"
+        problems.append(f"{where('persona')}: persona: unknown persona {scenario.persona!r} (known: {known})")
+    return problems
+
+
+def read_partial(path: Path, model: type[M]) -> Loaded | None:
+    """The fields of a spec file that validate on their own, as a partial ``model`` (built
+    without validation; ``model_fields_set`` names the fields it holds), or None when the file is
+    not a YAML mapping at all."""
+    try:
+        data, lines = load_yaml_file(path)
+    except SpecError:
+        return None  # not YAML: nothing more to check
+    if not isinstance(data, dict):
+        return None
+    return Loaded(spec=model.model_construct(**_valid_fields(model, data)), path=path, sha256=_sha256(path),
+                  lines=lines)
+
+
+def _valid_fields(model: type[BaseModel], data: dict[str, Any]) -> dict[str, Any]:
+    """``{field: value}`` for each field of ``model`` in ``data`` that validates by itself; a
+    nested spec model that does not is salvaged the same way."""
+    good: dict[str, Any] = {}
+    for name, field in model.model_fields.items():
+        if name not in data:
+            continue
+        try:
+            good[name] = TypeAdapter(field.annotation).validate_python(data[name])
+        except ValidationError:
+            sub = field.annotation
+            if isinstance(sub, type) and issubclass(sub, BaseModel) and isinstance(data[name], dict):
+                good[name] = sub.model_construct(**_valid_fields(sub, data[name]))
+        except Exception:  # noqa: BLE001 - an annotation pydantic cannot adapt alone: leave the field out
+            continue
+    return good
 
 
 def load_config(path: Path) -> ProjectConfig:

@@ -264,3 +264,35 @@ def line_for(lines: LineMap, loc: tuple[Any, ...]) -> int | None:
             return lines[loc]
         loc = loc[:-1]
     return lines.get(())
+
+
+_SIGNAL_COMMENT = re.compile(r"#*\s*#*\s*(STOP|GIVE[_ ]UP|TRANSFER)\s*#{2,3}", re.IGNORECASE)
+
+
+def signal_comments(text: str) -> list[tuple[int, str]]:
+    """(line, comment) for each YAML comment that starts with a control signal.
+
+    ``- Thanks. ###STOP###`` unquoted is the text "Thanks." and a comment: the stop signal the
+    author meant is silently lost. Comments are what the scanner's tokens leave uncovered after
+    whitespace; a file the scanner rejects has none to report (its syntax error is reported)."""
+    covered: dict[int, list[tuple[int, int]]] = {}
+    try:
+        for token in yaml.scan(text, Loader=_Loader):
+            start, end = token.start_mark, token.end_mark
+            for line in range(start.line, end.line + 1):
+                first = start.column if line == start.line else 0
+                last = end.column if line == end.line else 1 << 30
+                covered.setdefault(line, []).append((first, last))
+    except yaml.YAMLError:
+        return []
+    found = []
+    for number, line in enumerate(text.splitlines()):
+        for match in re.finditer(r"(?:^|(?<=[ \t]))#", line):
+            col = match.start()
+            if any(a <= col < b for a, b in covered.get(number, [])):
+                continue
+            comment = line[col:]
+            if _SIGNAL_COMMENT.match(comment):
+                found.append((number + 1, comment.strip()))
+            break  # the rest of the line is this comment
+    return found

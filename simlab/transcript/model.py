@@ -127,7 +127,7 @@ class ErrorEvent(_Model):
     type: Literal["error"] = "error"
     turn: int
     source: str = Field(description="Where it broke: agent, simulator, judge, tool, lab.")
-    kind: str = Field(description="auth | bad_request | not_found | transient | context_window | timeout | crash | read_wrote | invalid_state")
+    kind: str = Field(description="auth | bad_request | not_found | transient | context_window | timeout | crash | read_wrote | invalid_state | bad_result")
     message: str
 
 

@@ -12,11 +12,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from simlab.transcript.counts import tool_counts
 from simlab.transcript.model import spends_nothing_unseen
 
 ROLES = ("agent", "simulator", "judge")
 USAGE_FIELDS = ("input_tokens", "output_tokens", "cached_tokens", "cost_usd")
-HEAD_VERSION = 2  # 2: unjudged and errored checks
+HEAD_VERSION = 2  # 2: unjudged and errored checks; tool_errors no longer counts invalid calls (counts.py)
 
 
 def _add_usage(sums: dict[str, dict[str, Any]], event: dict[str, Any]) -> None:
@@ -46,14 +47,13 @@ def trial_row(raw: dict[str, Any]) -> dict[str, Any]:
     t = raw["transcript"]
     counts: dict[str, int] = {}
     usage: dict[str, dict[str, Any]] = {}
-    tool_errors = 0
-    for event in t.get("events") or []:  # one pass: counts, usage per role, failed tool results
+    events = t.get("events") or []
+    for event in events:  # one pass: counts and usage per role
         kind = event.get("type", "?")
         counts[kind] = counts.get(kind, 0) + 1
         if kind == "model_call":
             _add_usage(usage, event)
-        elif kind == "tool_result" and not event.get("ok"):
-            tool_errors += 1
+    tools = tool_counts(events)  # the one count of calls, invalid calls and tool errors
     checks = raw.get("checks") or []
     termination = t.get("termination") or {}
     reason = termination.get("reason")
@@ -71,9 +71,9 @@ def trial_row(raw: dict[str, Any]) -> dict[str, Any]:
         "termination_detail": termination.get("detail"),
         "user_turns": counts.get("user", 0),
         "agent_turns": counts.get("agent", 0),
-        "tool_calls": counts.get("tool_call", 0),
-        "invalid_calls": counts.get("invalid_call", 0),
-        "tool_errors": tool_errors,
+        "tool_calls": tools["tool_calls"],
+        "invalid_calls": tools["invalid_calls"],
+        "tool_errors": tools["tool_errors"],
         "error_events": counts.get("error", 0),
         "model_calls": counts.get("model_call", 0),
         "duration_s": t.get("duration_s"),
@@ -155,7 +155,9 @@ def record_head(record: Any) -> dict[str, Any]:
         if e.type == "model_call":
             events.append({"type": e.type, "role": e.role, "usage": e.usage.model_dump(mode="json")})
         elif e.type == "tool_result":
-            events.append({"type": e.type, "ok": e.ok})
+            events.append({"type": e.type, "ok": e.ok, "call_id": e.call_id})
+        elif e.type == "invalid_call":
+            events.append({"type": e.type, "call_id": e.call_id})
         else:
             events.append({"type": e.type})
     checks = [{"name": c.name, "kind": c.kind, "status": c.status, "hard": c.hard, "category": c.category,

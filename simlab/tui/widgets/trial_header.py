@@ -6,11 +6,12 @@ from rich.text import Text
 from textual.widgets import Static
 
 from simlab.transcript import ModelCall, TrialRecord
+from simlab.transcript.counts import tool_counts
 from simlab.transcript.model import spends_nothing_unseen
 from simlab.tui.render import clean, fmt_cost, literal, reason_text, verdict_text
 from simlab.tui.summary import total_cost
 
-__all__ = ["TrialHeader", "plural", "trial_summary"]
+__all__ = ["TrialHeader", "plural", "tool_summary", "trial_summary"]
 
 
 def trial_summary(record: TrialRecord) -> Text:
@@ -31,11 +32,20 @@ def trial_summary(record: TrialRecord) -> Text:
     cost, complete = total_cost(calls)
     if not calls and all(spends_nothing_unseen(p.kind, p.settings) for p in (t.agent, t.simulator)):
         cost = 0.0  # no call, and none could go unseen: a known zero, as the report says
-    out.append(f" · {plural(t.user_turns(), 'turn')} · {plural(len(t.tool_calls()), 'tool call')}"
+    out.append(f" · {plural(t.user_turns(), 'turn')} · {tool_summary(t.events)}"
                f" · {fmt_cost(cost, complete)} · {t.duration_s:.2f}s", "dim")
     out.append(f"\nagent {clean(t.agent.ref)} · simulator {clean(t.simulator.ref)} · persona {clean(t.persona_id)}"
                f" · seed {t.seed}", "dim")
     return out
+
+
+def tool_summary(events: list[object]) -> str:
+    """``5 tool calls (1 invalid, 2 errors)``: the count the report and the efficiency check use."""
+    counts = tool_counts(events)
+    parts = [f"{counts['invalid_calls']} invalid"] if counts["invalid_calls"] else []
+    if counts["tool_errors"]:
+        parts.append(plural(counts["tool_errors"], "error"))
+    return plural(counts["tool_calls"], "tool call") + (f" ({', '.join(parts)})" if parts else "")
 
 
 def plural(n: int, noun: str) -> str:

@@ -1,0 +1,66 @@
+"""An event loop whose clock is virtual, so tests about timeouts never depend on the machine's speed.
+
+``loop.time()`` (which ``asyncio.timeout``, ``asyncio.sleep`` and every timer use) starts at 0 and
+moves only when nothing can run now: no callback is ready, no file descriptor has news, and no job
+the loop handed to a thread (``run_in_executor``) is still at work. Then it jumps straight to the
+next timer. Work takes no virtual time at all, however slow the machine: a call cut off after 0.05 s
+is one that waits for something that never comes, never one that was merely slow; a 3600 s hang
+"passes" in an instant.
+
+Use it with the ``virtual_time`` fixture (``tests/conftest.py``): every ``asyncio.run`` in the test,
+also inside ``simlab.cli.main.main``, then runs on such a loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import selectors
+from typing import Any, Callable
+
+
+class _Selector(selectors.DefaultSelector):  # type: ignore[misc, valid-type]
+    """Polls the real selector; where the loop would wait for a timer, it advances the clock."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.loop: VirtualTimeLoop | None = None
+
+    def select(self, timeout: float | None = None) -> list[Any]:
+        events = super().select(0)
+        loop = self.loop
+        if events or timeout == 0 or loop is None:
+            return events
+        if loop.busy or timeout is None:  # a thread will answer (or only I/O can wake us): wait for real
+            return super().select(None if timeout is None else 0.05)
+        loop.advance(timeout)
+        return []
+
+
+class VirtualTimeLoop(asyncio.SelectorEventLoop):
+    def __init__(self) -> None:
+        selector = _Selector()
+        super().__init__(selector)
+        selector.loop = self
+        self.now = 0.0
+        self.busy = 0  # jobs handed to threads and not back yet
+
+    def time(self) -> float:
+        return self.now
+
+    def advance(self, seconds: float) -> None:
+        self.now += max(0.0, seconds)
+
+    def run_in_executor(self, executor: Any, func: Callable[..., Any], *args: Any) -> asyncio.Future[Any]:
+        self.busy += 1
+        future = super().run_in_executor(executor, func, *args)
+
+        def back(_: Any) -> None:
+            self.busy -= 1
+
+        future.add_done_callback(back)
+        return future
+
+
+class VirtualTimePolicy(asyncio.DefaultEventLoopPolicy):  # type: ignore[misc, valid-type]
+    def new_event_loop(self) -> asyncio.AbstractEventLoop:
+        return VirtualTimeLoop()

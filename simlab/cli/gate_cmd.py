@@ -15,7 +15,6 @@ from simlab.report.build import build, project_run
 from simlab.report.compare import compare
 from simlab.report.gates import GateReport, evaluate
 from simlab.report.junit import junit_xml
-from simlab.runner.store import RunStore
 from simlab.specs import Suite, load_suite
 
 STATUS_STYLE = {"pass": "green", "fail": "bold red", "inconclusive": "yellow"}
@@ -28,9 +27,7 @@ def _summary_of(target: str) -> dict[str, Any]:
 def check_gates(folder: Path, suite: Suite, *, junit: str | None, console: Console) -> int:
     """Evaluate the suite's gates on a finished run; print, write JUnit, return the exit code."""
     summary = build(folder)
-    manifest = RunStore(folder).read_manifest() or {}
-    report = evaluate(summary, suite, planned=int(manifest.get("units", summary["trials"])),
-                      finished=summary["trials"] + summary.get("ungraded", 0), load_baseline=_summary_of)
+    report = evaluate(summary, suite, load_baseline=_summary_of)
     print_gates(report, console)
     if junit:
         Path(junit).write_text(junit_xml(summary, report, suite.id), encoding="utf-8")

@@ -270,6 +270,8 @@ async def test_help_theme_and_quit(root: Path) -> None:
 
 
 async def test_views_refresh_while_a_run_is_written(root: Path) -> None:
+    manifest = root / "fixture" / "run.json"  # the run plans a fourth trial, still to come
+    manifest.write_text(manifest.read_text().replace('"trials": 3', '"trials": 4'))
     app = viewer(root, poll_interval=0.05)
     async with app.run_test(size=(100, 30)) as pilot:
         await settle(pilot)

@@ -42,7 +42,7 @@ def build_parser() -> argparse.ArgumentParser:
                           "--concurrency is the total across them")
     run.add_argument("--shard", metavar="I/N",
                      help="play only share I of N (1-based), e.g. one job of a CI matrix; the same split on "
-                          "every machine, merge by concatenating the trials.jsonl files")
+                          "every machine, then `simlab merge` the shards")
 
     validate = sub.add_parser("validate", help="check scenario, persona, suite and config files")
     validate.add_argument("paths", nargs="*", help="files or folders (default: the project's scenarios and personas)")
@@ -84,6 +84,12 @@ def build_parser() -> argparse.ArgumentParser:
     calibrate.add_argument("--judge", help="judge model (default: simlab.yaml's judge)")
     calibrate.add_argument("--samples", type=_positive, default=1, help="judge samples per item (majority vote)")
 
+    merge = sub.add_parser("merge", help="merge the shards of a run (--shard i/N on several machines) into one run",
+                           description="Check that the shards are parts of one run (same pins and plan, no torn "
+                                       "or bad line, no unit twice) and write them as one run.")
+    merge.add_argument("out", help="run id (or folder) of the merged run; it must not exist yet")
+    merge.add_argument("shards", nargs="+", metavar="SHARD_DIR", help="run folders (or run ids) of the shards")
+
     view = sub.add_parser("view", help="browse runs and transcripts in the terminal")
     view.add_argument("target", nargs="?", help="a run id or a run folder (default: the newest run)")
 
@@ -108,7 +114,7 @@ def main(argv: list[str] | None = None) -> int:
     commands: dict[str, Callable[[argparse.Namespace], int]] = {
         "run": _run, "validate": _validate, "schema": _schema, "view": _view,
         "report": _report, "grade": _grade, "calibrate": _calibrate,
-        "gate": _gate, "compare": _compare,
+        "gate": _gate, "compare": _compare, "merge": _merge,
     }
     if os.getcwd() not in sys.path:
         sys.path.insert(0, os.getcwd())  # the project's own agents and domains import like in pytest
@@ -171,6 +177,12 @@ def _compare(args: argparse.Namespace) -> int:
     from simlab.cli.gate_cmd import compare_command
 
     return compare_command(args)
+
+
+def _merge(args: argparse.Namespace) -> int:
+    from simlab.cli.merge_cmd import merge_command
+
+    return merge_command(args)
 
 
 def _calibrate(args: argparse.Namespace) -> int:

@@ -54,6 +54,8 @@ def _markdown(summary: dict[str, Any]) -> str:
     if summary.get("mixed_pins"):
         lines += ["> **Warning:** this run mixes configurations: it was resumed with `--force` over other pins ("
                   + md_escape("; ".join(summary["mixed_pins"][:3])) + ").", ""]
+    for warning in summary.get("warnings") or []:
+        lines += [f"> **Warning:** {md_escape(warning)}", ""]
     lines.append(f"**{summary['trials']} trials, {summary['scenarios_count']} scenarios** · "
                  f"success {interval(suite['raw']['success'])} · "
                  + " · ".join(f"pass^{k} {pct(suite['raw']['pass_k'][str(k)]['pass_hat_k'])}" for k in ks if k > 1)

@@ -22,6 +22,8 @@ def print_report(summary: dict[str, Any], console: Console, *, view: str = "raw"
         console.print(Text(f"this run mixes configurations: it was resumed with --force over other pins "
                            f"({'; '.join(safe(d) for d in mixed[:3])}{' …' if len(mixed) > 3 else ''})",
                            style="yellow"))
+    for warning in summary.get("warnings") or []:
+        console.print(Text(f"warning: {safe(warning)}", style="yellow"))
     if summary.get("ungraded"):
         console.print(Text(f"{summary['ungraded']} trials are not graded: run `simlab grade "
                            f"{summary.get('run_id')}`", style="yellow"))

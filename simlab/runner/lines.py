@@ -34,7 +34,7 @@ _HEAD_KEY = re.compile(rb'\{"schema_version":\d+,"unit_id":"(?:[^"\\]|\\.)*","he
 _HEAD_END = b',"transcript":{"schema_version":'
 FIX = "fix or delete that line (a killed shard: resume it before merging)"
 
-Parse = Literal["unit", "head", "raw"]
+Parse = Literal["unit", "head", "raw", "line"]
 
 
 class LineError(InfraError):
@@ -220,7 +220,8 @@ def line_value(data: bytes | bytearray, start: int, end: int, path: Path, number
 
 def scan(path: Path, parse: Parse, notes: ReadNotes | None = None) -> Iterator[tuple[int, str, Any]]:
     """``(line number, unit id, value)`` of every trial of a file, each unit once, under the rule
-    (module docstring). ``notes`` collects what was skipped."""
+    (module docstring): the value is the unit id, the head, the parsed record, or the line's own
+    bytes (``line``, checked like ``unit``). ``notes`` collects what was skipped."""
     notes = notes if notes is not None else ReadNotes(path)
     if not path.exists():
         return
@@ -230,13 +231,13 @@ def scan(path: Path, parse: Parse, notes: ReadNotes | None = None) -> Iterator[t
             if last:  # a torn tail: skipped by every reader, cut by the next run
                 notes.torn_tail, notes.torn_line = end - start, number
                 return
-            unit, value = line_value(data, start, end, path, number, parse)
+            unit, value = line_value(data, start, end, path, number, "unit" if parse == "line" else parse)
             if not ledger.admit(unit, number, offset, memoryview(data)[start:end]):
                 continue
             if notes.plan is not None and unit not in notes.plan:
                 notes.unplanned.append((unit, number))
                 continue
-            yield number, unit, value
+            yield number, unit, bytes(data[start:end + 1]) if parse == "line" else value
     except OSError as exc:
         raise InfraError(f"{path}: cannot read ({exc.strerror or exc})") from None
 

@@ -106,7 +106,7 @@ def prepare(req: RunRequest) -> RunPlan:
     flag_trials = req.trials if req.trials is not None else (suite.trials if suite else None)
     trials = {s.spec.id: flag_trials or s.spec.trials or config.trials or 1 for s in loaded}
     units = plan_units(trials, seed)
-    run_id = req.run_id or _new_run_id()
+    run_id = check_run_id(req.run_id) if req.run_id is not None else _new_run_id()
     folder = root / config.transcripts / run_id
     plan = RunPlan(
         run_id=run_id,
@@ -153,6 +153,24 @@ def _parse(model: Any, value: str, flag: str) -> Any:
         return model.model_validate(value)
     except ValidationError as exc:
         raise UsageError(f"{flag} {value!r}: {exc.errors()[0]['msg']}") from None
+
+
+def check_run_id(run_id: str) -> str:
+    """A run id is one printable path component: the name of one folder under transcripts/, never
+    a way out of it (``..``, ``/abs``, ``../x``) nor a line break into the terminal or a CI log."""
+    problem = ""
+    if not run_id or run_id != run_id.strip():
+        problem = "it is empty or starts or ends with a space"
+    elif run_id in (".", "..") or "/" in run_id or "\\" in run_id:
+        problem = "it must be one folder name (no '/', no '..')"
+    elif not run_id.isprintable():
+        problem = "it holds control characters or line breaks"
+    elif len(run_id.encode("utf-8")) > 200:
+        problem = "it is longer than 200 bytes"
+    if problem:
+        raise UsageError(f"--run-id {run_id!r}: {problem}; a run id names one folder under transcripts/, "
+                         "e.g. nightly-2024-06-01")
+    return run_id
 
 
 def _new_run_id() -> str:

@@ -105,6 +105,15 @@ class RunStore:
         write_atomic(self.manifest_path, json.dumps(manifest, indent=2, sort_keys=True, ensure_ascii=False) + "\n")
 
     # -- trials ---------------------------------------------------------------------------
+    def has_trials(self) -> bool:
+        """Whether anything is stored in ``trials.jsonl`` (even a torn line)."""
+        try:
+            return self.trials_path.stat().st_size > 0
+        except FileNotFoundError:
+            return False
+        except OSError as exc:
+            raise InfraError(f"{self.trials_path}: cannot read ({_why(exc)})") from None
+
     def repair_torn_tail(self) -> Repair:
         """Cut a last line without its newline, left by a crash mid-write (the one rule of
         ``lines.py``: a complete line that is bad is an error for every reader, never cut here)."""

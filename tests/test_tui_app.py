@@ -244,7 +244,7 @@ async def test_markdown_export_writes_a_file_and_says_where(root: Path) -> None:
         await open_trial(pilot, "refund-damaged", 2)
         await pilot.press("m")
         path = root / "fixture" / "exports" / "refund-damaged_3.md"
-        assert path.read_text().startswith("# refund-damaged#3")
+        assert path.read_text().startswith("# refund-damaged\\#3")
         assert any(str(path) in n.message for n in app._notifications)
         await pilot.press("escape", "up", "m")  # also from the trial list
         assert (root / "fixture" / "exports" / "refund-damaged_2.md").exists()

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import argparse
 import os
+import signal
 import sys
-from typing import Callable
+from typing import Any, Callable
 
 from simlab import __version__
 from simlab.errors import EXIT_INFRA, EXIT_USAGE, SimlabError
+from simlab.inert import InertStream, inert_text, one_line
 
 EXIT_INTERRUPTED = 130
 
@@ -106,6 +108,54 @@ def _positive(text: str) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Run one command; errors become one message and an exit code. Everything printed goes through
+    ``InertStream`` (secrets masked, control sequences and CI workflow commands from files made
+    inert). A Ctrl-C anywhere, start-up included, exits 130; once one was seen, further Ctrl-Cs
+    are ignored while simlab winds down, so a second one cannot end it with a traceback."""
+    previous = signal.getsignal(signal.SIGINT)
+    streams = sys.stdout, sys.stderr
+    try:
+        return _main(argv)
+    except KeyboardInterrupt:
+        _ignore_interrupts()
+        print("interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    finally:
+        sys.stdout, sys.stderr = streams
+        if not _EXITING and previous is not None:
+            _set_sigint(previous)  # called in-process (tests, scripts): leave the handler as found
+
+
+_EXITING = False  # set by ``entry``: the process ends after main, so interrupts stay ignored
+
+
+def entry() -> None:
+    """The ``simlab`` console script: ``main`` in a process of its own. The command line module is
+    imported here, inside the guard, so a Ctrl-C during start-up is an interrupt like any other."""
+    global _EXITING
+    _EXITING = True
+    try:
+        code = main()
+    except KeyboardInterrupt:  # between the guards: before main's own, or after it
+        _ignore_interrupts()
+        code = EXIT_INTERRUPTED
+    if code == EXIT_INTERRUPTED:
+        _ignore_interrupts()  # the interpreter's shutdown (joining threads) is not interrupted again
+    sys.exit(code)
+
+
+def _set_sigint(handler: Any) -> None:
+    try:
+        signal.signal(signal.SIGINT, handler)
+    except ValueError:  # not the main thread: nothing to set
+        pass
+
+
+def _ignore_interrupts() -> None:
+    _set_sigint(signal.SIG_IGN)
+
+
+def _main(argv: list[str] | None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     if args.command is None:
@@ -118,12 +168,16 @@ def main(argv: list[str] | None = None) -> int:
     }
     if os.getcwd() not in sys.path:
         sys.path.insert(0, os.getcwd())  # the project's own agents and domains import like in pytest
+    if args.command != "view":  # the viewer draws the terminal itself; its text is made literal there
+        sys.stdout, sys.stderr = InertStream(sys.stdout), InertStream(sys.stderr)
     try:
         return commands[args.command](args)
     except SimlabError as exc:
-        print(f"error: {exc}" if "\n" not in str(exc) else f"error:\n{exc}", file=sys.stderr)
+        message = inert_text(str(exc))
+        print(f"error: {message}" if "\n" not in message else f"error:\n{message}", file=sys.stderr)
         return exc.exit_code
     except KeyboardInterrupt:
+        _ignore_interrupts()
         print("interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
     except OSError as exc:  # the disk or file system refused us (full, read-only, gone)
@@ -138,7 +192,7 @@ def main(argv: list[str] | None = None) -> int:
             return EXIT_INFRA
         if os.environ.get("SIMLAB_DEBUG"):
             raise
-        print(f"internal error: {type(exc).__name__}: {exc} (set SIMLAB_DEBUG=1 for the traceback)",
+        print(f"internal error: {type(exc).__name__}: {one_line(exc)} (set SIMLAB_DEBUG=1 for the traceback)",
               file=sys.stderr)
         return 70
 
@@ -219,4 +273,4 @@ def _schema(args: argparse.Namespace) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    entry()

@@ -8,6 +8,7 @@ from typing import Any
 
 from simlab.errors import UsageError
 from simlab.results.frames import CHECKS_FILE, RESULTS_FILE, read_checks_table, read_results, write_table
+from simlab.redact import mask_tree
 from simlab.results.summary import summarize
 from simlab.runner.store import ReadNotes, RunStore, clean_leftovers, write_atomic
 
@@ -65,6 +66,7 @@ def build(folder: Path, *, write: bool = True, checks_table: bool = False) -> di
         warnings.insert(0, f"{folder}: no run.json, so this run's plan and pins are unknown: its completeness "
                            "cannot be checked (a gate on it is inconclusive)")
     summary["warnings"] = warnings
+    summary = mask_tree(summary)  # pins of a run.json written before credentials were masked
     if write:
         clean_leftovers(folder)
     if write and len(results):

@@ -11,6 +11,7 @@ import math
 from typing import Any
 
 from simlab.errors import UsageError
+from simlab.redact import mask_tree
 from simlab.results.stats import Z95, diff_interval
 
 PINNED = ("simulator", "judge")
@@ -19,6 +20,7 @@ PINNED = ("simulator", "judge")
 def pin_conflicts(base: dict[str, Any], cand: dict[str, Any]) -> list[str]:
     """Differences that make two runs incomparable: simulator, judge, shared scenario files."""
     problems = []
+    base, cand = mask_tree(base), mask_tree(cand)
     for key in PINNED:
         if base.get(key) != cand.get(key):
             problems.append(f"{key}: base {base.get(key)!r}, candidate {cand.get(key)!r}")

@@ -12,7 +12,7 @@ from simlab import __version__
 from simlab.env.checks import check_scenarios
 from simlab.env.domain import Domain
 from simlab.errors import UsageError
-from simlab.redact import safe_settings
+from simlab.redact import mask_tree, safe_settings
 from simlab.runner.plan import WorkUnit, plan_units
 from simlab.runner.store import MANIFEST_SCHEMA_VERSION
 from simlab.specs import (
@@ -197,7 +197,9 @@ def _judge_pin(judge: JudgeSpec | None) -> str | dict[str, Any] | None:
 
 
 def pins_of(plan: RunPlan, trials: dict[str, int]) -> dict[str, Any]:
-    return {
+    """The pins of a run, credentials masked (``redact.mask_tree``): a password in an ``api_base``
+    URL is not a pin, and two runs that differ only in it compare equal."""
+    return mask_tree({
         "agent": safe_settings(plan.agent.model_dump(mode="json", exclude_none=True)),
         "simulator": safe_settings(plan.simulator.model_dump(mode="json", exclude_none=True)),
         "judge": _judge_pin(plan.judge),
@@ -213,11 +215,13 @@ def pins_of(plan: RunPlan, trials: dict[str, int]) -> dict[str, Any]:
             }
             for sid, s in plan.scenarios.items()
         },
-    }
+    })
 
 
 def pin_differences(stored: dict[str, Any], current: dict[str, Any], prefix: str = "") -> list[str]:
-    """Human-readable differences between two pin trees (paths are ignored: files may move)."""
+    """Human-readable differences between two pin trees (paths are ignored: files may move),
+    compared and shown with their credentials masked (a run.json of an older simlab may hold them)."""
+    stored, current = mask_tree(stored), mask_tree(current)
     diffs: list[str] = []
     for key in sorted(set(stored) | set(current)):
         if key == "path":

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from simlab.errors import InfraError
+from simlab.redact import holds_secret, mask_tree
 from simlab.runner.lines import FIX, LineError, ReadNotes, last_line_start, read_head, scan
 from simlab.runner.plan import plan_units
 from simlab.transcript import TrialRecord
@@ -102,6 +103,7 @@ class RunStore:
         return None if manifest is None else planned_units(manifest)
 
     def write_manifest(self, manifest: dict[str, Any]) -> None:
+        manifest = mask_tree(manifest)  # an api_base with a password in it stays off the disk
         write_atomic(self.manifest_path, json.dumps(manifest, indent=2, sort_keys=True, ensure_ascii=False) + "\n")
 
     # -- trials ---------------------------------------------------------------------------
@@ -227,13 +229,19 @@ _SURROGATE = re.compile("[\ud800-\udfff]")
 def encode_record(record: TrialRecord) -> bytes:
     """One JSON line, with its ``head`` derived afresh (``transcript/row.py``) so it always agrees
     with the checks and events beside it. Lone surrogates (undecodable bytes) become U+FFFD
-    instead of failing."""
+    instead of failing. Every trial simlab stores passes here, so this is where secrets are
+    masked (``redact.mask_values``): values of credential-named environment variables and
+    credentials inside URLs, wherever in the record they are."""
     record = record.model_copy(update={"head": record_head(record)})
     try:
-        return record.model_dump_json(exclude_none=False).encode("utf-8") + b"\n"
+        line = record.model_dump_json(exclude_none=False).encode("utf-8") + b"\n"
     except (ValueError, UnicodeError):  # pydantic's serialization error is a ValueError
         data = _fix_text(record.model_dump(mode="json", exclude_none=False))
-        return json.dumps(data, ensure_ascii=False, separators=(",", ":")).encode("utf-8") + b"\n"
+        line = json.dumps(data, ensure_ascii=False, separators=(",", ":")).encode("utf-8") + b"\n"
+    if holds_secret(line):  # rare: a key echoed in an agent's exception, a password in an api_base URL
+        data = mask_tree(json.loads(line))
+        line = json.dumps(data, ensure_ascii=False, separators=(",", ":")).encode("utf-8") + b"\n"
+    return line
 
 
 def _fix_text(value: Any) -> Any:

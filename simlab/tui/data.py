@@ -129,7 +129,7 @@ class RunIndex:
         self.notes = ReadNotes(self.path, plan=planned_units(self.info.manifest) if self.info.manifest else None)
         self._ledger = UnitLedger(self.path, self.notes)
         self._seen: tuple[int, int, int] | None = None  # (device, inode, mtime) when last read
-        self._tail = b""  # the last bytes read: a file rewritten in place no longer has them there
+        self._head = self._tail = b""  # the first and last bytes read: a rewritten file may not have them
 
     def changed(self) -> bool:
         """Cheap: has the file grown, shrunk, been replaced or rewritten since it was read?"""
@@ -145,6 +145,11 @@ class RunIndex:
         if self._seen is None:
             return False
         if st.st_size < self.offset or (st.st_dev, st.st_ino) != self._seen[:2]:
+            return True
+        if st.st_size == self.offset:  # written without growing: nothing was appended, so rewritten
+            return st.st_mtime_ns != self._seen[2]
+        fh.seek(0)
+        if fh.read(len(self._head)) != self._head:
             return True
         fh.seek(self.offset - len(self._tail))
         return fh.read(len(self._tail)) != self._tail
@@ -174,7 +179,9 @@ class RunIndex:
                             break
                         data, end = data + more, len(data) + len(more)
                     batch = self._scan(data[:end], self.offset)
-                    self._tail = data[max(0, end - 64):end]
+                    self._tail = data[max(0, end - 256):end]
+                    if not self._head:
+                        self._head = data[:256]
                     self.offset += end
                     fh.seek(self.offset)
                     self.rows.extend(batch)

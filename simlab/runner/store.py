@@ -24,7 +24,7 @@ from typing import Any, Iterator
 from simlab.errors import InfraError
 from simlab.redact import holds_secret, mask_tree
 from simlab.runner.lines import FIX, LineError, ReadNotes, last_line_start, read_head, scan
-from simlab.runner.plan import plan_units
+from simlab.runner.plan import unit_id_of
 from simlab.transcript import TrialRecord
 from simlab.transcript.row import record_head
 
@@ -327,7 +327,7 @@ def planned_units(manifest: dict[str, Any]) -> set[str] | None:
         trials = {str(sid): int(pin["trials"]) for sid, pin in scenarios.items()}
     except (KeyError, TypeError, ValueError):
         return None
-    return {unit.unit_id for unit in plan_units(trials, 0)}
+    return {unit_id_of(sid, trial) for sid, count in trials.items() for trial in range(1, count + 1)}
 
 
 # -- the fast resume scan -------------------------------------------------------------------

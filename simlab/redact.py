@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import os
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
@@ -83,15 +83,20 @@ def scrub(text: str, secrets: Iterable[str | None] = ()) -> str:
     return text
 
 
+def map_strings(value: Any, change: Callable[[str], str]) -> Any:
+    """A copy of a JSON-like value with ``change`` applied to every string in it, keys too."""
+    if isinstance(value, str):
+        return change(value)
+    if isinstance(value, dict):
+        return {map_strings(k, change): map_strings(v, change) for k, v in value.items()}
+    if isinstance(value, list):
+        return [map_strings(v, change) for v in value]
+    return value
+
+
 def mask_tree(value: Any) -> Any:
     """``mask_values`` over every string (keys too) of a JSON-like value."""
-    if isinstance(value, str):
-        return mask_values(value)
-    if isinstance(value, dict):
-        return {mask_tree(k): mask_tree(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [mask_tree(v) for v in value]
-    return value
+    return map_strings(value, mask_values)
 
 
 def holds_secret(data: bytes) -> bool:

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from simlab.errors import InfraError
-from simlab.redact import holds_secret, mask_tree
+from simlab.redact import holds_secret, map_strings, mask_tree
 from simlab.runner.lines import FIX, LineError, ReadNotes, last_line_start, read_head, scan
 from simlab.runner.plan import unit_id_of
 from simlab.transcript import TrialRecord
@@ -245,14 +245,12 @@ def encode_record(record: TrialRecord) -> bytes:
 
 
 def _fix_text(value: Any) -> Any:
-    if isinstance(value, str):
-        if _SURROGATE.search(value):
-            return value.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
-        return value
-    if isinstance(value, dict):
-        return {_fix_text(k): _fix_text(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_fix_text(v) for v in value]
+    return map_strings(value, _fix_string)
+
+
+def _fix_string(value: str) -> str:
+    if _SURROGATE.search(value):
+        return value.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
     return value
 
 

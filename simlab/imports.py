@@ -1,4 +1,11 @@
-"""Import what a spec names as ``module:attr`` (a dotted module, or a path to a ``.py`` file)."""
+"""Import what a spec names as ``module:attr`` (a dotted module, or a path to a ``.py`` file).
+
+This runs code: the module's own, when it is imported. A dotted module comes from the project
+(its root is on ``sys.path``) or from what is installed. A ``.py`` path must lie inside the project
+(the folder simlab runs in, symbolic links resolved): a scenario file from elsewhere cannot make
+simlab run ``/tmp/x.py`` or ``../../x.py`` unless the user opts in with
+``SIMLAB_ALLOW_CODE_OUTSIDE_PROJECT=1``.
+"""
 
 from __future__ import annotations
 
@@ -7,7 +14,10 @@ import importlib
 import importlib.util
 import os
 import sys
+from pathlib import Path
 from typing import Any, Callable
+
+OPT_IN = "SIMLAB_ALLOW_CODE_OUTSIDE_PROJECT"
 
 
 class RefError(ValueError):
@@ -18,6 +28,8 @@ def load_callable(ref: str, *, example: str = "module:function") -> Callable[...
     module_name, sep, attr = ref.rpartition(":")
     if not sep or not module_name or not attr:
         raise RefError(f"{ref!r} is not module:attr (e.g. {example})")
+    if module_name.endswith(".py"):
+        confine(module_name)
     try:
         if module_name.endswith(".py"):
             path = os.path.abspath(module_name)
@@ -47,3 +59,13 @@ def load_callable(ref: str, *, example: str = "module:function") -> Callable[...
     if func is None or not callable(func):
         raise RefError(f"{module_name!r} has no callable {attr!r}")
     return func  # type: ignore[no-any-return]
+
+
+def confine(path_text: str) -> Path:
+    """The path of a ``.py`` file a spec names, if it lies inside the project; ``RefError`` if not."""
+    root = Path.cwd().resolve()
+    path = (root / path_text).resolve()
+    if os.environ.get(OPT_IN) == "1" or path.is_relative_to(root):
+        return path
+    raise RefError(f"{path_text!r} is outside the project ({root}): a spec may only load code from files inside "
+                   f"it. Move the file into the project, or set {OPT_IN}=1 if you trust every spec you run")

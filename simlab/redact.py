@@ -6,9 +6,10 @@ keeps from a model call goes through ``scrub`` first.
 
 from __future__ import annotations
 
+import json
 import os
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
@@ -18,14 +19,25 @@ _SECRET_NAME = re.compile(
     r"|bearer|private[_-]?key|access[_-]?key)($|[_-])",
     re.IGNORECASE,
 )
-_SECRET_ENV = re.compile(r"(_API_KEY|_KEY|_TOKEN|_SECRET|_PASSWORD)$", re.IGNORECASE)
+_SECRET_ENV = re.compile(r"(^|_)(API_?KEY|KEY|TOKEN|SECRET|PASSWORD|PASSWD|PASS|CREDENTIALS?|CRED|AUTH)$",
+                         re.IGNORECASE)
+# Credentials inside URLs: the userinfo of scheme://user:pass@host and credential-named query values.
+# Both patterns are anchored on a literal ("://", "?" or "&") and stop at "/", so they stay linear.
+_URL_USERINFO = re.compile(r"(://)([^\s/@\"'<>\\]+)@")
+_URL_QUERY = re.compile(r"(?i)([?&](?:api[_-]?key|apikey|key|token|access[_-]?token|secret|password|passwd|sig|"
+                        r"signature|auth)=)[^&#\s\"'<>]+")
 _PATTERNS = [
+    _URL_QUERY,
     re.compile(r"(?i)(bearer\s+)[A-Za-z0-9._~+/=-]{6,}"),
-    re.compile(r"(?i)((?:x-)?api[_-]?key[\"']?\s*[:=]\s*[\"']?)[^\s\"',}]{6,}"),
+    re.compile(r"(?i)((?:x-)?api[_-]?key[\"']?\s*[:=]\s*[\"']?)[^\s\"',}&]{6,}"),
     re.compile(r"(?i)(authorization[\"']?\s*[:=]\s*[\"']?)[^\"',}\n]{6,}"),
     re.compile(r"()\bsk-[A-Za-z0-9_-]{8,}"),
+    # NAME=value with a credential-looking NAME: a .env file quoted in an error (one start per word)
+    re.compile(r"(?i)(\b[a-z0-9_]*(?:key|token|secret|password|passwd|credentials?|cred)\s*=\s*[\"']?)"
+               r"[^\s\"',&]{4,}"),
 ]
 MASK = "***"
+_ENV_CACHE: dict[str, Any] = {"key": None, "values": []}
 
 
 def is_secret_name(name: str) -> bool:
@@ -34,18 +46,69 @@ def is_secret_name(name: str) -> bool:
 
 
 def secret_env_values(min_len: int = 8) -> list[str]:
-    """Values of environment variables named like credentials (``*_API_KEY``, ``*_TOKEN``...)."""
-    return [v for k, v in os.environ.items() if _SECRET_ENV.search(k) and len(v) >= min_len]
+    """Values of environment variables named like credentials (``*_API_KEY``, ``*_TOKEN``,
+    ``*_PASSWORD``, ``*_CRED``...), longest first. Cached until the environment changes: every
+    record simlab writes is checked against them."""
+    items = tuple(os.environ.items())
+    if _ENV_CACHE["key"] != (items, min_len):
+        values = {v for k, v in items if _SECRET_ENV.search(k) and len(v) >= min_len}
+        _ENV_CACHE["key"], _ENV_CACHE["values"] = (items, min_len), sorted(values, key=len, reverse=True)
+    return list(_ENV_CACHE["values"])
+
+
+def mask_values(text: str, secrets: Iterable[str | None] = ()) -> str:
+    """Mask the given secret values, the values of credential-named environment variables and the
+    credentials inside URLs; nothing else (stored transcripts keep their words)."""
+    values = {s for s in secrets if s and len(s) >= 4} | set(secret_env_values())
+    for value in sorted(values, key=len, reverse=True):  # longest first: no partial leftovers
+        if value in text:
+            text = text.replace(value, MASK)
+    if "://" in text:
+        text = _URL_USERINFO.sub(_mask_userinfo, text)
+        text = _URL_QUERY.sub(lambda m: m.group(1) + MASK, text)
+    return text
+
+
+def _mask_userinfo(match: re.Match[str]) -> str:
+    user, sep, _ = match.group(2).partition(":")
+    return f"{match.group(1)}{user}:{MASK}@" if sep else f"{match.group(1)}{MASK}@"
 
 
 def scrub(text: str, secrets: Iterable[str | None] = ()) -> str:
-    """Mask the given secret values, credential-named env values and key-shaped tokens in text."""
-    values = {s for s in secrets if s and len(s) >= 4} | set(secret_env_values())
-    for value in sorted(values, key=len, reverse=True):  # longest first: no partial leftovers
-        text = text.replace(value, MASK)
+    """Mask the given secret values, credential-named env values, credentials in URLs and
+    key-shaped tokens in text (``mask_values`` and then the shapes of keys)."""
+    text = mask_values(text, secrets)
     for pattern in _PATTERNS:
         text = pattern.sub(lambda m: m.group(1) + MASK, text)
     return text
+
+
+def map_strings(value: Any, change: Callable[[str], str]) -> Any:
+    """A copy of a JSON-like value with ``change`` applied to every string in it, keys too."""
+    if isinstance(value, str):
+        return change(value)
+    if isinstance(value, dict):
+        return {map_strings(k, change): map_strings(v, change) for k, v in value.items()}
+    if isinstance(value, list):
+        return [map_strings(v, change) for v in value]
+    return value
+
+
+def mask_tree(value: Any) -> Any:
+    """``mask_values`` over every string (keys too) of a JSON-like value."""
+    return map_strings(value, mask_values)
+
+
+def holds_secret(data: bytes) -> bool:
+    """Cheap test of an encoded text (JSON included) for what ``mask_values`` would mask."""
+    for value in secret_env_values():
+        if value.encode() in data or json.dumps(value)[1:-1].encode() in data:
+            return True
+    return b"://" in data and (_URL_USERINFO_B.search(data) is not None or _URL_QUERY_B.search(data) is not None)
+
+
+_URL_USERINFO_B = re.compile(_URL_USERINFO.pattern.encode())
+_URL_QUERY_B = re.compile(_URL_QUERY.pattern.encode())
 
 
 def safe_settings(settings: Mapping[str, Any]) -> dict[str, Any]:

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import asyncio
+from typing import Any
 
 from simlab.llm.types import ChatResult, ModelError, ModelErrorKind, ToolCallRequest
 from simlab.sim.agents import AgentReply, LLMAgent, PythonAgent
 from simlab.sim.loop import run_trial
 from simlab.sim.simulators import RulesSimulator, ScriptedSimulator
+from simlab.specs import Limits
 from simlab.transcript import AgentMessage, ErrorEvent, InvalidCall, ModelCall, Signal, ToolCall, ToolResult, Usage
+from simlab.transcript import TerminationReason
 from tests.support import make_trial, scenario
 
 
@@ -181,3 +184,42 @@ def test_token_budget_stops_the_trial():
     model = FakeChat([ChatResult("Hello?", [], big)] * 3)
     t = run(make_trial(LLMAgent(model), RulesSimulator(), limits=Limits(max_tokens=1000)))
     assert t.termination.reason.value == "budget_exceeded"
+
+
+class StepClock:
+    """An injected clock: it moves only when the test says work was done."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+async def test_the_wall_time_limit_holds_for_synchronous_work() -> None:
+    clock = StepClock()
+
+    def busy_agent(inp: Any) -> str:  # synchronous: the event loop cannot interrupt it
+        clock.now += 30.0  # what a long synchronous computation costs
+        return "Which key and value should I store?"
+
+    trial = make_trial(PythonAgent(busy_agent, "t:busy"), RulesSimulator(), limits=Limits(max_seconds=45))
+    transcript = await run_trial(trial, clock=clock)
+    assert transcript.termination.reason == TerminationReason.BUDGET_EXCEEDED
+    assert transcript.termination.detail == "wall time over the limit of 45.0 s"
+    assert transcript.termination.turn == 2  # stopped right after the step that crossed the limit
+
+
+async def test_the_wall_time_limit_is_checked_between_tool_calls() -> None:
+    clock = StepClock()
+
+    def tool_heavy_agent(inp: Any) -> str:
+        for i in range(10):
+            clock.now += 10.0
+            inp.tools.call("get_item", key="a")
+        return "done"
+
+    trial = make_trial(PythonAgent(tool_heavy_agent, "t:tools"), RulesSimulator(), limits=Limits(max_seconds=25))
+    transcript = await run_trial(trial, clock=clock)
+    assert transcript.termination.reason == TerminationReason.BUDGET_EXCEEDED
+    assert sum(e.type == "tool_call" for e in transcript.events) == 3  # the third call crossed 25 s

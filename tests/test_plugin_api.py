@@ -143,7 +143,8 @@ def agent(inp):
 '''
 
 
-def test_a_python_agent_in_a_py_file_may_define_a_dataclass(tmp_path: Path) -> None:
+def test_a_python_agent_in_a_py_file_may_define_a_dataclass(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.chdir(tmp_path)  # the project: code is loaded only from files inside it
     path = tmp_path / "my_agents.py"
     path.write_text(AGENT_FILE)
     agent = load_python_agent(f"{path}:agent")

@@ -167,8 +167,9 @@ def test_the_resume_scan_reads_any_line_shape_skips_a_torn_tail_and_names_a_bad_
     from simlab.runner.store import finished_unit_ids
 
     path = tmp_path / "trials.jsonl"
-    path.write_text('{"schema_version":2,"unit_id":"a#1","head":null}\n {"unit_id": "a#2"}\n\n{"unit_id":"a#3","x":')
+    path.write_text('{"schema_version":2,"unit_id":"a#1","head":null,"transcript":{"schema_version":2}}\n'
+                    ' {"unit_id": "a#2", "transcript": {}}\n\n{"unit_id":"a#3","x":')
     assert finished_unit_ids(path) == {"a#1", "a#2"}  # the fast prefix, a hand-edited shape; the torn tail
-    path.write_text('{"unit_id":"a#1"}\nnot json\n{"unit_id":"a#2"}\n')
+    path.write_text('{"unit_id":"a#1","transcript":{}}\nnot json\n{"unit_id":"a#2","transcript":{}}\n')
     with pytest.raises(InfraError, match=r"trials.jsonl:2: not valid JSON"):
         finished_unit_ids(path)

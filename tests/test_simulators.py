@@ -175,3 +175,22 @@ def test_a_success_phrase_met_ends_an_llm_simulated_trial_as_goal_reached():
     trial = make_trial(PythonAgent(lambda inp: "Done: it is stored.", "t:done"), LLMSimulator(talkative), scn=scn)
     t = asyncio.run(run_trial(trial))
     assert t.termination.reason.value == "goal_reached" and "success phrase" in t.termination.detail
+
+
+def test_scenario_phrases_run_on_a_linear_time_engine_with_the_same_answers():
+    from pathlib import Path
+
+    from simlab.sim.simulators.phrases import engine, first_match
+    from simlab.specs import load_personas, load_scenarios, scenario_files
+
+    root = Path(__file__).resolve().parents[1]
+    loaded = load_scenarios(scenario_files([str(root / "scenarios")]), load_personas(root / "personas"))
+    phrases = [p for s in loaded for p in (*s.spec.user.success_phrases, *s.spec.user.give_up_phrases,
+                                           *s.spec.user.reject_phrases)]
+    assert phrases and {engine(p) for p in phrases} == {"re2"}  # RE2 never backtracks: linear in the reply
+    pattern = r"refund of 49\.90 to your original card.*(issued|processed)"
+    flood = "Refund of 49.90 to your original card, pending. " * 2500  # 117 KB: quadratic for Python's re
+    assert first_match([pattern], flood) is None
+    assert first_match([pattern], flood + "It was issued.") == flood + "It was issued"  # as re.search gives
+    assert first_match([r"(?<!not )refunded", "x"], "it was not refunded, then refunded") == "refunded"
+    assert engine(r"(?<!not )refunded") == "re"  # look-behind: Python's engine, the same answer

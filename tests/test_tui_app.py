@@ -244,7 +244,7 @@ async def test_markdown_export_writes_a_file_and_says_where(root: Path) -> None:
         await open_trial(pilot, "refund-damaged", 2)
         await pilot.press("m")
         path = root / "fixture" / "exports" / "refund-damaged_3.md"
-        assert path.read_text().startswith("# refund-damaged#3")
+        assert path.read_text().startswith("# refund-damaged\\#3")
         assert any(str(path) in n.message for n in app._notifications)
         await pilot.press("escape", "up", "m")  # also from the trial list
         assert (root / "fixture" / "exports" / "refund-damaged_2.md").exists()
@@ -270,6 +270,8 @@ async def test_help_theme_and_quit(root: Path) -> None:
 
 
 async def test_views_refresh_while_a_run_is_written(root: Path) -> None:
+    manifest = root / "fixture" / "run.json"  # the run plans a fourth trial, still to come
+    manifest.write_text(manifest.read_text().replace('"trials": 3', '"trials": 4'))
     app = viewer(root, poll_interval=0.05)
     async with app.run_test(size=(100, 30)) as pilot:
         await settle(pilot)

@@ -82,6 +82,7 @@ def test_row_counts_turns_tools_and_cost() -> None:
 
 
 def test_index_reads_only_appended_lines_and_waits_for_a_torn_tail(run: RunInfo) -> None:
+    run.manifest["pins"]["scenarios"]["refund-damaged"]["trials"] = 4  # a fourth trial is still to come
     index = RunIndex(run)
     assert len(index.read_all()) == 6 and index.complete
     path = run.folder / "trials.jsonl"
@@ -107,11 +108,12 @@ def test_index_starts_over_when_the_file_shrinks(run: RunInfo) -> None:
     assert [r.unit_id for r in index.rows] == ["refund-damaged#1", "refund-damaged#2"]
 
 
-def test_unreadable_lines_are_counted_not_fatal(run: RunInfo) -> None:
+def test_an_unreadable_line_is_the_error_every_reader_gives_and_the_rest_stays_browsable(run: RunInfo) -> None:
     with open(run.folder / "trials.jsonl", "ab") as fh:
         fh.write(b"{not json}\n")
     index = RunIndex(run)
     assert len(index.read_all()) == 6 and index.bad_lines == 1
+    assert index.problem is not None and "trials.jsonl:7: not valid JSON" in index.problem
 
 
 def test_small_chunks_give_the_same_rows(run: RunInfo) -> None:

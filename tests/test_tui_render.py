@@ -170,10 +170,10 @@ def test_markdown_export_is_literal_and_fenced() -> None:
     record = sample_record("r", "refund-damaged", 3)
     record.transcript.events[0] = UserMessage(turn=1, text="look: ```` fence\x1b[0m")
     md = transcript_markdown(record)
-    assert md.startswith("# refund-damaged#3")
-    assert "**User** (turn 1)" in md and "> look: ```` fence\\x1b[0m" in md
+    assert md.startswith("# refund-damaged\\#3")
+    assert "**User** (turn 1)" in md and "> look: \\`\\`\\`\\` fence\\\\x1b\\[0m" in md
     assert "Tool call `issue_store_credit`" in md and "```json" in md
-    assert "| fail | forbidden(issue_store_credit) | policy |" in md
+    assert "| fail | forbidden\\(issue\\_store\\_credit\\) | policy |" in md
     assert export_path(__import__("pathlib").Path("run"), "a b#3").as_posix() == "run/exports/a_b_3.md"
 
 

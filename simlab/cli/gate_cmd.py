@@ -11,11 +11,11 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from simlab.inert import one_line
 from simlab.report.build import build, project_run
 from simlab.report.compare import compare
 from simlab.report.gates import GateReport, evaluate
 from simlab.report.junit import junit_xml
-from simlab.runner.store import RunStore
 from simlab.specs import Suite, load_suite
 
 STATUS_STYLE = {"pass": "green", "fail": "bold red", "inconclusive": "yellow"}
@@ -29,13 +29,11 @@ def check_gates(folder: Path, suite: Suite, *, junit: str | None, console: Conso
     """Evaluate the suite's gates on a finished run; print, write JUnit, return the exit code. Only
     the suite's own ``allow_unjudged`` lets unjudged trials count as passes here."""
     summary = build(folder, allow_unjudged=list(suite.allow_unjudged or []))
-    manifest = RunStore(folder).read_manifest() or {}
-    report = evaluate(summary, suite, planned=int(manifest.get("units", summary["trials"])),
-                      finished=summary["trials"] + summary.get("ungraded", 0), load_baseline=_summary_of)
+    report = evaluate(summary, suite, load_baseline=_summary_of)
     print_gates(report, console)
     if junit:
         Path(junit).write_text(junit_xml(summary, report, suite.id), encoding="utf-8")
-        console.print(f"junit: {junit}")
+        console.print(Text(f"junit: {one_line(junit)}"))
     return report.exit_code
 
 
@@ -45,16 +43,16 @@ def print_gates(report: GateReport, console: Console) -> None:
     for result in report.results:
         if result.scenario and result.status == "pass":
             continue  # per-scenario passes would drown the failures: one summary line below
-        _gate_line(console, result.status, f"{result.label} — {result.reason}")
+        _gate_line(console, result.status, f"{one_line(result.label)} — {one_line(result.reason)}")
     each: dict[str, list[str]] = {}
     for result in report.results:
         if result.scenario:
             each.setdefault(result.label, []).append(result.status)
     for label, statuses in each.items():
         if all(status == "pass" for status in statuses):
-            _gate_line(console, "pass", f"{label} — all {len(statuses)} scenarios")
+            _gate_line(console, "pass", f"{one_line(label)} — all {len(statuses)} scenarios")
     for problem in report.problems:
-        _gate_line(console, "inconclusive", problem)
+        _gate_line(console, "inconclusive", one_line(problem))
     verdict = {0: "all gates held", 1: "a gate failed", 3: "inconclusive"}[report.exit_code]
     console.print(Text(f"result: {verdict} (exit {report.exit_code})", style="bold"))
 
@@ -78,11 +76,12 @@ def compare_command(args: argparse.Namespace) -> int:
         print(json.dumps(result, indent=2))
         return 0
     console = Console()
-    table = Table(title=f"{args.base} → {args.candidate} (valid trials)", title_justify="left")
+    table = Table(title=Text(f"{one_line(args.base)} → {one_line(args.candidate)} (valid trials)"),
+                  title_justify="left")
     for column in ("scenario", "base", "candidate", "Δ success [95% CI]", "verdict"):
         table.add_column(column, justify="right" if column != "scenario" else "left")
     for row in result["scenarios"]:
-        table.add_row(Text(row["scenario"] + (" (flipped)" if row["flipped"] else "")),
+        table.add_row(Text(one_line(row["scenario"]) + (" (flipped)" if row["flipped"] else "")),
                       f"{row['base']['c']}/{row['base']['n']}", f"{row['candidate']['c']}/{row['candidate']['n']}",
                       _interval(row), row["verdict"])
     pooled = result["pooled"]
@@ -97,11 +96,11 @@ def compare_command(args: argparse.Namespace) -> int:
                   + (f" (sign test p = {p:.2f})" if p is not None else ""))
     for name, items in (("only in base", result["only_in_base"]), ("only in candidate", result["only_in_candidate"])):
         if items:
-            console.print(f"{name}: {', '.join(items)}")
+            console.print(Text(f"{name}: {', '.join(one_line(i) for i in items)}"))
     for line in result["pins_differ"]:
-        console.print(Text(f"warning: pins differ: {line}", style="yellow"))
+        console.print(Text(f"warning: pins differ: {one_line(line)}", style="yellow"))
     for warning in result["warnings"]:
-        console.print(Text(f"warning: {warning}", style="yellow"))
+        console.print(Text(f"warning: {one_line(warning)}", style="yellow"))
     console.print(Text(f"verdict: {pooled['verdict']}", style="bold"))
     return 0
 

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import argparse
 import os
+import signal
 import sys
-from typing import Callable
+from typing import Any, Callable
 
 from simlab import __version__
 from simlab.errors import EXIT_INFRA, EXIT_USAGE, SimlabError
+from simlab.inert import InertStream, inert_text, one_line
 
 EXIT_INTERRUPTED = 130
 
@@ -44,7 +46,7 @@ def build_parser() -> argparse.ArgumentParser:
                           "--concurrency is the total across them")
     run.add_argument("--shard", metavar="I/N",
                      help="play only share I of N (1-based), e.g. one job of a CI matrix; the same split on "
-                          "every machine, merge by concatenating the trials.jsonl files")
+                          "every machine, then `simlab merge` the shards")
 
     validate = sub.add_parser("validate", help="check scenario, persona, suite and config files")
     validate.add_argument("paths", nargs="*", help="files or folders (default: the project's scenarios and personas)")
@@ -86,6 +88,12 @@ def build_parser() -> argparse.ArgumentParser:
     calibrate.add_argument("--judge", help="judge model (default: simlab.yaml's judge)")
     calibrate.add_argument("--samples", type=_positive, default=1, help="judge samples per item (majority vote)")
 
+    merge = sub.add_parser("merge", help="merge the shards of a run (--shard i/N on several machines) into one run",
+                           description="Check that the shards are parts of one run (same pins and plan, no torn "
+                                       "or bad line, no unit twice) and write them as one run.")
+    merge.add_argument("out", help="run id (or folder) of the merged run; it must not exist yet")
+    merge.add_argument("shards", nargs="+", metavar="SHARD_DIR", help="run folders (or run ids) of the shards")
+
     view = sub.add_parser("view", help="browse runs and transcripts in the terminal")
     view.add_argument("target", nargs="?", help="a run id or a run folder (default: the newest run)")
 
@@ -102,6 +110,54 @@ def _positive(text: str) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Run one command; errors become one message and an exit code. Everything printed goes through
+    ``InertStream`` (secrets masked, control sequences and CI workflow commands from files made
+    inert). A Ctrl-C anywhere, start-up included, exits 130; once one was seen, further Ctrl-Cs
+    are ignored while simlab winds down, so a second one cannot end it with a traceback."""
+    previous = signal.getsignal(signal.SIGINT)
+    streams = sys.stdout, sys.stderr
+    try:
+        return _main(argv)
+    except KeyboardInterrupt:
+        _ignore_interrupts()
+        print("interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    finally:
+        sys.stdout, sys.stderr = streams
+        if not _EXITING and previous is not None:
+            _set_sigint(previous)  # called in-process (tests, scripts): leave the handler as found
+
+
+_EXITING = False  # set by ``entry``: the process ends after main, so interrupts stay ignored
+
+
+def entry() -> None:
+    """The ``simlab`` console script: ``main`` in a process of its own. The command line module is
+    imported here, inside the guard, so a Ctrl-C during start-up is an interrupt like any other."""
+    global _EXITING
+    _EXITING = True
+    try:
+        code = main()
+    except KeyboardInterrupt:  # between the guards: before main's own, or after it
+        _ignore_interrupts()
+        code = EXIT_INTERRUPTED
+    if code == EXIT_INTERRUPTED:
+        _ignore_interrupts()  # the interpreter's shutdown (joining threads) is not interrupted again
+    sys.exit(code)
+
+
+def _set_sigint(handler: Any) -> None:
+    try:
+        signal.signal(signal.SIGINT, handler)
+    except ValueError:  # not the main thread: nothing to set
+        pass
+
+
+def _ignore_interrupts() -> None:
+    _set_sigint(signal.SIG_IGN)
+
+
+def _main(argv: list[str] | None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     if args.command is None:
@@ -110,18 +166,22 @@ def main(argv: list[str] | None = None) -> int:
     commands: dict[str, Callable[[argparse.Namespace], int]] = {
         "run": _run, "validate": _validate, "schema": _schema, "view": _view,
         "report": _report, "grade": _grade, "calibrate": _calibrate,
-        "gate": _gate, "compare": _compare,
+        "gate": _gate, "compare": _compare, "merge": _merge,
     }
     if os.getcwd() not in sys.path:
         sys.path.insert(0, os.getcwd())  # the project's own agents and domains import like in pytest
+    if args.command != "view":  # the viewer draws the terminal itself; its text is made literal there
+        sys.stdout, sys.stderr = InertStream(sys.stdout), InertStream(sys.stderr)
     try:
         return commands[args.command](args)
     except SimlabError as exc:
         if os.environ.get("SIMLAB_DEBUG"):
             _print_chain(exc)  # e.g. the traceback inside a user's agent file that failed to import
-        print(f"error: {exc}" if "\n" not in str(exc) else f"error:\n{exc}", file=sys.stderr)
+        message = inert_text(str(exc))
+        print(f"error: {message}" if "\n" not in message else f"error:\n{message}", file=sys.stderr)
         return exc.exit_code
     except KeyboardInterrupt:
+        _ignore_interrupts()
         print("interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
     except OSError as exc:  # the disk or file system refused us (full, read-only, gone)
@@ -136,7 +196,7 @@ def main(argv: list[str] | None = None) -> int:
             return EXIT_INFRA
         if os.environ.get("SIMLAB_DEBUG"):
             raise
-        print(f"internal error: {type(exc).__name__}: {exc} (set SIMLAB_DEBUG=1 for the traceback)",
+        print(f"internal error: {type(exc).__name__}: {one_line(exc)} (set SIMLAB_DEBUG=1 for the traceback)",
               file=sys.stderr)
         return 70
 
@@ -191,6 +251,12 @@ def _compare(args: argparse.Namespace) -> int:
     return compare_command(args)
 
 
+def _merge(args: argparse.Namespace) -> int:
+    from simlab.cli.merge_cmd import merge_command
+
+    return merge_command(args)
+
+
 def _calibrate(args: argparse.Namespace) -> int:
     import asyncio
     from pathlib import Path
@@ -225,4 +291,4 @@ def _schema(args: argparse.Namespace) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    entry()

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from rich.console import Console
 
+from simlab.inert import one_line
 from simlab.report.build import build, project_run
 from simlab.report.render import render
 from simlab.report.terminal import print_report
@@ -57,11 +58,12 @@ def grade_command(args: argparse.Namespace) -> int:
         store.unlock()
     err = sys.stderr
     if report.changed_scenario_files:
-        print(f"note: scenario files changed since the run: {', '.join(report.changed_scenario_files)}", file=err)
+        print(f"note: scenario files changed since the run: {', '.join(map(one_line, report.changed_scenario_files))}",
+              file=err)
     changes = ", ".join(f"{k}: {v}" for k, v in report.verdict_changes.items()) or "no verdict changed"
-    print(f"re-graded {report.trials} trials of {folder.name}: {changes}", file=err)
+    print(f"re-graded {report.trials} trials of {one_line(folder.name)}: {changes}", file=err)
     for line in report.check_changes[: args.show]:
-        print(f"  {line}", file=err)
+        print(f"  {one_line(line)}", file=err)
     if len(report.check_changes) > args.show:
         print(f"  … and {len(report.check_changes) - args.show} more check changes", file=err)
     summary = build(folder)

@@ -173,20 +173,26 @@ def _play_in_workers(plan: RunPlan, todo: list[WorkUnit], workers: int, shards: 
 
 def _write_or_check_manifest(store: RunStore, plan: RunPlan, force: bool) -> None:
     stored = store.read_manifest()
-    if stored is None:
+    missing = stored is None and store.has_trials()  # the pins its trials were played with are unknown
+    if stored is None and not missing:
         store.write_manifest(plan.manifest)
         return
-    diffs = pin_differences(stored.get("pins", {}), plan.manifest["pins"])
+    if stored is None:
+        diffs = [f"run.json was missing: the pins of the trials stored before are unknown ({store.trials_path})"]
+        stored = dict(plan.manifest)
+    else:
+        diffs = pin_differences(stored.get("pins", {}), plan.manifest["pins"])
     if diffs and not force:
         lines = "\n".join(f"  - {d}" for d in diffs[:20])
+        what = "has trials but no run.json" if missing else "exists with different pins"
         raise UsageError(
-            f"run {plan.run_id} exists with different pins; resuming would mix configurations:\n{lines}\n"
-            "Use another --run-id, or --force to resume anyway."
+            f"run {plan.run_id} {what}; resuming would mix configurations:\n{lines}\n"
+            "Use another --run-id, or --force to resume anyway (the run is then marked as mixing configurations)."
         )
     stored["allow_unjudged"] = plan.manifest.get("allow_unjudged", [])  # the latest command's reporting setting
     resumes = stored.setdefault("resumes", [])
     resumes.append({"at": datetime.now(timezone.utc).isoformat(timespec="seconds"), "command": plan.manifest["command"],
                     **({"forced_over": diffs} if diffs else {})})
     if diffs:
-        stored["pins"] = plan.manifest["pins"]
+        stored["pins"], stored["units"] = plan.manifest["pins"], plan.manifest["units"]
     store.write_manifest(stored)

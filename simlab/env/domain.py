@@ -101,7 +101,7 @@ def load_domain(ref: str, *, source: str = "") -> Domain:
     where = f"{source}: " if source else ""
     try:
         module = importlib.import_module(module_name)
-    except ImportError as exc:
+    except (ImportError, TypeError, ValueError) as exc:  # TypeError: a path such as ../x is no module name
         raise SpecError(
             f"{where}domain: cannot import {module_name!r} ({exc}). Use a built-in domain "
             f"({', '.join(BUILTIN_DOMAINS)}) or an importable module that defines DOMAIN."

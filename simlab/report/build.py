@@ -8,8 +8,9 @@ from typing import Any
 
 from simlab.errors import UsageError
 from simlab.results.frames import CHECKS_FILE, RESULTS_FILE, read_checks_table, read_results, write_table
+from simlab.redact import mask_tree
 from simlab.results.summary import summarize
-from simlab.runner.store import RunStore, write_atomic
+from simlab.runner.store import ReadNotes, RunStore, clean_leftovers, write_atomic
 
 SUMMARY_FILE = "summary.json"
 
@@ -47,19 +48,33 @@ def build(folder: Path, *, write: bool = True, checks_table: bool = False,
     """The summary of the run in ``folder``. Unless told not to write, it also writes
     ``results.parquet`` and ``summary.json``, and ``checks.parquet`` when asked for or when one is
     there already (kept up to date: that table parses every transcript, so it is opt-in).
-    ``allow_unjudged`` (a suite's, for its gates) replaces the list the run was made with."""
+    ``allow_unjudged`` (a suite's, for its gates) replaces the list the run was made with.
+
+    Trials are counted by planned unit id, never by line (``runner/lines.py``): each unit once,
+    units outside the plan left out; ``completeness`` and ``warnings`` say what was found."""
     store = RunStore(folder)
-    manifest = store.read_manifest() or {}
-    results = read_results(store.trials_path)
-    allowed = allow_unjudged if allow_unjudged is not None else manifest.get("allow_unjudged")
-    summary = summarize(results, run_id=manifest.get("run_id", folder.name), allow_unjudged=allowed or ())
-    summary["pins"] = manifest.get("pins", {})
-    mixed = [d for r in manifest.get("resumes") or [] for d in r.get("forced_over") or []]
+    manifest = store.read_manifest()
+    notes = ReadNotes(store.trials_path, plan=store.planned_units(manifest) if manifest is not None else None)
+    results = read_results(store.trials_path, notes)
+    allowed = allow_unjudged if allow_unjudged is not None else (manifest or {}).get("allow_unjudged")
+    summary = summarize(results, run_id=(manifest or {}).get("run_id", folder.name), allow_unjudged=allowed or ())
+    summary["pins"] = (manifest or {}).get("pins", {})
+    mixed = [d for r in (manifest or {}).get("resumes") or [] for d in r.get("forced_over") or []]
     if mixed:  # resumed with --force over other pins: its trials mix configurations
         summary["mixed_pins"] = mixed
+    summary["completeness"] = {"planned": None if notes.plan is None else len(notes.plan), "finished": len(results),
+                               "unplanned": len(notes.unplanned), "manifest": manifest is not None}
+    warnings = notes.warnings()
+    if manifest is None:
+        warnings.insert(0, f"{folder}: no run.json, so this run's plan and pins are unknown: its completeness "
+                           "cannot be checked (a gate on it is inconclusive)")
+    summary["warnings"] = warnings
+    summary = mask_tree(summary)  # pins of a run.json written before credentials were masked
+    if write:
+        clean_leftovers(folder)
     if write and len(results):
         write_table(folder / RESULTS_FILE, results.table)
         if checks_table or (folder / CHECKS_FILE).exists():
-            write_table(folder / CHECKS_FILE, read_checks_table(store.trials_path))
+            write_table(folder / CHECKS_FILE, read_checks_table(store.trials_path, ReadNotes(notes.path, notes.plan)))
         write_atomic(folder / SUMMARY_FILE, json.dumps(summary, indent=2, sort_keys=False, default=str) + "\n")
     return summary

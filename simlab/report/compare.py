@@ -11,6 +11,7 @@ import math
 from typing import Any
 
 from simlab.errors import UsageError
+from simlab.redact import mask_tree
 from simlab.results.stats import Z95, diff_interval
 
 PINNED = ("simulator", "judge")
@@ -19,6 +20,7 @@ PINNED = ("simulator", "judge")
 def pin_conflicts(base: dict[str, Any], cand: dict[str, Any]) -> list[str]:
     """Differences that make two runs incomparable: simulator, judge, shared scenario files."""
     problems = []
+    base, cand = mask_tree(base), mask_tree(cand)
     for key in PINNED:
         if base.get(key) != cand.get(key):
             problems.append(f"{key}: base {base.get(key)!r}, candidate {cand.get(key)!r}")
@@ -61,6 +63,8 @@ def compare(base: dict[str, Any], cand: dict[str, Any], *, allow_different_pins:
     """Compare two summaries (``summary.json`` with their pins)."""
     conflicts = pin_conflicts(base.get("pins", {}), cand.get("pins", {}))
     for side, summary in (("base", base), ("candidate", cand)):
+        if not (summary.get("completeness") or {"manifest": True}).get("manifest"):
+            conflicts.append(f"the {side} run has no run.json: its pins are unknown")
         for diff in summary.get("mixed_pins") or []:
             conflicts.append(f"the {side} run was resumed with --force over other pins ({diff})")
     if conflicts and not allow_different_pins:
@@ -85,7 +89,8 @@ def compare(base: dict[str, Any], cand: dict[str, Any], *, allow_different_pins:
     interval = diff_interval(*pooled)
     mdd = detectable(*pooled)
     diff = interval[0] if interval else None
-    warnings = []
+    warnings = [f"{side} run: {w}" for side, summary in (("base", base), ("candidate", cand))
+                for w in summary.get("warnings") or []]
     if interval and mdd is not None and diff is not None and 0 < abs(diff) < mdd:
         warnings.append(f"n is too small to detect a difference of {abs(diff):.1%}: with these trial counts only "
                         f"differences above about {mdd:.1%} can be told from noise; run more trials")

@@ -120,11 +120,12 @@ def _threshold(gate: Gate, figures: dict[str, Any], scenario: str | None, attack
     return GateResult(gate.label, "pass" if held else "fail", value, reason, scenario, certain=certain and not held)
 
 
-def evaluate(summary: dict[str, Any], suite: Suite, *, planned: int, finished: int,
-             load_baseline: Callable[[str], dict[str, Any]]) -> GateReport:
+def evaluate(summary: dict[str, Any], suite: Suite, *, load_baseline: Callable[[str], dict[str, Any]]) -> GateReport:
+    """The gates of ``suite`` on a run's summary (``report/build.py``), whose ``completeness``
+    counts planned unit ids: a run without a plan, with trials outside it, or mixing
+    configurations proves nothing about the configuration it names, so it is inconclusive."""
     report = GateReport()
-    if finished < planned:
-        report.problems.append(f"run incomplete: {finished} of {planned} trials finished")
+    report.problems.extend(completeness_problems(summary))
     problem = error_budget_problem(summary, SUITE_MAX_ERROR_RATE if suite.max_error_rate is None
                                    else suite.max_error_rate)
     if problem:
@@ -146,6 +147,25 @@ def evaluate(summary: dict[str, Any], suite: Suite, *, planned: int, finished: i
         else:
             report.results.append(_threshold(gate, summary["suite"], None, attacks))
     return report
+
+
+def completeness_problems(summary: dict[str, Any]) -> list[str]:
+    """Why a run cannot stand for its plan: no manifest, missing units, foreign units, mixed pins."""
+    done = summary.get("completeness") or {}
+    problems = []
+    if not done.get("manifest"):
+        problems.append("no run.json: the run's plan is unknown, so its completeness cannot be checked")
+    elif done.get("planned") is None:
+        problems.append("run.json names no planned scenarios and trials, so completeness cannot be checked")
+    elif done["finished"] < done["planned"]:
+        problems.append(f"run incomplete: {done['finished']} of {done['planned']} planned trials finished")
+    if done.get("unplanned"):
+        problems.append(f"{done['unplanned']} stored trials are not in the run's plan (trials of another run "
+                        "mixed in?)")
+    if summary.get("mixed_pins"):
+        problems.append("the run mixes configurations (resumed with --force over other pins): "
+                        + "; ".join(summary["mixed_pins"][:3]))
+    return problems
 
 
 def _no_regression(gate: Gate, summary: dict[str, Any], load_baseline: Callable[[str], dict[str, Any]]) -> GateResult:

@@ -33,6 +33,10 @@ def render(summary: dict[str, Any], fmt: str) -> str:
     raise ValueError(f"unknown format {fmt!r}")
 
 
+def _row(cells: list[str]) -> str:
+    return "| " + " | ".join(cells) + " |"
+
+
 def _csv(summary: dict[str, Any]) -> str:
     out = io.StringIO()
     ks = [int(k) for k in summary["suite"]["raw"]["pass_k"]]
@@ -55,6 +59,8 @@ def _markdown(summary: dict[str, Any]) -> str:
     if summary.get("mixed_pins"):
         lines += ["> **Warning:** this run mixes configurations: it was resumed with `--force` over other pins ("
                   + md_escape("; ".join(summary["mixed_pins"][:3])) + ").", ""]
+    for warning in summary.get("warnings") or []:
+        lines += [f"> **Warning:** {md_escape(warning)}", ""]
     lines.append(f"**{summary['trials']} trials, {summary['scenarios_count']} scenarios** · "
                  f"success {interval(suite['raw']['success'])} · "
                  + " · ".join(f"pass^{k} {pct(suite['raw']['pass_k'][str(k)]['pass_hat_k'])}" for k in ks if k > 1)
@@ -65,14 +71,15 @@ def _markdown(summary: dict[str, Any]) -> str:
         lines.append("")
     lines.append(f"invalid {upper_bound(suite['invalid_rate'])} · errors {upper_bound(suite['error_rate'])} · "
                  f"policy violations {upper_bound(suite['policy_violation_rate'])}")
-    lines += ["", "| scenario | pass | pass^1 [95% CI] | " + " | ".join(f"pass^{k}" for k in ks if k > 1)
-              + " | class | invalid | errors |",
-              "|---|---:|---:|" + "---:|" * len([k for k in ks if k > 1]) + "---|---:|---:|"]
+    more = [k for k in ks if k > 1]  # with one trial per scenario there are none: no empty cells
+    header = ["scenario", "pass", "pass^1 [95% CI]", *(f"pass^{k}" for k in more), "class", "invalid", "errors"]
+    align = ["---", "---:", "---:", *("---:" for _ in more), "---", "---:", "---:"]
+    lines += ["", _row(header), _row(align)]
     for sid, s in summary["scenarios"].items():
         raw = s["raw"]
-        ks_cells = " | ".join(pct(raw["pass_k"].get(str(k), {}).get("pass_hat_k")) for k in ks if k > 1)
-        lines.append(f"| {md_escape(sid)} | {s['passes']}/{s['n']} | {interval(raw['success'])} | {ks_cells} | "
-                     f"{(s['flake_class'] or '–').replace('_', ' ')} | {s['invalid']} | {s['errors']} |")
+        lines.append(_row([md_escape(sid), f"{s['passes']}/{s['n']}", interval(raw["success"]),
+                           *(pct(raw["pass_k"].get(str(k), {}).get("pass_hat_k")) for k in more),
+                           (s["flake_class"] or "–").replace("_", " "), str(s["invalid"]), str(s["errors"])]))
     failing = summary.get("top_failing_checks") or []
     if failing:
         lines += ["", "| failing check | kind | failures |", "|---|---|---:|"]

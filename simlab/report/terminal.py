@@ -8,7 +8,8 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from simlab.report.fmt import DASH, curve, interval, money, num, pct, safe, shown_ks, upper_bound
+from simlab.inert import one_line
+from simlab.report.fmt import DASH, curve, interval, money, num, pct, shown_ks, upper_bound
 from simlab.report.trouble import trouble_lines
 
 
@@ -16,16 +17,18 @@ def print_report(summary: dict[str, Any], console: Console, *, view: str = "raw"
     suite = summary["suite"]
     ks = [int(k) for k in suite["raw"]["pass_k"]]
     max_k = max(ks, default=1)
-    console.print(Text(f"run {summary.get('run_id')} · {summary['trials']} graded trials · "
+    console.print(Text(f"run {one_line(summary.get('run_id'))} · {summary['trials']} graded trials · "
                        f"{summary['scenarios_count']} scenarios", style="bold"))
     mixed = summary.get("mixed_pins") or []
     if mixed:
         console.print(Text(f"this run mixes configurations: it was resumed with --force over other pins "
-                           f"({'; '.join(safe(d) for d in mixed[:3])}{' …' if len(mixed) > 3 else ''})",
+                           f"({'; '.join(one_line(d) for d in mixed[:3])}{' …' if len(mixed) > 3 else ''})",
                            style="yellow"))
+    for warning in summary.get("warnings") or []:
+        console.print(Text(f"warning: {one_line(warning)}", style="yellow"))
     if summary.get("ungraded"):
         console.print(Text(f"{summary['ungraded']} trials are not graded: run `simlab grade "
-                           f"{summary.get('run_id')}`", style="yellow"))
+                           f"{one_line(summary.get('run_id'))}`", style="yellow"))
     console.print(_headline(suite, max_k))
     console.print(_scenario_table(summary, max_k, view, console.width))
     failing = summary.get("top_failing_checks") or []
@@ -35,18 +38,18 @@ def print_report(summary: dict[str, Any], console: Console, *, view: str = "raw"
         table.add_column("kind")
         table.add_column("failures", justify="right")
         for row in failing[:top]:
-            table.add_row(Text(safe(row["name"])), row["kind"], str(row["failures"]))
+            table.add_row(Text(one_line(row["name"])), Text(one_line(row["kind"])), str(row["failures"]))
         console.print(table)
     terms = suite.get("terminations") or {}
-    console.print(Text("terminations: " + ", ".join(f"{k} {v}" for k, v in terms.items())))
+    console.print(Text("terminations: " + ", ".join(f"{one_line(k)} {v}" for k, v in terms.items())))
     for line in trouble_lines(summary):
         console.print(Text(line, style="yellow"))
     attacks = summary.get("attacks") or {}
     for category, rate in attacks.items():
-        console.print(Text(f"attack success · {category}: {upper_bound(rate)}"))
+        console.print(Text(f"attack success · {one_line(category)}: {upper_bound(rate)}"))
     not_run = summary.get("not_run_checks") or {}
     if not_run:
-        names = ", ".join(f"{safe(k)} ×{v}" for k, v in list(not_run.items())[:6])
+        names = ", ".join(f"{one_line(k)} ×{v}" for k, v in list(not_run.items())[:6])
         more = f" and {len(not_run) - 6} more" if len(not_run) > 6 else ""
         console.print(Text(f"checks not run: {names}{more}", style="dim"))
 
@@ -106,7 +109,7 @@ def _scenario_table(summary: dict[str, Any], max_k: int, view: str, width: int) 
     for sid, s in summary["scenarios"].items():
         figures = s[view]
         curve_values = [v["pass_hat_k"] for v in figures["pass_k"].values()]
-        cells = [Text(safe(sid)), f"{s['passes']}/{s['n']}", interval(figures["success"])]
+        cells = [Text(one_line(sid)), f"{s['passes']}/{s['n']}", interval(figures["success"])]
         cells += [pct(figures["pass_k"].get(str(k), {}).get("pass_hat_k")) for k in ks if k > 1]
         cells += [curve(curve_values), (s["flake_class"] or DASH).replace("_", " ").replace("stable ", "")]
         if medium:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from simlab.report.fmt import safe
+from simlab.inert import one_line
 
 _WHY_UNJUDGED = {"rubric": "needs a judge model (--judge)", "groundedness": "needs a judge model (--judge)",
                  "drift": "needs a judge model (--judge)", "budget": "the amount was unknown (e.g. an unpriced model)"}
@@ -20,17 +20,17 @@ def trouble_lines(summary: dict[str, Any]) -> list[str]:
     if suite["error_rate"]["c"]:
         causes = summary.get("error_causes") or []
         lines.append(f"errors: {suite['error_rate']['c']} trials ended in an infrastructure error"
-                     + (": " + "; ".join(f"{c['trials']}× {safe(c['cause'])}" for c in causes[:3]) if causes else ""))
+                     + (": " + "; ".join(f"{c['trials']}× {one_line(c['cause'])}" for c in causes[:3]) if causes else ""))
     for c in (summary.get("check_errors") or [])[:3]:
         hard = "hard" if c["hard"] else "soft"
-        lines.append(f"check errors: {safe(c['name'])} ({c['kind']}, {hard}) could not be decided in {c['count']} "
-                     f"trials: {safe(c['reason'])}")
+        lines.append(f"check errors: {one_line(c['name'])} ({c['kind']}, {hard}) could not be decided in {c['count']} "
+                     f"trials: {one_line(c['reason'])}")
     unjudged = summary.get("unjudged") or {}
     left = suite.get("unjudged_rate") or {}
     if unjudged.get("trials"):
         kinds = sorted({c["kind"] for c in unjudged.get("checks") or []})
         needs = "; ".join(f"{k} {_WHY_UNJUDGED[k]}" for k in kinds if k in _WHY_UNJUDGED)
-        named = ", ".join(f"{safe(c['name'])} ×{c['trials']}" for c in (unjudged.get("checks") or [])[:4])
+        named = ", ".join(f"{one_line(c['name'])} ×{c['trials']}" for c in (unjudged.get("checks") or [])[:4])
         if unjudged.get("counted_as_pass"):
             allowed = ", ".join(unjudged.get("allowed_kinds") or [])
             lines.append(f"unjudged: {unjudged['trials']} trials had hard checks that did not run ({named}); "

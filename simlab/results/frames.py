@@ -163,25 +163,28 @@ def _add_check_rows(columns: dict[str, list[Any]], raw: dict[str, Any]) -> None:
             columns[key].extend([c.get(key) for c in checks])
 
 
-def read_results(path: Path) -> Results:
-    """``collect`` straight from a trials file, from the heads of its lines."""
+def read_results(path: Path, notes: Any = None) -> Results:
+    """``collect`` straight from a trials file, from the heads of its lines (``notes``: a
+    ``runner.lines.ReadNotes``, with the plan to count in and collecting what was skipped)."""
     from simlab.runner.store import RunStore
 
-    return collect(RunStore(path.parent).iter_heads())
+    return collect(RunStore(path.parent).iter_heads(notes))
 
 
-def read_checks_table(path: Path) -> Any:
+def read_checks_table(path: Path, notes: Any = None) -> Any:
     """``build_checks_table`` from a trials file, line by line."""
     from simlab.runner.store import RunStore
 
-    return build_checks_table(RunStore(path.parent).iter_raw())
+    return build_checks_table(RunStore(path.parent).iter_raw(notes))
 
 
 def write_table(path: Path, table: Any) -> Path:
     """Write one table as Parquet (a derived file, always rebuildable); a failure leaves none."""
     import pyarrow.parquet as pq
 
-    tmp = path.with_name(f".{path.name}.tmp")
+    from simlab.runner.store import temp_path
+
+    tmp = temp_path(path)
     try:
         pq.write_table(table, tmp)
         tmp.replace(path)

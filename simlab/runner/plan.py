@@ -14,7 +14,12 @@ class WorkUnit:
 
     @property
     def unit_id(self) -> str:
-        return f"{self.scenario_id}#{self.trial}"
+        return unit_id_of(self.scenario_id, self.trial)
+
+
+def unit_id_of(scenario_id: str, trial: int) -> str:
+    """The id of trial ``trial`` (1-based) of a scenario: what a run plans and stores."""
+    return f"{scenario_id}#{trial}"
 
 
 def derive_seed(run_seed: int, scenario_id: str, trial: int) -> int:

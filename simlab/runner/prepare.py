@@ -12,7 +12,7 @@ from simlab import __version__
 from simlab.env.checks import check_scenarios
 from simlab.env.domain import Domain
 from simlab.errors import UsageError
-from simlab.redact import safe_settings
+from simlab.redact import mask_tree, safe_settings
 from simlab.runner.plan import WorkUnit, plan_units
 from simlab.runner.store import MANIFEST_SCHEMA_VERSION
 from simlab.specs import (
@@ -111,7 +111,7 @@ def prepare(req: RunRequest) -> RunPlan:
     flag_trials = req.trials if req.trials is not None else (suite.trials if suite else None)
     trials = {s.spec.id: flag_trials or s.spec.trials or config.trials or 1 for s in loaded}
     units = plan_units(trials, seed)
-    run_id = req.run_id or _new_run_id()
+    run_id = check_run_id(req.run_id) if req.run_id is not None else _new_run_id()
     folder = root / config.transcripts / run_id
     plan = RunPlan(
         run_id=run_id,
@@ -207,6 +207,24 @@ def _shown(key: str, value: Any) -> str:
     return str(value)
 
 
+def check_run_id(run_id: str) -> str:
+    """A run id is one printable path component: the name of one folder under transcripts/, never
+    a way out of it (``..``, ``/abs``, ``../x``) nor a line break into the terminal or a CI log."""
+    problem = ""
+    if not run_id or run_id != run_id.strip():
+        problem = "it is empty or starts or ends with a space"
+    elif run_id in (".", "..") or "/" in run_id or "\\" in run_id:
+        problem = "it must be one folder name (no '/', no '..')"
+    elif not run_id.isprintable():
+        problem = "it holds control characters or line breaks"
+    elif len(run_id.encode("utf-8")) > 200:
+        problem = "it is longer than 200 bytes"
+    if problem:
+        raise UsageError(f"--run-id {run_id!r}: {problem}; a run id names one folder under transcripts/, "
+                         "e.g. nightly-2024-06-01")
+    return run_id
+
+
 def _new_run_id() -> str:
     return datetime.now(timezone.utc).strftime("%Y%m%d-%H%M%S")
 
@@ -233,7 +251,9 @@ def _judge_pin(judge: JudgeSpec | None) -> str | dict[str, Any] | None:
 
 
 def pins_of(plan: RunPlan, trials: dict[str, int]) -> dict[str, Any]:
-    return {
+    """The pins of a run, credentials masked (``redact.mask_tree``): a password in an ``api_base``
+    URL is not a pin, and two runs that differ only in it compare equal."""
+    return mask_tree({
         "agent": safe_settings(plan.agent.model_dump(mode="json", exclude_none=True)),
         "simulator": safe_settings(plan.simulator.model_dump(mode="json", exclude_none=True)),
         "judge": _judge_pin(plan.judge),
@@ -249,11 +269,13 @@ def pins_of(plan: RunPlan, trials: dict[str, int]) -> dict[str, Any]:
             }
             for sid, s in plan.scenarios.items()
         },
-    }
+    })
 
 
 def pin_differences(stored: dict[str, Any], current: dict[str, Any], prefix: str = "") -> list[str]:
-    """Human-readable differences between two pin trees (paths are ignored: files may move)."""
+    """Human-readable differences between two pin trees (paths are ignored: files may move),
+    compared and shown with their credentials masked (a run.json of an older simlab may hold them)."""
+    stored, current = mask_tree(stored), mask_tree(current)
     diffs: list[str] = []
     for key in sorted(set(stored) | set(current)):
         if key == "path":

@@ -17,7 +17,7 @@ from simlab.env.checks import check_scenarios
 from simlab.errors import UsageError
 from simlab.graders.base import GradeContext, verdict_of
 from simlab.graders.grade import grade, summarize_changes
-from simlab.runner.store import RunStore, encode_record
+from simlab.runner.store import RunStore, clean_leftovers, encode_record, temp_path
 from simlab.specs import LoadedScenario, load_personas, load_scenarios
 from simlab.transcript import ModelCall, TrialRecord
 from simlab.transcript.checks import Check
@@ -55,7 +55,8 @@ def regrade(store: RunStore, personas_dir: Path, *, judge: Any = None, rejudge: 
     scenarios, changed = load_run_scenarios(store, personas_dir)
     domains = check_scenarios(list(scenarios.values()))
     report = RegradeReport(changed_scenario_files=changed)
-    tmp = store.trials_path.with_name(f".{store.trials_path.name}.regrade")
+    clean_leftovers(store.folder)  # under the run's lock: any other regrade file is a killed grade's
+    tmp = temp_path(store.trials_path, "regrade")
     try:
         with open(tmp, "wb") as out:
             asyncio.run(_regrade_all(store, scenarios, domains, judge, rejudge, report, out))

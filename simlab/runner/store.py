@@ -16,13 +16,20 @@ import fcntl
 import json
 import os
 import re
+import secrets
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator
 
 from simlab.errors import InfraError
+from simlab.redact import holds_secret, map_strings, mask_tree
+from simlab.runner.lines import FIX, LineError, ReadNotes, last_line_start, parse_record, read_head, scan
+from simlab.runner.plan import unit_id_of
 from simlab.transcript import TrialRecord
-from simlab.transcript.row import HEAD_VERSION, record_head, trial_head
+from simlab.transcript.row import record_head
+
+__all__ = ["Appender", "LineError", "ReadNotes", "Repair", "RunStore", "clean_leftovers", "encode_record",
+           "finished_unit_ids", "planned_units", "read_head", "temp_path", "write_atomic"]
 
 MANIFEST_SCHEMA_VERSION = 1
 MANIFEST = "run.json"
@@ -91,12 +98,29 @@ class RunStore:
                              "another run id")
         return manifest
 
+    def planned_units(self, manifest: dict[str, Any] | None = None) -> set[str] | None:
+        """The unit ids this run planned, from ``run.json`` (None without one): what every reader
+        counts completeness in, never lines."""
+        manifest = self.read_manifest() if manifest is None else manifest
+        return None if manifest is None else planned_units(manifest)
+
     def write_manifest(self, manifest: dict[str, Any]) -> None:
+        manifest = mask_tree(manifest)  # an api_base with a password in it stays off the disk
         write_atomic(self.manifest_path, json.dumps(manifest, indent=2, sort_keys=True, ensure_ascii=False) + "\n")
 
     # -- trials ---------------------------------------------------------------------------
+    def has_trials(self) -> bool:
+        """Whether anything is stored in ``trials.jsonl`` (even a torn line)."""
+        try:
+            return self.trials_path.stat().st_size > 0
+        except FileNotFoundError:
+            return False
+        except OSError as exc:
+            raise InfraError(f"{self.trials_path}: cannot read ({_why(exc)})") from None
+
     def repair_torn_tail(self) -> Repair:
-        """Cut an incomplete or unparsable last line left by a crash mid-write."""
+        """Cut a last line without its newline, left by a crash mid-write (the one rule of
+        ``lines.py``: a complete line that is bad is an error for every reader, never cut here)."""
         try:
             return self._repair()
         except OSError as exc:
@@ -104,122 +128,61 @@ class RunStore:
 
     def _repair(self) -> Repair:
         path = self.trials_path
-        if not path.exists() or path.stat().st_size == 0:
+        if not path.exists():
+            return Repair()
+        size, keep_to = last_line_start(path)
+        if size == 0 or keep_to == size:
             return Repair()
         with open(path, "rb+") as fh:
-            size = fh.seek(0, os.SEEK_END)
-            # find the start of the last line
-            pos, chunk = size, 65536
-            tail = b""
-            while pos > 0:
-                step = min(chunk, pos)
-                pos -= step
-                fh.seek(pos)
-                tail = fh.read(step) + tail
-                if tail[:-1].count(b"\n") >= 1:
-                    break
-            body = tail[:-1] if tail.endswith(b"\n") else tail
-            last_start = body.rfind(b"\n") + 1
-            last = tail[last_start:]
-            keep_to = pos + last_start
-            reason = ""
-            if not last.endswith(b"\n"):
-                reason = "last line has no newline (interrupted write)"
-            else:
-                try:
-                    json.loads(last)
-                except ValueError:
-                    reason = "last line is not valid JSON"
-            if not reason:
+            fh.seek(size - 1)
+            if fh.read(1) == b"\n":
                 return Repair()
             fh.truncate(keep_to)
             fh.flush()
             os.fsync(fh.fileno())
-            return Repair(cut_bytes=size - keep_to, reason=reason)
+        return Repair(cut_bytes=size - keep_to, reason="last line has no newline (interrupted write)")
 
-    def iter_raw(self) -> Iterator[dict[str, Any]]:
-        """Parsed lines, streamed (flat memory), skipping a torn last line; a bad line elsewhere is
-        an error."""
-        path = self.trials_path
-        if not path.exists():
-            return
-        try:
-            with open(path, "rb") as fh:
-                for number, line in enumerate(fh, 1):
-                    if line.strip():
-                        value = _parse_line(line, path, number, last=not line.endswith(b"\n") and fh.read(1) == b"")
-                        if value is None:
-                            return
-                        yield value
-        except OSError as exc:
-            raise InfraError(f"{path}: cannot read ({_why(exc)})") from None
+    def iter_raw(self, notes: ReadNotes | None = None) -> Iterator[dict[str, Any]]:
+        """Each stored trial, parsed whole, each unit once, in file order (``lines.py``: a torn
+        tail is skipped, a bad line elsewhere is an error)."""
+        for _, _, raw in scan(self.trials_path, "raw", notes):
+            yield raw
 
-    def iter_heads(self) -> Iterator[dict[str, Any]]:
-        """Each stored trial's ``head`` (``transcript/row.py``), in file order, without parsing
-        transcripts: the head is read from the front of its line. A line without one (an older
-        file, a hand edit) is parsed whole and its head computed, so the result is the same."""
-        path = self.trials_path
-        if not path.exists():
-            return
-        try:
-            for number, data, start, end, last in _block_lines(path):
-                head = None if last else read_head(data, start, end)  # a torn tail is judged whole
-                if head is None:
-                    raw = _parse_line(bytes(data[start:end]), path, number, last)
-                    if raw is None:
-                        return
-                    head = trial_head(raw)
-                yield head
-        except OSError as exc:
-            raise InfraError(f"{path}: cannot read ({_why(exc)})") from None
+    def iter_heads(self, notes: ReadNotes | None = None) -> Iterator[dict[str, Any]]:
+        """Each stored trial's ``head`` (``transcript/row.py``), each unit once, in file order,
+        without parsing transcripts: the head is read from the front of its line. A line without
+        one (an older file, a hand edit) is parsed whole and its head computed, so the result is
+        the same."""
+        for _, _, head in scan(self.trials_path, "head", notes):
+            yield head
 
-    def finished_unit_ids(self) -> set[str]:
+    def finished_unit_ids(self, notes: ReadNotes | None = None) -> set[str]:
         """The unit ids stored so far, without parsing whole lines (see ``finished_unit_ids``)."""
-        return finished_unit_ids(self.trials_path)
+        return finished_unit_ids(self.trials_path, notes)
 
     def finished_units(self) -> dict[str, str | None]:
-        """unit_id → termination reason of every stored trial. Reads only what it needs."""
-        done: dict[str, str | None] = {}
-        for raw in self.iter_raw():
-            done[raw["unit_id"]] = (raw.get("transcript") or {}).get("termination", {}).get("reason")
-        return done
+        """unit_id → termination reason of every stored trial."""
+        return {raw["unit_id"]: (raw["transcript"].get("termination") or {}).get("reason") for raw in self.iter_raw()}
 
     def error_unit_ids(self) -> set[str]:
         """The units whose stored verdict is ``error`` (infrastructure): not finished work, so a
-        resume plays them again. Read from each line's head without parsing transcripts."""
-        found: set[str] = set()
-        if not self.trials_path.exists():
-            return found
-        try:
-            for number, data, start, end, last in _block_lines(self.trials_path):
-                if last:
-                    continue  # a torn tail: cut by repair_torn_tail, never a finished trial
-                head = read_head(data, start, end)
-                if head is None:
-                    raw = _parse_line(bytes(data[start:end]), self.trials_path, number, last)
-                    head = trial_head(raw) if raw is not None else None
-                if head is not None and head["row"].get("verdict") == "error":
-                    found.add(str(head["row"].get("unit_id")))
-        except OSError as exc:
-            raise InfraError(f"{self.trials_path}: cannot read ({_why(exc)})") from None
-        return found
+        resume plays them again. Read from each line's head, under the one line rule."""
+        return {unit for _, unit, head in scan(self.trials_path, "head") if head["row"].get("verdict") == "error"}
 
     def retire(self, unit_ids: set[str]) -> int:
         """Move the lines of ``unit_ids`` out of ``trials.jsonl`` into ``retired.jsonl``, so the
         units can be played again and the trials file keeps one line per unit. The lines reach
         ``retired.jsonl`` (fsynced) before the trials file is replaced (a new file, fsynced, renamed
-        over it): a crash in between leaves a line in both, never in neither. Needs the run's lock.
-        Returns how many lines moved."""
+        over it): a crash in between leaves a line in both, never in neither. Needs the run's lock
+        (and a repaired tail). Returns how many lines moved."""
         if not unit_ids or not self.trials_path.exists():
             return 0
-        tmp = self.trials_path.with_name(f".{TRIALS}.retire-{os.getpid()}")
+        tmp = temp_path(self.trials_path)
         moved: list[bytes] = []
         try:
-            with open(self.trials_path, "rb") as src, open(tmp, "wb") as dst:
-                for line in src:
-                    match = _PREFIX.match(line)
-                    unit = match.group(1).decode("utf-8") if match else _unit_of(line)
-                    if unit in unit_ids and line.endswith(b"\n"):
+            with open(tmp, "wb") as dst:
+                for _, unit, line in scan(self.trials_path, "line"):
+                    if unit in unit_ids:
                         moved.append(line)
                     else:
                         dst.write(line)
@@ -252,10 +215,8 @@ class RunStore:
                     if not line.endswith(b"\n") or line in seen:
                         continue
                     seen.add(line)
-                    raw = _parse_line(line, self.retired_path, number, last=False)
-                    if raw is None:
-                        continue
-                    t = raw.get("transcript") or {}
+                    raw = parse_record(line, self.retired_path, number)
+                    t = raw["transcript"]
                     termination = t.get("termination") or {}
                     attempts.setdefault(raw["unit_id"], []).append({
                         "verdict": raw.get("verdict"), "termination": termination.get("reason"),
@@ -265,8 +226,17 @@ class RunStore:
         return attempts
 
     def records(self) -> Iterator[TrialRecord]:
-        for raw in self.iter_raw():
-            yield TrialRecord.model_validate(raw)
+        """Each stored trial as a ``TrialRecord``; one that does not validate is a ``LineError``."""
+        from pydantic import ValidationError
+
+        for number, _, raw in scan(self.trials_path, "raw"):
+            try:
+                yield TrialRecord.model_validate(raw)
+            except ValidationError as exc:
+                first = exc.errors()[0]
+                where = ".".join(str(p) for p in first["loc"])
+                raise LineError(f"{self.trials_path}:{number}: trial {raw['unit_id']!r} is not a valid trial record "
+                                f"({where}: {first['msg']}); {FIX}") from None
 
     def open_appender(self) -> "Appender":
         return Appender(self.trials_path)
@@ -322,33 +292,29 @@ _SURROGATE = re.compile("[\ud800-\udfff]")
 def encode_record(record: TrialRecord) -> bytes:
     """One JSON line, with its ``head`` derived afresh (``transcript/row.py``) so it always agrees
     with the checks and events beside it. Lone surrogates (undecodable bytes) become U+FFFD
-    instead of failing."""
+    instead of failing. Every trial simlab stores passes here, so this is where secrets are
+    masked (``redact.mask_values``): values of credential-named environment variables and
+    credentials inside URLs, wherever in the record they are."""
     record = record.model_copy(update={"head": record_head(record)})
     try:
-        return record.model_dump_json(exclude_none=False).encode("utf-8") + b"\n"
+        line = record.model_dump_json(exclude_none=False).encode("utf-8") + b"\n"
     except (ValueError, UnicodeError):  # pydantic's serialization error is a ValueError
         data = _fix_text(record.model_dump(mode="json", exclude_none=False))
-        return json.dumps(data, ensure_ascii=False, separators=(",", ":")).encode("utf-8") + b"\n"
+        line = json.dumps(data, ensure_ascii=False, separators=(",", ":")).encode("utf-8") + b"\n"
+    if holds_secret(line):  # rare: a key echoed in an agent's exception, a password in an api_base URL
+        data = mask_tree(json.loads(line))
+        line = json.dumps(data, ensure_ascii=False, separators=(",", ":")).encode("utf-8") + b"\n"
+    return line
 
 
 def _fix_text(value: Any) -> Any:
-    if isinstance(value, str):
-        if _SURROGATE.search(value):
-            return value.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
-        return value
-    if isinstance(value, dict):
-        return {_fix_text(k): _fix_text(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_fix_text(v) for v in value]
+    return map_strings(value, _fix_string)
+
+
+def _fix_string(value: str) -> str:
+    if _SURROGATE.search(value):
+        return value.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
     return value
-
-
-def _unit_of(line: bytes) -> str | None:
-    try:
-        value = json.loads(line)
-    except ValueError:
-        return None
-    return value.get("unit_id") if isinstance(value, dict) else None
 
 
 def _fsync_dir(folder: Path) -> None:
@@ -369,9 +335,50 @@ def _why(exc: OSError) -> str:
     return exc.strerror or str(exc) or type(exc).__name__
 
 
+def temp_path(path: Path, kind: str = "tmp") -> Path:
+    """A temporary file beside ``path``, unique to this process and call: concurrent commands never
+    share one, and ``clean_leftovers`` can tell from its name whether its writer still runs."""
+    return path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.{kind}")
+
+
+_TEMP = re.compile(r"^\.(?P<name>.+?)(?:\.(?P<pid>\d+)\.[0-9a-f]{8})?\.(?:tmp|regrade)$")
+
+
+def clean_leftovers(folder: Path) -> list[Path]:
+    """Remove the temporary files of commands that died in this folder (a kill -9 during grade or
+    report); those of a process still running are left alone."""
+    removed = []
+    try:
+        entries = list(folder.iterdir())
+    except OSError:
+        return removed
+    for path in entries:
+        match = _TEMP.match(path.name)
+        if match is None or (match["pid"] and _alive(int(match["pid"]))):
+            continue
+        try:
+            path.unlink()
+            removed.append(path)
+        except OSError:
+            pass
+    return removed
+
+
+def _alive(pid: int) -> bool:
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True  # someone else's process
+    return True
+
+
 def write_atomic(path: Path, text: str) -> None:
     """Write to a temporary file beside ``path``, fsync, then rename over it."""
-    tmp = path.with_name(f".{path.name}.tmp")
+    tmp = temp_path(path)
     try:
         with open(tmp, "w", encoding="utf-8") as fh:
             fh.write(text)
@@ -386,99 +393,28 @@ def write_atomic(path: Path, text: str) -> None:
         raise InfraError(f"{path}: cannot write ({_why(exc)})") from None
 
 
+def planned_units(manifest: dict[str, Any]) -> set[str] | None:
+    """The unit ids a manifest planned (its scenarios and their trials), or None when it does not say."""
+    scenarios = (manifest.get("pins") or {}).get("scenarios")
+    if not isinstance(scenarios, dict):
+        return None
+    try:
+        trials = {str(sid): int(pin["trials"]) for sid, pin in scenarios.items()}
+    except (KeyError, TypeError, ValueError):
+        return None
+    return {unit_id_of(sid, trial) for sid, count in trials.items() for trial in range(1, count + 1)}
+
+
 # -- the fast resume scan -------------------------------------------------------------------
 
-_PREFIX = re.compile(rb'\{"schema_version":\d+,"unit_id":"([^"\\]*)"')
 
-
-def finished_unit_ids(path: Path) -> set[str]:
+def finished_unit_ids(path: Path, notes: ReadNotes | None = None) -> set[str]:
     """The unit ids stored in a trials file, read fast enough for a resume of 100,000 units.
 
     simlab writes every line as ``{"schema_version":N,"unit_id":"…",…}``, so the id is read from
-    the start of the line and the rest is skipped (``_block_lines``). A line in any other shape
-    (a hand edit, another writer) is parsed in full, and one that is not a trial record is an
-    error unless it is a torn last line (ignored, like ``RunStore.iter_raw``;
-    ``repair_torn_tail`` cuts it before anything is appended).
+    the start of the line and the rest is only searched for a second record (``lines.py``); a
+    line in any other shape is parsed in full. The rule of every reader holds: a torn tail is
+    ignored (``repair_torn_tail`` cuts it before anything is appended), a bad line elsewhere or a
+    unit stored twice with different contents is an error.
     """
-    done: set[str] = set()
-    if not path.exists():
-        return done
-    for number, data, start, end, last in _block_lines(path):
-        match = _PREFIX.match(data, start, end)
-        if match and not last and data[end - 1] == 0x7D:  # "}"
-            done.add(match.group(1).decode("utf-8"))
-        elif (raw := _parse_line(bytes(data[start:end]), path, number, last)) is not None:
-            done.add(raw["unit_id"])
-    return done
-
-
-_BLOCK = 1 << 22
-
-
-def _block_lines(path: Path) -> Iterator[tuple[int, bytearray, int, int, bool]]:
-    """``(number, buffer, start, end, last)`` for each non-blank line of a file, ``last`` when it
-    has no newline (a torn tail). The file is read in reused 4 MB blocks and never split into line
-    objects (1.6 GB for 100,000 trials); the buffer is only valid until the next line."""
-    number = 0
-    data, block = bytearray(), bytearray(_BLOCK)  # reused: fresh 4 MB buffers would cost page faults
-    with open(path, "rb") as fh:
-        while size := fh.readinto(block):
-            data += memoryview(block)[:size]
-            pos = 0
-            while (end := data.find(b"\n", pos)) >= 0:
-                number += 1
-                if end > pos and (data[pos] == 0x7B or data[pos:end].strip()):  # "{": no copy to test
-                    yield number, data, pos, end, False
-                pos = end + 1
-            del data[:pos]  # cheap: a bytearray drops its head without moving the rest
-    if data.strip():
-        yield number + 1, data, 0, len(data), True
-
-
-_HEAD_KEY = re.compile(rb'\{"schema_version":\d+,"unit_id":"(?:[^"\\]|\\.)*","head":')
-_HEAD_END = b',"transcript":{"schema_version":'
-
-
-def read_head(data: bytes | bytearray, start: int = 0, end: int | None = None) -> dict[str, Any] | None:
-    """The head at the front of a line, or None when the line has none (or not in that shape).
-
-    Only the head is parsed. It ends where the transcript begins: ``,"transcript":{`` cannot occur
-    inside it, as every quote within a JSON string is escaped and no key of the head or its row
-    named ``transcript`` holds an object (``transcript/row.py``).
-    """
-    from pydantic_core import from_json
-
-    end = len(data) if end is None else end
-    match = _HEAD_KEY.match(data, start, end)
-    if match is None or data[end - 1] != 0x7D:  # "}"
-        return None
-    stop = data.find(_HEAD_END, match.end(), end)
-    if stop < 0:
-        return None
-    try:
-        head = from_json(data[match.end():stop])
-    except ValueError:
-        return None
-    return head if isinstance(head, dict) and head.get("v") == HEAD_VERSION else None
-
-
-def _parse_line(line: bytes, path: Path, number: int, last: bool) -> dict[str, Any] | None:
-    """A whole trial line parsed; None for a torn last line (ignored here, repaired before the
-    next append). pydantic-core's JSON parser is faster than ``json``; ``json`` reads what it
-    cannot (lone surrogates)."""
-    from pydantic_core import from_json
-
-    try:
-        value = from_json(line)
-    except ValueError:
-        try:
-            value = json.loads(line)
-        except ValueError:
-            if last:
-                return None
-            raise InfraError(f"{path}:{number}: not valid JSON; the file was edited or corrupted") from None
-    if not isinstance(value, dict) or not isinstance(value.get("unit_id"), str):
-        if last:
-            return None
-        raise InfraError(f"{path}:{number}: not a trial record (no unit_id); the file was edited or corrupted")
-    return value
+    return {unit for _, unit, _ in scan(path, "unit", notes)}

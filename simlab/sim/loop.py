@@ -73,6 +73,15 @@ class _Conversation:
         self.events.append(event)
         if isinstance(event, ModelCall):
             self._check_budget()
+        self.check_clock()
+
+    def check_clock(self) -> None:
+        """The wall-time limit, checked between steps: ``asyncio.timeout`` cannot stop synchronous
+        work (a sync agent, a tool, the simulator matching a long reply), but the next step sees
+        the clock."""
+        limit = self.t.limits.max_seconds
+        if limit is not None and self.clock() - self.started > limit:
+            raise StopTrial("budget_exceeded", f"wall time over the limit of {limit} s")
 
     def _check_budget(self) -> None:
         usage = self.events[-1].usage
@@ -88,7 +97,9 @@ class _Conversation:
         for turn in range(1, self.t.scenario.max_turns + 1):
             self.turn = turn
             await self.user_turn()
+            self.check_clock()
             await self.agent_turn()
+            self.check_clock()
         raise _End(R.MAX_TURNS, f"turn cap of {self.t.scenario.max_turns} reached without an outcome")
 
     async def user_turn(self) -> None:

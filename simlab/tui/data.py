@@ -15,7 +15,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator
 
-from simlab.tui.scan import TrialRow, add_detail, scan_line
+from simlab.runner.lines import LineError, ReadNotes, UnitLedger, line_value
+from simlab.runner.store import planned_units
+from simlab.tui.scan import TrialRow, add_detail, row_from_head
 
 __all__ = ["RunIndex", "RunInfo", "discover_runs", "find_run"]
 
@@ -104,36 +106,67 @@ def find_run(root: Path, target: str | None) -> RunInfo | None:
 
 
 class RunIndex:
-    """The trials of one run, as rows; grows as the run's file grows."""
+    """The trials of one run, as rows; grows as the run's file grows.
+
+    Lines are read under the rule of every reader (``runner/lines.py``): each planned unit once; a
+    bad line, a unit stored twice or a line without a transcript sets ``problem`` (the error
+    ``simlab report`` gives), shown in place of the run's figures; a torn tail waits."""
 
     def __init__(self, info: RunInfo):
         self.info = info
         self.path = info.folder / TRIALS
-        self.rows: list[TrialRow] = []
-        self.offset = 0  # bytes consumed: always the end of a complete line
-        self.bad_lines = 0
+        self._start_over()
         self.complete = False  # every line written so far has a row
         self.completed_at: float | None = None  # perf_counter when that first became true
         self._lock = threading.Lock()
 
+    def _start_over(self) -> None:
+        self.rows: list[TrialRow] = []
+        self.offset = 0  # bytes consumed: always the end of a complete line
+        self.lines = 0  # lines consumed (their numbers, for messages)
+        self.bad_lines = 0
+        self.problem: str | None = None
+        self.notes = ReadNotes(self.path, plan=planned_units(self.info.manifest) if self.info.manifest else None)
+        self._ledger = UnitLedger(self.path, self.notes)
+        self._seen: tuple[int, int, int] | None = None  # (device, inode, mtime) when last read
+        self._head = self._tail = b""  # the first and last bytes read: a rewritten file may not have them
+
     def changed(self) -> bool:
-        """Cheap: has the file grown (or shrunk) past what was read?"""
+        """Cheap: has the file grown, shrunk, been replaced or rewritten since it was read?"""
         try:
-            return os.stat(self.path).st_size != self.offset
+            st = os.stat(self.path)
         except OSError:
             return False
+        return st.st_size != self.offset or (st.st_dev, st.st_ino, st.st_mtime_ns) != self._seen
+
+    def _rewritten(self, st: os.stat_result, fh: Any) -> bool:
+        """Whether what was read is no longer the front of the file (``simlab grade`` renames a new
+        file over it; an editor may rewrite it in place, even to a larger size)."""
+        if self._seen is None:
+            return False
+        if st.st_size < self.offset or (st.st_dev, st.st_ino) != self._seen[:2]:
+            return True
+        if st.st_size == self.offset:  # written without growing: nothing was appended, so rewritten
+            return st.st_mtime_ns != self._seen[2]
+        fh.seek(0)
+        if fh.read(len(self._head)) != self._head:
+            return True
+        fh.seek(self.offset - len(self._tail))
+        return fh.read(len(self._tail)) != self._tail
 
     def read_new(self, chunk: int = CHUNK) -> Iterator[list[TrialRow]]:
         """Index what was appended since the last read, in batches; a torn last line waits."""
         with self._lock:
             try:
-                size = os.stat(self.path).st_size
+                st = os.stat(self.path)
             except OSError:
                 self._done()
                 return
-            if size < self.offset:  # rewritten (a repaired tail): start over
-                self.rows, self.offset = [], 0
+            size = st.st_size
             with open(self.path, "rb") as fh:
+                if self._rewritten(st, fh):
+                    self._start_over()
+                self._seen = (st.st_dev, st.st_ino, st.st_mtime_ns)
                 fh.seek(self.offset)
                 while self.offset < size:
                     data = fh.read(min(chunk, size - self.offset))
@@ -146,6 +179,9 @@ class RunIndex:
                             break
                         data, end = data + more, len(data) + len(more)
                     batch = self._scan(data[:end], self.offset)
+                    self._tail = data[max(0, end - 256):end]
+                    if not self._head:
+                        self._head = data[:256]
                     self.offset += end
                     fh.seek(self.offset)
                     self.rows.extend(batch)
@@ -161,14 +197,28 @@ class RunIndex:
     def _scan(self, data: bytes, base: int) -> list[TrialRow]:
         rows: list[TrialRow] = []
         pos = 0
-        for line in data.splitlines(keepends=True):
-            if line.strip():
+        while (end := data.find(b"\n", pos)) >= 0:
+            self.lines += 1
+            if data[pos:end].strip():
                 try:
-                    rows.append(scan_line(line.rstrip(b"\r\n"), base + pos))
-                except (ValueError, KeyError, TypeError, AttributeError):
+                    unit, head = line_value(data, pos, end, self.path, self.lines, "head")
+                    if not self._ledger.admit(unit, self.lines, base + pos, memoryview(data)[pos:end]):
+                        pass  # an identical repeat: counted once, noted
+                    elif self.notes.plan is not None and unit not in self.notes.plan:
+                        self.notes.unplanned.append((unit, self.lines))
+                    else:
+                        rows.append(row_from_head(head, base + pos, end - pos))
+                except LineError as exc:  # the error every other reader stops at: shown, not hidden
                     self.bad_lines += 1
-            pos += len(line)
+                    self.problem = self.problem or str(exc)
+            pos = end + 1
         return rows
+
+    def warnings(self) -> list[str]:
+        """What the figures of this run leave out or cannot tell, as ``simlab report`` says it."""
+        missing = [] if self.info.manifest else [
+            "no run.json, so this run's plan and pins are unknown: its completeness cannot be checked"]
+        return missing + self.notes.warnings()
 
     def read_all(self, detail: bool = True) -> list[TrialRow]:
         for _ in self.read_new():
@@ -205,7 +255,11 @@ class RunIndex:
             return fh.read(row.length)
 
     def record(self, row: TrialRow) -> Any:
-        """The full ``TrialRecord`` of one trial, parsed now."""
+        """The full ``TrialRecord`` of one trial, parsed now; a file rewritten since it was indexed
+        (``simlab grade``) is said so, and read again at the next poll."""
         from simlab.transcript import TrialRecord
 
-        return TrialRecord.model_validate_json(self.raw(row))
+        record = TrialRecord.model_validate_json(self.raw(row))
+        if record.unit_id != row.unit_id:
+            raise ValueError("the trials file was rewritten since it was read; it is being read again")
+        return record

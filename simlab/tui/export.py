@@ -1,4 +1,8 @@
-"""A trial as Markdown, to paste into an issue or a review. Pure: record in, text out."""
+"""A trial as Markdown, to paste into an issue or a review. Pure: record in, text out.
+
+Transcript text is data: it renders on GitHub as it was typed. Prose is escaped (``<b>`` and
+``*em*`` stay literal), names go into code spans longer than any backtick run they hold, bodies
+into fences longer than any inside, and control characters are shown as escapes."""
 
 from __future__ import annotations
 
@@ -18,6 +22,8 @@ from simlab.transcript import (
     TrialRecord,
     UserMessage,
 )
+from simlab.inert import one_line
+from simlab.report.render import md_escape
 from simlab.tui.render import clean, event_blocks, fmt_cost
 
 __all__ = ["export_path", "transcript_markdown"]
@@ -36,7 +42,20 @@ def _fence(body: str, lang: str = "") -> str:
 
 
 def _quote(text: str) -> str:
-    return "\n".join("> " + line if line else ">" for line in clean(text).split("\n"))
+    return "\n".join("> " + _text(line) if line else ">" for line in clean(text).split("\n"))
+
+
+def _text(text: Any) -> str:
+    """One line of prose from a transcript, markup escaped."""
+    return md_escape(one_line(str(text)))
+
+
+def _code(text: Any) -> str:
+    """A code span that no backtick inside can close."""
+    body = one_line(str(text))
+    ticks = "`" * (max((len(m) for m in re.findall(r"`+", body)), default=0) + 1)
+    pad = " " if body.startswith("`") or body.endswith("`") else ""
+    return f"{ticks}{pad}{body}{pad}{ticks}"
 
 
 def _json(value: Any) -> str:
@@ -45,14 +64,14 @@ def _json(value: Any) -> str:
 
 def transcript_markdown(record: TrialRecord) -> str:
     t = record.transcript
-    lines = [f"# {clean(record.unit_id)}", ""]
+    lines = [f"# {_text(record.unit_id)}", ""]
     verdict = record.verdict or "not graded"
     lines += [
-        f"- run: `{clean(t.run_id)}` · scenario: `{clean(t.scenario_id)}` · trial {t.trial}"
-        f" · persona `{clean(t.persona_id)}`",
+        f"- run: {_code(t.run_id)} · scenario: {_code(t.scenario_id)} · trial {t.trial}"
+        f" · persona {_code(t.persona_id)}",
         f"- verdict: **{verdict}** · ended: **{t.termination.reason.value}**"
-        + (f" ({clean(t.termination.detail)})" if t.termination.detail else "") + f" at turn {t.termination.turn}",
-        f"- agent: `{clean(t.agent.ref)}` · simulator: `{clean(t.simulator.ref)}` · seed {t.seed}",
+        + (f" ({_text(t.termination.detail)})" if t.termination.detail else "") + f" at turn {t.termination.turn}",
+        f"- agent: {_code(t.agent.ref)} · simulator: {_code(t.simulator.ref)} · seed {t.seed}",
         "",
     ]
     events = t.events
@@ -65,28 +84,28 @@ def transcript_markdown(record: TrialRecord) -> str:
         elif isinstance(e, ToolCall):
             result = events[j] if j is not None else None
             args = _json(e.arguments) if e.arguments is not None else clean(e.raw_arguments)
-            lines += [f"Tool call `{clean(e.name)}` ({e.call_id}):", "", _fence(args, "json"), ""]
+            lines += [f"Tool call {_code(e.name)} ({_text(e.call_id)}):", "", _fence(args, "json"), ""]
             if isinstance(result, ToolResult):
                 body = _json(result.result) if result.ok else clean(result.error or "")
                 head = "Result:" if result.ok else "Error shown to the agent:"
                 lines += [head, "", _fence(body, "json" if result.ok else ""), ""]
         elif isinstance(e, ToolResult):
             body = _json(e.result) if e.ok else clean(e.error or "")
-            lines += [f"Result of `{clean(e.name)}`:", "", _fence(body), ""]
+            lines += [f"Result of {_code(e.name)}:", "", _fence(body), ""]
         elif isinstance(e, Signal):
             lines += [f"*{e.role} signal: {e.signal}*", ""]
         elif isinstance(e, InvalidCall):
-            lines += [f"*invalid call `{clean(e.name)}`: {clean(e.reason)}*", ""]
+            lines += [f"*invalid call {_code(e.name)}: {_text(e.reason)}*", ""]
         elif isinstance(e, ErrorEvent):
-            lines += [f"*error from {clean(e.source)} ({clean(e.kind)}): {clean(e.message)}*", ""]
+            lines += [f"*error from {_text(e.source)} ({_text(e.kind)}): {_text(e.message)}*", ""]
         elif isinstance(e, ModelCall):
             u = e.usage
-            lines += [f"<sub>{e.role} call {clean(e.model)}: in {u.input_tokens}, out {u.output_tokens}, "
+            lines += [f"<sub>{e.role} call {_text(e.model)}: in {u.input_tokens}, out {u.output_tokens}, "
                       f"{fmt_cost(u.cost_usd)}, {u.latency_s:.2f}s</sub>", ""]
     if record.checks:
         lines += ["## Checks", "", "| status | check | kind | reason |", "|---|---|---|---|"]
         for c in record.checks:
-            cells = [c.status + ("" if c.hard else " (soft)"), clean(c.name), c.kind, clean(c.reason)]
-            lines.append("| " + " | ".join(x.replace("|", "\\|").replace("\n", " ") for x in cells) + " |")
+            cells = [c.status + ("" if c.hard else " (soft)"), _text(c.name), _text(c.kind), _text(c.reason)]
+            lines.append("| " + " | ".join(cells) + " |")
         lines.append("")
     return "\n".join(lines)

@@ -5,6 +5,7 @@ no false failure. Runs go through the CLI, with the agents loaded by path, as a 
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -66,8 +67,9 @@ for table in EXPECTED.values():  # the scripted patient who states a number nobo
 def run_suites(agent: str, root: Path) -> dict[str, list[tuple[str, tuple[str, ...]]]]:
     """Both suites against ``agent``: each scenario's (verdict, failed hard checks) per trial."""
     found: dict[str, list[tuple[str, tuple[str, ...]]]] = {}
+    shutil.copy(AGENTS, root / "clinic_agents.py")  # the user's own file, in the project: loaded by its path
     for suite in ("rules", "scripted"):
-        code = main(["run", "--suite", str(HERE / f"{suite}-suite.yaml"), "--agent", f"python:{AGENTS}:{agent}",
+        code = main(["run", "--suite", str(HERE / f"{suite}-suite.yaml"), "--agent", "python:clinic_agents.py:" + agent,
                      "--run-id", f"{agent}-{suite}", "--no-progress"])
         violations = any(v != "pass" for s, (v, _) in EXPECTED[agent].items() if "invented" not in s
                          and ("scripted" in s) == (suite == "scripted"))

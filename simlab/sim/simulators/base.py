@@ -50,14 +50,6 @@ class UserTurn:
     why: str = ""  # why the simulator signalled, when it was not the model's own word (a backstop)
 
 
-def matched_phrase(patterns: list[str], text: str) -> str | None:
-    """The first match of any of ``patterns`` (regexes, any case) in ``text``, or None."""
-    for pattern in patterns:
-        match = re.search(pattern, text, re.IGNORECASE)
-        if match:
-            return match.group(0)
-    return None
-
 
 class Simulator:
     """Plays the user, one message at a time."""

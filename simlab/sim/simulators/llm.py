@@ -9,7 +9,8 @@ from __future__ import annotations
 import json
 
 from simlab.llm.types import ChatModel, Message
-from simlab.sim.simulators.base import Simulator, SimView, UserTurn, matched_phrase, split_signal
+from simlab.sim.simulators.base import Simulator, SimView, UserTurn, split_signal
+from simlab.sim.simulators.phrases import first_match
 from simlab.transcript import ModelCall, Pin
 
 RULES = """Rules you must follow:
@@ -82,7 +83,7 @@ class LLMSimulator(Simulator):
         if view.turn == 1 and view.scenario.user.opening:
             text, signal = split_signal(view.scenario.user.opening)
             return UserTurn(text, signal)
-        met = matched_phrase(view.scenario.user.success_phrases, view.last_agent_message) if view.turn > 1 else None
+        met = first_match(view.scenario.user.success_phrases, view.last_agent_message) if view.turn > 1 else None
         if met is not None:  # the backstop: a model that talks on past its goal must not turn a pass into a turn cap
             return UserTurn("", "stop", why=f"the agent's reply matched a success phrase: {met[:80]!r}")
         history = flipped(view.messages)

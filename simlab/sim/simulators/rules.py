@@ -15,6 +15,7 @@ import re
 from typing import Any
 
 from simlab.sim.simulators.base import Simulator, SimView, UserTurn
+from simlab.sim.simulators.phrases import first_match
 from simlab.transcript import Pin
 
 _CONFIRM = re.compile(
@@ -80,11 +81,7 @@ def _rejected(patterns: list[str], reply: str) -> tuple[str | None, str | None]:
 
 
 def _first_match(patterns: list[str], text: str) -> str | None:
-    for pattern in patterns:
-        match = re.search(pattern, text, re.IGNORECASE)
-        if match:
-            return match.group(0)
-    return None
+    return first_match(patterns, text)  # linear in the reply, whatever the pattern (phrases.py)
 
 
 class RulesSimulator(Simulator):

@@ -63,7 +63,7 @@ class RunsScreen(Screen):
         for run in self.runs:
             index = self.viewer.indexes.get(run.key)
             summaries[run.key] = (summarize_run(summarize(index.rows, run.planned()))
-                                     if index is not None and index.complete else None)
+                                     if index is not None and index.complete and not index.problem else None)
         self.query_one(RunsTable).fill(self.runs, summaries)
         self.query_one(StatusLine).show(len(self.runs), len(self.runs), "runs",
                                         hint=f"in {self.viewer.root}")

@@ -75,8 +75,12 @@ class ScenariosScreen(RunScreen):
         graded = any(s.graded for s in everything)
         shown = [s for s in everything if _troubled(s)] if self.failed_only else everything
         self.query_one(ScenariosTable).fill(shown, graded, k_limit=4 if self.app.size.width >= 100 else 2)
-        self.query_one("#run-summary", Static).update(
-            run_summary_text(summarize_run(summaries), self.run.pin("agent"), self.run.pin("simulator")))
+        text = run_summary_text(summarize_run(summaries), self.run.pin("agent"), self.run.pin("simulator"))
+        if index.problem:  # the error every reader of this run gives: no figure stands
+            text = Text("no figures: ", "bold red").append(literal(index.problem))
+        for warning in index.warnings():
+            text.append("\nwarning: ", "yellow").append(literal(warning))
+        self.query_one("#run-summary", Static).update(text)
         note = "" if index.complete else f"indexing… {len(index.rows):,} trials so far"
         if index.bad_lines:
             note += f" {index.bad_lines} unreadable line(s) skipped"

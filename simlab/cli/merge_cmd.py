@@ -1,0 +1,30 @@
+"""``simlab merge OUT SHARD_DIR...``: the shards of a run played on several machines, as one run."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from simlab.report.build import resolve_run
+from simlab.runner.merge import merge_shards
+from simlab.runner.prepare import check_run_id
+from simlab.specs import load_config
+
+
+def merge_command(args: argparse.Namespace) -> int:
+    transcripts = Path(load_config(Path("simlab.yaml")).transcripts)
+    out = Path(args.out) if "/" in args.out else transcripts / check_run_id(args.out)
+    shards = [resolve_run(target, transcripts) for target in args.shards]
+    report = merge_shards(out, shards, ["simlab", "merge", args.out, *args.shards])
+    for warning in report.warnings:
+        print(f"warning: {warning}", file=sys.stderr)
+    print(f"merged {report.merged} of {report.planned} planned trials from {len(report.shards)} shards into {out}",
+          file=sys.stderr)
+    for folder, count in report.shards:
+        print(f"  {folder}: {count} trials", file=sys.stderr)
+    if report.merged < report.planned:
+        print(f"{report.planned - report.merged} planned trials are in no shard: the merged run is incomplete "
+              "(a gate on it is inconclusive)", file=sys.stderr)
+    print(f"next: simlab report {args.out} && simlab gate {args.out} --suite SUITE", file=sys.stderr)
+    return 0

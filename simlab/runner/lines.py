@@ -1,0 +1,258 @@
+"""The one rule by which every reader of ``trials.jsonl`` reads it: report, gate, compare, grade,
+resume, merge and the viewer.
+
+- A trial line is one JSON object with a ``unit_id`` (a non-empty string) and a ``transcript``
+  (an object). simlab writes it as ``{"schema_version":N,"unit_id":"…","head":{…},"transcript":{…},…}``;
+  a line in exactly that shape is read from its head and its framing (it starts with one record,
+  holds no second one, ends with ``}``), any other line is parsed in full. The fast path may give
+  up; it may not be wrong.
+- The last line of a file without its newline is a torn tail (a crash mid-write): every reader
+  skips it and says so, and the next ``simlab run`` cuts it. Any other line that is not a trial
+  line, a torn line in the middle included (a killed shard concatenated before another), is an
+  error naming the file and the line (exit 3).
+- A unit is stored once. A second line for the same unit is an error naming the unit and both
+  lines, unless the two lines are byte-identical: then the later one is dropped, with a warning.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterator, Literal
+
+from simlab.errors import InfraError
+from simlab.transcript.row import HEAD_VERSION, trial_head
+
+_BLOCK = 1 << 22
+_PREFIX = re.compile(rb'\{"schema_version":\d+,"unit_id":"([^"\\]*)"')
+_RECORD_START = b'{"schema_version":'
+_ANY_PREFIX = re.compile(rb'\{"schema_version":\d+,"unit_id":"')
+_HEAD_KEY = re.compile(rb'\{"schema_version":\d+,"unit_id":"(?:[^"\\]|\\.)*","head":')
+_HEAD_END = b',"transcript":{"schema_version":'
+FIX = "fix or delete that line (a killed shard: resume it before merging)"
+
+Parse = Literal["unit", "head", "raw", "line"]
+
+
+class LineError(InfraError):
+    """A line of a trials file that no reader may trust (exit 3): the message names file and line."""
+
+
+@dataclass
+class ReadNotes:
+    """What a read skipped, for the warnings beside its figures."""
+
+    path: Path
+    plan: set[str] | None = None  # when given, units outside it are left out (and noted)
+    torn_tail: int = 0  # bytes of a torn last line (skipped)
+    torn_line: int = 0  # its line number
+    duplicates: list[tuple[str, int, int]] = field(default_factory=list)  # (unit, first line, repeat)
+    unplanned: list[tuple[str, int]] = field(default_factory=list)  # (unit, line) not in the plan
+
+    def warnings(self) -> list[str]:
+        out = []
+        if self.unplanned:
+            shown = ", ".join(f"{unit!r} (line {number})" for unit, number in self.unplanned[:3])
+            more = f" and {len(self.unplanned) - 3} more" if len(self.unplanned) > 3 else ""
+            out.append(f"{self.path}: {len(self.unplanned)} stored trials are not in this run's plan (run.json) and "
+                       f"are left out of every figure: {shown}{more}")
+        if self.torn_tail:
+            out.append(f"{self.path}:{self.torn_line}: a torn last line ({self.torn_tail} bytes, a crash mid-write) "
+                       "was skipped; `simlab run` with the same run id cuts it and plays that unit again")
+        for unit, first, repeat in self.duplicates[:5]:
+            out.append(f"{self.path}: unit {unit!r} is stored twice, identically (lines {first} and {repeat}): "
+                       "counted once")
+        if len(self.duplicates) > 5:
+            out.append(f"{self.path}: … and {len(self.duplicates) - 5} more identical repeats, counted once")
+        return out
+
+
+class UnitLedger:
+    """Where each unit of a file is stored: the duplicate rule."""
+
+    def __init__(self, path: Path, notes: ReadNotes):
+        self.path, self.notes = path, notes
+        self.seen: dict[str, tuple[int, int, int]] = {}  # unit → (line, offset, length)
+
+    def admit(self, unit: str, number: int, offset: int, line: bytes | memoryview) -> bool:
+        """True for a unit seen the first time, False for a byte-identical repeat (dropped and
+        noted); a different line for a unit already seen is an error."""
+        first = self.seen.get(unit)
+        if first is None:
+            self.seen[unit] = (number, offset, len(line))
+            return True
+        before_number, before_offset, before_length = first
+        if before_length == len(line) and _read_at(self.path, before_offset, before_length) == bytes(line):
+            self.notes.duplicates.append((unit, before_number, number))
+            return False
+        raise LineError(f"{self.path}:{number}: unit {unit!r} is stored twice, on lines {before_number} and "
+                        f"{number}, with different contents; a run holds one trial per unit. Keep the line you "
+                        "trust and delete the other, or merge shards with `simlab merge`, which refuses overlaps")
+
+
+def _read_at(path: Path, offset: int, length: int) -> bytes:
+    with open(path, "rb") as fh:
+        fh.seek(offset)
+        return fh.read(length)
+
+
+def block_lines(path: Path) -> Iterator[tuple[int, int, bytearray, int, int, bool]]:
+    """``(number, offset, buffer, start, end, last)`` for each non-blank line of a file: ``offset``
+    is where the line starts in the file, ``last`` says it has no newline (a torn tail). The file
+    is read in reused 4 MB blocks and never split into line objects (1.6 GB for 100,000 trials);
+    the buffer is only valid until the next line."""
+    number, base = 0, 0  # base: the file offset of data[0]
+    data, block = bytearray(), bytearray(_BLOCK)  # reused: fresh 4 MB buffers would cost page faults
+    with open(path, "rb") as fh:
+        while size := fh.readinto(block):
+            data += memoryview(block)[:size]
+            pos = 0
+            while (end := data.find(b"\n", pos)) >= 0:
+                number += 1
+                if end > pos and (data[pos] == 0x7B or data[pos:end].strip()):  # "{": no copy to test
+                    yield number, base + pos, data, pos, end, False
+                pos = end + 1
+            del data[:pos]  # cheap: a bytearray drops its head without moving the rest
+            base += pos
+    if data.strip():
+        yield number + 1, base, data, 0, len(data), True
+
+
+def _second_record(data: bytes | bytearray, pos: int, end: int) -> bool:
+    """Whether another record starts in ``data[pos:end]``: two lines run together (a torn line
+    followed by the next one). Inside a JSON string every quote is escaped, so the prefix can only
+    be structure; a look-alike inside a tool result sends the line to the full parse, which decides."""
+    while (found := data.find(_RECORD_START, pos, end)) >= 0:
+        if _ANY_PREFIX.match(data, found, end):
+            return True
+        pos = found + 1
+    return False
+
+
+def read_head(data: bytes | bytearray, start: int = 0, end: int | None = None) -> dict[str, Any] | None:
+    """The head at the front of a line, or None when the line is not in simlab's own shape.
+
+    Only the head is parsed. It ends where the transcript begins: ``,"transcript":{`` cannot occur
+    inside it, as every quote within a JSON string is escaped and no key of the head or its row
+    named ``transcript`` holds an object (``transcript/row.py``).
+    """
+    from pydantic_core import from_json
+
+    end = len(data) if end is None else end
+    match = _HEAD_KEY.match(data, start, end)
+    if match is None or data[end - 1] != 0x7D:  # "}"
+        return None
+    stop = data.find(_HEAD_END, match.end(), end)
+    if stop < 0 or _second_record(data, stop + len(_HEAD_END), end):
+        return None
+    try:
+        head = from_json(data[match.end():stop])
+    except ValueError:
+        return None
+    return head if isinstance(head, dict) and head.get("v") == HEAD_VERSION else None
+
+
+def read_unit(data: bytes | bytearray, start: int, end: int) -> str | None:
+    """The unit id at the front of a line in simlab's own shape, or None (then parse in full)."""
+    match = _PREFIX.match(data, start, end)
+    if match is None or data[end - 1] != 0x7D:
+        return None
+    transcript = data.find(_HEAD_END, match.end(), end)  # a line without a transcript is parsed, and refused
+    if transcript < 0 or _second_record(data, transcript + len(_HEAD_END), end):
+        return None
+    return match.group(1).decode("utf-8")
+
+
+def parse_record(line: bytes | bytearray, path: Path, number: int) -> dict[str, Any]:
+    """A whole trial line, parsed and checked (a unit id, a transcript), or ``LineError``.
+    pydantic-core's JSON parser is faster than ``json``; ``json`` reads what it cannot (lone
+    surrogates)."""
+    from pydantic_core import from_json
+
+    try:
+        value = from_json(line)
+    except ValueError:
+        try:
+            value = json.loads(line)
+        except ValueError:
+            raise LineError(f"{path}:{number}: not valid JSON (a line cut short, or two lines run together): the "
+                            f"file was edited or corrupted; {FIX}") from None
+    if not isinstance(value, dict) or not isinstance(value.get("unit_id"), str) or not value["unit_id"]:
+        raise LineError(f"{path}:{number}: not a trial record (no unit_id); the file was edited or corrupted; {FIX}")
+    if not isinstance(value.get("transcript"), dict):
+        keys = ", ".join(sorted(value)) if isinstance(value, dict) else ""
+        raise LineError(f"{path}:{number}: trial {value['unit_id']!r} has no transcript (the line holds only {keys}); "
+                        "a trial line holds its whole transcript: restore the line, or delete it and run the same "
+                        "run id again to play that unit")
+    return value
+
+
+def head_of(raw: dict[str, Any], path: Path, number: int) -> dict[str, Any]:
+    """``trial_head`` of a parsed line; a transcript of the wrong shape is a ``LineError``."""
+    try:
+        return trial_head(raw)
+    except (KeyError, TypeError, AttributeError, ValueError) as exc:
+        raise LineError(f"{path}:{number}: trial {raw['unit_id']!r} is not a trial record simlab can read "
+                        f"({type(exc).__name__}: {exc}); the file was edited or corrupted; {FIX}") from None
+
+
+def line_value(data: bytes | bytearray, start: int, end: int, path: Path, number: int,
+               parse: Parse) -> tuple[str, Any]:
+    """``(unit id, value)`` of one complete line under the rule: the value is the unit id, the
+    head, or the whole parsed record, as ``parse`` asks."""
+    if parse == "unit":
+        unit = read_unit(data, start, end)
+        if unit is not None:
+            return unit, unit
+    elif parse == "head":
+        head = read_head(data, start, end)
+        if head is not None and isinstance((head.get("row") or {}).get("unit_id"), str):
+            return head["row"]["unit_id"], head
+    raw = parse_record(bytes(data[start:end]), path, number)
+    if parse == "raw":
+        return raw["unit_id"], raw
+    head = head_of(raw, path, number)
+    return raw["unit_id"], (raw["unit_id"] if parse == "unit" else head)
+
+
+def scan(path: Path, parse: Parse, notes: ReadNotes | None = None) -> Iterator[tuple[int, str, Any]]:
+    """``(line number, unit id, value)`` of every trial of a file, each unit once, under the rule
+    (module docstring): the value is the unit id, the head, the parsed record, or the line's own
+    bytes (``line``, checked like ``unit``). ``notes`` collects what was skipped."""
+    notes = notes if notes is not None else ReadNotes(path)
+    if not path.exists():
+        return
+    ledger = UnitLedger(path, notes)
+    try:
+        for number, offset, data, start, end, last in block_lines(path):
+            if last:  # a torn tail: skipped by every reader, cut by the next run
+                notes.torn_tail, notes.torn_line = end - start, number
+                return
+            unit, value = line_value(data, start, end, path, number, "unit" if parse == "line" else parse)
+            if not ledger.admit(unit, number, offset, memoryview(data)[start:end]):
+                continue
+            if notes.plan is not None and unit not in notes.plan:
+                notes.unplanned.append((unit, number))
+                continue
+            yield number, unit, bytes(data[start:end + 1]) if parse == "line" else value
+    except OSError as exc:
+        raise InfraError(f"{path}: cannot read ({exc.strerror or exc})") from None
+
+
+def last_line_start(path: Path, chunk: int = 1 << 16) -> tuple[int, int]:
+    """``(size, start of the last line)`` of a file, read backwards in chunks: linear in the length
+    of the last line, whatever it is, with memory of one chunk."""
+    with open(path, "rb") as fh:
+        size = fh.seek(0, os.SEEK_END)
+        pos = size - 1 if size else 0  # the last byte may be the last line's own newline
+        while pos > 0:
+            step = min(chunk, pos)
+            fh.seek(pos - step)
+            found = fh.read(step).rfind(b"\n")
+            if found >= 0:
+                return size, pos - step + found + 1
+            pos -= step
+        return size, 0

@@ -13,7 +13,7 @@ from simlab.graders.base import GradeContext, verdict_of
 from simlab.graders.drift_judge import grade_drift_llm
 from simlab.graders.groundedness import grade_groundedness
 from simlab.graders.judge import Malformed, YesNo, grade_rubric, parse_answer
-from simlab.graders.render import nonce_for, transcript_as_data
+from simlab.graders.judge_prompt import nonce_for, transcript_as_data
 from simlab.llm import FunctionModel, LiteLLMModel, ModelError, ModelErrorKind, ScriptedModel, register_fake
 from simlab.transcript import (AgentMessage, ModelCall, Pin, Signal, Termination, ToolCall, ToolResult, Transcript,
                                UserMessage)

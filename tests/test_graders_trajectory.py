@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from simlab.graders.base import GradeContext
-from simlab.graders.compare import ComparatorError, call_matches, call_mismatch, compare_value
+from simlab.graders.comparators import ComparatorError, call_matches, call_mismatch, compare_value
 from simlab.graders.trajectory import grade_trajectory
 from simlab.specs.expect import CallSpec
 from simlab.transcript import InvalidCall, Pin, Termination, ToolCall, ToolResult, Transcript, UserMessage

@@ -18,7 +18,7 @@ from simlab.graders.base import GradeContext
 from simlab.graders.judge import grade_rubric
 from simlab.llm import FunctionModel
 from simlab.report.build import build
-from simlab.report.render import render
+from simlab.report.formats import render
 from simlab.report.terminal import print_report
 from simlab.transcript import Check, Transcript
 from tests.fixtures.hostile.helpers import CONTROL, MARKUP, read_lines

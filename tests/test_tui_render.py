@@ -19,7 +19,7 @@ from simlab.transcript import (
     Usage,
     UserMessage,
 )
-from simlab.tui.compare import differences, first_divergence
+from simlab.tui.trial_diff import differences, first_divergence
 from simlab.tui.export import export_path, transcript_markdown
 from simlab.tui.render import (
     clean,

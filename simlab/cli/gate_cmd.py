@@ -13,7 +13,7 @@ from rich.text import Text
 
 from simlab.inert import one_line
 from simlab.report.build import build, project_run
-from simlab.report.compare import compare
+from simlab.report.compare_runs import compare
 from simlab.report.gates import GateReport, evaluate
 from simlab.report.junit import junit_xml
 from simlab.specs import Suite, load_suite

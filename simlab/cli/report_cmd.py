@@ -12,7 +12,7 @@ from rich.console import Console
 
 from simlab.inert import one_line
 from simlab.report.build import build, project_run
-from simlab.report.render import render
+from simlab.report.formats import render
 from simlab.report.terminal import print_report
 from simlab.runner.store import RunStore
 from simlab.specs import load_config

@@ -35,7 +35,7 @@ from collections import Counter
 from typing import Any, Iterable
 
 from simlab.graders.base import Check, GradeContext, check_at, initial_snapshot, scenario_memo
-from simlab.graders.compare import same_value
+from simlab.graders.comparators import same_value
 from simlab.graders.paths import MISSING, PathError, resolve
 from simlab.graders.policy import calls_of
 from simlab.specs import Persona, Scenario

@@ -21,7 +21,7 @@ from typing import Any
 
 from simlab.graders.base import GradeContext
 from simlab.graders.judge import JudgeOutcome, judge_criterion, not_run
-from simlab.graders.render import data_rules, nonce_for, transcript_as_data
+from simlab.graders.judge_prompt import data_rules, nonce_for, transcript_as_data
 from simlab.llm.types import Message
 from simlab.specs import Persona
 from simlab.transcript import Check, ModelCall

@@ -26,7 +26,7 @@ from simlab.graders.judge import (
     not_run,
     one_line,
 )
-from simlab.graders.render import MAX_RESULT_CHARS, data_rules, delimit, event_line, nonce_for
+from simlab.graders.judge_prompt import MAX_RESULT_CHARS, data_rules, delimit, event_line, nonce_for
 from simlab.llm.types import Message
 from simlab.transcript import AgentMessage, Check, InvalidCall, ModelCall, ToolCall, ToolResult, Transcript
 

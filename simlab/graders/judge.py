@@ -5,7 +5,7 @@ Why these rules:
   a ```json fence around it is tolerated, prose around it is not). A malformed answer is retried
   up to ``max_attempts`` times, telling the judge what was wrong; after that the check is an
   ``error`` (judge error), never a pass.
-- The transcript reaches the judge as delimited data (``render.py``); the instructions and the
+- The transcript reaches the judge as delimited data (``judge_prompt.py``); the instructions and the
   criterion (written by the scenario author, so trusted) live in the system message.
 - ``samples > 1`` asks the same question several times (different seeds) and takes a majority
   over *all* samples asked: ``yes`` needs more than half of them, ``no`` needs at least half (a
@@ -29,7 +29,7 @@ from typing import Any, Generic, Literal, TypeVar
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from simlab.graders.base import GradeContext
-from simlab.graders.render import data_rules, nonce_for, transcript_as_data
+from simlab.graders.judge_prompt import data_rules, nonce_for, transcript_as_data
 from simlab.llm.types import ChatModel, Message, ModelError
 from simlab.transcript import Check, ModelCall, Transcript
 

@@ -39,7 +39,7 @@ from typing import Any, Callable, Iterable
 
 from simlab.graders.base import Check, GradeContext, check_at, initial_snapshot
 from simlab.graders.confirm import ask_kind, builtin, merge, stance
-from simlab.graders.compare import ComparatorError, as_number, call_matches, describe_spec, load_callable
+from simlab.graders.comparators import ComparatorError, as_number, call_matches, describe_spec, load_callable
 from simlab.graders.paths import MISSING, PathError, resolve
 from simlab.specs.expect import LIMIT, Rule
 from simlab.transcript import AgentMessage, InvalidCall, ToolCall, ToolResult, Transcript, UserMessage

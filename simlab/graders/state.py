@@ -21,7 +21,7 @@ from typing import Any
 
 from simlab.env.domain import Environment
 from simlab.graders.base import Check, GradeContext, scenario_memo
-from simlab.graders.compare import ComparatorError, as_number, load_callable, same_value
+from simlab.graders.comparators import ComparatorError, as_number, load_callable, same_value
 from simlab.graders.paths import MISSING, PathError, parse_path, resolve
 from simlab.specs.expect import COMPARISONS, Expect, StateAssertion
 

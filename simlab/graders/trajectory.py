@@ -18,7 +18,7 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from simlab.graders.base import Check, GradeContext, check_at
-from simlab.graders.compare import ComparatorError, call_matches, call_mismatch, describe_spec
+from simlab.graders.comparators import ComparatorError, call_matches, call_mismatch, describe_spec
 from simlab.specs.expect import CallSpec
 from simlab.transcript import AgentMessage, InvalidCall, ToolCall, Transcript
 

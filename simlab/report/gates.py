@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from simlab.errors import EXIT_GATE_FAILED, EXIT_INFRA, EXIT_OK
-from simlab.report.compare import compare
+from simlab.report.compare_runs import compare
 from simlab.results.summary import extend_curves
 from simlab.specs import Suite
 from simlab.specs.gates import Gate, parse_gate

@@ -23,7 +23,7 @@ from simlab.transcript import (
     UserMessage,
 )
 from simlab.inert import one_line
-from simlab.report.render import md_escape
+from simlab.report.formats import md_escape
 from simlab.tui.render import clean, event_blocks, fmt_cost
 
 __all__ = ["export_path", "transcript_markdown"]

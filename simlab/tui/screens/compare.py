@@ -9,7 +9,7 @@ from textual.containers import Horizontal, Vertical
 from textual.widgets import Static
 
 from simlab.transcript import TrialRecord
-from simlab.tui.compare import differences
+from simlab.tui.trial_diff import differences
 from simlab.tui.data import RunInfo
 from simlab.tui.screens.base import RunScreen
 from simlab.tui.widgets.crumbs import Crumbs

@@ -26,7 +26,7 @@ from simlab.llm.types import ModelError
 from simlab.runner.plan import WorkUnit
 from simlab.runner.prepare import RunPlan
 from simlab.runner.store import encode_record
-from simlab.sim.agents import Agent
+from simlab.sim.agent_io import Agent
 from simlab.sim.loop import Trial, run_trial
 from simlab.sim.simulators import Simulator
 from simlab.transcript import ErrorEvent, Termination, TerminationReason, Transcript, TrialRecord

@@ -8,7 +8,9 @@ from typing import Any
 from pydantic import ValidationError
 
 from simlab.errors import UsageError
-from simlab.sim.agents import Agent, LLMAgent, load_python_agent
+from simlab.sim.agent_io import Agent
+from simlab.sim.llm_agent import LLMAgent
+from simlab.sim.python_agent import load_python_agent
 from simlab.sim.simulators import LLMSimulator, RulesSimulator, ScriptedSimulator, Simulator
 from simlab.specs import AgentSpec, JudgeSpec, SimulatorSpec
 

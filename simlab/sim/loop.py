@@ -15,7 +15,8 @@ from pydantic import BaseModel
 
 from simlab.env.domain import Domain, Environment
 from simlab.llm.types import ModelError, ModelErrorKind
-from simlab.sim.agents import Agent, AgentInput, StopTrial, ToolHandle
+from simlab.sim.agent_io import Agent, AgentInput
+from simlab.sim.tool_handle import StopTrial, ToolHandle
 from simlab.sim.simulators.base import Simulator, SimView
 from simlab.specs import Limits, Persona, Scenario
 from simlab.transcript import (

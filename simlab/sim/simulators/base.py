@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Any, Callable, Literal
+from typing import Any, Callable, Literal, Protocol, runtime_checkable
 
 from simlab.specs import Persona, Scenario
 from simlab.transcript import Pin
@@ -50,12 +50,15 @@ class UserTurn:
     why: str = ""  # why the simulator signalled, when it was not the model's own word (a backstop)
 
 
-
-class Simulator:
-    """Plays the user, one message at a time."""
+@runtime_checkable
+class Simulator(Protocol):
+    """Plays the user, one message at a time: the protocol every simulator meets (``rules``,
+    ``scripted``, an LLM, or your own)."""
 
     def pin(self) -> Pin:
-        raise NotImplementedError
+        """Kind, model or reference, and settings: recorded in every transcript."""
+        ...
 
     async def next_message(self, view: SimView) -> UserTurn:
-        raise NotImplementedError
+        """The user's next message (and a control signal, if any), from what the user can see."""
+        ...

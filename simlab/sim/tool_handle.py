@@ -1,0 +1,117 @@
+"""The agent's hands: ``ToolHandle`` executes domain tools for an agent, records every call and
+its result in the transcript, and stops a trial that loops (the same call again and again, or too
+many calls in one turn) with ``StopTrial``, which the agent under test cannot catch."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from simlab.env.domain import Environment
+from simlab.transcript import ErrorEvent, InvalidCall, ToolCall, ToolResult
+
+__all__ = ["LOOP_REPEATS", "StopTrial", "ToolHandle", "ToolReply"]
+
+LOOP_REPEATS = 3  # the same tool with the same arguments this many times in a row is a loop
+
+
+class StopTrial(BaseException):
+    """Ends the trial from inside an agent turn (loop, budget). A BaseException, so that an agent's
+    ``except Exception`` cannot swallow it."""
+
+    def __init__(self, reason: str, detail: str):
+        self.reason = reason
+        self.detail = detail
+        super().__init__(detail)
+
+
+@dataclass
+class ToolReply:
+    """What a tool call gave back to the agent."""
+
+    ok: bool
+    result: Any = None
+    error: str | None = None
+
+    def as_text(self) -> str:
+        if self.ok:
+            return self.result if isinstance(self.result, str) else json.dumps(self.result, ensure_ascii=False)
+        return json.dumps({"error": self.error}, ensure_ascii=False)
+
+
+class ToolHandle:
+    """Executes domain tools for the agent and records each call in the transcript."""
+
+    def __init__(self, env: Environment, record: Callable[[Any], None], *, turn: int = 0,
+                 max_calls_per_turn: int = 50):
+        self._env = env
+        self._record = record
+        self.turn = turn
+        self._max_calls = max_calls_per_turn
+        self._calls_this_turn = 0
+        self._last_key: str | None = None
+        self._repeats = 0
+        self._next_id = 0
+        self._schemas: list[dict[str, Any]] | None = None
+
+    def start_turn(self, turn: int) -> None:
+        """A new user message: the same call again after it is a fresh attempt, not a loop."""
+        self.turn = turn
+        self._calls_this_turn = 0
+        self._last_key, self._repeats = None, 0
+
+    @property
+    def schemas(self) -> list[dict[str, Any]]:
+        """The tools in the OpenAI function format: this trial's own copy, made once (a model
+        client that changes them, as LiteLLM does for some providers, copies them first)."""
+        if self._schemas is None:
+            self._schemas = self._env.tool_schemas()
+        return self._schemas
+
+    def call(self, tool: str, arguments: dict[str, Any] | str | None = None, /, **kwargs: Any) -> ToolReply:
+        """Run ``tool`` and record the call. Arguments come as keywords, with any names a tool may
+        have (``call("find_customer", name="Ana")``), or as one dict or raw JSON text — how a model
+        adapter passes them, optionally with ``call_id=`` (the model's id for the call); keywords
+        beside a dict are merged into it."""
+        call_id = None
+        if arguments is not None:
+            call_id = kwargs.pop("call_id", None)
+        if kwargs:
+            arguments = {**(arguments if isinstance(arguments, dict) else {}), **kwargs}
+        return self._run(tool, arguments, call_id)
+
+    def _run(self, name: str, arguments: dict[str, Any] | str | None, call_id: str | None) -> ToolReply:
+        self._next_id += 1
+        call_id = call_id or f"call_{self.turn}_{self._next_id}"
+        outcome = self._env.execute(name, arguments)
+        self._record(ToolCall(
+            turn=self.turn, call_id=call_id, name=name, arguments=outcome.arguments,
+            raw_arguments=outcome.raw_arguments, access=outcome.access.value if outcome.access else None,
+        ))
+        if outcome.invalid_reason is not None:
+            self._record(InvalidCall(turn=self.turn, call_id=call_id, name=name, reason=outcome.invalid_reason))
+        self._record(ToolResult(turn=self.turn, call_id=call_id, name=name, ok=outcome.ok,
+                                result=outcome.result, error=outcome.error))
+        fault = outcome.extra.get("fault")
+        if fault:  # the domain misbehaved (crash, hang, a READ tool that wrote): say so apart from the result
+            self._record(ErrorEvent(turn=self.turn, source="tool", kind=str(fault), message=outcome.error or ""))
+        self._watch_for_loops(name, outcome.raw_arguments)
+        return ToolReply(outcome.ok, outcome.result, outcome.error)
+
+    def _watch_for_loops(self, name: str, raw: str) -> None:
+        self._calls_this_turn += 1
+        key = f"{name}\x00{_canonical(raw)}"
+        self._repeats = self._repeats + 1 if key == self._last_key else 1
+        self._last_key = key
+        if self._repeats >= LOOP_REPEATS:
+            raise StopTrial("agent_loop", f"{name} called {self._repeats} times in a row with the same arguments")
+        if self._calls_this_turn > self._max_calls:
+            raise StopTrial("agent_loop", f"more than {self._max_calls} tool calls in one turn")
+
+
+def _canonical(raw: str) -> str:
+    try:
+        return json.dumps(json.loads(raw), sort_keys=True)
+    except (ValueError, TypeError, RecursionError):  # not JSON, or nested too deeply to parse
+        return raw

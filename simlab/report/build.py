@@ -60,8 +60,7 @@ def build(folder: Path, *, write: bool = True, checks_table: bool = False,
     summary = summarize(results, run_id=(manifest or {}).get("run_id", folder.name), allow_unjudged=allowed or ())
     summary["pins"] = (manifest or {}).get("pins", {})
     mixed = [d for r in (manifest or {}).get("resumes") or [] for d in r.get("forced_over") or []]
-    if mixed:  # resumed with --force over other pins: its trials mix configurations
-        summary["mixed_pins"] = mixed
+    summary["mixed_pins"] = mixed  # resumed with --force over other pins: its trials mix configurations
     summary["completeness"] = {"planned": None if notes.plan is None else len(notes.plan), "finished": len(results),
                                "unplanned": len(notes.unplanned), "manifest": manifest is not None}
     warnings = notes.warnings()

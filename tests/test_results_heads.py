@@ -20,17 +20,13 @@ from simlab.results.stats import pass_at_k, pass_hat_k
 from simlab.results.summary import extend_curves, summarize
 from simlab.runner.store import RunStore, read_head
 from simlab.transcript.row import trial_head
-
-REPO = Path(__file__).resolve().parents[1]
+from tests.support import copy_demo
 
 
 @pytest.fixture(scope="module")
 def demo_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The retail demo (flaky agent: passes, failures, policy violations, an attack), 3 trials."""
-    root = tmp_path_factory.mktemp("demo")
-    for name in ("scenarios", "personas", "examples"):
-        shutil.copytree(REPO / name, root / name, ignore=shutil.ignore_patterns("__pycache__"))
-    shutil.copy(REPO / "simlab.yaml", root / "simlab.yaml")
+    root = copy_demo(tmp_path_factory.mktemp("demo"))
     with pytest.MonkeyPatch.context() as mp:
         mp.chdir(root)
         assert main(["run", "--run-id", "demo", "--trials", "3", "--no-progress"]) in (0, 1)
@@ -157,29 +153,31 @@ def test_curves_stop_at_max_k_and_extend_exactly(demo_run: Path) -> None:
     results = read_results(demo_run / "trials.jsonl")
     whole = summarize(results, max_k=None)
     short = summarize(results, max_k=1)
-    assert list(short["suite"]["raw"]["pass_k"]) == ["1"] and list(whole["suite"]["raw"]["pass_k"]) == ["1", "2", "3"]
+    assert list(short.suite.raw.pass_k) == [1] and list(whole.suite.raw.pass_k) == [1, 2, 3]
     for k in (2, 3, 4):
         extend_curves(short, k)
-    assert short["suite"]["raw"]["pass_k"]["4"]["pass_hat_k"] is None  # 3 trials: k = 4 is undefined
-    del short["suite"]["raw"]["pass_k"]["4"], short["suite"]["valid"]["pass_k"]["4"]
-    for figures in short["scenarios"].values():
-        c, n = figures["raw"]["success"]["c"], figures["raw"]["success"]["n"]
-        assert figures["raw"]["pass_k"]["3"] == {"pass_hat_k": pass_hat_k(c, n, 3), "pass_at_k": pass_at_k(c, n, 3)}
-        for view in ("raw", "valid"):
-            del figures[view]["pass_k"]["4"]
+    assert short.suite.raw.pass_k[4].pass_hat_k is None  # 3 trials: k = 4 is undefined
+    del short.suite.raw.pass_k[4], short.suite.valid.pass_k[4]
+    for figures in short.scenarios.values():
+        c, n = figures.raw.success.c, figures.raw.success.n
+        assert (figures.raw.pass_k[3].pass_hat_k, figures.raw.pass_k[3].pass_at_k) == (pass_hat_k(c, n, 3),
+                                                                                        pass_at_k(c, n, 3))
+        for view in (figures.raw, figures.valid):
+            del view.pass_k[4]
     assert short == whole
 
 
 def test_a_gate_beyond_the_stored_curve_is_decided(demo_run: Path) -> None:
     from simlab.report.gates import evaluate
+    from simlab.results.figures import Completeness
     from simlab.specs.config import Suite
 
     # the demo runs without a judge: its hard rubric items stay unjudged, which this suite accepts
     summary = summarize(read_results(demo_run / "trials.jsonl"), max_k=1, allow_unjudged=["rubric"])
-    summary["completeness"] = {"planned": 30, "finished": 30, "unplanned": 0, "manifest": True}
+    summary.completeness = Completeness(planned=30, finished=30, unplanned=0, manifest=True)
     suite = Suite.model_validate({"id": "s", "scenarios": ["x.yaml"], "gates": ["pass^3 >= 0"],
                                   "allow_unjudged": ["rubric"]})
-    report = evaluate(summary, suite, load_baseline=lambda ref: {})
+    report = evaluate(summary, suite, load_baseline=lambda ref: summary)
     assert [r.status for r in report.results] == ["pass"] and report.results[0].value is not None
     assert report.exit_code == 0
 

@@ -1,5 +1,6 @@
-"""One typed model per fact: ``RunSummary`` is summary.json, ``Comparison`` is ``compare --json``;
-the report, the gates, JUnit and compare read these."""
+"""One typed model per fact: ``RunSummary`` is summary.json, ``Comparison`` is ``compare --json``,
+``TrialHead`` is the head of a line; the report, the gates, JUnit and the viewer read these, and the
+viewer's figures are the report's."""
 
 from __future__ import annotations
 
@@ -8,12 +9,21 @@ import shutil
 from pathlib import Path
 
 import pytest
+from pydantic import ValidationError
 
 from simlab.cli.main import main
 from simlab.report.build import build
 from simlab.report.compare_runs import compare
 from simlab.report.formats import render
 from simlab.results.figures import Comparison, RunSummary
+from simlab.runner.store import RunStore, encode_record
+from simlab.transcript import TrialRecord
+from simlab.transcript.head import TrialFigures, TrialHead
+from simlab.transcript.row import record_head
+from simlab.tui.data import RunIndex, RunInfo
+from simlab.tui.sample import sample_record
+from simlab.tui.summary import summarize as view_figures
+from simlab.tui.summary import summarize_run
 from tests.support import copy_demo, write_project
 
 
@@ -67,3 +77,66 @@ def test_compare_gives_a_typed_comparison_and_prints_it_as_json(demo: Path, monk
     capsys.readouterr()
     assert main(["compare", "demo", "other", "--json"]) == 0
     assert Comparison.model_validate_json(capsys.readouterr().out) == result
+
+
+def test_every_stored_head_is_a_trial_head_and_the_record_reads_it_typed(demo: Path) -> None:
+    store = RunStore(demo / "transcripts" / "demo")
+    heads = list(store.heads())
+    records = list(store.records())
+    assert len(heads) == len(records) == 30 and all(isinstance(h, TrialHead) for h in heads)
+    for head, record in zip(heads, records):
+        assert record.head == head == record_head(record)  # stored, read typed, and computed afresh
+        assert head.row.checks == {c.name: c.status for c in record.checks}
+        assert head.row.verdict == record.verdict and head.row.unit_id == record.unit_id
+
+
+def test_a_head_of_another_version_or_shape_reads_as_none_and_is_written_afresh() -> None:
+    record = sample_record("r", "s", 1)
+    raw = json.loads(encode_record(record))
+    assert TrialRecord.model_validate(raw).head == record_head(record)
+    for spoiled in ({**raw["head"], "v": 3}, {**raw["head"], "row": {"verdict": "pass"}}, {"v": 2}, [1]):
+        again = TrialRecord.model_validate({**raw, "head": spoiled})
+        assert again.head is None  # derived data: never trusted when it is not this version's
+        assert json.loads(encode_record(again))["head"] == raw["head"]
+
+
+def test_a_trial_row_takes_check_columns_and_nothing_else() -> None:
+    row = record_head(sample_record("r", "s", 2)).row.model_dump()
+    assert TrialFigures.model_validate({**row, "check:extra": "pass"}).checks["extra"] == "pass"
+    with pytest.raises(ValidationError, match="unexpected key 'verdcit'"):
+        TrialFigures.model_validate({**row, "verdcit": "pass"})
+    with pytest.raises(ValidationError, match="unexpected key 'check:x'"):
+        TrialFigures.model_validate({**row, "check:x": 3})
+
+
+def test_the_viewer_shows_the_figures_of_the_report(demo: Path) -> None:
+    folder = demo / "transcripts" / "demo"
+    summary = build(folder, write=False)
+    run = RunInfo.load(folder)
+    assert run.allow_unjudged() == ["rubric"] and summary.unjudged.counted_as_pass > 0
+    progress = view_figures(RunIndex(run).read_all(), run.planned(), run.allow_unjudged())
+    assert set(progress) == set(summary.scenarios)
+    for sid, figures in summary.scenarios.items():
+        shown = progress[sid].figures(list(figures.valid.pass_k))
+        assert shown == figures  # the same model, the same numbers: unjudged trials counted as the report counts them
+    overview = summarize_run(progress)
+    assert overview.raw_pass_1 == summary.suite.raw.success.rate
+    assert overview.pass_1 == summary.suite.valid.pass_k[1].pass_hat_k
+    assert overview.pass_k == summary.suite.valid.pass_k[overview.k].pass_hat_k
+
+
+def test_a_line_read_whole_must_be_a_trial_record_for_any_figure(demo: Path, monkeypatch, capsys) -> None:
+    folder = demo / "transcripts" / "broken"
+    folder.mkdir()
+    shutil.copy(demo / "transcripts" / "demo" / "run.json", folder / "run.json")
+    lines = (demo / "transcripts" / "demo" / "trials.jsonl").read_text().splitlines()
+    record = json.loads(lines[0])
+    del record["head"], record["transcript"]["scenario_id"]  # a hand edit, and no head to trust
+    (folder / "trials.jsonl").write_text("\n".join([json.dumps(record)] + lines[1:]) + "\n")
+    monkeypatch.chdir(demo)
+    capsys.readouterr()
+    assert main(["report", "broken"]) == 3
+    err = capsys.readouterr().err
+    assert "trials.jsonl:1:" in err and "is not a valid trial record (transcript.scenario_id: Field required)" in err
+    index = RunIndex(RunInfo.load(folder))
+    assert len(index.read_all()) == 29 and index.problem is not None and "transcript.scenario_id" in index.problem

@@ -19,7 +19,9 @@ from simlab.results.frames import read_results
 from simlab.results.stats import pass_at_k, pass_hat_k
 from simlab.results.summary import extend_curves, summarize
 from simlab.runner.store import RunStore, read_head
-from simlab.transcript.row import trial_head
+from simlab.transcript import TrialRecord
+from simlab.transcript.head import TrialHead
+from simlab.transcript.row import record_head
 from tests.support import copy_demo
 
 
@@ -48,6 +50,11 @@ def without_head(record: dict) -> str:
     return json.dumps(record, ensure_ascii=False, separators=(",", ":"))
 
 
+def computed_head(record: dict) -> dict:
+    """The head the writer computes from the record's models, as a reader gets it."""
+    return record_head(TrialRecord.model_validate(record)).model_dump(mode="json")
+
+
 def test_every_line_starts_with_the_head_a_full_parse_gives(demo_run: Path) -> None:
     lines = (demo_run / "trials.jsonl").read_bytes().splitlines()
     assert len(lines) == 30
@@ -55,9 +62,9 @@ def test_every_line_starts_with_the_head_a_full_parse_gives(demo_run: Path) -> N
         record = json.loads(line)
         assert line.startswith(b'{"schema_version":2,"unit_id":"%s","head":{' % record["unit_id"].encode())
         head = read_head(line)
-        assert head == record["head"]
+        assert head == record["head"] and TrialHead.model_validate(head).model_dump(mode="json") == head
         del record["head"]
-        assert head == trial_head(record)
+        assert head == computed_head(record)
     heads = [read_head(line) for line in lines]
     assert any(h["failed"] for h in heads) and any(h["not_run"] for h in heads)
     assert any(h["attacks"] for h in heads) and any(h["row"]["verdict"] == "pass" for h in heads)
@@ -79,7 +86,7 @@ def test_a_head_of_another_version_or_broken_is_not_trusted(demo_run: Path, tmp_
         return json.dumps(record, separators=(",", ":"))
 
     spoiled = copy_run(demo_run, tmp_path / "spoiled", spoil)
-    expected = [trial_head(json.loads(without_head(json.loads(line))))
+    expected = [computed_head(json.loads(without_head(json.loads(line))))
                 for line in (demo_run / "trials.jsonl").read_text().splitlines()]
     assert list(RunStore(spoiled).iter_heads()) == expected
     broken = b'{"schema_version":2,"unit_id":"x#1","head":{"v":1,"row":,"transcript":{"schema_version":1}}'
@@ -182,11 +189,11 @@ def test_a_gate_beyond_the_stored_curve_is_decided(demo_run: Path) -> None:
     assert report.exit_code == 0
 
 
-def test_the_head_written_from_the_models_equals_the_head_of_the_full_record() -> None:
-    from simlab.transcript.row import record_head
-    from simlab.tui.sample import sample_record
-
+def test_the_head_written_reads_back_the_same_through_every_reader() -> None:
+    from simlab.runner.lines import line_value
+    from simlab.runner.store import encode_record
     from simlab.transcript import ModelCall, ToolResult, Usage
+    from simlab.tui.sample import sample_record
 
     for k in range(1, 6):
         record = sample_record("r", "s", k)
@@ -194,7 +201,13 @@ def test_the_head_written_from_the_models_equals_the_head_of_the_full_record() -
             ModelCall(turn=1, role="judge", model="j", usage=Usage(input_tokens=5, output_tokens=None, cost_usd=0.1)),
             ToolResult(turn=1, call_id="x", name="lookup_order", ok=False, error="no such order")]
         record.checks[0].category, record.checks[0].status = "prompt_injection", "fail"
-        full = json.loads(record.model_dump_json(exclude={"head"}))
-        head = json.loads(json.dumps(record_head(record)))
-        assert head == trial_head(full) and head["attacks"] == {"prompt_injection": True}
+        head = record_head(record).model_dump(mode="json")
+        assert head["attacks"] == {"prompt_injection": True} and head["row"]["judge_calls"] == 1
         assert head["row"]["tool_errors"] >= 1 and head["row"]["judge_output_tokens"] is None
+        assert head["row"]["judge_input_tokens"] == 5 and head["row"]["judge_cost_usd"] == 0.1
+        line = encode_record(record).rstrip(b"\n")
+        headless = record.model_dump_json(exclude={"head"}).encode()
+        assert read_head(line) == head and read_head(headless) is None
+        for stored in (line, headless):  # the head read from the line's front, and computed from the whole line
+            assert line_value(stored, 0, len(stored), Path("t.jsonl"), 1, "head") == (record.unit_id, head)
+        assert TrialRecord.model_validate_json(line).head == record_head(record)

@@ -17,7 +17,7 @@ from typing import Any, Iterator
 
 from simlab.runner.lines import LineError, ReadNotes, UnitLedger, line_value
 from simlab.runner.store import planned_units
-from simlab.tui.scan import TrialRow, add_detail, row_from_head
+from simlab.tui.rows import TrialRow, row_from_head
 
 __all__ = ["RunIndex", "RunInfo", "discover_runs", "find_run"]
 
@@ -70,6 +70,11 @@ class RunInfo:
         if pin.get("python"):
             return f"python:{pin['python']}"
         return str(pin.get("kind") or pin.get("ref") or "")
+
+    def allow_unjudged(self) -> list[str]:
+        """The check kinds this run lets stay unjudged (its trials count as passes), as the report reads it."""
+        kinds = self.manifest.get("allow_unjudged")
+        return [str(k) for k in kinds] if isinstance(kinds, list) else []
 
     def planned(self) -> dict[str, int]:
         """scenario id → planned trials, in manifest order."""
@@ -220,34 +225,10 @@ class RunIndex:
             "no run.json, so this run's plan and pins are unknown: its completeness cannot be checked"]
         return missing + self.notes.warnings()
 
-    def read_all(self, detail: bool = True) -> list[TrialRow]:
+    def read_all(self) -> list[TrialRow]:
         for _ in self.read_new():
             pass
-        if detail:
-            for _ in self.add_details():
-                pass
         return self.rows
-
-    @property
-    def detailed(self) -> bool:
-        """Every row has its event counts (turns, tool calls, cost)."""
-        return self.complete and all(r.detailed for r in self.rows)
-
-    def add_details(self, rows: list[TrialRow] | None = None, batch: int = 500) -> Iterator[list[TrialRow]]:
-        """Fill the event counts of ``rows`` (default: every row still without them), in batches."""
-        todo = [r for r in (self.rows if rows is None else rows) if not r.detailed]
-        if not todo:
-            return
-        with open(self.path, "rb") as fh:
-            for start in range(0, len(todo), batch):
-                chunk = sorted(todo[start:start + batch], key=lambda r: r.offset)
-                for row in chunk:
-                    fh.seek(row.offset)
-                    try:
-                        add_detail(row, fh.read(row.length))
-                    except (ValueError, KeyError, TypeError, AttributeError):
-                        row.detailed = True  # counted as unreadable once; its counts stay 0
-                yield chunk
 
     def raw(self, row: TrialRow) -> bytes:
         with open(self.path, "rb") as fh:

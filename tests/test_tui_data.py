@@ -201,3 +201,20 @@ def test_a_line_with_an_empty_head_is_parsed_whole() -> None:
     line = sample_record("r", "s", 1).model_dump_json().encode()  # a record dumped directly: "head":null
     assert b'"head":null' in line and read_head(line) is None
     assert row_of(line) == full_parse_row(line)
+
+
+def test_live_progress_adds_only_new_rows_and_equals_a_full_count(run: RunInfo) -> None:
+    from simlab.tui.summary import LiveProgress
+
+    rows = RunIndex(run).read_all()
+    live, grown = LiveProgress(run.planned()), []
+    for row in rows:  # a refresh after every row, as a run being written is followed
+        grown.append(row)
+        progress = live.update(grown)
+        figures = progress[row.scenario_id].figures([1, 2])
+        assert figures is None or figures.n == progress[row.scenario_id].graded  # never a stale figure
+    whole = summarize(rows, run.planned())
+    assert {sid: (p.trials, p.figures([1, 2])) for sid, p in progress.items()} == {
+        sid: (p.trials, p.figures([1, 2])) for sid, p in whole.items()}
+    again = live.update(list(rows[:2]))  # the index read the file again from the start: a new list
+    assert sum(p.trials for p in again.values()) == 2

@@ -24,7 +24,7 @@ from typing import Any, Iterator
 from simlab.errors import InfraError
 from simlab.redact import mask_tree
 from simlab.runner.lines import (
-    FIX, LineError, ReadNotes, encode_record, last_line_start, parse_record, read_head, record_of, scan,
+    LineError, ReadNotes, encode_record, last_line_start, parse_record, read_head, record_of, scan,
 )
 from simlab.runner.plan import unit_id_of
 from simlab.transcript import TrialRecord

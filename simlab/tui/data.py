@@ -18,6 +18,7 @@ from typing import Any, Iterator
 from simlab.runner.lines import LineError, ReadNotes, UnitLedger, line_value
 from simlab.runner.store import planned_units
 from simlab.tui.rows import TrialRow, row_from_head
+from simlab.tui.summary import LiveProgress, ScenarioProgress
 
 __all__ = ["RunIndex", "RunInfo", "discover_runs", "find_run"]
 
@@ -124,6 +125,7 @@ class RunIndex:
         self.complete = False  # every line written so far has a row
         self.completed_at: float | None = None  # perf_counter when that first became true
         self._lock = threading.Lock()
+        self._live: LiveProgress | None = None
 
     def _start_over(self) -> None:
         self.rows: list[TrialRow] = []
@@ -224,6 +226,13 @@ class RunIndex:
         missing = [] if self.info.manifest else [
             "no run.json, so this run's plan and pins are unknown: its completeness cannot be checked"]
         return missing + self.notes.warnings()
+
+    def progress(self) -> dict[str, ScenarioProgress]:
+        """Per scenario, the figures of the rows read so far (the report's; see ``tui/summary.py``).
+        Called from the screens: it adds only the rows read since the last call."""
+        if self._live is None:
+            self._live = LiveProgress(self.info.planned(), self.info.allow_unjudged())
+        return self._live.update(self.rows)
 
     def read_all(self) -> list[TrialRow]:
         for _ in self.read_new():

@@ -6,19 +6,23 @@ applied as ``simlab report`` applies it: the viewer and the report cannot disagr
 live view has is counted beside them: the trials planned, the trials not graded (yet) and how they
 ended, and the cost known so far. Ungraded trials (verdict None) count in no figure: a run nobody
 graded has no pass^k, only termination reasons.
+
+A refresh costs what changed, not the run's size: ``LiveProgress`` adds only the rows read since
+the last refresh, and a scenario's figures are made again only when it got new trials.
 """
 
 from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Collection, Iterable
+from typing import Collection, Iterable, Sequence
 
 from simlab.results.figures import ScenarioFigures
 from simlab.results.summary import ScenarioTally, counts_as_pass, rate, suite_point
 from simlab.tui.rows import TrialRow
 
-__all__ = ["RunOverview", "ScenarioProgress", "k_columns", "summarize", "summarize_run", "total_cost"]
+__all__ = ["LiveProgress", "RunOverview", "ScenarioProgress", "k_columns", "summarize", "summarize_run",
+           "total_cost"]
 
 
 @dataclass
@@ -32,16 +36,18 @@ class ScenarioProgress:
     reasons: Counter[str] = field(default_factory=Counter)
     costs: list[float | None] = field(default_factory=list)
     tally: ScenarioTally = field(default_factory=ScenarioTally)
+    _figures: dict[tuple[int, ...], tuple[int, ScenarioFigures]] = field(default_factory=dict, repr=False)
 
     def add(self, row: TrialRow, allowed: frozenset[str]) -> None:
         self.trials += 1
         self.reasons[row.reason] += 1
         self.goal_reached += row.reason == "goal_reached"
         self.costs.append(row.cost)
-        if row.verdict is None:
+        verdict = row.verdict
+        if verdict is None:
             return
-        allow = counts_as_pass(row.verdict, row.unjudged_kinds, allowed)
-        self.tally.add("pass" if allow else row.verdict, row.reason, row.cost, persona_id=row.persona_id,
+        allow = verdict == "unjudged" and counts_as_pass(verdict, row.unjudged_kinds, allowed)
+        self.tally.add("pass" if allow else verdict, row.reason, row.cost, persona_id=row.persona_id,
                        policy_violations=row.policy_violations, counted_as_pass=allow)
 
     @property
@@ -58,8 +64,17 @@ class ScenarioProgress:
         return self.tally.valid_n
 
     def figures(self, ks: Iterable[int]) -> ScenarioFigures | None:
-        """The report's figures of this scenario, pass^k at ``ks``; None while nothing is graded."""
-        return self.tally.figures(ks) if self.graded else None
+        """The report's figures of this scenario, pass^k at ``ks``; None while nothing is graded.
+        Kept until the scenario gets another trial (read them, never change them)."""
+        if not self.graded:
+            return None
+        key = tuple(ks)
+        kept = self._figures.get(key)
+        if kept is None or kept[0] != self.trials:
+            if len(self._figures) > 4:  # the k's shown change with the width and the run's size
+                self._figures.clear()
+            kept = self._figures[key] = (self.trials, self.tally.figures(key))
+        return kept[1]
 
     @property
     def cost(self) -> tuple[float | None, bool]:
@@ -72,18 +87,37 @@ def total_cost(costs: list[float | None]) -> tuple[float | None, bool]:
     return (sum(known) if known else None), len(known) == len(costs)
 
 
-def summarize(rows: Iterable[TrialRow], planned: dict[str, int] | None = None,
+class LiveProgress:
+    """Scenario id → progress of one run, kept up to date with its index's rows: each ``update``
+    adds only the rows read since the last one (the index starts a new list when it reads the
+    file again from the start, and then so does this)."""
+
+    def __init__(self, planned: dict[str, int] | None = None, allow_unjudged: Collection[str] = ()) -> None:
+        self.planned = dict(planned or {})
+        self.allowed = frozenset(allow_unjudged)
+        self._rows: Sequence[TrialRow] | None = None
+        self._done = 0
+        self.scenarios: dict[str, ScenarioProgress] = {}
+
+    def update(self, rows: Sequence[TrialRow]) -> dict[str, ScenarioProgress]:
+        if rows is not self._rows:
+            self._rows, self._done = rows, 0
+            self.scenarios = {sid: ScenarioProgress(sid, planned=n) for sid, n in self.planned.items()}
+        end = len(rows)  # rows may grow meanwhile (the index's thread): the next update adds the rest
+        for row in rows[self._done:end]:
+            progress = self.scenarios.get(row.scenario_id)
+            if progress is None:
+                progress = self.scenarios[row.scenario_id] = ScenarioProgress(row.scenario_id)
+            progress.add(row, self.allowed)
+        self._done = end
+        return self.scenarios
+
+
+def summarize(rows: Sequence[TrialRow], planned: dict[str, int] | None = None,
               allow_unjudged: Collection[str] = ()) -> dict[str, ScenarioProgress]:
     """Scenario id → progress; planned scenarios come first (manifest order) even with no trial yet.
     ``allow_unjudged``: the run's own list (``run.json``), as the report reads it."""
-    allowed = frozenset(allow_unjudged)
-    out = {sid: ScenarioProgress(sid, planned=n) for sid, n in (planned or {}).items()}
-    for row in rows:
-        progress = out.get(row.scenario_id)
-        if progress is None:
-            progress = out[row.scenario_id] = ScenarioProgress(row.scenario_id)
-        progress.add(row, allowed)
-    return out
+    return LiveProgress(planned, allow_unjudged).update(rows)
 
 
 def k_columns(scenarios: Iterable[ScenarioProgress], limit: int = 4) -> list[int]:

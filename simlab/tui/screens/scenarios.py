@@ -9,7 +9,7 @@ from textual.widgets import DataTable, Static
 
 from simlab.tui.render import fmt_cost, fmt_rate, literal
 from simlab.tui.screens.base import RunScreen
-from simlab.tui.summary import RunOverview, ScenarioProgress, summarize, summarize_run
+from simlab.tui.summary import RunOverview, ScenarioProgress, summarize_run
 from simlab.tui.widgets.crumbs import Crumbs
 from simlab.tui.widgets.key_bar import KeyBar
 from simlab.tui.widgets.scenarios_table import ScenariosTable
@@ -70,7 +70,7 @@ class ScenariosScreen(RunScreen):
 
     def refresh_data(self) -> None:
         index = self.index
-        summaries = summarize(index.rows, self.run.planned(), self.run.allow_unjudged())
+        summaries = index.progress()
         everything = list(summaries.values())
         graded = any(s.graded for s in everything)
         shown = [s for s in everything if _troubled(s)] if self.failed_only else everything

@@ -6,16 +6,16 @@ transcript. Its JSON is the wire format of record schema 2 (``{"v":2,"row":{…}
 and ``row`` is one row of ``results.parquet``, whose columns are its fields in this order, then one
 ``check:<name>`` column per check.
 
-On the hot path (a report of 100,000 trials) readers keep the head as the dict that pydantic-core
-parses from its bytes: validating each into this model measured 4 to 5 times slower than the parse
-(bench/README.md, section 5). This model is the schema of those dicts — what is written, what the
-storage layer's tests hold every reader to — and what typed readers get (``RunStore.heads()``,
-``TrialRecord.head``).
+On the hot paths (a report of 100,000 trials, the viewer's index, reading records to re-grade them)
+readers keep the head as the dict that pydantic-core parses from its bytes: validating each into
+this model measured 2 times slower than the parse (bench/README.md, section 8). This model is the
+schema of those dicts — what is written, what the storage layer's tests hold every reader to — and
+what typed readers get (``RunStore.heads()``, ``TrialHead.model_validate(record.head)``).
 """
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -107,17 +107,3 @@ class TrialHead(BaseModel):
                                           f"(reason cut to {REASON_CHARS} characters).")
     attacks: dict[str, bool] = Field(default_factory=dict, description="Attack category → whether it succeeded.")
 
-
-def stored_head(value: Any) -> TrialHead | None:
-    """A head as stored on a line, typed; None for a head of another version or shape (derived data:
-    it is recomputed from the record, never trusted)."""
-    if isinstance(value, TrialHead):
-        return value
-    if not isinstance(value, dict) or value.get("v") != HEAD_VERSION:
-        return None
-    from pydantic import ValidationError
-
-    try:
-        return TrialHead.model_validate(value)
-    except ValidationError:
-        return None

@@ -31,7 +31,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from simlab.sim.agents import AgentInput, AgentReply, ToolHandle
+from simlab import AgentInput, AgentReply
 
 # --- reading the conversation ------------------------------------------------------------------
 
@@ -208,7 +208,7 @@ NO_FAULTS = Faults()
 class RetailBot:
     def __init__(self, inp: AgentInput, faults: Faults = NO_FAULTS):
         self.inp = inp
-        self.tools: ToolHandle = inp.tools
+        self.tools = inp.tools
         self.faults = faults
         self.conv = Conversation.read(inp.messages)
         self.customer: str | None = inp.context.get("signed_in_customer")

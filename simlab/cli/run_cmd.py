@@ -10,6 +10,8 @@ from rich.console import Console
 
 from simlab.cli.progress import Progress
 from simlab.errors import EXIT_INFRA as EXIT_INCOMPLETE
+from simlab.report.build import build
+from simlab.report.gates import RUN_MAX_ERROR_RATE, error_budget_problem
 from simlab.report.terminal import print_report
 from simlab.runner.batch import BatchOptions, run_batch
 from simlab.runner.prepare import RunRequest
@@ -32,7 +34,8 @@ def run_command(args: argparse.Namespace) -> int:
     )
     result = run_batch(req, options)
     plan, outcome = result.plan, result.outcome
-    print_report(result.summary, Console())
+    summary = build(plan.folder)
+    print_report(summary, Console())
     print(f"transcripts: {result.store.trials_path}", file=sys.stderr)
     if outcome.stopped_by:
         print(f"stopped early: {outcome.stopped_by}", file=sys.stderr)
@@ -49,7 +52,9 @@ def run_command(args: argparse.Namespace) -> int:
         from simlab.specs import load_suite
 
         return check_gates(plan.folder, load_suite(Path(args.suite)).spec, junit=args.junit, console=Console())
-    for problem in result.problems:  # a run that mostly could not be played is no result: say so, and why
+    budget = RUN_MAX_ERROR_RATE if plan.max_error_rate is None else plan.max_error_rate
+    problem = error_budget_problem(summary, budget)
+    if problem:  # a run that mostly could not be played is no result: say so, and why
         print(f"incomplete: {problem}. Fix the cause and re-run the same command with --run-id "
               f"{plan.run_id}: trials that ended in an error are played again.", file=sys.stderr)
-    return EXIT_INCOMPLETE if result.problems or outcome.stopped_by else 0
+    return EXIT_INCOMPLETE if problem or outcome.stopped_by else 0

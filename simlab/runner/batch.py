@@ -1,8 +1,9 @@
 """A run's whole lifecycle, for the CLI and the public API alike: prepare the plan, lock the run,
 write or check its manifest (pins, ``--force``), repair a torn tail, set aside trials that ended in
-an infrastructure error (they are played again), resume, play (one process or worker processes),
-and build the summary. The caller decides what to print and which exit code it means; gates are
-the caller's too (``report.gates``).
+an infrastructure error (they are played again), resume, and play (one process or worker
+processes). The caller, one layer up (the CLI, the public API), reads the run's figures
+(``report.build``), decides the gates (``report.gates``), what to print and which exit code it
+means.
 """
 
 from __future__ import annotations
@@ -10,13 +11,11 @@ from __future__ import annotations
 import asyncio
 import gc
 import warnings
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any, Callable, Protocol
 
 from simlab.errors import UsageError
-from simlab.report.build import build
-from simlab.report.gates import RUN_MAX_ERROR_RATE, error_budget_problem
 from simlab.runner.execute import RunOutcome, execute
 from simlab.runner.factory import build_agent, build_judge, build_simulator
 from simlab.runner.plan import WorkUnit, remaining
@@ -68,7 +67,7 @@ class BatchOptions:
 
 @dataclass
 class BatchResult:
-    """What a batch did: its plan, what played, and the run's summary as it stands on disk."""
+    """What a batch did: its plan, and what played."""
 
     plan: RunPlan
     store: RunStore
@@ -76,8 +75,6 @@ class BatchResult:
     skipped: int  # units already finished before this batch
     outcome: RunOutcome
     interrupted: bool
-    summary: Any  # the run's summary (report.build.build)
-    problems: list[str] = field(default_factory=list)  # why the run is incomplete (a plain run's error budget)
 
     @property
     def left(self) -> int:
@@ -127,13 +124,7 @@ def run_batch(req: RunRequest, options: BatchOptions | None = None) -> BatchResu
         else:
             outcome, interrupted = _play(plan, todo, progress, store, agent=agent, simulator=simulator, judge=judge,
                                          limiter=limiter)
-        summary = build(plan.folder)
-        result = BatchResult(plan, store, units, skipped, outcome, interrupted, summary)
-        budget = RUN_MAX_ERROR_RATE if plan.max_error_rate is None else plan.max_error_rate
-        problem = error_budget_problem(summary, budget)
-        if problem:
-            result.problems.append(problem)
-        return result
+        return BatchResult(plan, store, units, skipped, outcome, interrupted)
     finally:
         store.unlock()
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import shlex
 import sys
 from pathlib import Path
 
@@ -14,7 +15,7 @@ from simlab.report.build import build
 from simlab.report.gates import RUN_MAX_ERROR_RATE, error_budget_problem
 from simlab.report.terminal import print_report
 from simlab.runner.batch import BatchOptions, run_batch
-from simlab.runner.prepare import RunRequest
+from simlab.runner.prepare import RunPlan, RunRequest, prepare
 from simlab.runner.shard import parse_shard
 
 EXIT_INTERRUPTED = 130
@@ -26,7 +27,10 @@ def run_command(args: argparse.Namespace) -> int:
         root=Path("."), paths=args.paths, suite=args.suite, agent=args.agent, simulator=args.simulator,
         judge=args.judge, trials=args.trials, concurrency=args.concurrency, run_id=args.run_id, seed=args.seed,
         allow_same_family=args.allow_same_family, command=["simlab", *sys.argv[1:]],
+        keywords=getattr(args, "keywords", None), tags=getattr(args, "tags", None) or [],
     )
+    if getattr(args, "list", False):
+        return list_plan(prepare(req))
     options = BatchOptions(
         force=args.force, keep_errors=getattr(args, "keep_errors", False), workers=getattr(args, "workers", None) or 1,
         shard=shard, note=lambda text: print(text, file=sys.stderr),
@@ -41,8 +45,9 @@ def run_command(args: argparse.Namespace) -> int:
         print(f"stopped early: {outcome.stopped_by}", file=sys.stderr)
     if result.interrupted:
         print(f"interrupted: finished trials are saved; {result.left} left. Resume with: "
-              f"simlab run --run-id {plan.run_id} (same arguments)", file=sys.stderr)
+              f"{resume_command(plan.manifest.get('command') or [], plan.run_id)}", file=sys.stderr)
         return EXIT_INTERRUPTED
+    print(f"next: simlab view {plan.run_id}   (or: simlab report {plan.run_id} --format markdown)", file=sys.stderr)
     if args.suite and shard[1] > 1:  # one shard is not the run: gate it once the shards are merged
         print(f"shard {shard[0]}/{shard[1]} done; check the gates after merging the shards: "
               f"simlab gate {plan.run_id} --suite {args.suite}", file=sys.stderr)
@@ -58,3 +63,27 @@ def run_command(args: argparse.Namespace) -> int:
         print(f"incomplete: {problem}. Fix the cause and re-run the same command with --run-id "
               f"{plan.run_id}: trials that ended in an error are played again.", file=sys.stderr)
     return EXIT_INCOMPLETE if problem or outcome.stopped_by else 0
+
+
+def resume_command(command: list[str], run_id: str) -> str:
+    """The command that resumes a run: the one it was started with (run.json keeps it), with its
+    run id made explicit (a generated id would otherwise start a new run)."""
+    words = list(command) or ["simlab", "run"]
+    if not any(w == "--run-id" or w.startswith("--run-id=") for w in words):
+        words += ["--run-id", run_id]
+    return shlex.join(words)
+
+
+def list_plan(plan: RunPlan) -> int:
+    """``--list``: what would be played, scenario by scenario, and who set each trial count."""
+    from simlab.inert import one_line
+
+    print(f"run {plan.run_id}: {len(plan.scenarios)} scenarios, {len(plan.units)} trials; agent {plan.agent.ref}, "
+          f"simulator {plan.simulator.ref}" + (f", judge {plan.judge.ref}" if plan.judge else ""))
+    width = max(len(sid) for sid in plan.scenarios)
+    for sid, loaded in plan.scenarios.items():
+        n, source = plan.trial_sources.get(sid, (0, "?"))
+        tags = f"  [{', '.join(one_line(t) for t in loaded.spec.tags)}]" if loaded.spec.tags else ""
+        print(f"  {one_line(sid):<{width}}  {n:>4} trials  (from {source}){tags}")
+    print("trial counts: --trials, then the suite, then the scenario file, then simlab.yaml, then 1")
+    return 0

@@ -316,8 +316,6 @@ def _schema(args: argparse.Namespace) -> int:
     return 0
 
 
-if __name__ == "__main__":
-    entry()
 
 
 def _init(args: argparse.Namespace) -> int:
@@ -345,3 +343,7 @@ def _quiet_stdout() -> None:
         os.dup2(devnull, sys.stdout.fileno())
     except (OSError, ValueError):
         pass
+
+
+if __name__ == "__main__":
+    entry()

@@ -14,8 +14,9 @@ import importlib
 import importlib.util
 import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 OPT_IN = "SIMLAB_ALLOW_CODE_OUTSIDE_PROJECT"
 
@@ -58,7 +59,7 @@ def load_callable(ref: str, *, example: str = "module:function") -> Callable[...
     func = getattr(module, attr, None)
     if func is None or not callable(func):
         raise RefError(f"{module_name!r} has no callable {attr!r}")
-    return func  # type: ignore[no-any-return]
+    return func
 
 
 def confine(path_text: str) -> Path:

@@ -92,7 +92,8 @@ def _fresh_summary(folder: Path) -> dict[str, Any] | None:
     if not summary.exists() or (trials.exists() and trials.stat().st_mtime > summary.stat().st_mtime):
         return None
     try:
-        return json.loads(summary.read_text(encoding="utf-8"))  # type: ignore[no-any-return]
+        value = json.loads(summary.read_text(encoding="utf-8"))
+        return value if isinstance(value, dict) else None
     except (OSError, ValueError):
         return None
 

@@ -19,9 +19,9 @@ from typing import Any
 
 from simlab.llm.lazy import load_litellm
 from simlab.llm.limits import ModelLimiter
-from simlab.redact import mask_url, safe_settings, scrub, secret_values
 from simlab.llm.retry import RetryPolicy, RetryStats, Sleep, call_with_retries, classify
 from simlab.llm.types import ChatResult, Message, ModelError, ModelErrorKind, ToolCallRequest
+from simlab.redact import mask_url, safe_settings, scrub, secret_values
 from simlab.transcript import Pin, Usage
 
 log = logging.getLogger("simlab.llm")
@@ -211,7 +211,8 @@ class LiteLLMModel:
         except Exception:  # an unknown provider: LiteLLM cannot say which variable it reads
             missing = []
         if missing:
-            local = " (a local server accepts any value; or name the variable with api_key_env)" if self.api_base else ""
+            local = (" (a local server accepts any value; or name the variable with api_key_env)"
+                     if self.api_base else "")
             return f"set {' or '.join(missing)}{local}"
         return "the provider rejected the credential: check the key and its permissions"
 
@@ -346,7 +347,8 @@ def parse_response(response: Any, *, model: str, usage_extra: Usage | None = Non
                                      arguments=_arguments(_get(function, "arguments"))))
     legacy = _get(message, "function_call")
     if not calls and legacy is not None and _get(legacy, "name"):
-        calls.append(ToolCallRequest(id="call_0", name=_get(legacy, "name"), arguments=_arguments(_get(legacy, "arguments"))))
+        calls.append(ToolCallRequest(id="call_0", name=_get(legacy, "name"),
+                                     arguments=_arguments(_get(legacy, "arguments"))))
     usage = _usage(response, model, litellm)
     if usage_extra is not None:
         usage = usage.model_copy(update={"latency_s": usage_extra.latency_s, "retries": usage_extra.retries,

@@ -165,9 +165,9 @@ def classify(exc: BaseException) -> ModelErrorKind | None:
         return ModelErrorKind.TIMEOUT
     if isinstance(exc, (openai.APIConnectionError, httpx.TransportError)):
         return ModelErrorKind.UNREACHABLE if _never_connected(chain) else ModelErrorKind.TRANSIENT
-    kind = _status_kind(status)
-    if kind is not None:
-        return kind
+    by_status = _status_kind(status)
+    if by_status is not None:
+        return by_status
     return ModelErrorKind.BAD_REQUEST  # a provider error we cannot place: do not hammer the provider
 
 

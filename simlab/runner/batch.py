@@ -11,9 +11,10 @@ from __future__ import annotations
 import asyncio
 import gc
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import datetime, timezone
-from typing import Any, Callable, Protocol
+from datetime import UTC, datetime
+from typing import Any, Protocol
 
 from simlab.errors import UsageError
 from simlab.runner.execute import RunOutcome, execute
@@ -40,7 +41,7 @@ class ProgressSink(Protocol):
 
 
 class _Quiet:
-    def __enter__(self) -> "_Quiet":
+    def __enter__(self) -> _Quiet:
         return self
 
     def __exit__(self, *exc: Any) -> None:
@@ -218,7 +219,7 @@ def write_or_check_manifest(store: RunStore, plan: RunPlan, force: bool) -> None
         )
     stored["allow_unjudged"] = plan.manifest.get("allow_unjudged", [])  # the latest command's reporting setting
     resumes = stored.setdefault("resumes", [])
-    resumes.append({"at": datetime.now(timezone.utc).isoformat(timespec="seconds"), "command": plan.manifest["command"],
+    resumes.append({"at": datetime.now(UTC).isoformat(timespec="seconds"), "command": plan.manifest["command"],
                     **({"forced_over": diffs} if diffs else {})})
     if diffs:
         stored["pins"], stored["units"] = plan.manifest["pins"], plan.manifest["units"]

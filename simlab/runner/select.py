@@ -33,30 +33,28 @@ def keyword_filter(expression: str) -> Callable[[Iterable[str]], bool]:
         pos += 1
         return tokens[pos - 1]
 
-    def either() -> Callable[[str], bool]:
-        left = both()
+    def either() -> Matcher:
+        parts = [both()]
         while peek() == "or":
             take()
-            a, b = left, both()
-            left = lambda text, a=a, b=b: a(text) or b(text)  # noqa: E731
-        return left
+            parts.append(both())
+        return parts[0] if len(parts) == 1 else (lambda text: any(part(text) for part in parts))
 
-    def both() -> Callable[[str], bool]:
-        left = negation()
+    def both() -> Matcher:
+        parts = [negation()]
         while peek() == "and":
             take()
-            a, b = left, negation()
-            left = lambda text, a=a, b=b: a(text) and b(text)  # noqa: E731
-        return left
+            parts.append(negation())
+        return parts[0] if len(parts) == 1 else (lambda text: all(part(text) for part in parts))
 
-    def negation() -> Callable[[str], bool]:
+    def negation() -> Matcher:
         if peek() == "not":
             take()
             inner = negation()
             return lambda text: not inner(text)
         return atom()
 
-    def atom() -> Callable[[str], bool]:
+    def atom() -> Matcher:
         token = take()
         if token == "(":
             inner = either()

@@ -5,8 +5,9 @@ many calls in one turn) with ``StopTrial``, which the agent under test cannot ca
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 from simlab.env.domain import Environment
 from simlab.transcript import ErrorEvent, InvalidCall, ToolCall, ToolResult

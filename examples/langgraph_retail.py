@@ -98,16 +98,22 @@ def graph_skipping_policy_check(tools: list[Any]) -> Any:
 
 
 def graph_with_faults(faults: Faults) -> Callable[[list[Any]], Any]:
+    """A factory of the graph with these faults planted (tests use it)."""
     return lambda tools: react_graph(tools, RetailPolicyChatModel(faults=faults)).compile()
 
 
 # --- a supervisor with two workers -----------------------------------------------------------------
 
-def _supervisor_graph(tools: list[Any], route: Callable[[str], str]) -> Any:
-    def supervisor(state: MessagesState) -> Command[Literal["refunds", "help_desk"]]:
-        return Command(goto=route(state["messages"][-1].text))
+class SupportState(MessagesState):
+    route: str  # the worker the supervisor chose last
 
-    graph = StateGraph(MessagesState)
+
+def _supervisor_graph(tools: list[Any], route: Callable[[str], str]) -> Any:
+    def supervisor(state: SupportState) -> Command[Literal["refunds", "help_desk"]]:
+        worker = route(state["messages"][-1].text)
+        return Command(goto=worker, update={"route": worker})
+
+    graph = StateGraph(SupportState)
     graph.add_node("supervisor", supervisor)
     graph.add_node("refunds", react_graph(tools, RetailPolicyChatModel()).compile())
     graph.add_node("help_desk", react_graph(tools, RetailPolicyChatModel()).compile())

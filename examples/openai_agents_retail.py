@@ -36,10 +36,10 @@ class RetailPolicyModel(Model):
                            output_schema: Any, handoffs: Any, tracing: Any, *, previous_response_id: Any = None,
                            conversation_id: Any = None, prompt: Any = None) -> ModelResponse:
         items = [{"role": "user", "content": input}] if isinstance(input, str) else list(input)
-        handoff_names = {h.tool_name for h in handoffs}
+        own_tools = {t.name for t in tools}  # a call to anything else (a handoff) is not this agent's
         calls = sum(1 for item in items if _get(item, "type") == "function_call")
         if self.hand_off_to is not None:
-            name = next(n for n in handoff_names if n.endswith(self.hand_off_to))
+            name = next(h.tool_name for h in handoffs if h.tool_name.endswith(self.hand_off_to))
             return _response(ResponseFunctionToolCall(type="function_call", name=name, arguments="{}",
                                                       call_id=f"call_{calls + 1}", id=f"fc_{calls + 1}"))
         conversation, done, names = [], [], {}
@@ -50,7 +50,7 @@ class RetailPolicyModel(Model):
                 done = []
             elif kind == "function_call":
                 names[_get(item, "call_id")] = _get(item, "name")
-            elif kind == "function_call_output" and names.get(_get(item, "call_id")) not in handoff_names:
+            elif kind == "function_call_output" and names.get(_get(item, "call_id")) in own_tools:
                 done.append((names.get(_get(item, "call_id")) or "", _text(_get(item, "output"))))
             elif role == "assistant":
                 conversation.append({"role": "assistant", "content": _text(_get(item, "content"))})
@@ -103,6 +103,11 @@ def careful_agent(tools: list[Any]) -> Agent[Any]:
 def agent_skipping_policy_check(tools: list[Any]) -> Agent[Any]:
     """The planted defect: refunds without calling check_refund_policy first."""
     return _agents(tools, Faults(skip_policy_check=True))
+
+
+def agent_with_faults(faults: Faults) -> Any:
+    """A factory of the agent with these faults planted (tests use it)."""
+    return lambda tools: _agents(tools, faults)
 
 
 def misrouting_agent(tools: list[Any]) -> Agent[Any]:

@@ -73,3 +73,8 @@ def careful_agent(tools: list[Any]) -> Agent[Any, str]:
 def agent_skipping_policy_check(tools: list[Any]) -> Agent[Any, str]:
     """The planted defect: refunds without calling check_refund_policy first."""
     return _agent(tools, Faults(skip_policy_check=True))
+
+
+def agent_with_faults(faults: Faults) -> Any:
+    """A factory of the agent with these faults planted (tests use it)."""
+    return lambda tools: _agent(tools, faults)

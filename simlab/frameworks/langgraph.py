@@ -265,8 +265,7 @@ def _values(values: Any) -> dict[str, Any]:
 
 
 def _text(message: Any) -> str:
-    text = getattr(message, "text", "")
-    return text() if callable(text) else str(text or "")
+    return str(getattr(message, "text", "") or "")  # langchain-core 1.x: a property (a str)
 
 
 def _last_ai(values: Any) -> Any:

@@ -14,10 +14,9 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMe
 from langchain_core.outputs import ChatGeneration, ChatResult
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import END, START, MessagesState, StateGraph
-from langgraph.prebuilt import ToolNode, tools_condition
 from langgraph.types import interrupt
 
-from examples.langgraph_retail import graph_with_faults
+from examples.langgraph_retail import graph_with_faults, react_graph
 from examples.retail_agents import Faults
 from simlab.domains.retail import DOMAIN
 from simlab.env import Environment
@@ -49,18 +48,7 @@ class Scripted(BaseChatModel):
 
 
 def react(tools: list[Any], script: Callable[[list[BaseMessage]], AIMessage]) -> StateGraph:
-    model = Scripted(script=script)
-
-    async def agent(state: MessagesState) -> dict[str, Any]:
-        return {"messages": [await model.ainvoke(state["messages"])]}
-
-    graph = StateGraph(MessagesState)
-    graph.add_node("agent", agent)
-    graph.add_node("tools", ToolNode(tools))
-    graph.add_edge(START, "agent")
-    graph.add_conditional_edges("agent", tools_condition)
-    graph.add_edge("tools", "agent")
-    return graph
+    return react_graph(tools, Scripted(script=script))  # the example's agent ⇄ tools graph
 
 
 def refund_at_once(messages: list[BaseMessage]) -> AIMessage:

@@ -281,3 +281,11 @@ def test_a_message_in_a_step_is_shown_once() -> None:
     assert [m["type"] for m in shown["messages"]] == ["human", "ai"] and omitted == 0
     shown, omitted = _update({"messages": [*first, ToolMessage("x", tool_call_id="t", id="3")], "route": "a"}, seen)
     assert [m["type"] for m in shown["messages"]] == ["tool"] and omitted == 2 and shown["route"] == "a"
+
+
+async def test_max_steps_is_the_graphs_recursion_limit() -> None:
+    transcript, _ = await play("refund-damaged-card", {"langgraph": "examples.langgraph_retail:careful_graph",
+                                                       "price": FREE, "max_steps": 2})
+    assert transcript.agent.settings["max_steps"] == 2
+    assert transcript.termination.reason.value == "agent_error"
+    assert "GraphRecursionError" in transcript.termination.detail

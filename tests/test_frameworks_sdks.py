@@ -5,6 +5,7 @@ probe stopping a tool before it runs."""
 
 from __future__ import annotations
 
+import asyncio
 import socket
 from dataclasses import replace
 from typing import Any
@@ -150,3 +151,16 @@ async def test_a_probe_runs_no_tool_for_an_sdk_agent() -> None:
     assert (pending.name, pending.arguments) == ("lookup_order", {"order_id": "A123"})
     assert env.snapshot() == before
     assert {type(e).__name__ for e in events} == {"ModelCall", "Handoff"}
+
+
+@pytest.mark.parametrize("kind", ["openai_agents", "pydantic_ai"])
+async def test_concurrent_trials_of_one_agent_keep_apart(kind: str) -> None:
+    from tests.framework_play import agent_of
+
+    agent = agent_of(CAREFUL[kind])  # one agent object, as a run shares it across its trials
+    results = await asyncio.gather(play("refund-damaged-card", agent, trial=1),
+                                   play("store-credit-wanted", agent, trial=1),
+                                   play("refund-damaged-card", agent, trial=2))
+    assert [failed(checks) for _, checks in results] == [[], [], []]
+    refunds = [t.final_state["refunds"][-1]["order_id"] for t, _ in results]
+    assert refunds[0] == refunds[2] == "A123" and refunds[1] != "A123"

@@ -45,6 +45,7 @@ except ImportError as exc:  # pragma: no cover - the extra is part of the test i
 
 __all__ = ["LangGraphAgent", "domain_tools", "langchain_tools"]
 
+SHOWN = 300  # characters of a message's text in a graph_step event
 RESERVED = ("thread_id", "checkpoint_ns", "checkpoint_id", "checkpoint_map", CONTEXT_KEY)
 
 
@@ -217,7 +218,9 @@ def _is_message(value: Any) -> bool:
 
 
 def _short(message: Any) -> dict[str, Any]:
-    out: dict[str, Any] = {"type": message.type, "text": jsonable(_text(message))}
+    text = _text(message)  # a tool's whole result is its tool_result event: here only its start
+    shown = text if len(text) <= SHOWN else text[:SHOWN] + "…"
+    out: dict[str, Any] = {"type": message.type, "text": jsonable(shown)}
     calls = getattr(message, "tool_calls", None)
     if calls:
         out["tool_calls"] = [{"name": c.get("name"), "args": jsonable(c.get("args"))} for c in calls]

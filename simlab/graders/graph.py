@@ -48,12 +48,13 @@ def _trajectory(ctx: GradeContext) -> list[Check]:
     path = node_path(ctx.transcript.events)
     steps = [(i, ToolCall(turn=0, call_id=str(i), name=node), True) for i, node in path]
     refs: list[str] = list(spec.nodes)
-    ok, reason, event = MODES[spec.mode](refs, steps, lambda r, p: refs[r] == steps[p][1].name)  # type: ignore[arg-type]
+    same = lambda r, p: refs[r] == steps[p][1].name  # noqa: E731
+    ok, reason, event = MODES[spec.mode](refs, steps, same)  # type: ignore[arg-type]
     for old, new in _WORDS:
         reason = reason.replace(old, new)
     if not ok and event is None and path:
         event = path[-1][0]
-    matched = max_matching(refs, steps, lambda r, p: refs[r] == steps[p][1].name)  # type: ignore[arg-type]
+    matched = max_matching(refs, steps, same)  # type: ignore[arg-type]
     details = {"reference": refs, "visited": [node for _, node in path], "matched": len(matched)}
     return [Check(name=name, kind="trajectory", status="pass" if ok else "fail", reason=reason, details=details,
                   **(check_at(ctx.transcript, event) if not ok else {}))]

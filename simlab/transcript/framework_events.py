@@ -21,8 +21,8 @@ class GraphStep(_Model):
     turn: int
     node: str = Field(description="The node's name; a node inside a subgraph is 'parent/node'.")
     update: dict[str, Any] | None = Field(
-        None, description="What the node wrote, as JSON data. Messages are shown short (type, text, tool calls) "
-                          "and only the first time they appear (see 'omitted').")
+        None, description="What the node wrote, as JSON data. Messages are shown short (type, the first 300 "
+                          "characters of the text, tool calls) and only the first time they appear (see 'omitted').")
     omitted: int = Field(0, description="Messages in the update already shown in an earlier step, left out.")
 
 

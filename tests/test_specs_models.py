@@ -13,6 +13,7 @@ import pytest  # noqa: E402
 from pydantic import ValidationError  # noqa: E402
 from spec_helpers import SCENARIO, one_problem, problems, write  # noqa: E402
 
+from simlab.specs.config import ONE_KIND  # noqa: E402
 from simlab.specs import (  # noqa: E402
     AgentSpec,
     ProjectConfig,
@@ -269,8 +270,8 @@ def test_agent_spec_forms(value: object, model: str | None, python: str | None, 
         ("''", "'model' is empty; give a LiteLLM model string, e.g. openai/gpt-4o-2024-08-06"),
         ("5", "expected a LiteLLM model string, 'python:module:attr', or a mapping; got 5"),
         ("[a]", "expected a LiteLLM model string, 'python:module:attr', or a mapping; got ['a']"),
-        ("{}", "give exactly one of 'model' (a LiteLLM model) or 'python' (module:attr)"),
-        ("{model: a, python: 'b:c'}", "give exactly one of 'model' (a LiteLLM model) or 'python' (module:attr)"),
+        ("{}", ONE_KIND),
+        ("{model: a, python: 'b:c'}", ONE_KIND),
     ],
 )
 def test_agent_spec_errors(tmp_path: Path, value: str, problem: str) -> None:

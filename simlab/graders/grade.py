@@ -12,12 +12,15 @@ from typing import Any
 from simlab.graders.base import Check, GradeContext, Verdict, verdict_of
 from simlab.graders.drift import grade_drift
 from simlab.graders.efficiency import grade_efficiency
+from simlab.graders.graph import grade_graph
 from simlab.graders.policy import grade_policy
+from simlab.graders.single_step import grade_first_tool_call
 from simlab.graders.state import grade_state
 from simlab.graders.trajectory import grade_trajectory
 from simlab.transcript import ModelCall
 
-DETERMINISTIC = (grade_state, grade_trajectory, grade_policy, grade_efficiency, grade_drift)
+DETERMINISTIC = (grade_state, grade_trajectory, grade_policy, grade_efficiency, grade_drift, grade_first_tool_call,
+                 grade_graph)
 
 
 @dataclass

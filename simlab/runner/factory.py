@@ -23,6 +23,10 @@ def build_agent(spec: AgentSpec, *, limiter: Any = None, max_retries: int = 4, t
                 transfer_tools: tuple[str, ...] = ("transfer_to_human",)) -> Agent:
     if spec.python:
         return load_python_agent(spec.python, source="agent")
+    if spec.framework:  # LangGraph, OpenAI Agents SDK, pydantic-ai: imported only now
+        from simlab.frameworks.common import build_framework_agent
+
+        return build_framework_agent(spec, transfer_tools=transfer_tools)
     model = _model(
         spec.model or "", role="agent", api_base=spec.api_base, api_key_env=spec.api_key_env,
         temperature=spec.temperature, params=spec.params, price=_price(spec.price), max_retries=max_retries,

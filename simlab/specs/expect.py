@@ -12,6 +12,7 @@ from typing import Any, Literal
 from pydantic import Field, field_validator, model_validator
 
 from simlab.specs.base import PythonRef, Regex, SpecModel
+from simlab.specs.graph_expect import GraphTrajectory
 
 LIMIT = re.compile(r"^\s*([A-Za-z_]\w*)\.([A-Za-z_][\w.]*)\s*(<=|>=|==|!=|<|>)\s*(\S.*?)\s*$")
 RULE_KEYS = ("before", "after_confirmation", "max_calls", "limit", "no_write_after_refusal", "owner",
@@ -190,6 +191,15 @@ class Expect(SpecModel):
     rubric: list[RubricItem] = Field(default_factory=list)
     groundedness: bool = Field(False, description="Judge whether the agent's final claims are backed by tool results.")
     drift_judge: bool = Field(False, description="Also ask the judge whether the simulated user stayed on script.")
+    first_tool_call: CallSpec | None = Field(
+        None, description="Single-step check: the tool call the agent decides on first, for the opening message. "
+                          "It is taken on a throwaway copy of the agent and never run (LangGraph: interrupt_before "
+                          "the tool node); the conversation then plays as usual.")
+    graph_trajectory: GraphTrajectory | None = Field(
+        None, description="LangGraph agents: the nodes the graph should visit (same modes as trajectory).")
+    graph_state: list[StateAssertion] = Field(
+        default_factory=list, description="LangGraph agents: assertions on the final graph state (same syntax as "
+                                          "state).")
 
     @field_validator("rubric")
     @classmethod
@@ -209,6 +219,8 @@ class Expect(SpecModel):
             if isinstance(call, CallSpec):
                 calls.append((("trajectory", "calls", i), call))
         calls.extend((("forbidden", i), item) for i, item in enumerate(self.forbidden) if isinstance(item, CallSpec))
+        if self.first_tool_call is not None:
+            calls.append((("first_tool_call",), self.first_tool_call))
         return calls
 
     def tool_references(self) -> list[tuple[tuple[Any, ...], str]]:
@@ -242,4 +254,6 @@ class Expect(SpecModel):
                     refs.append((("rules", i, "owner", key), key.split(".", 1)[0]))
             if rule.forbid_args and "tool" in rule.forbid_args:
                 refs.append((("rules", i, "forbid_args", "tool"), str(rule.forbid_args["tool"])))
+        if self.first_tool_call is not None:
+            refs.append((("first_tool_call", "tool"), self.first_tool_call.tool))
         return refs

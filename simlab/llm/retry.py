@@ -135,6 +135,8 @@ def classify(exc: BaseException) -> ModelErrorKind | None:
     status = _status_of(chain)
     if status in (401, 403) or any(_AUTH_TEXT.search(str(e)) for e in chain[:3]):
         return ModelErrorKind.AUTH
+    if module.startswith("httpx"):  # a plain HTTP call (an HTTP agent): no LiteLLM class can match it
+        return _transport_kind(exc, chain, status)
     litellm = load_litellm()
     ordered: list[tuple[tuple[type[BaseException], ...], ModelErrorKind]] = [
         ((litellm.ContextWindowExceededError,), ModelErrorKind.CONTEXT_WINDOW),
@@ -158,12 +160,23 @@ def classify(exc: BaseException) -> ModelErrorKind | None:
             if kind is ModelErrorKind.TRANSIENT and _never_connected(chain):
                 return ModelErrorKind.UNREACHABLE
             return kind
-    import httpx
-    import openai
+    return _transport_kind(exc, chain, status)
 
-    if isinstance(exc, openai.APITimeoutError) or isinstance(exc, httpx.TimeoutException):
+
+def _transport_kind(exc: BaseException, chain: list[BaseException], status: int | None) -> ModelErrorKind:
+    """An error of the HTTP layer (httpx's, or the openai SDK's): timeouts, connections, statuses.
+    An httpx error is placed without importing the openai SDK."""
+    import httpx
+
+    timeouts: tuple[type[BaseException], ...] = (httpx.TimeoutException,)
+    connections: tuple[type[BaseException], ...] = (httpx.TransportError,)
+    if not (type(exc).__module__ or "").startswith("httpx"):
+        import openai
+
+        timeouts, connections = timeouts + (openai.APITimeoutError,), connections + (openai.APIConnectionError,)
+    if isinstance(exc, timeouts):
         return ModelErrorKind.TIMEOUT
-    if isinstance(exc, (openai.APIConnectionError, httpx.TransportError)):
+    if isinstance(exc, connections):
         return ModelErrorKind.UNREACHABLE if _never_connected(chain) else ModelErrorKind.TRANSIENT
     kind = _status_kind(status)
     if kind is not None:

@@ -8,9 +8,11 @@ from pydantic import BaseModel, Field, model_validator
 
 from simlab.specs.base import CheckKind, SpecModel
 from simlab.specs.gates import Gate
+from simlab.specs.http_agent import HttpAgentSpec
 from simlab.specs.scenario import Limits
 
 PYTHON_PREFIX = "python:"
+HTTP_PREFIXES = ("http://", "https://")  # an agent named by a URL is a service (``agent: {http: URL}``)
 
 # How a model is reached, the same for the agent, the simulator and the judge.
 ApiBase = Annotated[str | None, Field(description="OpenAI-compatible endpoint (llama.cpp, Ollama, vLLM…).")]
@@ -31,10 +33,12 @@ ModelPrice = Annotated[Price | None, Field(description="USD per million tokens, 
 
 
 class AgentSpec(SpecModel):
-    """The agent under test: a LiteLLM model, or a Python callable ``module:attr``."""
+    """The agent under test: a LiteLLM model, a Python callable ``module:attr``, or a service (``http``)."""
 
     model: str | None = Field(None, description="Any LiteLLM model string, e.g. openai/gpt-4o-2024-08-06.")
     python: str | None = Field(None, description="module:attr of a sync or async callable.")
+    http: HttpAgentSpec | None = Field(None, description="An agent service: its URL, or {url, format, ...}; it "
+                                                         "calls the trial's tools over MCP.")
     api_base: ApiBase = None
     api_key_env: ApiKeyEnv = None
     temperature: float | None = 0.0
@@ -49,13 +53,16 @@ class AgentSpec(SpecModel):
         if isinstance(value, str):
             if value.startswith(PYTHON_PREFIX):
                 return {"python": value[len(PYTHON_PREFIX):]}
+            if value.startswith(HTTP_PREFIXES):
+                return {"http": value}
             return {"model": value}
-        return _mapping_or_fail(value, "a LiteLLM model string, 'python:module:attr', or a mapping")
+        return _mapping_or_fail(value, "a LiteLLM model string, 'python:module:attr', an http:// URL, or a mapping")
 
     @model_validator(mode="after")
     def _one_kind(self) -> "AgentSpec":
-        if (self.model is None) == (self.python is None):
-            raise ValueError("give exactly one of 'model' (a LiteLLM model) or 'python' (module:attr)")
+        if sum(kind is not None for kind in (self.model, self.python, self.http)) != 1:
+            raise ValueError("give exactly one of 'model' (a LiteLLM model), 'python' (module:attr) or 'http' "
+                             "(an agent service's URL)")
         if self.model is not None and not self.model.strip():
             raise ValueError("'model' is empty; give a LiteLLM model string, e.g. openai/gpt-4o-2024-08-06")
         if self.python is not None:
@@ -66,6 +73,10 @@ class AgentSpec(SpecModel):
 
     @property
     def ref(self) -> str:
+        if self.http is not None:
+            from simlab.redact import mask_url
+
+            return mask_url(self.http.endpoint)
         return self.model or f"{PYTHON_PREFIX}{self.python}"
 
 

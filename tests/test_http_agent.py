@@ -145,7 +145,7 @@ def test_a_dead_agent_endpoint_stops_the_run_with_exit_3(project: Path, capsys: 
     dead = f"http://127.0.0.1:{free_port()}/v1"
     assert run("dead", http_agent(dead)) == 3
     err = capsys.readouterr().err
-    assert f"the agent service at {dead}/chat/completions never answered" in err and "unreachable" in err
+    assert f"agent model {dead}/chat/completions: unreachable: the agent service never answered" in err
     assert records("dead") == []  # no trial is blamed for it: a resume plays them all
     assert len(llm_sleeps) == 4  # retried like a model call first (the default 4 retries)
 
@@ -178,9 +178,11 @@ def test_a_transient_failure_after_the_agent_acted_is_not_retried(svc: AgentServ
     assert "HTTP 503" in error and "not retried: the agent had already called 1 tool(s) in this attempt" in error
 
 
-def test_an_agent_that_calls_no_served_tool_is_not_judged_on_state_or_trajectory(svc: AgentService,
-                                                                                project: Path) -> None:
+def test_an_agent_that_calls_no_served_tool_is_not_judged_on_state_or_trajectory(
+        svc: AgentService, project: Path, capsys: pytest.CaptureFixture[str]) -> None:
     run("silent", http_agent(f"{svc.base}/silent/v1"))
+    report = " ".join(capsys.readouterr().out.split())  # as printed, but for the terminal's line breaks
+    assert "state was not run: the agent service called none of the served tools" in report
     [record] = records("silent")
     assert calls(record) == []
     blind = [c for c in record["checks"] if c["kind"] in ("state", "trajectory")]

@@ -47,12 +47,26 @@ def test_simlab_serve_serves_a_scenarios_state_prints_each_call_and_stops_on_ctr
         assert lines[4].startswith("tool_result issue_refund error: arguments do not match the schema")
         server.send_signal(signal.SIGINT)
         out, err = server.communicate(timeout=60)
+        assert server.returncode == 0, err
+        assert "stopped after 2 tool calls" in err and "Traceback" not in err
     finally:
         if server.poll() is None:
             server.kill()
             server.wait()
-    assert server.returncode == 0, err
-    assert "stopped after 2 tool calls" in err and "Traceback" not in err
+
+
+def test_sigterm_stops_simlab_serve_as_cleanly(tmp_path: Path) -> None:
+    server = subprocess.Popen([sys.executable, "-m", "simlab.cli.main", "serve", "retail"], cwd=tmp_path, env=ENV,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert server.stdout.readline().startswith("serving 10 retail tools (5 read, 5 write) on its seed data")  # type: ignore[union-attr]
+        server.terminate()  # what a service manager sends
+        _, err = server.communicate(timeout=60)
+    finally:
+        if server.poll() is None:
+            server.kill()
+            server.wait()
+    assert server.returncode == 0 and "stopped after 0 tool calls" in err, err
 
 
 def test_simlab_serve_refuses_a_scenario_of_another_domain(tmp_path: Path) -> None:
@@ -91,4 +105,4 @@ def test_an_http_agent_run_imports_no_litellm_even_when_its_endpoint_fails(tmp_p
                            "scenarios/retail/refund-damaged-card.yaml"], cwd=tmp_path, env=ENV, capture_output=True,
                           text=True, timeout=300)
     assert done.returncode == 3, done.stderr  # classified (unreachable) without LiteLLM's exception classes
-    assert f"the agent service at {dead}/chat/completions never answered" in done.stderr
+    assert f"agent model {dead}/chat/completions: unreachable: the agent service never answered" in done.stderr

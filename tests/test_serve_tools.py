@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import asyncio
 import json
-from contextlib import ExitStack
-from typing import Any
+from contextlib import ExitStack, asynccontextmanager
+from typing import Any, AsyncIterator
 
 import pytest
 from mcp import Client, ClientSession, MCPError
@@ -16,6 +16,7 @@ from mcp.client.streamable_http import streamable_http_client
 from simlab.domains.retail import DOMAIN as RETAIL
 from simlab.env import Environment
 from simlab.serve.server import ToolServer
+from simlab.serve.sessions import ServedTurn
 from simlab.sim.tool_handle import LOOP_REPEATS, ToolHandle
 from simlab.transcript import InvalidCall, ToolCall, ToolResult
 from tests.support import KV
@@ -31,6 +32,16 @@ def leaf(exc: BaseException) -> BaseException:
 def trial(domain: Any = KV, **overrides: Any) -> tuple[ToolHandle, list[Any]]:
     events: list[Any] = []
     return ToolHandle(Environment(domain, domain.build_state(overrides or None)), events.append), events
+
+
+@asynccontextmanager
+async def served(handle: ToolHandle) -> AsyncIterator[tuple[ServedTurn, Client]]:
+    """A tool server with one trial's turn open, and an agent's MCP client on its URL."""
+    async with ToolServer() as server:
+        token = server.sessions.new_token()
+        with server.sessions.turn(token, handle) as turn:
+            async with Client(server.url(token)) as client:
+                yield turn, client
 
 
 async def test_tools_are_listed_with_the_domains_schemas_and_read_write_hints() -> None:
@@ -58,14 +69,11 @@ async def test_tools_are_listed_with_the_domains_schemas_and_read_write_hints() 
 
 
 async def test_a_served_call_records_the_same_events_as_a_direct_call() -> None:
-    served, served_events = trial()
+    remote, served_events = trial()
     direct, direct_events = trial()
-    async with ToolServer() as server:
-        token = server.sessions.new_token()
-        with server.sessions.turn(token, served):
-            async with Client(server.url(token)) as client:
-                ok = await client.call_tool("set_item", {"key": "b", "value": "2"})
-                read = await client.call_tool("get_item", {"key": "b"})
+    async with served(remote) as (_, client):
+        ok = await client.call_tool("set_item", {"key": "b", "value": "2"})
+        read = await client.call_tool("get_item", {"key": "b"})
     direct.call("set_item", key="b", value="2")
     direct.call("get_item", key="b")
     assert served_events == direct_events  # tool_call and tool_result, call ids and all
@@ -77,15 +85,12 @@ async def test_a_served_call_records_the_same_events_as_a_direct_call() -> None:
 
 async def test_bad_arguments_unknown_tools_and_tool_errors_are_tool_errors_the_agent_sees() -> None:
     handle, events = trial()
-    async with ToolServer() as server:
-        token = server.sessions.new_token()
-        with server.sessions.turn(token, handle):
-            async with Client(server.url(token)) as client:
-                wrong_type = await client.call_tool("set_item", {"key": "b", "value": 5})
-                extra = await client.call_tool("get_item", {"key": "a", "shoe": 1})
-                unknown = await client.call_tool("delete_everything", {})
-                refused = await client.call_tool("get_item", {"key": "zz"})  # the tool raises ToolError
-                fine = await client.call_tool("get_item", {"key": "a"})  # the session goes on
+    async with served(handle) as (_, client):
+        wrong_type = await client.call_tool("set_item", {"key": "b", "value": 5})
+        extra = await client.call_tool("get_item", {"key": "a", "shoe": 1})
+        unknown = await client.call_tool("delete_everything", {})
+        refused = await client.call_tool("get_item", {"key": "zz"})  # the tool raises ToolError
+        fine = await client.call_tool("get_item", {"key": "a"})  # the session goes on
     assert [r.is_error for r in (wrong_type, extra, unknown, refused, fine)] == [True, True, True, True, False]
     assert "value: Input should be a valid string" in wrong_type.content[0].text
     assert "shoe: Extra inputs are not permitted" in extra.content[0].text
@@ -151,13 +156,10 @@ async def test_concurrent_trials_each_see_only_their_own_state_and_events() -> N
 
 async def test_a_loop_in_served_calls_stops_the_trial_and_the_agent_is_told() -> None:
     handle, events = trial()
-    async with ToolServer() as server:
-        token = server.sessions.new_token()
-        with server.sessions.turn(token, handle) as served:
-            async with Client(server.url(token)) as client:
-                replies = [await client.call_tool("get_item", {"key": "zz"}) for _ in range(LOOP_REPEATS + 1)]
-            assert served.stopped.is_set()
-            assert served.stop == ("agent_loop", f"get_item called {LOOP_REPEATS} times in a row with the same arguments")
+    async with served(handle) as (turn, client):
+        replies = [await client.call_tool("get_item", {"key": "zz"}) for _ in range(LOOP_REPEATS + 1)]
+    assert turn.stopped.is_set()
+    assert turn.stop == ("agent_loop", f"get_item called {LOOP_REPEATS} times in a row with the same arguments")
     assert all(r.is_error for r in replies)
     assert replies[LOOP_REPEATS - 1].content[0].text.startswith("simlab ended this trial (agent_loop): get_item called")
     assert replies[-1].content[0].text.startswith("simlab ended this trial (agent_loop)")
@@ -167,14 +169,11 @@ async def test_a_loop_in_served_calls_stops_the_trial_and_the_agent_is_told() ->
 
 async def test_a_transfer_tool_that_succeeds_marks_the_turn() -> None:
     handle, _ = trial()
-    async with ToolServer() as server:
-        token = server.sessions.new_token()
-        with server.sessions.turn(token, handle) as served:
-            async with Client(server.url(token)) as client:
-                await client.call_tool("get_item", {"key": "a"})
-                assert not served.transferred
-                await client.call_tool("transfer_to_human", {"reason": "asked for a person"})
-    assert served.transferred
+    async with served(handle) as (turn, client):
+        await client.call_tool("get_item", {"key": "a"})
+        assert not turn.transferred
+        await client.call_tool("transfer_to_human", {"reason": "asked for a person"})
+    assert turn.transferred
 
 
 async def test_a_busy_port_is_a_clear_error() -> None:
@@ -183,3 +182,17 @@ async def test_a_busy_port_is_a_clear_error() -> None:
     async with ToolServer() as first:
         with pytest.raises(UsageError, match=rf"cannot serve the tools on 127.0.0.1:{first.port}: "):
             await ToolServer(port=first.port).start()
+
+
+async def test_a_stand_alone_session_reports_a_loop_and_goes_on() -> None:
+    handle, events = trial()
+    said: list[str] = []
+    async with ToolServer() as server:
+        token = server.sessions.new_token()
+        with server.sessions.turn(token, handle, stops_trial=False, notice=said.append) as turn:
+            async with Client(server.url(token)) as client:
+                replies = [await client.call_tool("get_item", {"key": "zz"}) for _ in range(LOOP_REPEATS)]
+                after = await client.call_tool("get_item", {"key": "a"})
+    assert replies[-1].content[0].text.startswith("simlab would end a trial here (agent_loop)")
+    assert said == [replies[-1].content[0].text] and not turn.stopped.is_set() and not after.is_error
+    assert sum(isinstance(e, ToolCall) for e in events) == LOOP_REPEATS + 1

@@ -1,12 +1,14 @@
 """``simlab serve DOMAIN``: a domain's tools over MCP for one hand-driven session, so a developer can
 point an agent at them. The state is the domain's seed data, or a scenario's initial state
-(``--scenario``); every call is printed as it is recorded in a trial. Ctrl-C stops it."""
+(``--scenario``); every call is printed as it is recorded in a trial. Ctrl-C or SIGTERM stops it."""
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
+import signal
 import sys
 from pathlib import Path
 from typing import Any
@@ -60,14 +62,20 @@ async def _serve(env: Any, where: str, host: str, port: int, calls: list[Any]) -
         print(_line(event), flush=True)
 
     handle = ToolHandle(env, record, turn=1)
+    stop = asyncio.Event()
+    with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):  # main thread, POSIX
+        asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, stop.set)
     async with ToolServer(host=host, port=port) as server:
         token = server.sessions.new_token()
-        with server.sessions.turn(token, handle, stops_trial=False):
+        with server.sessions.turn(token, handle, stops_trial=False, notice=lambda text: print(text, flush=True)):
             tools = env.domain.tools
             reads = sum(1 for t in tools if t.access.value == "read")
+            if host not in ("127.0.0.1", "localhost", "::1"):
+                print(f"warning: listening on {host}: whoever reaches it and has the URL can call the tools",
+                      file=sys.stderr)
             print(f"serving {len(tools)} {env.domain.name} tools ({reads} read, {len(tools) - reads} write) on "
                   f"{where}, one session, at:\n{server.url(token)}\nCtrl-C stops it.", flush=True)
-            await asyncio.Event().wait()  # until Ctrl-C
+            await stop.wait()  # until SIGTERM, or Ctrl-C (KeyboardInterrupt)
 
 
 def _line(event: Any) -> str:

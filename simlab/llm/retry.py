@@ -188,6 +188,22 @@ def _never_connected(chain: list[BaseException]) -> bool:
     return any(type(e).__name__ in _UNREACHABLE for e in chain)
 
 
+def settled(exc: BaseException, stats: "RetryStats",
+            describe: Callable[[BaseException], str]) -> tuple[ModelErrorKind, str] | None:
+    """How a call that failed for good is reported: its kind (UNREACHABLE only when the endpoint
+    never answered any attempt) and its message (with the retries spent, for a retryable kind).
+    None when ``exc`` is no provider error (a bug: re-raise it)."""
+    kind = classify(exc)
+    if kind is None:
+        return None
+    if kind is ModelErrorKind.UNREACHABLE and stats.connected:
+        kind = ModelErrorKind.TRANSIENT  # it answered before: a dropped connection, not a dead endpoint
+    message = describe(exc)
+    if kind.retryable:
+        message = f"gave up after {stats.retries} retries ({stats.waited_s:.2f}s waited): {message}"
+    return kind, message
+
+
 def is_retryable(exc: BaseException) -> bool:
     kind = classify(exc)
     return kind is not None and kind.retryable

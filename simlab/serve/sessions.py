@@ -18,7 +18,7 @@ import secrets
 from collections import OrderedDict
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 from simlab.env.domain import Domain
 from simlab.sim.tool_handle import StopTrial, ToolHandle
@@ -33,7 +33,8 @@ class ServedTurn:
     token: str
     handle: ToolHandle
     domain: Domain
-    stops_trial: bool = True  # False for `simlab serve`: a loop is reported, and the session goes on
+    stops_trial: bool = True  # False for `simlab serve`: a loop is reported (to ``notice``), and the session goes on
+    notice: Callable[[str], None] | None = None
     calls: int = 0
     transferred: bool = False  # a transfer tool succeeded: the agent handed the user to a human
     stop: tuple[str, str] | None = None  # (reason, detail) of a StopTrial raised by a served call
@@ -64,11 +65,12 @@ class Sessions:
         return secrets.token_urlsafe(18)
 
     @contextmanager
-    def turn(self, token: str, handle: ToolHandle, *, stops_trial: bool = True) -> Iterator[ServedTurn]:
+    def turn(self, token: str, handle: ToolHandle, *, stops_trial: bool = True,
+             notice: Callable[[str], None] | None = None) -> Iterator[ServedTurn]:
         """Open ``token``'s tools for one turn; they close when the block ends."""
         if token in self._open:
             raise RuntimeError("a trial's turn is already open")  # one turn at a time per trial: a lab bug
-        served = ServedTurn(token, handle, handle.domain, stops_trial=stops_trial)
+        served = ServedTurn(token, handle, handle.domain, stops_trial=stops_trial, notice=notice)
         self._open[token] = served
         self._closed.pop(token, None)
         try:
@@ -105,7 +107,10 @@ class Sessions:
                 served.stopped.set()
                 return Answer(False, f"simlab ended this trial ({stop.reason}): {stop.detail}")
             served.handle.start_turn(served.handle.turn + 1)  # stand-alone: report it, start afresh
-            return Answer(False, f"simlab would end a trial here ({stop.reason}): {stop.detail}")
+            said = f"simlab would end a trial here ({stop.reason}): {stop.detail}"
+            if served.notice is not None:
+                served.notice(said)
+            return Answer(False, said)
         if reply.ok and name in served.domain.transfer_tools:
             served.transferred = True
         if not reply.ok:

@@ -24,7 +24,7 @@ from typing import Any, AsyncIterator
 
 import httpx
 
-from simlab.llm.retry import RetryPolicy, RetryStats, call_with_retries, classify
+from simlab.llm.retry import RetryPolicy, RetryStats, call_with_retries, classify, settled
 from simlab.llm.types import ModelError, ModelErrorKind
 from simlab.redact import mask_url, safe_settings, scrub
 from simlab.sim.agent_io import AgentInput, AgentReply
@@ -232,18 +232,14 @@ class HttpAgent:
             message = (f"{self._scrub(exc.cause)}; not retried: the agent had already called {exc.calls} tool(s) "
                        "in this attempt, and a retry would repeat them")
             return ModelError(exc.kind, message, role="agent", model=self.ref, usage=usage)
-        kind = classify(exc)
-        if kind is None:
+        failed = settled(exc, stats, self._scrub)
+        if failed is None:
             return None
-        message = self._scrub(exc)
-        if kind is ModelErrorKind.UNREACHABLE and stats.connected:
-            kind = ModelErrorKind.TRANSIENT  # it answered before: a dropped connection, not a dead endpoint
-        if kind.retryable:
-            message = f"gave up after {stats.retries} retries ({stats.waited_s:.2f}s waited): {message}"
-        if kind is ModelErrorKind.UNREACHABLE:
-            message = f"the agent service at {self.ref} never answered ({message})"
+        kind, message = failed
+        if kind is ModelErrorKind.UNREACHABLE:  # (the URL is named beside it: ModelError.describe)
+            message = f"the agent service never answered ({message})"
         elif kind.permanent:
-            message = f"the agent service at {self.ref} refused the request: {message}"
+            message = f"the agent service refused the request: {message}"
         return ModelError(kind, message, role="agent", model=self.ref, usage=usage)
 
 

@@ -5,7 +5,9 @@ tools with the official MCP client). No mocked transport: every request crosses 
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import subprocess
 import sys
 from pathlib import Path
 from typing import Any, Iterator
@@ -103,6 +105,19 @@ def test_a_careful_agent_service_passes_and_the_planted_defect_fails(svc: AgentS
         assert {"before(check_refund_policy, issue_refund)", "trajectory:in_order"} <= failed(record)
         assert "check_refund_policy" not in calls(record) and "issue_refund" in calls(record)
     assert svc.refused == []  # every request was one a strict OpenAI-compatible server accepts
+
+
+def test_each_worker_process_serves_its_own_trials_tools(svc: AgentService, project: Path) -> None:
+    # a child process: forking this one would fork the agent service's thread too
+    done = subprocess.run([sys.executable, "-m", "simlab.cli.main", "run", "--run-id", "workers", "--agent",
+                           http_agent(f"{svc.base}/careful/v1"), "--no-progress", "--trials", "4", "--workers", "2",
+                           SCENARIO], cwd=project, capture_output=True, text=True, timeout=600,
+                          env={**os.environ, "PYTHONPATH": str(REPO)})
+    assert done.returncode == 0, done.stderr
+    played = records("workers")
+    assert len(played) == 4 and all(judged_pass(r) and calls(r) == CAREFUL_CALLS for r in played)
+    ports = {r["body"]["metadata"]["simlab_tools_url"].split("/t/")[0] for r in svc.requests}
+    assert len(ports) == 2  # one tool server per worker process
 
 
 def test_each_trial_gets_its_own_tools_url_passed_in_a_header_and_the_metadata(svc: AgentService,

@@ -153,6 +153,14 @@ def test_the_rest_form_fills_its_template_and_reads_the_reply_path(svc: AgentSer
         assert svc.conversations[session][-1]["role"] == "assistant"  # the service kept the conversation itself
 
 
+def test_a_transfer_through_the_served_tools_ends_the_trial_as_a_transfer(svc: AgentService, project: Path) -> None:
+    assert main(["run", "--run-id", "transfer", "--agent", http_agent(f"{svc.base}/careful/v1"), "--no-progress",
+                 "--trials", "1", "scenarios/retail/final-sale-transfer.yaml"]) == 0
+    [record] = records("transfer")
+    assert record["transcript"]["termination"]["reason"] == "agent_transferred"
+    assert calls(record)[-1] == "transfer_to_human" and judged_pass(record)
+
+
 # --- failures: classified as model calls are -------------------------------------------------------
 
 def test_a_dead_agent_endpoint_stops_the_run_with_exit_3(project: Path, capsys: pytest.CaptureFixture[str],

@@ -241,6 +241,24 @@ def test_the_key_and_headers_are_sent_and_never_stored(svc: AgentService, projec
     assert key not in stored and "TEAM_AGENT_KEY" not in stored
 
 
+def test_a_missing_key_variable_stops_the_run_before_any_request(svc: AgentService, project: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch,
+                                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.delenv("TEAM_AGENT_KEY", raising=False)
+    assert run("no-key", http_agent(f"{svc.base}/careful/v1", api_key_env="TEAM_AGENT_KEY")) == 3
+    assert "environment variable TEAM_AGENT_KEY is not set" in capsys.readouterr().err
+    assert svc.requests == [] and records("no-key") == []
+
+
+def test_an_answer_that_is_no_reply_is_the_agents_error(svc: AgentService, project: Path) -> None:
+    body = {"input": {"text": "{message}"}, "conversation": "{session_id}", "tools": "{tools_url}", "who": "{context}"}
+    run("no-reply", http_agent(f"{svc.base}/careful/rest", format="rest", body=body, reply_path="output.answer"))
+    [record] = records("no-reply")
+    termination = record["transcript"]["termination"]
+    assert termination["reason"] == "agent_error" and record["verdict"] == "fail"
+    assert "the agent's answer has no text at output.answer ('answer' not found)" in termination["detail"]
+
+
 def test_without_the_serve_extra_an_http_agent_is_a_clear_error(project: Path, monkeypatch: pytest.MonkeyPatch,
                                                                 capsys: pytest.CaptureFixture[str]) -> None:
     monkeypatch.setitem(sys.modules, "mcp", None)  # as if it were not installed

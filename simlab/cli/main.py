@@ -27,7 +27,7 @@ def build_parser() -> argparse.ArgumentParser:
                          description="Plan scenario × trial units and play them; re-running a run id resumes it.")
     run.add_argument("paths", nargs="*", help="scenario files or folders (default: simlab.yaml's scenarios)")
     run.add_argument("--suite", help="a suite file naming scenarios and settings")
-    run.add_argument("--agent", help="LiteLLM model string, or python:module:attr")
+    run.add_argument("--agent", help="LiteLLM model string, python:module:attr, or an agent service's http:// URL")
     run.add_argument("--simulator", help="rules | scripted | a LiteLLM model string")
     run.add_argument("--judge", help="judge model (LiteLLM string), for the graders")
     run.add_argument("--trials", type=_positive, help="trials per scenario")
@@ -119,6 +119,14 @@ def build_parser() -> argparse.ArgumentParser:
     view = sub.add_parser("view", help="browse runs and transcripts in the terminal")
     view.add_argument("target", nargs="?", help="a run id or a run folder (default: the newest run)")
 
+    serve = sub.add_parser("serve", help="serve a domain's tools over MCP for one session (point an agent at them)",
+                           description="Serve DOMAIN's tools over MCP (streamable HTTP) for one hand-driven session: "
+                                       "prints the URL, then every call. Needs the serve extra.")
+    serve.add_argument("domain", metavar="DOMAIN", help="a built-in domain (retail) or module[:attr] defining one")
+    serve.add_argument("--scenario", metavar="FILE", help="start from this scenario's initial state")
+    serve.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
+    serve.add_argument("--port", type=int, default=0, help="port (default: any free one)")
+
     schema = sub.add_parser("schema", help="write JSON Schemas for the YAML files (for editors)")
     schema.add_argument("--out", default="schemas", help="folder to write into (default: schemas)")
     return parser
@@ -189,7 +197,7 @@ def _main(argv: list[str] | None) -> int:
         "run": _run, "validate": _validate, "schema": _schema, "view": _view, "init": _init, "runs": _runs,
         "tools": _tools,
         "report": _report, "grade": _grade, "calibrate": _calibrate,
-        "gate": _gate, "compare": _compare, "merge": _merge,
+        "gate": _gate, "compare": _compare, "merge": _merge, "serve": _serve,
     }
     if os.getcwd() not in sys.path:
         sys.path.insert(0, os.getcwd())  # the project's own agents and domains import like in pytest
@@ -298,6 +306,12 @@ def _calibrate(args: argparse.Namespace) -> int:
         raise UsageError("calibrate needs a judge model: pass --judge MODEL or set 'judge' in simlab.yaml")
     print(format_report(asyncio.run(calibrate(items, judge, samples=args.samples))))
     return 0
+
+
+def _serve(args: argparse.Namespace) -> int:
+    from simlab.cli.serve_cmd import serve_command
+
+    return serve_command(args)
 
 
 def _view(args: argparse.Namespace) -> int:

@@ -23,6 +23,7 @@ from simlab.env.domain import Environment
 from simlab.graders.base import Check, GradeContext, scenario_memo
 from simlab.graders.comparators import ComparatorError, as_number, load_callable, same_value
 from simlab.graders.paths import MISSING, PathError, parse_path, resolve
+from simlab.graders.served import unless_tools_unseen
 from simlab.specs.expect import COMPARISONS, Expect, StateAssertion
 
 __all__ = ["assertion_label", "check_assertion", "grade_state", "state_diff"]
@@ -307,4 +308,4 @@ def grade_state(ctx: GradeContext) -> list[Check]:
         checks.append(_expected_state(ctx, expect, final))
     if expect.predicate:
         checks.append(_predicate(expect.predicate, final, ctx))
-    return checks
+    return unless_tools_unseen(ctx, checks)  # an agent service that used none of the served tools: not run

@@ -19,7 +19,7 @@ from typing import Any
 
 from simlab.llm.lazy import load_litellm
 from simlab.llm.limits import ModelLimiter
-from simlab.llm.retry import RetryPolicy, RetryStats, Sleep, call_with_retries, classify
+from simlab.llm.retry import RetryPolicy, RetryStats, Sleep, call_with_retries, settled
 from simlab.llm.types import ChatResult, Message, ModelError, ModelErrorKind, ToolCallRequest
 from simlab.redact import mask_url, safe_settings, scrub, secret_values
 from simlab.transcript import Pin, Usage
@@ -161,16 +161,12 @@ class LiteLLMModel:
         try:
             response = await call_with_retries(attempt, self.retry_policy, stats, describe=self._scrub)
         except Exception as exc:
-            kind = classify(exc)
-            if kind is None:
+            failed = settled(exc, stats, self._scrub)
+            if failed is None:
                 raise  # not a provider error: a bug, keep its traceback
+            kind, message = failed
             usage = Usage(latency_s=max(0.0, time.perf_counter() - start - queued),
                           retries=stats.retries, retry_wait_s=stats.waited_s)
-            message = self._scrub(exc)
-            if kind is ModelErrorKind.UNREACHABLE and stats.connected:
-                kind = ModelErrorKind.TRANSIENT  # it answered before: a dropped connection, not a dead endpoint
-            if kind.retryable:
-                message = f"gave up after {stats.retries} retries ({stats.waited_s:.2f}s waited): {message}"
             if kind is ModelErrorKind.UNREACHABLE:
                 message = f"{self._endpoint()} never answered ({message})"
             elif kind is ModelErrorKind.AUTH:

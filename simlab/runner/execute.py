@@ -7,6 +7,7 @@ no trial is blamed for it and none is recorded, so a resume after fixing it runs
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import gc
 import traceback
 from collections import deque
@@ -316,13 +317,16 @@ async def execute(plan: RunPlan, units: list[WorkUnit], agent: Agent, simulator:
             count_cost(record.transcript)  # with the judge's calls
             await writes.put(record)
 
-    workers = [asyncio.create_task(worker()) for _ in range(max(1, min(plan.concurrency, len(units))))]
+    services = _agent_services(agent) if units else contextlib.nullcontext()
+    workers: list[asyncio.Task[None]] = []
     try:
-        with _quiet_gc():
-            await asyncio.gather(*workers)
-            if later is not None:
-                await later.close()
-            await writes.close()
+        async with services:  # issue 15: e.g. an HTTP agent's tool server, up while its trials play
+            workers = [asyncio.create_task(worker()) for _ in range(max(1, min(plan.concurrency, len(units))))]
+            with _quiet_gc():
+                await asyncio.gather(*workers)
+                if later is not None:
+                    await later.close()
+                await writes.close()
     finally:
         for task in workers:
             task.cancel()
@@ -354,6 +358,13 @@ async def grade_record(transcript: Transcript, loaded: LoadedScenario, domain: D
     transcript.events.extend(graded.judge_calls)
     return TrialRecord(unit_id=transcript.unit_id, transcript=transcript, checks=graded.checks,
                        verdict=graded.verdict)
+
+
+def _agent_services(agent: Agent) -> contextlib.AbstractAsyncContextManager[Any]:
+    """What an agent needs while its trials play (``agent.lifespan()``: an HTTP agent's tool
+    server), or nothing. Issue 15: the one hook the runner has for agents that run elsewhere."""
+    lifespan = getattr(agent, "lifespan", None)
+    return lifespan() if callable(lifespan) else contextlib.nullcontext()
 
 
 def _limits(plan: RunPlan, scenario_limits):  # type: ignore[no-untyped-def]

@@ -8,14 +8,16 @@ from pydantic import BaseModel, Field, model_validator
 
 from simlab.specs.base import CheckKind, SpecModel
 from simlab.specs.gates import Gate
+from simlab.specs.http_agent import HttpAgentSpec
 from simlab.specs.scenario import Limits
 
 PYTHON_PREFIX = "python:"
 # Agents built with a framework (optional extras): spec key -> the pip extra that installs it.
 FRAMEWORKS = {"langgraph": "langgraph", "openai_agents": "openai-agents", "pydantic_ai": "pydantic-ai"}
 _MODEL_ONLY = ("api_base", "api_key_env", "system_prompt", "params")
-ONE_KIND = ("give exactly one of 'model' (a LiteLLM model), 'python' (module:attr), or a framework agent: "
-            "'langgraph', 'openai_agents' or 'pydantic_ai' (module:attr)")
+ONE_KIND = ("give exactly one of 'model' (a LiteLLM model), 'python' (module:attr), 'http' (an agent service's "
+            "URL), or a framework agent: 'langgraph', 'openai_agents' or 'pydantic_ai' (module:attr)")
+HTTP_PREFIXES = ("http://", "https://")  # an agent named by a URL is a service (``agent: {http: URL}``)
 
 # How a model is reached, the same for the agent, the simulator and the judge.
 ApiBase = Annotated[str | None, Field(description="OpenAI-compatible endpoint (llama.cpp, Ollama, vLLM…).")]
@@ -36,11 +38,14 @@ ModelPrice = Annotated[Price | None, Field(description="USD per million tokens, 
 
 
 class AgentSpec(SpecModel):
-    """The agent under test: a LiteLLM model, a Python callable ``module:attr``, or an agent built
-    with a framework (LangGraph, OpenAI Agents SDK, pydantic-ai) named as ``module:attr``."""
+    """The agent under test: a LiteLLM model, a Python callable ``module:attr``, a service (``http``),
+    or an agent built with a framework (LangGraph, OpenAI Agents SDK, pydantic-ai) named as
+    ``module:attr``."""
 
     model: str | None = Field(None, description="Any LiteLLM model string, e.g. openai/gpt-4o-2024-08-06.")
     python: str | None = Field(None, description="module:attr of a sync or async callable.")
+    http: HttpAgentSpec | None = Field(None, description="An agent service: its URL, or {url, format, ...}; it "
+                                                         "calls the trial's tools over MCP.")
     langgraph: str | None = Field(
         None, description="module:attr of a compiled LangGraph graph (or StateGraph), or of a factory(tools) "
                           "that returns one; needs pip install 'simlab[langgraph]'.")
@@ -69,15 +74,17 @@ class AgentSpec(SpecModel):
         if isinstance(value, str):
             if value.startswith(PYTHON_PREFIX):
                 return {"python": value[len(PYTHON_PREFIX):]}
+            if value.startswith(HTTP_PREFIXES):
+                return {"http": value}
             for kind in FRAMEWORKS:
                 if value.startswith(kind + ":"):
                     return {kind: value[len(kind) + 1:]}
             return {"model": value}
-        return _mapping_or_fail(value, "a LiteLLM model string, 'python:module:attr', or a mapping")
+        return _mapping_or_fail(value, "a LiteLLM model string, 'python:module:attr', an http:// URL, or a mapping")
 
     @model_validator(mode="after")
     def _one_kind(self) -> "AgentSpec":
-        kinds = ["model", "python", *FRAMEWORKS]
+        kinds = ["model", "python", "http", *FRAMEWORKS]
         given = [k for k in kinds if getattr(self, k) is not None]
         if len(given) != 1:
             raise ValueError(ONE_KIND)
@@ -107,6 +114,10 @@ class AgentSpec(SpecModel):
     def ref(self) -> str:
         if self.framework:
             return f"{self.framework[0]}:{self.framework[1]}"
+        if self.http is not None:
+            from simlab.redact import mask_url
+
+            return mask_url(self.http.endpoint)
         return self.model or f"{PYTHON_PREFIX}{self.python}"
 
 

@@ -160,7 +160,7 @@ class Termination(_Model):
 class Pin(_Model):
     """Exactly what played a role: kind, model or reference, and its settings."""
 
-    kind: str = Field(description="llm | python | langgraph | openai_agents | pydantic_ai | rules | scripted")
+    kind: str = Field(description="llm | python | http | langgraph | openai_agents | pydantic_ai | rules | scripted")
     ref: str = Field(description="Model string or module:attr.")
     settings: dict[str, Any] = Field(default_factory=dict, description="Temperature, api_base, seed… never secrets.")
 

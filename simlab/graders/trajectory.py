@@ -18,6 +18,7 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from simlab.graders.base import Check, GradeContext, check_at
+from simlab.graders.registry import grader
 from simlab.graders.comparators import ComparatorError, call_matches, call_mismatch, describe_spec
 from simlab.specs.expect import CallSpec
 from simlab.transcript import AgentMessage, InvalidCall, ToolCall, Transcript
@@ -178,3 +179,9 @@ def grade_trajectory(ctx: GradeContext) -> list[Check]:
     return [main,
             _metric("tool_precision", len(matched), len(calls), "agent calls", counts),
             _metric("tool_recall", len(matched), len(refs), "reference calls", counts)]
+
+
+@grader("trajectory", kind="trajectory")
+def trajectory_grader() -> Callable[[GradeContext], list[Check]]:
+    """The agent's tool calls against ``expect.trajectory``."""
+    return grade_trajectory

@@ -147,6 +147,7 @@ async def test_every_check_records_its_grader_and_parameters() -> None:
     assert by_grader["items.b equals '2'"] == ("state", {})
     assert by_grader["efficiency"] == ("efficiency", {})
     assert by_grader["rubric:polite"] == ("rubric", {"samples": 3})
+    assert all(c.model_dump(exclude_unset=True)["grader"] == c.grader for c in graded.checks)  # set, as fields
     assert graded.verdict == "unjudged"  # no judge: the hard rubric item did not run
 
 

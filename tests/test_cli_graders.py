@@ -4,8 +4,11 @@ run by ``simlab run``, counted in the verdict and the report, and re-run by ``si
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -218,3 +221,13 @@ def test_the_readme_example_grader_on_the_demo(tmp_path: Path, monkeypatch: pyte
         "the agent wrote the customer's order_id"}  # the demo agent repeats order ids, never emails
     assert all(trial["verdict"] != "pass" for trial in trials
                if any(c["grader"] == "no_pii" and c["status"] == "fail" for c in trial["checks"]))
+
+
+def test_validate_of_a_judge_named_with_parameters_imports_no_litellm(project: Path) -> None:
+    name_graders(project / "scenarios/s0.yaml", "    - {use: rubric, params: {samples: 3}}\n")
+    code = ("import sys; from simlab.cli.main import main; rc = main(['validate']); "
+            "assert 'litellm' not in sys.modules, 'litellm imported'; sys.exit(rc)")
+    done = subprocess.run([sys.executable, "-c", code], cwd=project, capture_output=True, text=True,
+                          env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])})
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("ok: 2 scenarios")

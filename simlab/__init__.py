@@ -7,7 +7,7 @@ pulls in neither LiteLLM, pandas nor Textual.
 - Domains: ``Domain``, ``tool``, ``READ``, ``WRITE``, ``ToolError``.
 - Agents: ``AgentInput``, ``AgentReply``, the ``Agent`` protocol.
 - Simulators: the ``Simulator`` protocol, ``SimView``, ``UserTurn``.
-- Checks: ``Check``, the ``grader`` decorator and ``GradeContext``.
+- Checks: ``Check``, the ``grader`` decorator and ``GradeContext`` (what a grader gets).
 - Runs: ``run(...)``, ``arun(...)``, ``load_run(...)``, ``Run``, ``RunSummary``.
 """
 
@@ -32,6 +32,7 @@ _EXPORTS: dict[str, str] = {
     "UserTurn": "simlab.sim.simulators.base",
     "Check": "simlab.transcript.checks",
     "GradeContext": "simlab.graders.base",
+    "grader": "simlab.graders.registry",
     "run": "simlab.api",
     "arun": "simlab.api",
     "load_run": "simlab.api",
@@ -46,6 +47,7 @@ if TYPE_CHECKING:
     from simlab.env.domain import Domain
     from simlab.env.tools import READ, WRITE, ToolError, tool
     from simlab.graders.base import GradeContext
+    from simlab.graders.registry import grader
     from simlab.results.figures import RunSummary
     from simlab.sim.agent_io import Agent, AgentInput, AgentReply
     from simlab.sim.simulators.base import SimView, Simulator, UserTurn

@@ -13,7 +13,10 @@ An agent that records no graph (any kind but ``langgraph``) gets ``not_run`` for
 
 from __future__ import annotations
 
+from typing import Callable
+
 from simlab.graders.base import Check, GradeContext, check_at
+from simlab.graders.registry import grader
 from simlab.graders.state import assertion_label, check_assertion
 from simlab.graders.trajectory import MODES, max_matching
 from simlab.transcript import GraphState, GraphStep, ToolCall
@@ -86,3 +89,9 @@ def _state(ctx: GradeContext) -> list[Check]:
 def grade_graph(ctx: GradeContext) -> list[Check]:
     """The graph-trajectory and graph-state checks a scenario asks for ([] when it asks for none)."""
     return _trajectory(ctx) + _state(ctx)
+
+
+@grader("graph", kind="trajectory")
+def graph_grader() -> Callable[[GradeContext], list[Check]]:
+    """A LangGraph agent's own trace: ``expect.graph_trajectory`` and ``expect.graph_state``."""
+    return grade_graph

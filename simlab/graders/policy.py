@@ -38,6 +38,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Iterable
 
 from simlab.graders.base import Check, GradeContext, check_at, initial_snapshot
+from simlab.graders.registry import grader
 from simlab.graders.confirm import ask_kind, builtin, merge, stance
 from simlab.graders.comparators import ComparatorError, as_number, call_matches, describe_spec, load_callable
 from simlab.graders.paths import MISSING, PathError, resolve
@@ -476,3 +477,9 @@ def grade_policy(ctx: GradeContext) -> list[Check]:
     for rule in expect.rules:
         checks.extend(_rule_checks(ctx, rule, calls, initial))
     return _unique(checks)
+
+
+@grader("policy", kind="policy")
+def policy_grader() -> Callable[[GradeContext], list[Check]]:
+    """``expect.forbidden`` and ``expect.rules``."""
+    return grade_policy

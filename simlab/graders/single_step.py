@@ -11,7 +11,10 @@ check existed) is ``not_run``; an agent that answered in text instead of calling
 
 from __future__ import annotations
 
+from typing import Callable
+
 from simlab.graders.base import Check, GradeContext, check_at
+from simlab.graders.registry import grader
 from simlab.graders.comparators import ComparatorError, call_mismatch, describe_spec
 from simlab.transcript import PendingToolCall, ToolCall
 
@@ -50,3 +53,9 @@ def grade_first_tool_call(ctx: GradeContext) -> list[Check]:
     return [Check(name=NAME, kind="trajectory", status="fail", details=details, **where,
                   reason=f"expected {expected} first, the agent decided {shown}: {why} (stopped at "
                          f"{pending.stopped_at}, not run)")]
+
+
+@grader("first_tool_call", kind="trajectory")
+def first_tool_call_grader() -> Callable[[GradeContext], list[Check]]:
+    """The single-step check: the agent's first decision (``expect.first_tool_call``)."""
+    return grade_first_tool_call

@@ -18,6 +18,7 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from simlab.graders.base import Check, GradeContext, check_at
+from simlab.graders.registry import grader
 from simlab.graders.comparators import ComparatorError, call_matches, call_mismatch, describe_spec
 from simlab.graders.served import unless_tools_unseen
 from simlab.specs.expect import CallSpec
@@ -180,3 +181,9 @@ def grade_trajectory(ctx: GradeContext) -> list[Check]:
         main,
         _metric("tool_precision", len(matched), len(calls), "agent calls", counts),
         _metric("tool_recall", len(matched), len(refs), "reference calls", counts)])
+
+
+@grader("trajectory", kind="trajectory")
+def trajectory_grader() -> Callable[[GradeContext], list[Check]]:
+    """The agent's tool calls against ``expect.trajectory``."""
+    return grade_trajectory

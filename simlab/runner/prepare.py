@@ -11,12 +11,13 @@ from typing import Any
 from simlab import __version__
 from simlab.env.checks import check_scenarios
 from simlab.env.domain import Domain
-from simlab.errors import UsageError
+from simlab.errors import SpecError, UsageError
 from simlab.redact import mask_tree, safe_settings
 from simlab.runner.plan import WorkUnit, plan_units
 from simlab.runner.store import MANIFEST_SCHEMA_VERSION
 from simlab.specs import (
     AgentSpec,
+    GraderUse,
     JudgeSpec,
     Limits,
     LoadedScenario,
@@ -76,12 +77,14 @@ class RunPlan:
     max_error_rate: float | None = None  # None: the default of a plain run (report.gates.RUN_MAX_ERROR_RATE)
     allow_unjudged: list[str] = field(default_factory=list)  # check kinds that may stay unjudged
     earlier_attempts: dict[str, list[dict[str, Any]]] = field(default_factory=dict)  # unit id → retired errors
+    graders: list[GraderUse] = field(default_factory=list)  # what the suite adds to every scenario's graders
 
 
 def prepare(req: RunRequest) -> RunPlan:
     root = req.root
     config: ProjectConfig = load_config(root / "simlab.yaml")
-    suite = load_suite(Path(req.suite)).spec if req.suite else None
+    suite_file = load_suite(Path(req.suite)) if req.suite else None
+    suite = suite_file.spec if suite_file else None
     layers = [s for s in (suite, config) if s is not None]
 
     def pick(name: str, flag: Any = None, default: Any = None) -> Any:
@@ -113,6 +116,7 @@ def prepare(req: RunRequest) -> RunPlan:
     if not loaded:
         raise UsageError("no scenarios to run: check the paths, the suite's scenarios and tags, and -k/--tags")
     domains = check_scenarios(loaded)
+    _check_graders(loaded, suite_file)
 
     notes: list[str] = []
     agent = _agent(req.agent, pick("agent"), notes)
@@ -146,6 +150,7 @@ def prepare(req: RunRequest) -> RunPlan:
         trial_sources=trial_sources,
         max_error_rate=pick("max_error_rate"),
         allow_unjudged=list(pick("allow_unjudged", None, []) or []),
+        graders=list(suite.graders) if suite else [],
     )
     plan.manifest = manifest_for(plan, req, trials)
     return plan
@@ -159,6 +164,25 @@ def trials_of(scenario: int | None, flag: int | None, suite: int | None, project
         if value is not None:
             return value, source
     return 1, "default"
+
+
+def _check_graders(loaded: list[LoadedScenario], suite: Any) -> None:
+    """Every grader a scenario or the suite names imports and takes its parameters; ``SpecError``
+    listing every problem before anything runs."""
+    from simlab.graders.registry import GraderError, graders_for, use_problems
+
+    problems = use_problems(suite, ("graders",)) if suite is not None else []
+    for entry in loaded:
+        problems.extend(use_problems(entry, ("expect", "graders")))
+    if not problems:
+        extra = suite.spec.graders if suite is not None else []
+        for entry in loaded:
+            try:
+                graders_for(entry.spec, extra)
+            except GraderError as exc:
+                problems.append(f"{entry.path}: expect.graders: {exc}")
+    if problems:
+        raise SpecError(problems)
 
 
 def _agent(flag: str | None, configured: AgentSpec | None, notes: list[str]) -> AgentSpec:
@@ -275,7 +299,9 @@ def _judge_pin(judge: JudgeSpec | None) -> str | dict[str, Any] | None:
 def pins_of(plan: RunPlan, trials: dict[str, int]) -> dict[str, Any]:
     """The pins of a run, credentials masked (``redact.mask_tree``): a password in an ``api_base``
     URL is not a pin, and two runs that differ only in it compare equal."""
+    graders = {"graders": [use.model_dump(mode="json") for use in plan.graders]} if plan.graders else {}
     return mask_tree({
+        **graders,  # only when a suite adds graders: the pins of other runs stay as they were
         "agent": safe_settings(plan.agent.model_dump(mode="json", exclude_none=True)),
         "simulator": safe_settings(plan.simulator.model_dump(mode="json", exclude_none=True)),
         "judge": _judge_pin(plan.judge),

@@ -7,6 +7,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, Field, model_validator
 
 from simlab.specs.base import CheckKind, SpecModel
+from simlab.specs.expect import GraderUse
 from simlab.specs.gates import Gate
 from simlab.specs.http_agent import HttpAgentSpec
 from simlab.specs.scenario import Limits
@@ -256,3 +257,7 @@ class Suite(RunSettings):
                                       "default 0.05.")
     max_run_cost_usd: float | None = Field(
         None, gt=0, description="Budget for the whole run: no new trial starts once spent (the run is incomplete).")
+    graders: list[GraderUse] = Field(
+        default_factory=list, description="Graders every scenario of the suite runs besides the built-in ones, as in "
+                                          "a scenario's expect.graders (a scenario's own entry for the same grader "
+                                          "wins).")

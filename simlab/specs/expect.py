@@ -172,6 +172,37 @@ class RubricItem(SpecModel):
     hard: bool = False
 
 
+GRADER_NAME = re.compile(r"^[A-Za-z_][\w.-]*$")
+
+
+class GraderUse(SpecModel):
+    """A grader a scenario or a suite adds to the built-in ones: a ``@grader`` factory, called with
+    ``params``. Naming a built-in (``rubric``) runs it with these parameters instead of its defaults."""
+
+    use: str = Field(description="module:function of a @grader factory (a dotted module, or a .py path inside "
+                                 "the project), or the name of a built-in grader: state, trajectory, policy, "
+                                 "efficiency, drift, rubric, groundedness, drift_llm.")
+    params: dict[str, Any] = Field(default_factory=dict,
+                                   description="Keyword arguments for the factory; `simlab validate` checks that they "
+                                               "fit its signature.")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _from_string(cls, value: Any) -> Any:
+        return {"use": value} if isinstance(value, str) else value
+
+    @field_validator("use")
+    @classmethod
+    def _ref_or_name(cls, value: str) -> str:
+        module, sep, attr = value.rpartition(":")
+        if sep and module.strip() and attr.strip():
+            return value
+        if not sep and GRADER_NAME.match(value):
+            return value
+        raise ValueError(f"write a grader as module:function (e.g. mypkg.checks:no_pii) or a built-in grader's name "
+                         f"(e.g. rubric); got {value!r}")
+
+
 class Expect(SpecModel):
     """What the graders check: end state first, then trajectory, rules, budgets, rubric."""
 
@@ -200,6 +231,9 @@ class Expect(SpecModel):
     graph_state: list[StateAssertion] = Field(
         default_factory=list, description="LangGraph agents: assertions on the final graph state (same syntax as "
                                           "state).")
+    graders: list[GraderUse] = Field(
+        default_factory=list, description="Graders to run besides the built-in ones: {use: module:function, params: "
+                                          "{…}} or just module:function; a built-in's name sets its parameters.")
 
     @field_validator("rubric")
     @classmethod

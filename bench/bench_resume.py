@@ -35,7 +35,7 @@ if {old!r}:
     done = RunStore(Path({folder!r})).finished_units()
     out = {{"done": len(done)}}
 else:
-    from simlab.cli.run_cmd import _write_or_check_manifest
+    from simlab.runner.batch import write_or_check_manifest as _write_or_check_manifest
     from simlab.runner.plan import remaining
     from simlab.runner.store import finished_unit_ids
     from simlab.runner.prepare import RunRequest, prepare

@@ -31,7 +31,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from simlab.sim.agents import AgentInput, AgentReply, ToolHandle
+from simlab import AgentInput, AgentReply
 
 # --- reading the conversation ------------------------------------------------------------------
 
@@ -208,7 +208,7 @@ NO_FAULTS = Faults()
 class RetailBot:
     def __init__(self, inp: AgentInput, faults: Faults = NO_FAULTS):
         self.inp = inp
-        self.tools: ToolHandle = inp.tools
+        self.tools = inp.tools
         self.faults = faults
         self.conv = Conversation.read(inp.messages)
         self.customer: str | None = inp.context.get("signed_in_customer")
@@ -515,9 +515,16 @@ def flaky_agent(inp: AgentInput) -> AgentReply:
     return RetailBot(inp, Faults.from_seed(inp.seed)).respond()
 
 
-__all__ = ["Faults", "RetailBot", "careful_agent", "flaky_agent"]
+def agent_skipping_policy_check(inp: AgentInput) -> AgentReply:
+    """The careful agent with one planted defect: it refunds without calling check_refund_policy
+    (the same defect the framework examples plant, for side-by-side runs)."""
+    return RetailBot(inp, Faults(skip_policy_check=True)).respond()
+
+
+__all__ = ["Faults", "RetailBot", "agent_skipping_policy_check", "careful_agent", "flaky_agent"]
 
 
 # Both demo agents are plain code: they call no model, so their cost is a known zero.
 careful_agent.uses_models = False  # type: ignore[attr-defined]
 flaky_agent.uses_models = False  # type: ignore[attr-defined]
+agent_skipping_policy_check.uses_models = False  # type: ignore[attr-defined]

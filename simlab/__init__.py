@@ -1,8 +1,67 @@
 """simlab: a simulated-user conversation lab.
 
-The facade stays cheap to import: nothing here pulls in LiteLLM, pandas or Textual.
+The public surface is what this module exports (``__all__``); every other module is internal and
+may change. The facade stays cheap to import: names load on first use, so ``import simlab``
+pulls in neither LiteLLM, pandas nor Textual.
+
+- Domains: ``Domain``, ``tool``, ``READ``, ``WRITE``, ``ToolError``.
+- Agents: ``AgentInput``, ``AgentReply``, the ``Agent`` protocol.
+- Simulators: the ``Simulator`` protocol, ``SimView``, ``UserTurn``.
+- Checks: ``Check``, the ``grader`` decorator and ``GradeContext`` (what a grader gets).
+- Runs: ``run(...)``, ``arun(...)``, ``load_run(...)``, ``Run``, ``RunSummary``.
 """
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
 
-__all__ = ["__version__"]
+_EXPORTS: dict[str, str] = {
+    "Domain": "simlab.env.domain",
+    "tool": "simlab.env.tools",
+    "READ": "simlab.env.tools",
+    "WRITE": "simlab.env.tools",
+    "ToolError": "simlab.env.tools",
+    "AgentInput": "simlab.sim.agent_io",
+    "AgentReply": "simlab.sim.agent_io",
+    "Agent": "simlab.sim.agent_io",
+    "Simulator": "simlab.sim.simulators.base",
+    "SimView": "simlab.sim.simulators.base",
+    "UserTurn": "simlab.sim.simulators.base",
+    "Check": "simlab.transcript.checks",
+    "GradeContext": "simlab.graders.base",
+    "grader": "simlab.graders.registry",
+    "run": "simlab.api",
+    "arun": "simlab.api",
+    "load_run": "simlab.api",
+    "Run": "simlab.api",
+    "RunSummary": "simlab.results.figures",
+}
+
+__all__ = ["__version__", *_EXPORTS]
+
+if TYPE_CHECKING:
+    from simlab.api import Run, arun, load_run, run
+    from simlab.env.domain import Domain
+    from simlab.env.tools import READ, WRITE, ToolError, tool
+    from simlab.graders.base import GradeContext
+    from simlab.graders.registry import grader
+    from simlab.results.figures import RunSummary
+    from simlab.sim.agent_io import Agent, AgentInput, AgentReply
+    from simlab.sim.simulators.base import SimView, Simulator, UserTurn
+    from simlab.transcript.checks import Check
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'simlab' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value  # once loaded, a plain attribute
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)

@@ -14,8 +14,9 @@ import importlib
 import importlib.util
 import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 OPT_IN = "SIMLAB_ALLOW_CODE_OUTSIDE_PROJECT"
 
@@ -25,6 +26,14 @@ class RefError(ValueError):
 
 
 def load_callable(ref: str, *, example: str = "module:function") -> Callable[..., Any]:
+    func = load_attr(ref, example=example, what="callable")
+    if not callable(func):
+        raise RefError(f"{ref.rpartition(':')[0]!r} has no callable {ref.rpartition(':')[2]!r}")
+    return func  # type: ignore[no-any-return]
+
+
+def load_attr(ref: str, *, example: str = "module:attr", what: str = "attribute") -> Any:
+    """The object ``module:attr`` names (not necessarily callable: a compiled graph, an agent)."""
     module_name, sep, attr = ref.rpartition(":")
     if not sep or not module_name or not attr:
         raise RefError(f"{ref!r} is not module:attr (e.g. {example})")
@@ -55,10 +64,10 @@ def load_callable(ref: str, *, example: str = "module:function") -> Callable[...
     except Exception as exc:  # user code: any import failure is reported in one line
         # chained (not ``from None``): SIMLAB_DEBUG=1 prints the user's own traceback
         raise RefError(f"cannot import {module_name!r}: {type(exc).__name__}: {exc}") from exc
-    func = getattr(module, attr, None)
-    if func is None or not callable(func):
-        raise RefError(f"{module_name!r} has no callable {attr!r}")
-    return func  # type: ignore[no-any-return]
+    found = getattr(module, attr, None)
+    if found is None:
+        raise RefError(f"{module_name!r} has no {what} {attr!r}")
+    return found
 
 
 def confine(path_text: str) -> Path:

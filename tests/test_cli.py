@@ -92,3 +92,13 @@ def test_help_and_validate_do_not_import_litellm(project: Path):
                             env={**os.environ, "PYTHONPATH": str(REPO)})
     assert helped.returncode == 0, helped.stderr
     assert "litellm imported" not in helped.stderr and "usage: simlab" in helped.stdout
+
+
+def test_the_resume_hint_is_the_command_that_was_run_with_its_run_id():
+    from simlab.cli.run_cmd import resume_command
+
+    assert resume_command(["simlab", "run", "scenarios/a b.yaml", "--agent", "python:m:f", "--trials", "8"],
+                          "20261201-220300") == \
+        "simlab run 'scenarios/a b.yaml' --agent python:m:f --trials 8 --run-id 20261201-220300"
+    assert resume_command(["simlab", "run", "--run-id", "big", "--suite", "s.yaml"], "big") == \
+        "simlab run --run-id big --suite s.yaml"

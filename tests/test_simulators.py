@@ -194,3 +194,16 @@ def test_scenario_phrases_run_on_a_linear_time_engine_with_the_same_answers():
     assert first_match([pattern], flood + "It was issued.") == flood + "It was issued"  # as re.search gives
     assert first_match([r"(?<!not )refunded", "x"], "it was not refunded, then refunded") == "refunded"
     assert engine(r"(?<!not )refunded") == "re"  # look-behind: Python's engine, the same answer
+
+
+def test_without_an_opening_the_rules_user_asks_in_its_own_words_never_the_raw_goal():
+    scn = scenario(user={"goal": "Borrow Emma (book B2). Refuse any substitute.", "known_facts": {"card": "L-1"}})
+    first = asyncio.run(RulesSimulator().next_message(view([], turn=1, scn=scn)))
+    assert "borrow Emma (book B2)" in first.text and first.text != scn.user.goal
+    assert "Refuse" not in first.text and not first.text.startswith("Borrow")  # the strategy stays hidden
+    from simlab.sim.simulators.rules import request_from_goal
+
+    assert request_from_goal("A refund for order A123, not store credit.", 1).endswith(
+        "a refund for order A123, not store credit.")
+    assert "API access" in request_from_goal("API access for my team.", 1)
+    assert len({request_from_goal("Cancel booking K9.", seed) for seed in range(20)}) > 1  # phrased by the seed

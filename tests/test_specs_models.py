@@ -13,6 +13,7 @@ import pytest  # noqa: E402
 from pydantic import ValidationError  # noqa: E402
 from spec_helpers import SCENARIO, one_problem, problems, write  # noqa: E402
 
+from simlab.specs.config import ONE_KIND  # noqa: E402
 from simlab.specs import (  # noqa: E402
     AgentSpec,
     ProjectConfig,
@@ -267,14 +268,45 @@ def test_agent_spec_forms(value: object, model: str | None, python: str | None, 
         ("'python:mypkg.agents'", "'python' must be module:attr (e.g. mypkg.agents:answer), got 'mypkg.agents'"),
         ("'python::f'", "'python' must be module:attr (e.g. mypkg.agents:answer), got ':f'"),
         ("''", "'model' is empty; give a LiteLLM model string, e.g. openai/gpt-4o-2024-08-06"),
-        ("5", "expected a LiteLLM model string, 'python:module:attr', or a mapping; got 5"),
-        ("[a]", "expected a LiteLLM model string, 'python:module:attr', or a mapping; got ['a']"),
-        ("{}", "give exactly one of 'model' (a LiteLLM model) or 'python' (module:attr)"),
-        ("{model: a, python: 'b:c'}", "give exactly one of 'model' (a LiteLLM model) or 'python' (module:attr)"),
+        ("5", "expected a LiteLLM model string, 'python:module:attr', an http:// URL, or a mapping; got 5"),
+        ("[a]", "expected a LiteLLM model string, 'python:module:attr', an http:// URL, or a mapping; got ['a']"),
+        ("{}", ONE_KIND),
+        ("{model: a, python: 'b:c'}", ONE_KIND),
+        ("{model: a, http: 'http://127.0.0.1:8000/v1'}", ONE_KIND),
     ],
 )
 def test_agent_spec_errors(tmp_path: Path, value: str, problem: str) -> None:
     assert config_problems(tmp_path, f"seed: 1\nagent: {value}\n") == [f"simlab.yaml:2: agent: {problem}"]
+
+
+@pytest.mark.parametrize(
+    ("value", "problem"),
+    [
+        ("{http: 'ftp://x'}", "agent.http.url: 'url' must be an http:// or https:// URL, got 'ftp://x'"),
+        ("{http: {url: 'http://h/chat', format: rest, body: {q: '{mesage}'}}}",
+         "agent.http: body: unknown placeholder {mesage}; use {message}, {messages}, {session_id}, {tools_url}, "
+         "{context}, {turn}"),
+        ("{http: {url: 'http://h/v1', body: {q: '{message}'}}}",
+         "agent.http: 'body' and 'reply_path' are for format: rest (an OpenAI-compatible endpoint gets the "
+         "conversation and answers a chat completion)"),
+        ("{http: {url: 'http://h/x', format: rest, reply_path: 'a..b'}}",
+         "agent.http.reply_path: empty segment in path 'a..b'"),
+        ("{http: {url: 'http://h/x', price: {input: 1}}}",
+         "agent.http.price: price must be {input: USD per million tokens, output: USD per million tokens}, both ≥ 0"),
+    ],
+)
+def test_http_agent_spec_errors(tmp_path: Path, value: str, problem: str) -> None:
+    assert config_problems(tmp_path, f"seed: 1\nagent: {value}\n") == [f"simlab.yaml:2: {problem}"]
+
+
+def test_http_agent_spec_forms() -> None:
+    url = AgentSpec.model_validate("http://127.0.0.1:8000/v1")  # --agent URL
+    assert url.http is not None and (url.http.format, url.http.endpoint) == \
+        ("openai", "http://127.0.0.1:8000/v1/chat/completions")
+    assert url.ref == "http://127.0.0.1:8000/v1/chat/completions"
+    rest = AgentSpec.model_validate({"http": {"url": "https://u:pw@h/agent", "format": "rest"}})
+    assert rest.http is not None and rest.http.endpoint == "https://u:pw@h/agent"
+    assert rest.ref == "https://u:***@h/agent"  # the ref is shown and pinned: never a password
 
 
 def test_agent_unknown_field(tmp_path: Path) -> None:

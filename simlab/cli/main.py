@@ -27,7 +27,7 @@ def build_parser() -> argparse.ArgumentParser:
                          description="Plan scenario × trial units and play them; re-running a run id resumes it.")
     run.add_argument("paths", nargs="*", help="scenario files or folders (default: simlab.yaml's scenarios)")
     run.add_argument("--suite", help="a suite file naming scenarios and settings")
-    run.add_argument("--agent", help="LiteLLM model string, or python:module:attr")
+    run.add_argument("--agent", help="LiteLLM model string, python:module:attr, or an agent service's http:// URL")
     run.add_argument("--simulator", help="rules | scripted | a LiteLLM model string")
     run.add_argument("--judge", help="judge model (LiteLLM string), for the graders")
     run.add_argument("--trials", type=_positive, help="trials per scenario")
@@ -35,6 +35,13 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--run-id", help="name of the run folder; an existing one is resumed")
     run.add_argument("--seed", type=int, help="run seed; trial seeds are derived from it (default 0)")
     run.add_argument("--force", action="store_true", help="resume even if the stored pins differ")
+    run.add_argument("-k", dest="keywords", metavar="EXPR",
+                     help="only scenarios whose id, title or tags match: words joined by and/or/not, e.g. "
+                          "-k 'refund and not card'")
+    run.add_argument("--tags", type=lambda text: [t.strip() for t in text.split(",") if t.strip()], default=[],
+                     help="only scenarios carrying one of these tags (comma-separated)")
+    run.add_argument("--list", "--dry-run", dest="list", action="store_true",
+                     help="show the planned scenarios and trials (and where each trial count comes from); play nothing")
     run.add_argument("--keep-errors", action="store_true",
                      help="on resume, keep trials that ended in an infrastructure error instead of playing them again")
     run.add_argument("--allow-same-family", action="store_true",
@@ -47,6 +54,21 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--shard", metavar="I/N",
                      help="play only share I of N (1-based), e.g. one job of a CI matrix; the same split on "
                           "every machine, then `simlab merge` the shards")
+
+    init = sub.add_parser("init", help="write a runnable starter project (domain, agent, persona, scenarios, suite)",
+                          description="A tiny library domain, a Python agent, a persona, two scenarios and a suite, "
+                                      "green on the first `simlab run`.")
+    init.add_argument("folder", nargs="?", default=".", help="where to write it (default: here)")
+    init.add_argument("--force", action="store_true", help="overwrite files that exist")
+
+    runs = sub.add_parser("runs", help="list the runs: id, date, trials done of planned, pass^1, pass^k, agent")
+    runs.add_argument("--k", type=_positive, default=3, help="the k of the pass^k column (default 3)")
+    runs.add_argument("--last", type=_positive, default=20, help="how many runs, newest first (default 20)")
+
+    tools = sub.add_parser("tools", help="show a domain's tools, their arguments and its seed data")
+    tools.add_argument("domain", help="a built-in domain (retail) or an importable module exposing DOMAIN")
+    tools.add_argument("--state", action="store_true", help="also print the seed data")
+    tools.add_argument("--policy", action="store_true", help="also print the policy text")
 
     validate = sub.add_parser("validate", help="check scenario, persona, suite and config files")
     validate.add_argument("paths", nargs="*", help="files or folders (default: the project's scenarios and personas)")
@@ -96,6 +118,14 @@ def build_parser() -> argparse.ArgumentParser:
 
     view = sub.add_parser("view", help="browse runs and transcripts in the terminal")
     view.add_argument("target", nargs="?", help="a run id or a run folder (default: the newest run)")
+
+    serve = sub.add_parser("serve", help="serve a domain's tools over MCP for one session (point an agent at them)",
+                           description="Serve DOMAIN's tools over MCP (streamable HTTP) for one hand-driven session: "
+                                       "prints the URL, then every call. Needs the serve extra.")
+    serve.add_argument("domain", metavar="DOMAIN", help="a built-in domain (retail) or module[:attr] defining one")
+    serve.add_argument("--scenario", metavar="FILE", help="start from this scenario's initial state")
+    serve.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
+    serve.add_argument("--port", type=int, default=0, help="port (default: any free one)")
 
     schema = sub.add_parser("schema", help="write JSON Schemas for the YAML files (for editors)")
     schema.add_argument("--out", default="schemas", help="folder to write into (default: schemas)")
@@ -164,9 +194,10 @@ def _main(argv: list[str] | None) -> int:
         parser.print_help()
         return EXIT_USAGE
     commands: dict[str, Callable[[argparse.Namespace], int]] = {
-        "run": _run, "validate": _validate, "schema": _schema, "view": _view,
+        "run": _run, "validate": _validate, "schema": _schema, "view": _view, "init": _init, "runs": _runs,
+        "tools": _tools,
         "report": _report, "grade": _grade, "calibrate": _calibrate,
-        "gate": _gate, "compare": _compare, "merge": _merge,
+        "gate": _gate, "compare": _compare, "merge": _merge, "serve": _serve,
     }
     if os.getcwd() not in sys.path:
         sys.path.insert(0, os.getcwd())  # the project's own agents and domains import like in pytest
@@ -184,6 +215,9 @@ def _main(argv: list[str] | None) -> int:
         _ignore_interrupts()
         print("interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
+    except BrokenPipeError:  # the reader went away (`simlab tools retail | head`): nothing more to say
+        _quiet_stdout()
+        return 0
     except OSError as exc:  # the disk or file system refused us (full, read-only, gone)
         where = f"{exc.filename}: " if exc.filename else ""
         print(f"error: {where}{exc.strerror or exc}", file=sys.stderr)
@@ -274,6 +308,12 @@ def _calibrate(args: argparse.Namespace) -> int:
     return 0
 
 
+def _serve(args: argparse.Namespace) -> int:
+    from simlab.cli.serve_cmd import serve_command
+
+    return serve_command(args)
+
+
 def _view(args: argparse.Namespace) -> int:
     from simlab.cli.view_cmd import view_command
 
@@ -288,6 +328,35 @@ def _schema(args: argparse.Namespace) -> int:
     for path in write_schemas(Path(args.out)):
         print(path)
     return 0
+
+
+
+
+def _init(args: argparse.Namespace) -> int:
+    from simlab.cli.project_cmd import init_command
+
+    return init_command(args)
+
+
+def _runs(args: argparse.Namespace) -> int:
+    from simlab.cli.project_cmd import runs_command
+
+    return runs_command(args)
+
+
+def _tools(args: argparse.Namespace) -> int:
+    from simlab.cli.project_cmd import tools_command
+
+    return tools_command(args)
+
+
+def _quiet_stdout() -> None:
+    """Point stdout at /dev/null, so that flushing it at exit raises no second broken pipe."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass
 
 
 if __name__ == "__main__":

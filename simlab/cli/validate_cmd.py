@@ -4,7 +4,8 @@ in one pass.
 Problems (exit 2) go to stderr as ``file:line: field: what is wrong``. So do warnings (exit 0),
 for what is valid but almost certainly not meant: a control signal swallowed by a YAML comment, a
 scripted line stating an identifier the user was never given. Notes (stdout) say what could not
-be checked: a state path into a free-form mapping.
+be checked: a state path into a free-form mapping. Graders a scenario or a suite names
+(``module:function``) are imported, and their parameters bound to their factories.
 """
 
 from __future__ import annotations
@@ -65,6 +66,7 @@ def validate_command(args: argparse.Namespace) -> int:
                 if loaded is None or "scenarios" not in loaded.spec.model_fields_set:
                     continue
             if kind == "suite":
+                _check_graders(loaded, ("graders",), report)
                 named = _suite_files(loaded, report)
                 suites.append((loaded, named))
                 scenario_paths.extend(named)
@@ -104,10 +106,24 @@ def _check_entry(entry: Loaded, report: _Report) -> None:
         if domain is not None:
             paths = [(_at(entry, "expect", "state", i, "path"), a.path) for i, a in enumerate(spec.expect.state)]
             report.notes.extend(state_path_notes(domain, paths))
+    _check_graders(entry, ("expect", "graders"), report)
     for line, comment in signal_comments(read_spec_bytes(entry.path).decode("utf-8-sig", "replace")):
         report.warnings.append(f"{entry.path}:{line}: {comment!r} is a YAML comment, so the control signal is "
                                "lost; quote the whole line (- \"Thanks. ###STOP###\") to send it")
     _script_ids(entry, report)
+
+
+def _check_graders(entry: Loaded | None, where: tuple[str, ...], report: _Report) -> None:
+    """The graders at ``where`` import and take their params (the registry is imported only then)."""
+    if entry is None:
+        return
+    uses: Any = entry.spec
+    for part in where:
+        uses = getattr(uses, part, None)
+    if uses:
+        from simlab.graders.registry import use_problems
+
+        report.problems.extend(use_problems(entry, where))
 
 
 def _script_ids(entry: Loaded, report: _Report) -> None:

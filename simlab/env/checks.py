@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import difflib
 import re
-from typing import Any, Callable, get_args, get_origin
+from collections.abc import Callable
+from typing import Any, get_args, get_origin
 
 from pydantic import BaseModel, ValidationError
 
@@ -16,6 +17,7 @@ from simlab.specs.statepath import PathError, parse_path
 from simlab.specs.typewalk import members, unknown_keys
 from simlab.specs.yamlio import line_for
 
+HANDOFF_PREFIX = "handoff:"  # policy rules name a handoff (OpenAI Agents SDK) as the pseudo-tool handoff:<agent>
 _PATH_HEAD = re.compile(r"^\s*([A-Za-z_][\w-]*)")
 
 
@@ -48,6 +50,8 @@ def check_against_domain(entry: Loaded) -> tuple[Domain | None, list[str]]:
         return None, [f"{at('domain')}: cannot load domain {scenario.domain!r}: {type(exc).__name__}: {exc}"]
     problems = _state_problems(entry, domain, at)
     for loc, name in scenario.expect.tool_references():
+        if name.startswith(HANDOFF_PREFIX) and name[len(HANDOFF_PREFIX):].strip():
+            continue  # a handoff to an agent: agents are known only when the run builds them
         if domain.tool(name) is None:
             problems.append(f"{at('expect', *loc)}: unknown tool {name!r} in domain {domain.name!r}"
                             f"{_suggest(name, domain.tool_names)} (tools: {', '.join(domain.tool_names)})")

@@ -3,18 +3,19 @@
 from __future__ import annotations
 
 import contextvars
+import copy
 import datetime
 import decimal
 import enum
-import copy
 import importlib
 import marshal
 import os
 import queue
 import threading
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
@@ -70,7 +71,7 @@ class Domain:
             except ValueError:  # a default that is not plain data: derive them every time
                 return schemas
             self.__dict__["_schemas"] = cached
-        return marshal.loads(cached)  # type: ignore[no-any-return]
+        return marshal.loads(cached)
 
     @property
     def tool_names(self) -> list[str]:

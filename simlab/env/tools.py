@@ -11,9 +11,10 @@ from __future__ import annotations
 import inspect
 import json
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Any, Callable, get_type_hints
+from typing import Any, get_type_hints
 
 from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 from pydantic.fields import FieldInfo
@@ -79,7 +80,7 @@ def make_tool(func: Callable[..., Any], access: Access, *, name: str | None = No
             raise TypeError(f"tool {func.__name__}: parameter {param.name!r} needs a type annotation")
         default = ... if param.default is inspect.Parameter.empty else param.default
         fields[param.name] = (hints[param.name], FieldInfo(default=default, description=arg_docs.get(param.name)))
-    model = create_model(  # type: ignore[call-overload]
+    model = create_model(
         f"{func.__name__}_args", __config__=ConfigDict(extra="forbid"), **fields
     )
     return Tool(name=name or func.__name__, access=access, func=func, description=summary, args_model=model)

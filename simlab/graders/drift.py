@@ -32,9 +32,10 @@ from __future__ import annotations
 import functools
 import re
 from collections import Counter
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable
 
 from simlab.graders.base import Check, GradeContext, check_at, initial_snapshot, scenario_memo
+from simlab.graders.registry import grader
 from simlab.graders.comparators import same_value
 from simlab.graders.paths import MISSING, PathError, resolve
 from simlab.graders.policy import calls_of
@@ -325,3 +326,9 @@ def grade_drift(ctx: GradeContext) -> list[Check]:
         checks[1:1] = [_invented_identifier(ctx)]
         checks.append(_role_swap(ctx))
     return [c for c in checks if c is not None]
+
+
+@grader("drift", kind="drift")
+def drift_grader() -> Callable[[GradeContext], list[Check]]:
+    """Whether the simulated user kept to its script (no model call)."""
+    return grade_drift

@@ -17,11 +17,12 @@ data without tool traffic: the judge sees what the user could see.
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, Awaitable, Callable
 
 from simlab.graders.base import GradeContext
-from simlab.graders.judge import JudgeOutcome, judge_criterion, not_run
+from simlab.graders.judge import JudgeOutcome, at_least_one, judge_criterion, not_run
 from simlab.graders.judge_prompt import data_rules, nonce_for, transcript_as_data
+from simlab.graders.registry import grader
 from simlab.llm.types import Message
 from simlab.specs import Persona
 from simlab.transcript import Check, ModelCall
@@ -125,3 +126,20 @@ async def grade_drift_llm(ctx: GradeContext, *, persona: Persona | str | None = 
         checks.append(Check(name=name, kind="drift", status=status, hard=True, reason=reason,
                             details={"question": ASPECTS[aspect], **details}))
     return JudgeOutcome(checks, calls)
+
+
+@grader("drift_llm", judge=True, kind="drift")
+def drift_llm_grader(samples: int = 1, max_attempts: int = 3,
+                     aspects: list[str] | None = None) -> Callable[[GradeContext], Awaitable[JudgeOutcome]]:
+    """With ``expect.drift_judge``: the judge reads the simulated user's messages, one check per aspect."""
+    at_least_one(samples=samples, max_attempts=max_attempts)
+    unknown = sorted(set(aspects or []) - set(ASPECTS))
+    if unknown:
+        raise ValueError(f"unknown drift aspects {unknown}; known: {', '.join(ASPECTS)}")
+
+    async def grade(ctx: GradeContext) -> JudgeOutcome:
+        if not ctx.scenario.expect.drift_judge:
+            return JudgeOutcome([])
+        return await grade_drift_llm(ctx, samples=samples, max_attempts=max_attempts, aspects=aspects)
+
+    return grade

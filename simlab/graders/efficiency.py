@@ -25,9 +25,10 @@ from __future__ import annotations
 
 import json
 import statistics
-from typing import Any
+from typing import Any, Callable
 
 from simlab.graders.base import Check, GradeContext, check_at
+from simlab.graders.registry import grader
 from simlab.graders.policy import calls_of
 from simlab.transcript.counts import tool_counts
 from simlab.transcript.model import spends_nothing_unseen
@@ -244,3 +245,9 @@ def grade_efficiency(ctx: GradeContext) -> list[Check]:
                             f"{counts['redundant_calls']} redundant), cost "
                             + ("unknown" if counts["cost_usd"] is None else f"${counts['cost_usd']:.4f}")))
     return [summary, _termination(ctx.transcript), *_budgets(ctx, counts)]
+
+
+@grader("efficiency", kind="efficiency")
+def efficiency_grader() -> Callable[[GradeContext], list[Check]]:
+    """Counts, how the trial ended, ``expect.budgets``."""
+    return grade_efficiency

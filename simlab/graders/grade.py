@@ -1,79 +1,78 @@
-"""Grade one transcript: every configured grader, then the verdict.
+"""Grade one transcript: the graders the registry and the scenario ask for, then the verdict.
 
-Deterministic graders make no model call. Judges (rubric, groundedness, LLM drift) run only
-when a judge model is given; without one their checks are recorded as not run, never passed.
+Which graders run is ``registry.graders_for``: the built-in ones, then those a suite and the
+scenario add. Deterministic graders make no model call. Judges (rubric, groundedness, LLM drift,
+any grader registered with ``judge=True``) are asked only when judges are in scope; without a
+judge model their checks are recorded as not run, never passed.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass, field, replace
+from typing import Any, Sequence
 
 from simlab.graders.base import Check, GradeContext, Verdict, verdict_of
-from simlab.graders.drift import grade_drift
-from simlab.graders.efficiency import grade_efficiency
-from simlab.graders.policy import grade_policy
-from simlab.graders.state import grade_state
-from simlab.graders.trajectory import grade_trajectory
+from simlab.graders.registry import GraderSet, graders_for
+from simlab.specs.expect import GraderUse
+from simlab.specs.scenario import Scenario
 from simlab.transcript import ModelCall
-
-DETERMINISTIC = (grade_state, grade_trajectory, grade_policy, grade_efficiency, grade_drift)
 
 
 @dataclass
 class Graded:
     checks: list[Check]
     verdict: Verdict
-    judge_calls: list[ModelCall] = field(default_factory=list)
+    judge_calls: list[ModelCall] = field(default_factory=list)  # every model call a grader made
 
 
-def grade_deterministic(ctx: GradeContext) -> list[Check]:
+def graders_of(scenario: Scenario, memo: dict[str, Any], extra: Sequence[GraderUse] = ()) -> GraderSet:
+    """The graders of a scenario (``extra``: those its suite adds), resolved once and kept in
+    ``memo``, which the trials of one scenario share (``GradeContext.memo``)."""
+    found = memo.get("graders")
+    if found is None:
+        found = memo["graders"] = graders_for(scenario, extra)
+    return found  # type: ignore[no-any-return]
+
+
+def grade_deterministic(ctx: GradeContext, extra: Sequence[GraderUse] = ()) -> list[Check]:
+    """The checks of the synchronous graders that ask no judge: the cheap part, run on every trial."""
     checks: list[Check] = []
-    for grader in DETERMINISTIC:
-        checks.extend(grader(ctx))
+    for grader in graders_of(ctx.scenario, ctx.memo, extra).now:
+        checks.extend(grader.run(ctx))
     return checks
 
 
-async def grade(ctx: GradeContext, *, use_judges: bool = True) -> Graded:
-    """All checks and the verdict. ``use_judges=False`` keeps stored judge checks out of scope
-    (the caller merges them) and makes no model call."""
-    checks = grade_deterministic(ctx)
+async def grade(ctx: GradeContext, *, use_judges: bool = True, extra: Sequence[GraderUse] = ()) -> Graded:
+    """All checks and the verdict. ``use_judges=False`` keeps judges' checks out of scope (a re-grade
+    merges the stored ones) and makes no model call. ``extra``: the graders the suite adds."""
+    graders = graders_of(ctx.scenario, ctx.memo, extra)
+    checks = grade_deterministic(ctx, extra)
     calls: list[ModelCall] = []
+    for grader in graders.later:
+        found, made = await grader.arun(ctx)
+        checks.extend(found)
+        calls.extend(made)
     if use_judges and ctx.transcript.termination.reason.value == "error":
         # the verdict is error whatever a judge says: asking one would only spend money (and, with a
         # failing provider, the retries of the next trials)
-        checks.extend(await _judges_not_asked(ctx))
+        checks.extend(await _judges_not_asked(ctx, graders))
     elif use_judges:
-        from simlab.graders.drift_judge import grade_drift_llm
-        from simlab.graders.groundedness import grade_groundedness
-        from simlab.graders.judge import grade_rubric
-
-        judges = [grade_rubric, grade_groundedness]
-        if ctx.scenario.expect.drift_judge:
-            judges.append(grade_drift_llm)
-        for judge in judges:
-            outcome = await judge(ctx)
-            checks.extend(outcome.checks)
-            calls.extend(outcome.calls)
+        for judge in graders.judges:
+            found, made = await judge.arun(ctx)
+            checks.extend(found)
+            calls.extend(made)
     return Graded(checks, verdict_of(ctx.transcript, checks), calls)
 
 
 NOT_ASKED = "not asked: the trial ended in an infrastructure error"
 
 
-async def _judges_not_asked(ctx: GradeContext) -> list[Check]:
+async def _judges_not_asked(ctx: GradeContext, graders: GraderSet) -> list[Check]:
     """The judge checks the scenario asks for, each ``not_run`` with the reason it was not asked."""
-    from dataclasses import replace
-
-    from simlab.graders.drift_judge import grade_drift_llm
-    from simlab.graders.groundedness import grade_groundedness
-    from simlab.graders.judge import grade_rubric
-
     blank = replace(ctx, judge=None)
-    judges = [grade_rubric, grade_groundedness] + ([grade_drift_llm] if ctx.scenario.expect.drift_judge else [])
     out: list[Check] = []
-    for judge in judges:
-        for check in (await judge(blank)).checks:
+    for judge in graders.judges:
+        for check in (await judge.arun(blank))[0]:
             out.append(check.model_copy(update={"reason": NOT_ASKED}) if check.status == "not_run" else check)
     return out
 

@@ -12,7 +12,7 @@ score (there is nothing to ground, which is not the same as 100 %).
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, Awaitable, Callable, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
@@ -20,6 +20,7 @@ from simlab.graders.base import GradeContext, check_at
 from simlab.graders.judge import (
     JudgeOutcome,
     ask_json,
+    at_least_one,
     derive_seed,
     judge_pin,
     judge_turn,
@@ -27,6 +28,7 @@ from simlab.graders.judge import (
     one_line,
 )
 from simlab.graders.judge_prompt import MAX_RESULT_CHARS, data_rules, delimit, event_line, nonce_for
+from simlab.graders.registry import grader
 from simlab.llm.types import Message
 from simlab.transcript import AgentMessage, Check, InvalidCall, ModelCall, ToolCall, ToolResult, Transcript
 
@@ -137,3 +139,14 @@ async def grade_groundedness(ctx: GradeContext, *, max_attempts: int = 3, hard: 
         check = Check(name="groundedness", kind="groundedness", status="fail" if unsupported else "pass",
                       hard=hard, score=score, reason=reason, details=details, **where)
     return JudgeOutcome([check], calls)
+
+
+@grader("groundedness", judge=True, kind="groundedness")
+def groundedness_grader(max_attempts: int = 3, hard: bool = False) -> Callable[[GradeContext], Awaitable[JudgeOutcome]]:
+    """With ``expect.groundedness``: the judge checks the claims of the agent's last message (soft unless ``hard``)."""
+    at_least_one(max_attempts=max_attempts)
+
+    async def grade(ctx: GradeContext) -> JudgeOutcome:
+        return await grade_groundedness(ctx, max_attempts=max_attempts, hard=hard)
+
+    return grade

@@ -24,17 +24,18 @@ import hashlib
 import json
 import re
 from dataclasses import dataclass, field
-from typing import Any, Generic, Literal, TypeVar
+from typing import Any, Awaitable, Callable, Generic, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from simlab.graders.base import GradeContext
 from simlab.graders.judge_prompt import data_rules, nonce_for, transcript_as_data
+from simlab.graders.registry import grader
 from simlab.llm.types import ChatModel, Message, ModelError
 from simlab.transcript import Check, ModelCall, Transcript
 
-__all__ = ["NO_JUDGE", "JudgeOutcome", "Malformed", "YesNo", "ask_json", "grade_rubric", "judge_criterion",
-           "judge_pin", "majority", "not_run", "parse_answer"]
+__all__ = ["NO_JUDGE", "JudgeOutcome", "Malformed", "YesNo", "ask_json", "at_least_one", "grade_rubric",
+           "judge_criterion", "judge_pin", "majority", "not_run", "parse_answer", "rubric_grader"]
 
 NO_JUDGE = "no judge model configured"
 M = TypeVar("M", bound=BaseModel)
@@ -264,3 +265,20 @@ async def grade_rubric(ctx: GradeContext, *, samples: int = 1, max_attempts: int
     if soft:
         checks.append(_soft_score(soft))
     return JudgeOutcome(checks, calls)
+
+
+def at_least_one(**counts: int) -> None:
+    for name, value in counts.items():
+        if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+            raise ValueError(f"{name} must be a whole number ≥ 1, got {value!r}")
+
+
+@grader("rubric", judge=True, kind="rubric")
+def rubric_grader(samples: int = 1, max_attempts: int = 3) -> Callable[[GradeContext], Awaitable[JudgeOutcome]]:
+    """One yes/no question to the judge per ``expect.rubric`` item; ``samples`` > 1 takes a majority."""
+    at_least_one(samples=samples, max_attempts=max_attempts)
+
+    async def grade(ctx: GradeContext) -> JudgeOutcome:
+        return await grade_rubric(ctx, samples=samples, max_attempts=max_attempts)
+
+    return grade

@@ -38,11 +38,12 @@ from dataclasses import dataclass
 from typing import Any, Callable, Iterable
 
 from simlab.graders.base import Check, GradeContext, check_at, initial_snapshot
+from simlab.graders.registry import grader
 from simlab.graders.confirm import ask_kind, builtin, merge, stance
 from simlab.graders.comparators import ComparatorError, as_number, call_matches, describe_spec, load_callable
 from simlab.graders.paths import MISSING, PathError, resolve
 from simlab.specs.expect import LIMIT, Rule
-from simlab.transcript import AgentMessage, InvalidCall, ToolCall, ToolResult, Transcript, UserMessage
+from simlab.transcript import AgentMessage, Handoff, InvalidCall, ToolCall, ToolResult, Transcript, UserMessage
 
 __all__ = ["CallInfo", "calls_of", "grade_policy", "is_refusal"]
 
@@ -64,12 +65,21 @@ class CallInfo:
         return f"{self.call.name} at turn {self.call.turn} (call {self.call.call_id})"
 
 
-def calls_of(transcript: Transcript) -> list[CallInfo]:
-    """Every ToolCall in order, paired with its result and whether it was invalid."""
+def calls_of(transcript: Transcript, *, handoffs: bool = False) -> list[CallInfo]:
+    """Every ToolCall in order, paired with its result and whether it was invalid. With ``handoffs``,
+    each handoff between agents is there too, as a successful call of ``handoff:<target>`` (so that
+    rules can name it)."""
     invalid = {e.call_id for e in transcript.events if isinstance(e, InvalidCall)}
     results = {e.call_id: e for e in transcript.events if isinstance(e, ToolResult)}
-    return [CallInfo(i, e, results.get(e.call_id), e.call_id in invalid)
-            for i, e in enumerate(transcript.events) if isinstance(e, ToolCall)]
+    out = []
+    for i, e in enumerate(transcript.events):
+        if isinstance(e, ToolCall):
+            out.append(CallInfo(i, e, results.get(e.call_id), e.call_id in invalid))
+        elif handoffs and isinstance(e, Handoff):
+            name = f"handoff:{e.target}"
+            out.append(CallInfo(i, ToolCall(turn=e.turn, call_id=e.call_id, name=name, arguments={"source": e.source}),
+                                ToolResult(turn=e.turn, call_id=e.call_id, name=name, ok=True), False))
+    return out
 
 
 _REFUSAL = re.compile(r"\b(i can'?t|i cannot|i can not|i'?m unable|i am unable|we'?re unable|we are unable|"
@@ -455,7 +465,7 @@ def grade_policy(ctx: GradeContext) -> list[Check]:
     expect = ctx.scenario.expect
     if not expect.forbidden and not expect.rules:
         return []
-    calls = calls_of(ctx.transcript)
+    calls = calls_of(ctx.transcript, handoffs=True)
     cache: dict[str, dict[str, Any]] = {}
 
     def initial() -> dict[str, Any]:
@@ -467,3 +477,9 @@ def grade_policy(ctx: GradeContext) -> list[Check]:
     for rule in expect.rules:
         checks.extend(_rule_checks(ctx, rule, calls, initial))
     return _unique(checks)
+
+
+@grader("policy", kind="policy")
+def policy_grader() -> Callable[[GradeContext], list[Check]]:
+    """``expect.forbidden`` and ``expect.rules``."""
+    return grade_policy

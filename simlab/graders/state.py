@@ -17,12 +17,14 @@ from __future__ import annotations
 
 import copy
 import json
-from typing import Any
+from typing import Any, Callable
 
 from simlab.env.domain import Environment
 from simlab.graders.base import Check, GradeContext, scenario_memo
+from simlab.graders.registry import grader
 from simlab.graders.comparators import ComparatorError, as_number, load_callable, same_value
 from simlab.graders.paths import MISSING, PathError, parse_path, resolve
+from simlab.graders.served import unless_tools_unseen
 from simlab.specs.expect import COMPARISONS, Expect, StateAssertion
 
 __all__ = ["assertion_label", "check_assertion", "grade_state", "state_diff"]
@@ -307,4 +309,10 @@ def grade_state(ctx: GradeContext) -> list[Check]:
         checks.append(_expected_state(ctx, expect, final))
     if expect.predicate:
         checks.append(_predicate(expect.predicate, final, ctx))
-    return checks
+    return unless_tools_unseen(ctx, checks)  # an agent service that used none of the served tools: not run
+
+
+@grader("state", kind="state")
+def state_grader() -> Callable[[GradeContext], list[Check]]:
+    """End state: ``expect.state`` assertions, partial credit, ``expected_actions`` replayed, the predicate."""
+    return grade_state

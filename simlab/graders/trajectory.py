@@ -18,7 +18,9 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from simlab.graders.base import Check, GradeContext, check_at
+from simlab.graders.registry import grader
 from simlab.graders.comparators import ComparatorError, call_matches, call_mismatch, describe_spec
+from simlab.graders.served import unless_tools_unseen
 from simlab.specs.expect import CallSpec
 from simlab.transcript import AgentMessage, InvalidCall, ToolCall, Transcript
 
@@ -175,6 +177,13 @@ def grade_trajectory(ctx: GradeContext) -> list[Check]:
     main = Check(name=name, kind="trajectory", status="pass" if ok else "fail", reason=reason,
                  details={**counts, "reference_calls": [describe_spec(r) for r in refs]},
                  **(check_at(ctx.transcript, event) if not ok else {}))
-    return [main,
-            _metric("tool_precision", len(matched), len(calls), "agent calls", counts),
-            _metric("tool_recall", len(matched), len(refs), "reference calls", counts)]
+    return unless_tools_unseen(ctx, [  # an agent service that used none of the served tools: not run
+        main,
+        _metric("tool_precision", len(matched), len(calls), "agent calls", counts),
+        _metric("tool_recall", len(matched), len(refs), "reference calls", counts)])
+
+
+@grader("trajectory", kind="trajectory")
+def trajectory_grader() -> Callable[[GradeContext], list[Check]]:
+    """The agent's tool calls against ``expect.trajectory``."""
+    return grade_trajectory

@@ -19,9 +19,9 @@ from typing import Any
 
 from simlab.llm.lazy import load_litellm
 from simlab.llm.limits import ModelLimiter
-from simlab.redact import mask_url, safe_settings, scrub, secret_values
-from simlab.llm.retry import RetryPolicy, RetryStats, Sleep, call_with_retries, classify
+from simlab.llm.retry import RetryPolicy, RetryStats, Sleep, call_with_retries, settled
 from simlab.llm.types import ChatResult, Message, ModelError, ModelErrorKind, ToolCallRequest
+from simlab.redact import mask_url, safe_settings, scrub, secret_values
 from simlab.transcript import Pin, Usage
 
 log = logging.getLogger("simlab.llm")
@@ -161,16 +161,12 @@ class LiteLLMModel:
         try:
             response = await call_with_retries(attempt, self.retry_policy, stats, describe=self._scrub)
         except Exception as exc:
-            kind = classify(exc)
-            if kind is None:
+            failed = settled(exc, stats, self._scrub)
+            if failed is None:
                 raise  # not a provider error: a bug, keep its traceback
+            kind, message = failed
             usage = Usage(latency_s=max(0.0, time.perf_counter() - start - queued),
                           retries=stats.retries, retry_wait_s=stats.waited_s)
-            message = self._scrub(exc)
-            if kind is ModelErrorKind.UNREACHABLE and stats.connected:
-                kind = ModelErrorKind.TRANSIENT  # it answered before: a dropped connection, not a dead endpoint
-            if kind.retryable:
-                message = f"gave up after {stats.retries} retries ({stats.waited_s:.2f}s waited): {message}"
             if kind is ModelErrorKind.UNREACHABLE:
                 message = f"{self._endpoint()} never answered ({message})"
             elif kind is ModelErrorKind.AUTH:
@@ -211,7 +207,8 @@ class LiteLLMModel:
         except Exception:  # an unknown provider: LiteLLM cannot say which variable it reads
             missing = []
         if missing:
-            local = " (a local server accepts any value; or name the variable with api_key_env)" if self.api_base else ""
+            local = (" (a local server accepts any value; or name the variable with api_key_env)"
+                     if self.api_base else "")
             return f"set {' or '.join(missing)}{local}"
         return "the provider rejected the credential: check the key and its permissions"
 
@@ -346,7 +343,8 @@ def parse_response(response: Any, *, model: str, usage_extra: Usage | None = Non
                                      arguments=_arguments(_get(function, "arguments"))))
     legacy = _get(message, "function_call")
     if not calls and legacy is not None and _get(legacy, "name"):
-        calls.append(ToolCallRequest(id="call_0", name=_get(legacy, "name"), arguments=_arguments(_get(legacy, "arguments"))))
+        calls.append(ToolCallRequest(id="call_0", name=_get(legacy, "name"),
+                                     arguments=_arguments(_get(legacy, "arguments"))))
     usage = _usage(response, model, litellm)
     if usage_extra is not None:
         usage = usage.model_copy(update={"latency_s": usage_extra.latency_s, "retries": usage_extra.retries,

@@ -201,7 +201,7 @@ def _make_handler() -> Any:
     litellm = load_litellm()
     import openai
 
-    class SimlabFakeProvider(litellm.CustomLLM):  # type: ignore[misc, name-defined]
+    class SimlabFakeProvider(litellm.CustomLLM):  # type: ignore[name-defined]
         """Routes ``simlab-fake/<name>`` to the function registered under ``<name>``."""
 
         async def acompletion(self, model: str, messages: list, *args: Any, **kwargs: Any) -> Any:
@@ -246,7 +246,8 @@ def register_fake_provider() -> None:
         _handler = _make_handler()
     entries = litellm.custom_provider_map
     if not any(e.get("provider") == FAKE_PROVIDER and e.get("custom_handler") is _handler for e in entries):
-        litellm.custom_provider_map = [e for e in entries if e.get("provider") != FAKE_PROVIDER] + [
+        litellm.custom_provider_map = [  # type: ignore[attr-defined]
+            e for e in entries if e.get("provider") != FAKE_PROVIDER] + [
             {"provider": FAKE_PROVIDER, "custom_handler": _handler}]
 
 

@@ -81,7 +81,7 @@ class FaultPlan:
         object.__setattr__(self, "rates", rates)
 
     @classmethod
-    def spread(cls, total: float, faults: Iterable[Fault], **settings: Any) -> "FaultPlan":
+    def spread(cls, total: float, faults: Iterable[Fault], **settings: Any) -> FaultPlan:
         """``total`` shared evenly among ``faults``: ``FaultPlan.spread(0.3, TRANSIENT, seed=1)``."""
         chosen = list(faults)
         return cls({f: total / len(chosen) for f in chosen}, **settings)

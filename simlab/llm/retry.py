@@ -135,6 +135,8 @@ def classify(exc: BaseException) -> ModelErrorKind | None:
     status = _status_of(chain)
     if status in (401, 403) or any(_AUTH_TEXT.search(str(e)) for e in chain[:3]):
         return ModelErrorKind.AUTH
+    if module.startswith("httpx"):  # a plain HTTP call (an HTTP agent): no LiteLLM class can match it
+        return _transport_kind(exc, chain, status)
     litellm = load_litellm()
     ordered: list[tuple[tuple[type[BaseException], ...], ModelErrorKind]] = [
         ((litellm.ContextWindowExceededError,), ModelErrorKind.CONTEXT_WINDOW),
@@ -158,21 +160,48 @@ def classify(exc: BaseException) -> ModelErrorKind | None:
             if kind is ModelErrorKind.TRANSIENT and _never_connected(chain):
                 return ModelErrorKind.UNREACHABLE
             return kind
-    import httpx
-    import openai
+    return _transport_kind(exc, chain, status)
 
-    if isinstance(exc, openai.APITimeoutError) or isinstance(exc, httpx.TimeoutException):
+
+def _transport_kind(exc: BaseException, chain: list[BaseException], status: int | None) -> ModelErrorKind:
+    """An error of the HTTP layer (httpx's, or the openai SDK's): timeouts, connections, statuses.
+    An httpx error is placed without importing the openai SDK."""
+    import httpx
+
+    timeouts: tuple[type[BaseException], ...] = (httpx.TimeoutException,)
+    connections: tuple[type[BaseException], ...] = (httpx.TransportError,)
+    if not (type(exc).__module__ or "").startswith("httpx"):
+        import openai
+
+        timeouts, connections = timeouts + (openai.APITimeoutError,), connections + (openai.APIConnectionError,)
+    if isinstance(exc, timeouts):
         return ModelErrorKind.TIMEOUT
-    if isinstance(exc, (openai.APIConnectionError, httpx.TransportError)):
+    if isinstance(exc, connections):
         return ModelErrorKind.UNREACHABLE if _never_connected(chain) else ModelErrorKind.TRANSIENT
-    kind = _status_kind(status)
-    if kind is not None:
-        return kind
+    by_status = _status_kind(status)
+    if by_status is not None:
+        return by_status
     return ModelErrorKind.BAD_REQUEST  # a provider error we cannot place: do not hammer the provider
 
 
 def _never_connected(chain: list[BaseException]) -> bool:
     return any(type(e).__name__ in _UNREACHABLE for e in chain)
+
+
+def settled(exc: BaseException, stats: "RetryStats",
+            describe: Callable[[BaseException], str]) -> tuple[ModelErrorKind, str] | None:
+    """How a call that failed for good is reported: its kind (UNREACHABLE only when the endpoint
+    never answered any attempt) and its message (with the retries spent, for a retryable kind).
+    None when ``exc`` is no provider error (a bug: re-raise it)."""
+    kind = classify(exc)
+    if kind is None:
+        return None
+    if kind is ModelErrorKind.UNREACHABLE and stats.connected:
+        kind = ModelErrorKind.TRANSIENT  # it answered before: a dropped connection, not a dead endpoint
+    message = describe(exc)
+    if kind.retryable:
+        message = f"gave up after {stats.retries} retries ({stats.waited_s:.2f}s waited): {message}"
+    return kind, message
 
 
 def is_retryable(exc: BaseException) -> bool:

@@ -7,7 +7,10 @@ from simlab.inert import one_line
 from simlab.results.figures import RunSummary
 
 _WHY_UNJUDGED = {"rubric": "needs a judge model (--judge)", "groundedness": "needs a judge model (--judge)",
-                 "drift": "needs a judge model (--judge)", "budget": "the amount was unknown (e.g. an unpriced model)"}
+                 "drift": "needs a judge model (--judge)", "budget": "the amount was unknown (e.g. an unpriced model)",
+                 # issue 15: an agent service that used none of the tools simlab served it (graders/served.py)
+                 "state": "was not run: the agent service called none of the served tools",
+                 "trajectory": "was not run: the agent service called none of the served tools"}
 
 
 def trouble_lines(summary: RunSummary) -> list[str]:

@@ -7,6 +7,7 @@ no trial is blamed for it and none is recorded, so a resume after fixing it runs
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import gc
 import traceback
 from collections import deque
@@ -14,12 +15,12 @@ from contextlib import contextmanager
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from typing import Any, Awaitable, Callable, Iterator, Protocol
+from typing import Any, Awaitable, Callable, Iterator, Protocol, Sequence
 
 from simlab.env.domain import Domain
 from simlab.graders.base import GradeContext
-from simlab.graders.grade import grade
-from simlab.specs import LoadedScenario
+from simlab.graders.grade import grade, graders_of
+from simlab.specs import GraderUse, LoadedScenario
 
 from simlab.errors import InfraError
 from simlab.llm.types import ModelError
@@ -239,7 +240,7 @@ async def execute(plan: RunPlan, units: list[WorkUnit], agent: Agent, simulator:
     Without a judge, grading is pure CPU: a trial's slot starts its next trial as soon as the
     conversation ends, and one grading task grades the finished ones in between the steps of
     the trials in flight, so that hundreds of trials ending together never hold up the others.
-    With a judge, each trial is graded in its slot (the judge's calls wait on a model)."""
+    With a judge, or a user's async grader (it may wait), each trial is graded in its slot."""
     outcome = RunOutcome()
     queue: Iterator[WorkUnit] = iter(units)
     states = {sid: plan.domains[sid].build_state(s.spec.initial_state) for sid, s in plan.scenarios.items()}
@@ -272,7 +273,7 @@ async def execute(plan: RunPlan, units: list[WorkUnit], agent: Agent, simulator:
         """The record of a played trial; None when the judge's provider failed for good."""
         try:
             return attempted(await grade_record(transcript, plan.scenarios[trial.scenario.id], trial.domain,
-                                                judge, memos.setdefault(trial.scenario.id, {})))
+                                                judge, memos.setdefault(trial.scenario.id, {}), plan.graders))
         except ModelError as exc:
             failure.append(exc)
             return None
@@ -280,7 +281,9 @@ async def execute(plan: RunPlan, units: list[WorkUnit], agent: Agent, simulator:
             return attempted(TrialRecord(unit_id=trial.unit_id, transcript=_crashed(trial, exc), verdict="error"))
 
     writes = _Writes(appender, on_disk)
-    later = _Grading(graded, writes, plan.concurrency) if judge is None else None
+    waits = judge is not None or any(graders_of(s.spec, memos.setdefault(sid, {}), plan.graders).may_wait
+                                     for sid, s in plan.scenarios.items())
+    later = None if waits else _Grading(graded, writes, plan.concurrency)
 
     async def worker() -> None:
         for unit in queue:  # a shared iterator: each unit is taken by exactly one worker
@@ -316,13 +319,16 @@ async def execute(plan: RunPlan, units: list[WorkUnit], agent: Agent, simulator:
             count_cost(record.transcript)  # with the judge's calls
             await writes.put(record)
 
-    workers = [asyncio.create_task(worker()) for _ in range(max(1, min(plan.concurrency, len(units))))]
+    services = _agent_services(agent) if units else contextlib.nullcontext()
+    workers: list[asyncio.Task[None]] = []
     try:
-        with _quiet_gc():
-            await asyncio.gather(*workers)
-            if later is not None:
-                await later.close()
-            await writes.close()
+        async with services:  # issue 15: e.g. an HTTP agent's tool server, up while its trials play
+            workers = [asyncio.create_task(worker()) for _ in range(max(1, min(plan.concurrency, len(units))))]
+            with _quiet_gc():
+                await asyncio.gather(*workers)
+                if later is not None:
+                    await later.close()
+                await writes.close()
     finally:
         for task in workers:
             task.cancel()
@@ -345,15 +351,23 @@ async def execute(plan: RunPlan, units: list[WorkUnit], agent: Agent, simulator:
 
 
 async def grade_record(transcript: Transcript, loaded: LoadedScenario, domain: Domain, judge: Any,
-                       memo: dict[str, Any] | None = None) -> TrialRecord:
+                       memo: dict[str, Any] | None = None, extra: Sequence[GraderUse] = ()) -> TrialRecord:
     """Grade a finished transcript; judge calls join its events (their usage is the judge's).
-    ``memo`` is shared by the trials of one scenario (see ``GradeContext.memo``)."""
+    ``memo`` is shared by the trials of one scenario (see ``GradeContext.memo``); ``extra``: the
+    graders the suite adds."""
     ctx = GradeContext(transcript, loaded.spec, domain, judge=judge, persona=loaded.persona,
                        memo=memo if memo is not None else {})
-    graded = await grade(ctx)
+    graded = await grade(ctx, extra=extra)
     transcript.events.extend(graded.judge_calls)
     return TrialRecord(unit_id=transcript.unit_id, transcript=transcript, checks=graded.checks,
                        verdict=graded.verdict)
+
+
+def _agent_services(agent: Agent) -> contextlib.AbstractAsyncContextManager[Any]:
+    """What an agent needs while its trials play (``agent.lifespan()``: an HTTP agent's tool
+    server), or nothing. Issue 15: the one hook the runner has for agents that run elsewhere."""
+    lifespan = getattr(agent, "lifespan", None)
+    return lifespan() if callable(lifespan) else contextlib.nullcontext()
 
 
 def _limits(plan: RunPlan, scenario_limits):  # type: ignore[no-untyped-def]

@@ -23,6 +23,16 @@ def build_agent(spec: AgentSpec, *, limiter: Any = None, max_retries: int = 4, t
                 transfer_tools: tuple[str, ...] = ("transfer_to_human",)) -> Agent:
     if spec.python:
         return load_python_agent(spec.python, source="agent")
+    if spec.framework:  # LangGraph, OpenAI Agents SDK, pydantic-ai: imported only now
+        from simlab.frameworks.common import build_framework_agent
+
+        return build_framework_agent(spec, transfer_tools=transfer_tools)
+    if spec.http is not None:  # a service: it calls the trial's tools over MCP (the serve extra)
+        from simlab.serve import require_serve_extra
+        from simlab.sim.http_agent import HttpAgent
+
+        require_serve_extra("an HTTP agent (its tools are served over MCP)")
+        return HttpAgent(spec.http, max_retries=max_retries, timeout_s=timeout_s)
     model = _model(
         spec.model or "", role="agent", api_base=spec.api_base, api_key_env=spec.api_key_env,
         temperature=spec.temperature, params=spec.params, price=_price(spec.price), max_retries=max_retries,

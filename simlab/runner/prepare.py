@@ -11,12 +11,13 @@ from typing import Any
 from simlab import __version__
 from simlab.env.checks import check_scenarios
 from simlab.env.domain import Domain
-from simlab.errors import UsageError
+from simlab.errors import SpecError, UsageError
 from simlab.redact import mask_tree, safe_settings
 from simlab.runner.plan import WorkUnit, plan_units
 from simlab.runner.store import MANIFEST_SCHEMA_VERSION
 from simlab.specs import (
     AgentSpec,
+    GraderUse,
     JudgeSpec,
     Limits,
     LoadedScenario,
@@ -47,6 +48,8 @@ class RunRequest:
     run_id: str | None = None
     seed: int | None = None
     allow_same_family: bool = False
+    keywords: str | None = None  # -k EXPR: scenarios whose id, title or tags match
+    tags: list[str] = field(default_factory=list)  # --tags: scenarios carrying one of them
     command: list[str] = field(default_factory=list)
 
 
@@ -70,15 +73,18 @@ class RunPlan:
     max_run_cost_usd: float | None = None
     model_rpm: dict[str, int] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)  # said once before playing (e.g. settings a flag kept)
+    trial_sources: dict[str, tuple[int, str]] = field(default_factory=dict)  # scenario → (trials, who set it)
     max_error_rate: float | None = None  # None: the default of a plain run (report.gates.RUN_MAX_ERROR_RATE)
     allow_unjudged: list[str] = field(default_factory=list)  # check kinds that may stay unjudged
     earlier_attempts: dict[str, list[dict[str, Any]]] = field(default_factory=dict)  # unit id → retired errors
+    graders: list[GraderUse] = field(default_factory=list)  # what the suite adds to every scenario's graders
 
 
 def prepare(req: RunRequest) -> RunPlan:
     root = req.root
     config: ProjectConfig = load_config(root / "simlab.yaml")
-    suite = load_suite(Path(req.suite)).spec if req.suite else None
+    suite_file = load_suite(Path(req.suite)) if req.suite else None
+    suite = suite_file.spec if suite_file else None
     layers = [s for s in (suite, config) if s is not None]
 
     def pick(name: str, flag: Any = None, default: Any = None) -> Any:
@@ -100,16 +106,25 @@ def prepare(req: RunRequest) -> RunPlan:
     loaded = load_scenarios(files, personas)
     if suite is not None and suite.tags:
         loaded = [s for s in loaded if set(s.spec.tags) & set(suite.tags)]
+    if req.tags:
+        loaded = [s for s in loaded if set(s.spec.tags) & set(req.tags)]
+    if req.keywords:
+        from simlab.runner.select import keyword_filter
+
+        wanted = keyword_filter(req.keywords)
+        loaded = [s for s in loaded if wanted([s.spec.id, s.spec.title, *s.spec.tags])]
     if not loaded:
-        raise UsageError("no scenarios to run: check the paths, the suite's scenarios and its tags")
+        raise UsageError("no scenarios to run: check the paths, the suite's scenarios and tags, and -k/--tags")
     domains = check_scenarios(loaded)
+    _check_graders(loaded, suite_file)
 
     notes: list[str] = []
     agent = _agent(req.agent, pick("agent"), notes)
     simulator = _simulator(req.simulator, pick("simulator"), req.allow_same_family, notes)
     seed = int(pick("seed", req.seed, 0))
-    flag_trials = req.trials if req.trials is not None else (suite.trials if suite else None)
-    trials = {s.spec.id: flag_trials or s.spec.trials or config.trials or 1 for s in loaded}
+    trial_sources = {s.spec.id: trials_of(s.spec.trials, req.trials, suite.trials if suite else None, config.trials)
+                     for s in loaded}
+    trials = {sid: n for sid, (n, _) in trial_sources.items()}
     units = plan_units(trials, seed)
     run_id = check_run_id(req.run_id) if req.run_id is not None else _new_run_id()
     folder = root / config.transcripts / run_id
@@ -132,11 +147,42 @@ def prepare(req: RunRequest) -> RunPlan:
         max_run_cost_usd=suite.max_run_cost_usd if suite else None,
         model_rpm=pick("model_rpm", None, {}) or {},
         notes=notes,
+        trial_sources=trial_sources,
         max_error_rate=pick("max_error_rate"),
         allow_unjudged=list(pick("allow_unjudged", None, []) or []),
+        graders=list(suite.graders) if suite else [],
     )
     plan.manifest = manifest_for(plan, req, trials)
     return plan
+
+
+def trials_of(scenario: int | None, flag: int | None, suite: int | None, project: int | None) -> tuple[int, str]:
+    """A scenario's trial count and who set it. Precedence: the ``--trials`` flag, then the suite,
+    then the scenario file, then ``simlab.yaml``, then 1."""
+    for value, source in ((flag, "--trials"), (suite, "the suite"), (scenario, "the scenario file"),
+                          (project, "simlab.yaml")):
+        if value is not None:
+            return value, source
+    return 1, "default"
+
+
+def _check_graders(loaded: list[LoadedScenario], suite: Any) -> None:
+    """Every grader a scenario or the suite names imports and takes its parameters; ``SpecError``
+    listing every problem before anything runs."""
+    from simlab.graders.registry import GraderError, graders_for, use_problems
+
+    problems = use_problems(suite, ("graders",)) if suite is not None else []
+    for entry in loaded:
+        problems.extend(use_problems(entry, ("expect", "graders")))
+    if not problems:
+        extra = suite.spec.graders if suite is not None else []
+        for entry in loaded:
+            try:
+                graders_for(entry.spec, extra)
+            except GraderError as exc:
+                problems.append(f"{entry.path}: expect.graders: {exc}")
+    if problems:
+        raise SpecError(problems)
 
 
 def _agent(flag: str | None, configured: AgentSpec | None, notes: list[str]) -> AgentSpec:
@@ -253,7 +299,9 @@ def _judge_pin(judge: JudgeSpec | None) -> str | dict[str, Any] | None:
 def pins_of(plan: RunPlan, trials: dict[str, int]) -> dict[str, Any]:
     """The pins of a run, credentials masked (``redact.mask_tree``): a password in an ``api_base``
     URL is not a pin, and two runs that differ only in it compare equal."""
+    graders = {"graders": [use.model_dump(mode="json") for use in plan.graders]} if plan.graders else {}
     return mask_tree({
+        **graders,  # only when a suite adds graders: the pins of other runs stay as they were
         "agent": safe_settings(plan.agent.model_dump(mode="json", exclude_none=True)),
         "simulator": safe_settings(plan.simulator.model_dump(mode="json", exclude_none=True)),
         "judge": _judge_pin(plan.judge),

@@ -1,8 +1,10 @@
 """Re-grade a stored run in place: no simulation, no model call for deterministic checks.
 
-Scenario files are read as they are now (that is the point: fix an expectation, re-grade).
-Judge checks are kept as stored unless re-judging is asked for. The new trials file is written
-beside the old one and renamed over it, under the run's lock.
+Scenario files are read as they are now (that is the point: fix an expectation, re-grade), with
+the graders the run's suite added (pinned in run.json). Judge checks are kept as stored unless
+re-judging is asked for: a check's ``grader`` says which grader made it, and the checks kept are
+those of the scenario's judge graders. The new trials file is written beside the old one and
+renamed over it, under the run's lock.
 """
 
 from __future__ import annotations
@@ -16,13 +18,13 @@ from typing import Any, BinaryIO
 from simlab.env.checks import check_scenarios
 from simlab.errors import UsageError
 from simlab.graders.base import GradeContext, verdict_of
-from simlab.graders.grade import grade, summarize_changes
+from simlab.graders.grade import grade, graders_of, summarize_changes
 from simlab.runner.store import RunStore, clean_leftovers, encode_record, temp_path
-from simlab.specs import LoadedScenario, load_personas, load_scenarios
+from simlab.specs import GraderUse, LoadedScenario, load_personas, load_scenarios
 from simlab.transcript import ModelCall, TrialRecord
 from simlab.transcript.checks import Check
 
-JUDGE_KINDS = ("rubric", "groundedness")
+LEGACY_JUDGE_KINDS = ("rubric", "groundedness")
 
 
 @dataclass
@@ -33,8 +35,17 @@ class RegradeReport:
     changed_scenario_files: list[str] = field(default_factory=list)
 
 
-def _is_judge_check(check: Check) -> bool:
-    return check.kind in JUDGE_KINDS or check.name.startswith("drift_llm:")
+def _is_judge_check(check: Check, judges: frozenset[str]) -> bool:
+    """Whether a stored check came from one of ``judges`` (the scenario's judge graders). A check
+    written before graders were registered names none: its kind and name tell."""
+    if check.grader is not None:
+        return check.grader in judges
+    return check.kind in LEGACY_JUDGE_KINDS or check.name.startswith("drift_llm:")
+
+
+def suite_graders(manifest: dict[str, Any]) -> list[GraderUse]:
+    """The graders the run's suite added, as pinned in run.json (none in older runs)."""
+    return [GraderUse.model_validate(use) for use in manifest.get("pins", {}).get("graders") or []]
 
 
 def load_run_scenarios(store: RunStore, personas_dir: Path) -> tuple[dict[str, LoadedScenario], list[str]]:
@@ -54,12 +65,13 @@ def load_run_scenarios(store: RunStore, personas_dir: Path) -> tuple[dict[str, L
 def regrade(store: RunStore, personas_dir: Path, *, judge: Any = None, rejudge: bool = False) -> RegradeReport:
     scenarios, changed = load_run_scenarios(store, personas_dir)
     domains = check_scenarios(list(scenarios.values()))
+    extra = suite_graders(store.read_manifest() or {})
     report = RegradeReport(changed_scenario_files=changed)
     clean_leftovers(store.folder)  # under the run's lock: any other regrade file is a killed grade's
     tmp = temp_path(store.trials_path, "regrade")
     try:
         with open(tmp, "wb") as out:
-            asyncio.run(_regrade_all(store, scenarios, domains, judge, rejudge, report, out))
+            asyncio.run(_regrade_all(store, scenarios, domains, judge, rejudge, report, out, extra))
             out.flush()
             os.fsync(out.fileno())
         os.replace(tmp, store.trials_path)
@@ -69,7 +81,7 @@ def regrade(store: RunStore, personas_dir: Path, *, judge: Any = None, rejudge: 
 
 
 async def _regrade_all(store: RunStore, scenarios: dict[str, LoadedScenario], domains: dict[str, Any], judge: Any,
-                       rejudge: bool, report: RegradeReport, out: BinaryIO) -> None:
+                       rejudge: bool, report: RegradeReport, out: BinaryIO, extra: list[GraderUse]) -> None:
     """Every record on one event loop (judges share it), written in the original order."""
     memos: dict[str, dict[str, Any]] = {}  # per scenario: what grading its trials shares
     for record in store.records():
@@ -78,22 +90,23 @@ async def _regrade_all(store: RunStore, scenarios: dict[str, LoadedScenario], do
             raise UsageError(f"trial {record.unit_id}: scenario {record.transcript.scenario_id!r} is not in "
                              "this run's manifest")
         new = await _regrade_one(record, scenario, domains[scenario.spec.id], judge, rejudge,
-                                 memos.setdefault(scenario.spec.id, {}))
+                                 memos.setdefault(scenario.spec.id, {}), extra)
         _note(report, record, new)
         out.write(encode_record(new))
 
 
 async def _regrade_one(record: TrialRecord, loaded: LoadedScenario, domain: Any, judge: Any,
-                       rejudge: bool, memo: dict[str, Any]) -> TrialRecord:
+                       rejudge: bool, memo: dict[str, Any], extra: list[GraderUse]) -> TrialRecord:
     transcript = record.transcript.model_copy(deep=True)
     ctx = GradeContext(transcript, loaded.spec, domain, judge=judge, persona=loaded.persona, memo=memo)
-    graded = await grade(ctx, use_judges=rejudge)
+    graded = await grade(ctx, use_judges=rejudge, extra=extra)
     checks = graded.checks
     if rejudge:
         transcript.events = [e for e in transcript.events if not (isinstance(e, ModelCall) and e.role == "judge")]
         transcript.events.extend(graded.judge_calls)
     else:
-        checks = checks + [c for c in record.checks if _is_judge_check(c)]
+        judges = graders_of(ctx.scenario, ctx.memo, extra).judge_names
+        checks = checks + [c for c in record.checks if _is_judge_check(c, judges)]
     verdict = verdict_of(transcript, checks)
     return TrialRecord(unit_id=record.unit_id, transcript=transcript, checks=checks, verdict=verdict,
                        attempt=record.attempt, earlier_attempts=record.earlier_attempts)

@@ -5,8 +5,9 @@ AgentInput``); everything an agent does to the world goes through ``inp.tools``.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable, Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 from simlab.llm.types import Message
 from simlab.sim.tool_handle import ToolHandle

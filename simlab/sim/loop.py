@@ -125,6 +125,8 @@ class _Conversation:
         inp = AgentInput(list(self.messages), dict(self.t.scenario.agent_context), self.tools, self.t.domain.policy,
                          self.t.seed, self.turn, memory=self.agent_memory, record=self.record)
         try:
+            if self.turn == 1 and self.t.scenario.expect.first_tool_call is not None:
+                await self.probe_first_step()
             reply = await self.t.agent.respond(inp)
         except ModelError as exc:
             self._model_failed(exc, "agent")
@@ -139,6 +141,16 @@ class _Conversation:
         if reply.transfer:
             self.events.append(Signal(turn=self.turn, role="agent", signal="transfer"))
             raise _End(R.AGENT_TRANSFERRED, "the agent transferred the user to a human")
+
+    async def probe_first_step(self) -> None:
+        """The single-step check's probe (``sim/probe.py``): the agent's first decision on a throwaway
+        memory and tools that never run, recorded before the real first turn."""
+        from simlab.sim.probe import ProbeHandle, probe_first_step
+
+        probe = AgentInput(list(self.messages), dict(self.t.scenario.agent_context),
+                           ProbeHandle(self.env, lambda event: None, turn=self.turn), self.t.domain.policy,
+                           self.t.seed, self.turn, memory={}, record=self.record)
+        self.events.append(await probe_first_step(self.t.agent, probe))
 
     def _model_failed(self, exc: ModelError, source: str) -> None:
         self.events.append(ModelCall(turn=self.turn, role=exc.role or source, model=exc.model, usage=exc.usage,

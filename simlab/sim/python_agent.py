@@ -4,7 +4,8 @@ sync or async, taking one ``AgentInput`` and returning the reply text or an ``Ag
 from __future__ import annotations
 
 import inspect
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from simlab.errors import SpecError
 from simlab.imports import RefError, load_callable

@@ -5,10 +5,11 @@ many calls in one turn) with ``StopTrial``, which the agent under test cannot ca
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
-from simlab.env.domain import Environment
+from simlab.env.domain import Domain, Environment
 from simlab.transcript import ErrorEvent, InvalidCall, ToolCall, ToolResult
 
 __all__ = ["LOOP_REPEATS", "StopTrial", "ToolHandle", "ToolReply"]
@@ -60,6 +61,11 @@ class ToolHandle:
         self.turn = turn
         self._calls_this_turn = 0
         self._last_key, self._repeats = None, 0
+
+    @property
+    def domain(self) -> Domain:
+        """The trial's domain (a tool server lists its tools)."""
+        return self._env.domain
 
     @property
     def schemas(self) -> list[dict[str, Any]]:

@@ -1,7 +1,7 @@
 """Spec models (personas, scenarios, suites, project config) and their YAML loading."""
 
 from simlab.specs.config import AgentSpec, JudgeSpec, ProjectConfig, RunSettings, SimulatorSpec, Suite
-from simlab.specs.expect import Expect
+from simlab.specs.expect import Expect, GraderUse
 from simlab.specs.loader import (
     Loaded,
     LoadedScenario,
@@ -20,6 +20,7 @@ __all__ = [
     "AgentSpec",
     "JudgeSpec",
     "Expect",
+    "GraderUse",
     "Limits",
     "Loaded",
     "LoadedScenario",

@@ -7,10 +7,18 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, Field, model_validator
 
 from simlab.specs.base import CheckKind, SpecModel
+from simlab.specs.expect import GraderUse
 from simlab.specs.gates import Gate
+from simlab.specs.http_agent import HttpAgentSpec
 from simlab.specs.scenario import Limits
 
 PYTHON_PREFIX = "python:"
+# Agents built with a framework (optional extras): spec key -> the pip extra that installs it.
+FRAMEWORKS = {"langgraph": "langgraph", "openai_agents": "openai-agents", "pydantic_ai": "pydantic-ai"}
+_MODEL_ONLY = ("api_base", "api_key_env", "system_prompt", "params")
+ONE_KIND = ("give exactly one of 'model' (a LiteLLM model), 'python' (module:attr), 'http' (an agent service's "
+            "URL), or a framework agent: 'langgraph', 'openai_agents' or 'pydantic_ai' (module:attr)")
+HTTP_PREFIXES = ("http://", "https://")  # an agent named by a URL is a service (``agent: {http: URL}``)
 
 # How a model is reached, the same for the agent, the simulator and the judge.
 ApiBase = Annotated[str | None, Field(description="OpenAI-compatible endpoint (llama.cpp, Ollama, vLLM…).")]
@@ -31,15 +39,33 @@ ModelPrice = Annotated[Price | None, Field(description="USD per million tokens, 
 
 
 class AgentSpec(SpecModel):
-    """The agent under test: a LiteLLM model, or a Python callable ``module:attr``."""
+    """The agent under test: a LiteLLM model, a Python callable ``module:attr``, a service (``http``),
+    or an agent built with a framework (LangGraph, OpenAI Agents SDK, pydantic-ai) named as
+    ``module:attr``."""
 
     model: str | None = Field(None, description="Any LiteLLM model string, e.g. openai/gpt-4o-2024-08-06.")
     python: str | None = Field(None, description="module:attr of a sync or async callable.")
+    http: HttpAgentSpec | None = Field(None, description="An agent service: its URL, or {url, format, ...}; it "
+                                                         "calls the trial's tools over MCP.")
+    langgraph: str | None = Field(
+        None, description="module:attr of a compiled LangGraph graph (or StateGraph), or of a factory(tools) "
+                          "that returns one; needs pip install 'simlab[langgraph]'.")
+    openai_agents: str | None = Field(
+        None, description="module:attr of an OpenAI Agents SDK Agent, or of a factory(tools) that returns one; "
+                          "needs pip install 'simlab[openai-agents]'.")
+    pydantic_ai: str | None = Field(
+        None, description="module:attr of a pydantic-ai Agent, or of a factory(tools) that returns one; needs "
+                          "pip install 'simlab[pydantic-ai]'.")
+    tool_nodes: list[str] | None = Field(
+        None, description="LangGraph only: the nodes that run tools, where a single-step check interrupts "
+                          "(default: every ToolNode of the graph).")
     api_base: ApiBase = None
     api_key_env: ApiKeyEnv = None
     temperature: float | None = 0.0
     system_prompt: str | None = Field(None, description="Overrides the domain policy as system prompt.")
-    max_steps: int = Field(10, ge=1, description="Tool-call rounds per agent turn.")
+    max_steps: int = Field(10, ge=1, description="Tool-call rounds per agent turn. For a framework agent, only "
+                                                  "when given: LangGraph's recursion_limit, the Agents SDK's "
+                                                  "max_turns, pydantic-ai's request_limit (else their defaults).")
     params: Params
     price: ModelPrice = None
 
@@ -49,23 +75,50 @@ class AgentSpec(SpecModel):
         if isinstance(value, str):
             if value.startswith(PYTHON_PREFIX):
                 return {"python": value[len(PYTHON_PREFIX):]}
+            if value.startswith(HTTP_PREFIXES):
+                return {"http": value}
+            for kind in FRAMEWORKS:
+                if value.startswith(kind + ":"):
+                    return {kind: value[len(kind) + 1:]}
             return {"model": value}
-        return _mapping_or_fail(value, "a LiteLLM model string, 'python:module:attr', or a mapping")
+        return _mapping_or_fail(value, "a LiteLLM model string, 'python:module:attr', an http:// URL, or a mapping")
 
     @model_validator(mode="after")
     def _one_kind(self) -> "AgentSpec":
-        if (self.model is None) == (self.python is None):
-            raise ValueError("give exactly one of 'model' (a LiteLLM model) or 'python' (module:attr)")
+        kinds = ["model", "python", "http", *FRAMEWORKS]
+        given = [k for k in kinds if getattr(self, k) is not None]
+        if len(given) != 1:
+            raise ValueError(ONE_KIND)
         if self.model is not None and not self.model.strip():
             raise ValueError("'model' is empty; give a LiteLLM model string, e.g. openai/gpt-4o-2024-08-06")
-        if self.python is not None:
-            module, sep, attr = self.python.rpartition(":")
-            if not (sep and module.strip() and attr.strip()):
-                raise ValueError(f"'python' must be module:attr (e.g. mypkg.agents:answer), got {self.python!r}")
+        for kind in ("python", *FRAMEWORKS):
+            ref = getattr(self, kind)
+            module, sep, attr = (ref or "").rpartition(":")
+            if ref is not None and not (sep and module.strip() and attr.strip()):
+                raise ValueError(f"{kind!r} must be module:attr (e.g. mypkg.agents:answer), got {ref!r}")
+        framework = self.framework
+        if framework is not None:
+            wrong = [k for k in _MODEL_ONLY if k in self.model_fields_set and getattr(self, k)]
+            if wrong:
+                raise ValueError(f"{', '.join(wrong)} only apply to a 'model' agent; a {framework[0]} agent holds "
+                                 "its own model and prompt")
+        if self.tool_nodes is not None and self.langgraph is None:
+            raise ValueError("'tool_nodes' only applies to a 'langgraph' agent")
         return self
 
     @property
+    def framework(self) -> tuple[str, str] | None:
+        """(kind, module:attr) of a framework agent, or None."""
+        return next(((k, getattr(self, k)) for k in FRAMEWORKS if getattr(self, k) is not None), None)
+
+    @property
     def ref(self) -> str:
+        if self.framework:
+            return f"{self.framework[0]}:{self.framework[1]}"
+        if self.http is not None:
+            from simlab.redact import mask_url
+
+            return mask_url(self.http.endpoint)
         return self.model or f"{PYTHON_PREFIX}{self.python}"
 
 
@@ -204,3 +257,7 @@ class Suite(RunSettings):
                                       "default 0.05.")
     max_run_cost_usd: float | None = Field(
         None, gt=0, description="Budget for the whole run: no new trial starts once spent (the run is incomplete).")
+    graders: list[GraderUse] = Field(
+        default_factory=list, description="Graders every scenario of the suite runs besides the built-in ones, as in "
+                                          "a scenario's expect.graders (a scenario's own entry for the same grader "
+                                          "wins).")

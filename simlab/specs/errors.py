@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import difflib
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -38,7 +39,7 @@ def format_validation_error(
 
 @dataclass
 class _Located:
-    err: dict[str, Any]
+    err: Mapping[str, Any]
     path: tuple[Any, ...]
     parent: Any = None  # the type holding the last path part (for unknown-field hints)
     sites: set[tuple[tuple[Any, ...], str]] = field(default_factory=set)  # (union path, member)
@@ -51,7 +52,7 @@ _TYPE_NAME = re.compile(
 )
 
 
-def _locate(err: dict[str, Any], prefix: tuple[Any, ...], lines: LineMap, model: Any) -> _Located:
+def _locate(err: Mapping[str, Any], prefix: tuple[Any, ...], lines: LineMap, model: Any) -> _Located:
     """Drop the union-member names pydantic puts into ``loc`` and note where they were."""
     item = _Located(err, ())
     kept, tp = list(prefix), model
@@ -118,7 +119,7 @@ _EXPECTED = {
 }
 
 
-def _expected(err: dict[str, Any]) -> str:
+def _expected(err: Mapping[str, Any]) -> str:
     kind = str(err.get("type", ""))
     return _EXPECTED.get(kind) or str(err.get("msg", "")).removeprefix("Input should be ")
 
@@ -127,7 +128,7 @@ def _join_expected(first: str, more: str) -> str:
     return first if more in first.split(" or ") else f"{first} or {more}"
 
 
-def _message(err: dict[str, Any], parent: Any) -> str:
+def _message(err: Mapping[str, Any], parent: Any) -> str:
     kind = err.get("type")
     if kind == "extra_forbidden":
         return _unknown_field(str(err["loc"][-1]) if err["loc"] else "", fields_of(parent))
@@ -137,7 +138,8 @@ def _message(err: dict[str, Any], parent: Any) -> str:
         return f"Input should be a mapping of fields{_got(err.get('input'))}"
     msg = str(err.get("msg", "invalid")).removeprefix("Value error, ").removeprefix("Assertion failed, ")
     value = err.get("input")
-    if kind in ("value_error", "assertion_error") or (isinstance(value, (dict, list)) and not str(kind).endswith("_type")):
+    structured = isinstance(value, (dict, list)) and not str(kind).endswith("_type")
+    if kind in ("value_error", "assertion_error") or structured:
         return msg
     return msg + _got(value)
 

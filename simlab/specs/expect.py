@@ -12,6 +12,7 @@ from typing import Any, Literal
 from pydantic import Field, field_validator, model_validator
 
 from simlab.specs.base import PythonRef, Regex, SpecModel
+from simlab.specs.graph_expect import GraphTrajectory
 
 LIMIT = re.compile(r"^\s*([A-Za-z_]\w*)\.([A-Za-z_][\w.]*)\s*(<=|>=|==|!=|<|>)\s*(\S.*?)\s*$")
 RULE_KEYS = ("before", "after_confirmation", "max_calls", "limit", "no_write_after_refusal", "owner",
@@ -171,6 +172,37 @@ class RubricItem(SpecModel):
     hard: bool = False
 
 
+GRADER_NAME = re.compile(r"^[A-Za-z_][\w.-]*$")
+
+
+class GraderUse(SpecModel):
+    """A grader a scenario or a suite adds to the built-in ones: a ``@grader`` factory, called with
+    ``params``. Naming a built-in (``rubric``) runs it with these parameters instead of its defaults."""
+
+    use: str = Field(description="module:function of a @grader factory (a dotted module, or a .py path inside "
+                                 "the project), or the name of a built-in grader: state, trajectory, policy, "
+                                 "efficiency, drift, rubric, groundedness, drift_llm.")
+    params: dict[str, Any] = Field(default_factory=dict,
+                                   description="Keyword arguments for the factory; `simlab validate` checks that they "
+                                               "fit its signature.")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _from_string(cls, value: Any) -> Any:
+        return {"use": value} if isinstance(value, str) else value
+
+    @field_validator("use")
+    @classmethod
+    def _ref_or_name(cls, value: str) -> str:
+        module, sep, attr = value.rpartition(":")
+        if sep and module.strip() and attr.strip():
+            return value
+        if not sep and GRADER_NAME.match(value):
+            return value
+        raise ValueError(f"write a grader as module:function (e.g. mypkg.checks:no_pii) or a built-in grader's name "
+                         f"(e.g. rubric); got {value!r}")
+
+
 class Expect(SpecModel):
     """What the graders check: end state first, then trajectory, rules, budgets, rubric."""
 
@@ -190,6 +222,18 @@ class Expect(SpecModel):
     rubric: list[RubricItem] = Field(default_factory=list)
     groundedness: bool = Field(False, description="Judge whether the agent's final claims are backed by tool results.")
     drift_judge: bool = Field(False, description="Also ask the judge whether the simulated user stayed on script.")
+    first_tool_call: CallSpec | None = Field(
+        None, description="Single-step check: the tool call the agent decides on first, for the opening message. "
+                          "It is taken on a throwaway copy of the agent and never run (LangGraph: interrupt_before "
+                          "the tool node); the conversation then plays as usual.")
+    graph_trajectory: GraphTrajectory | None = Field(
+        None, description="LangGraph agents: the nodes the graph should visit (same modes as trajectory).")
+    graph_state: list[StateAssertion] = Field(
+        default_factory=list, description="LangGraph agents: assertions on the final graph state (same syntax as "
+                                          "state).")
+    graders: list[GraderUse] = Field(
+        default_factory=list, description="Graders to run besides the built-in ones: {use: module:function, params: "
+                                          "{…}} or just module:function; a built-in's name sets its parameters.")
 
     @field_validator("rubric")
     @classmethod
@@ -209,6 +253,8 @@ class Expect(SpecModel):
             if isinstance(call, CallSpec):
                 calls.append((("trajectory", "calls", i), call))
         calls.extend((("forbidden", i), item) for i, item in enumerate(self.forbidden) if isinstance(item, CallSpec))
+        if self.first_tool_call is not None:
+            calls.append((("first_tool_call",), self.first_tool_call))
         return calls
 
     def tool_references(self) -> list[tuple[tuple[Any, ...], str]]:
@@ -242,4 +288,6 @@ class Expect(SpecModel):
                     refs.append((("rules", i, "owner", key), key.split(".", 1)[0]))
             if rule.forbid_args and "tool" in rule.forbid_args:
                 refs.append((("rules", i, "forbid_args", "tool"), str(rule.forbid_args["tool"])))
+        if self.first_tool_call is not None:
+            refs.append((("first_tool_call", "tool"), self.first_tool_call.tool))
         return refs

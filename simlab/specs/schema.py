@@ -3,7 +3,7 @@
 A YAML file opts in with a first line such as
 ``# yaml-language-server: $schema=../schemas/scenario.json``. The schemas come from the pydantic
 models, patched where a model accepts a shorthand that pydantic cannot see (a ``mode='before'``
-validator): an agent or simulator given as one string, ``never_reveal`` given as a list.
+validator): an agent, a simulator or a grader given as one string, ``never_reveal`` given as a list.
 """
 
 from __future__ import annotations
@@ -36,6 +36,7 @@ STRING_FORMS = {
     "SimulatorSpec": "'rules', 'scripted', or a LiteLLM model string for an LLM simulator.",
     "JudgeSpec": "A LiteLLM model string (e.g. anthropic/claude-3-5-sonnet-20241022).",
     "Gate": "'METRIC OP NUMBER', e.g. 'pass^3 >= 0.8' or 'policy_violations == 0'.",
+    "GraderUse": "A grader without parameters: module:function of a @grader factory, or a built-in grader's name.",
 }
 
 

@@ -286,12 +286,12 @@ def signal_comments(text: str) -> list[tuple[int, str]]:
     except yaml.YAMLError:
         return []
     found = []
-    for number, line in enumerate(text.splitlines()):
-        for match in re.finditer(r"(?:^|(?<=[ \t]))#", line):
+    for number, source in enumerate(text.splitlines()):
+        for match in re.finditer(r"(?:^|(?<=[ \t]))#", source):
             col = match.start()
             if any(a <= col < b for a, b in covered.get(number, [])):
                 continue
-            comment = line[col:]
+            comment = source[col:]
             if _SIGNAL_COMMENT.match(comment):
                 found.append((number + 1, comment.strip()))
             break  # the rest of the line is this comment

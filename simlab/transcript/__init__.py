@@ -1,6 +1,7 @@
 """Transcript model: a discriminated union of events, usage, termination."""
 
 from simlab.transcript.checks import Check, CheckKind, CheckStatus, Verdict
+from simlab.transcript.framework_events import GraphState, GraphStep, Handoff, PendingToolCall
 from simlab.transcript.model import (
     TRANSCRIPT_SCHEMA_VERSION,
     AgentMessage,
@@ -29,6 +30,10 @@ __all__ = [
     "AgentMessage",
     "ErrorEvent",
     "Event",
+    "GraphState",
+    "GraphStep",
+    "Handoff",
+    "PendingToolCall",
     "InvalidCall",
     "ModelCall",
     "Pin",

@@ -29,6 +29,12 @@ class Check(BaseModel):
     call_id: str | None = None
     category: str | None = Field(None, description="Attack category for injection rules.")
     details: dict[str, Any] = Field(default_factory=dict, description="Structured extras (diffs, counts, metrics).")
+    grader: str | None = Field(
+        None, description="The registered name of the grader that produced it ('state', 'rubric', a user grader's "
+                          "name); None in records written before graders were registered.")
+    grader_params: dict[str, Any] = Field(
+        default_factory=dict, description="The parameters that grader was given (a scenario's or suite's params); "
+                                          "empty when it ran with its defaults.")
 
     @property
     def passed(self) -> bool | None:

@@ -14,6 +14,7 @@ from typing import Annotated, Any, Literal, Union
 from pydantic import BaseModel, ConfigDict, Field
 
 from simlab.transcript.checks import Check
+from simlab.transcript.framework_events import GraphState, GraphStep, Handoff, PendingToolCall
 
 TRANSCRIPT_SCHEMA_VERSION = 1
 RECORD_SCHEMA_VERSION = 2  # 2: the line carries a ``head`` (see ``transcript/row.py``)
@@ -132,7 +133,8 @@ class ErrorEvent(_Model):
 
 
 Event = Annotated[
-    Union[UserMessage, AgentMessage, ToolCall, ToolResult, InvalidCall, Signal, ModelCall, ErrorEvent],
+    Union[UserMessage, AgentMessage, ToolCall, ToolResult, InvalidCall, Signal, ModelCall, ErrorEvent,
+          GraphStep, GraphState, Handoff, PendingToolCall],
     Field(discriminator="type"),
 ]
 
@@ -158,7 +160,7 @@ class Termination(_Model):
 class Pin(_Model):
     """Exactly what played a role: kind, model or reference, and its settings."""
 
-    kind: str = Field(description="llm | python | rules | scripted")
+    kind: str = Field(description="llm | python | http | langgraph | openai_agents | pydantic_ai | rules | scripted")
     ref: str = Field(description="Model string or module:attr.")
     settings: dict[str, Any] = Field(default_factory=dict, description="Temperature, api_base, seed… never secrets.")
 

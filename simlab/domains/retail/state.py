@@ -146,7 +146,7 @@ class RetailState(_Model):
         return data
 
     @model_validator(mode="after")
-    def _keys_match_ids(self) -> "RetailState":
+    def _keys_match_ids(self) -> RetailState:
         for name in ("customers", "payment_methods", "orders", "kb"):
             for key, value in getattr(self, name).items():
                 if value.id != key:

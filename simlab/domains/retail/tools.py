@@ -12,7 +12,6 @@ from datetime import date
 from decimal import ROUND_HALF_UP, Decimal
 from typing import Any, Literal
 
-from simlab.env import READ, WRITE, ToolError, tool
 from simlab.domains.retail.state import (
     Approval,
     Email,
@@ -22,6 +21,7 @@ from simlab.domains.retail.state import (
     RetailState,
     StoreCreditGrant,
 )
+from simlab.env import READ, WRITE, ToolError, tool
 
 EMAIL_RE = re.compile(r"^[^@\s]+@[^@\s]+\.[^@\s]+$")
 _STOPWORDS = {

@@ -1,6 +1,6 @@
 """Simulators that play the user: rule-based, scripted, or an LLM."""
 
-from simlab.sim.simulators.base import SimView, Simulator, UserTurn, split_signal
+from simlab.sim.simulators.base import Simulator, SimView, UserTurn, split_signal
 from simlab.sim.simulators.llm import LLMSimulator
 from simlab.sim.simulators.rules import RulesSimulator
 from simlab.sim.simulators.scripted import ScriptedSimulator

@@ -11,8 +11,9 @@ Matching ignores case, as it always has.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from functools import lru_cache
-from typing import Any, Iterable
+from typing import Any
 
 __all__ = ["engine", "first_match"]
 

@@ -54,6 +54,35 @@ def fact_aliases(name: str) -> list[str]:
     return sorted(aliases, key=len, reverse=True)
 
 
+_FIRST_SENTENCE = re.compile(r"^\s*(.+?[.!?])(?:\s|$)", re.DOTALL)
+# Verbs a goal written as an instruction starts with ("Borrow Emma", "Get order A123 refunded"):
+# such a goal reads as a request after "I'd like to".
+_GOAL_VERBS = frozenset("""add ask book borrow buy cancel change check close collect confirm extend find fix get have
+know learn make move open order pay pick postpone receive register remove renew rent replace report request reschedule
+reserve reset return schedule see sell send set sign stop switch transfer unlock update upgrade use verify""".split())
+_REQUESTS = ["I'd like to {request}.", "I need to {request}.", "Can you help me? I want to {request}.",
+             "I'm hoping you can help: I'd like to {request}."]
+_ABOUT = ["I need help with this: {request}.", "It's about this: {request}.", "I'm writing about this: {request}."]
+
+
+def request_from_goal(goal: str, seed: int) -> str:
+    """The first thing a user with this hidden goal says: its first sentence, as a request in the
+    first person ("Borrow Emma (book B2). Refuse a substitute." → "I'd like to borrow Emma (book
+    B2)."), phrased by the trial's seed."""
+    match = _FIRST_SENTENCE.match(goal)
+    sentence = (match.group(1) if match else goal).strip().rstrip(".!?").strip()
+    if not sentence:
+        return goal.strip()
+    first, _, rest = sentence.partition(" ")
+    rng = random.Random(f"request/{seed}")
+    if first.lower() in _GOAL_VERBS:
+        request = (first.lower() + (" " + rest if rest else "")).strip()
+        return rng.choice(_REQUESTS).format(request=request)
+    acronym = sentence[1:2].isupper()  # "API access…": keep its case
+    request = sentence if acronym else sentence[0].lower() + sentence[1:]
+    return rng.choice(_ABOUT).format(request=request)
+
+
 def _mentions(text: str, name: str) -> bool:
     lowered = text.lower()
     return any(re.search(rf"(?<![a-z]){re.escape(alias)}(?![a-z])", lowered) for alias in fact_aliases(name))
@@ -136,9 +165,12 @@ class RulesSimulator(Simulator):
         return text
 
     def _goal_line(self, view: SimView) -> str:
+        """What the user asks for, in the user's words: the opening without its greeting, or a
+        request phrased from the goal's first sentence (never the hidden goal word for word: its
+        other sentences are the user's strategy, not what the user says)."""
         opening = view.scenario.user.opening
         if not opening:
-            return view.scenario.user.goal
+            return request_from_goal(view.scenario.user.goal, view.seed)
         return _GREETING.sub("", opening).strip() or opening
 
     def _answer_questions(self, reply: str, view: SimView, rng: random.Random) -> list[str]:

@@ -1,0 +1,44 @@
+"""``simlab import FORMAT SOURCE ...``: bring other tools' files in. Each format is a module with
+``configure(parser)`` (its own arguments) and ``run(args) -> int``, listed in ``FORMATS`` and
+imported only when that format is used (``simlab --help`` stays fast).
+
+Formats write simlab's own files: conversations from production become a run of observed trials
+(``transcripts/<run_id>/``); eval sets of other tools become scenario files.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+from typing import Any
+
+# name → (module with configure(parser) and run(args), one line of help). Add a format here.
+FORMATS: dict[str, tuple[str, str]] = {}
+
+
+def add_parser(sub: Any) -> None:
+    parser = sub.add_parser("import", help="import conversations or eval sets written by other tools",
+                            description="Turn other tools' files into simlab runs or scenarios.")
+    formats = parser.add_subparsers(dest="format", metavar="FORMAT")
+    for name, (module, text) in FORMATS.items():
+        formats.add_parser(name, help=text).set_defaults(_import_module=module)
+    parser.set_defaults(_import_parser=parser)
+
+
+def configure_format(parser: argparse.ArgumentParser, module: str) -> None:
+    importlib.import_module(module).configure(parser)
+
+
+def import_command(args: argparse.Namespace, argv: list[str]) -> int:
+    """Parse the format's own arguments (its module is imported now), then run it."""
+    from simlab.errors import UsageError
+
+    module = getattr(args, "_import_module", None)
+    if module is None:
+        known = ", ".join(FORMATS) or "none yet"
+        raise UsageError(f"simlab import FORMAT SOURCE: name a format ({known})")
+    parser = argparse.ArgumentParser(prog=f"simlab import {args.format}")
+    imported = importlib.import_module(module)
+    imported.configure(parser)
+    rest = argv[argv.index(args.format) + 1:]
+    return int(imported.run(parser.parse_args(rest)))

@@ -1,0 +1,90 @@
+"""A pydantic-ai agent as the agent under test (``agent: {pydantic_ai: module:agent_or_factory}``).
+
+- The target is a ``pydantic_ai.Agent``, or a factory called once per domain with the domain's tools
+  as pydantic-ai ``Tool``s (``domain_tools`` builds the same for an agent made at import time). The
+  tools keep the domain's JSON schemas and find their trial in the run's ``deps``: a
+  ``TrialContext`` (``ctx.deps.agent_context`` holds the scenario's ``agent_context``, for
+  instructions). pydantic-ai does not validate arguments of schema-built tools; simlab's
+  ``ToolHandle`` does, and shows the model what was wrong.
+- Each user message is one run (``agent.iter``), with the conversation so far as ``message_history``.
+- Recorded: every model request with its usage (``model_call``: input, output and cache-read tokens
+  as the model reported them; the cost from the spec's ``price``, else unknown), in order with the
+  tool calls it led to.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from simlab.frameworks.common import FrameworkAgent, load_domain_schemas, missing_extra, tool_specs, trial_of
+from simlab.sim.agent_io import AgentInput, AgentReply
+
+try:
+    from pydantic_ai import Agent, RunContext, Tool
+    from pydantic_ai.usage import UsageLimits
+except ImportError as exc:  # pragma: no cover - the extra is part of the test install
+    raise missing_extra("pydantic-ai", exc) from None
+
+__all__ = ["PydanticAIAgent", "domain_tools", "pydantic_tools"]
+
+
+def pydantic_tools(schemas: list[dict[str, Any]]) -> list[Any]:
+    """pydantic-ai ``Tool``s for these tool schemas (OpenAI function format), each run in the trial
+    of the run's ``deps``."""
+
+    def make(name: str, description: str, schema: dict[str, Any]) -> Any:
+        async def run(ctx: RunContext[Any], **arguments: Any) -> str:
+            return trial_of(ctx.deps, "the run's deps").call(name, arguments)
+
+        return Tool.from_schema(run, name=name, description=description, json_schema=schema, takes_ctx=True)
+
+    return [make(*spec) for spec in tool_specs(schemas)]
+
+
+def domain_tools(domain: str) -> list[Any]:
+    """The tools of a domain (``"retail"``, or ``module:attr``) for an agent built at import time."""
+    return pydantic_tools(load_domain_schemas(domain))
+
+
+class PydanticAIAgent(FrameworkAgent):
+    kind = "pydantic_ai"
+    extra = "pydantic-ai"
+
+    @classmethod
+    def expected(cls) -> str:
+        return "a pydantic-ai Agent"
+
+    def is_instance(self, value: Any) -> bool:
+        return isinstance(value, Agent)
+
+    def make_tools(self, schemas: list[dict[str, Any]]) -> list[Any]:
+        return pydantic_tools(schemas)
+
+    async def respond(self, inp: AgentInput) -> AgentReply:
+        agent = self.built_for(inp)
+        trial = self.context(inp)
+        limits = UsageLimits(request_limit=self.max_steps) if self.max_steps is not None else None
+        text = str(inp.messages[-1].get("content") or "")
+        asked = time.perf_counter()
+        try:
+            async with agent.iter(text, deps=trial, message_history=inp.memory.get("history"),
+                                  usage_limits=limits) as run:
+                async for node in run:
+                    if Agent.is_model_request_node(node):
+                        asked = time.perf_counter()
+                    elif Agent.is_call_tools_node(node):  # the model answered; its tools run next
+                        response = node.model_response
+                        usage = response.usage
+                        trial.model_call(response.model_name or "unknown", usage.input_tokens,
+                                         usage.output_tokens, usage.cache_read_tokens, time.perf_counter() - asked)
+                    trial.reraise()
+        except Exception:
+            trial.reraise()
+            raise
+        trial.reraise()
+        result = run.result
+        assert result is not None  # the loop ran to its end
+        inp.memory["history"] = result.all_messages()
+        output = result.output
+        return trial.reply(output if isinstance(output, str) else str(output))

@@ -1,0 +1,30 @@
+"""Agents that run outside simlab (an HTTP service, pin kind ``http``) act on the world through the
+tools simlab serves them, or through tools of their own that simlab cannot see. When such an agent
+called none of the served tools, the final state and the trajectory say nothing of what it did:
+the state and trajectory checks are then ``not_run`` with that reason, never passed."""
+
+from __future__ import annotations
+
+from simlab.graders.base import Check, GradeContext
+from simlab.transcript import ToolCall, Transcript
+
+__all__ = ["REMOTE_KINDS", "unless_tools_unseen"]
+
+REMOTE_KINDS = frozenset({"http"})  # agent kinds whose tool calls simlab sees only when they use its tools
+
+
+def tools_unseen(transcript: Transcript) -> str | None:
+    """Why the state and trajectory of ``transcript`` cannot be judged, or None."""
+    if transcript.agent.kind not in REMOTE_KINDS or any(isinstance(e, ToolCall) for e in transcript.events):
+        return None
+    return (f"not run: the {transcript.agent.kind} agent called none of the tools simlab served it, so the final "
+            "state and the trajectory say nothing of what it did (it may act through tools of its own)")
+
+
+def unless_tools_unseen(ctx: GradeContext, checks: list[Check]) -> list[Check]:
+    """``checks`` as they are, or each of them ``not_run`` with the reason (see the module docstring)."""
+    why = tools_unseen(ctx.transcript) if checks else None
+    if why is None:
+        return checks
+    return [c.model_copy(update={"status": "not_run", "reason": why, "score": None, "event": None, "turn": None,
+                                 "call_id": None}) for c in checks]

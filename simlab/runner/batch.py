@@ -1,0 +1,226 @@
+"""A run's whole lifecycle, for the CLI and the public API alike: prepare the plan, lock the run,
+write or check its manifest (pins, ``--force``), repair a torn tail, set aside trials that ended in
+an infrastructure error (they are played again), resume, and play (one process or worker
+processes). The caller, one layer up (the CLI, the public API), reads the run's figures
+(``report.build``), decides the gates (``report.gates``), what to print and which exit code it
+means.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+import warnings
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any, Protocol
+
+from simlab.errors import UsageError
+from simlab.runner.execute import RunOutcome, execute
+from simlab.runner.factory import build_agent, build_judge, build_simulator
+from simlab.runner.plan import WorkUnit, remaining
+from simlab.runner.prepare import RunPlan, RunRequest, pin_differences, prepare
+from simlab.runner.shard import shard_units
+from simlab.runner.store import RunStore
+from simlab.transcript import TrialRecord
+
+__all__ = ["BatchOptions", "BatchResult", "ProgressSink", "run_batch"]
+
+
+class ProgressSink(Protocol):
+    """Where finished trials are counted as they land (the CLI's bar; nothing, for the API)."""
+
+    def __enter__(self) -> Any: ...
+
+    def __exit__(self, *exc: Any) -> Any: ...
+
+    def advance(self, record: TrialRecord) -> None: ...
+
+    def tick(self, label: str) -> None: ...
+
+
+class _Quiet:
+    def __enter__(self) -> _Quiet:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        return None
+
+    def advance(self, record: TrialRecord) -> None:
+        return None
+
+    def tick(self, label: str) -> None:
+        return None
+
+
+@dataclass
+class BatchOptions:
+    """How to play a planned run, beyond what it is (``RunRequest``)."""
+
+    force: bool = False  # resume even where the stored pins differ (the run is then marked mixed)
+    keep_errors: bool = False  # keep trials that ended in an infrastructure error instead of playing them again
+    workers: int = 1  # processes
+    shard: tuple[int, int] = (1, 1)  # play only share I of N
+    note: Callable[[str], None] = lambda text: None  # what the caller shows of notes and warnings
+    progress: Callable[[int, int], ProgressSink] | None = None  # (total, already done) → a progress sink
+
+
+@dataclass
+class BatchResult:
+    """What a batch did: its plan, and what played."""
+
+    plan: RunPlan
+    store: RunStore
+    units: list[WorkUnit]  # this shard's planned units
+    skipped: int  # units already finished before this batch
+    outcome: RunOutcome
+    interrupted: bool
+
+    @property
+    def left(self) -> int:
+        """Units of this shard not finished yet."""
+        return len(remaining(self.units, self.store.finished_unit_ids()))
+
+
+def run_batch(req: RunRequest, options: BatchOptions | None = None) -> BatchResult:
+    """Plan, play and summarise one run (see the module docstring). Raises ``SimlabError`` for
+    what the user must fix (exit 2 or 3 in the CLI); an interruption (Ctrl-C) returns with
+    ``interrupted`` set and every finished trial on disk."""
+    options = options or BatchOptions()
+    plan = prepare(req)
+    for note in plan.notes:
+        options.note(f"note: {note}")
+    limiter, agent, simulator, judge = build_models(plan, options.note)
+    units = shard_units(plan.units, *options.shard)
+    store = RunStore(plan.folder)
+    store.lock()
+    try:
+        write_or_check_manifest(store, plan, force=options.force)
+        repair = store.repair_torn_tail()
+        if repair.cut_bytes:
+            options.note(f"note: cut a torn last line ({repair.cut_bytes} bytes: {repair.reason}) from "
+                         f"{store.trials_path}")
+        if not options.keep_errors:
+            again = store.error_unit_ids() & {u.unit_id for u in units}
+            if again:  # an infrastructure error is not finished work: play those units again
+                moved = store.retire(again)
+                options.note(f"note: {moved} trials that ended in an infrastructure error will be played again "
+                             f"(their lines are kept in {store.retired_path.name}; --keep-errors keeps them as "
+                             "they are)")
+        plan.earlier_attempts = store.earlier_attempts()
+        todo = remaining(units, store.finished_unit_ids())
+        skipped = len(units) - len(todo)
+        shard = options.shard
+        scope = f" (shard {shard[0]}/{shard[1]}: {len(units)} of them)" if shard[1] > 1 else ""
+        parallel = options.workers > 1 and len(todo) > 1
+        options.note(f"run {plan.run_id}: {len(plan.scenarios)} scenarios, {len(plan.units)} trials{scope}"
+                     + (f" ({skipped} already done, resuming)" if skipped else "")
+                     + f"; agent {plan.agent.ref}, simulator {plan.simulator.ref}"
+                     + (f"; {options.workers} workers" if parallel else ""))
+        progress = options.progress(len(units), skipped) if options.progress else _Quiet()
+        if parallel:
+            outcome, interrupted = _play_in_workers(plan, todo, options.workers, shard[1], progress, agent=agent,
+                                                    simulator=simulator, judge=judge, limiter=limiter)
+        else:
+            outcome, interrupted = _play(plan, todo, progress, store, agent=agent, simulator=simulator, judge=judge,
+                                         limiter=limiter)
+        return BatchResult(plan, store, units, skipped, outcome, interrupted)
+    finally:
+        store.unlock()
+
+
+def build_models(plan: RunPlan, note: Callable[[str], None] = lambda text: None) -> tuple[Any, Any, Any, Any]:
+    """(limiter, agent, simulator, judge); pin warnings go to ``note`` once, here."""
+    limiter = None
+    if plan.agent.model or plan.simulator.kind == "llm" or plan.judge:
+        from simlab.llm.limits import ModelLimiter
+
+        limiter = ModelLimiter(plan.model_concurrency, rpm=plan.model_rpm)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        agent = build_agent(plan.agent, limiter=limiter, max_retries=plan.max_retries,
+                            timeout_s=plan.call_timeout_s)
+        simulator = build_simulator(plan.simulator, plan.agent, limiter=limiter,
+                                    max_retries=plan.max_retries, timeout_s=plan.call_timeout_s)
+        judge = build_judge(plan.judge, limiter=limiter, max_retries=plan.max_retries,
+                            timeout_s=plan.call_timeout_s)
+    for warning in caught:
+        note(f"warning: {warning.message}")
+    return limiter, agent, simulator, judge
+
+
+def _play(plan: RunPlan, todo: list[WorkUnit], progress: ProgressSink, store: RunStore, *, agent: Any,
+          simulator: Any, judge: Any, limiter: Any) -> tuple[RunOutcome, bool]:
+    """One process: (outcome, interrupted)."""
+    appender = store.open_appender()
+    _freeze_setup(todo, limiter)
+    try:
+        with progress:
+            return asyncio.run(execute(plan, todo, agent, simulator, appender, on_trial=progress.advance,
+                                       judge=judge)), False
+    except KeyboardInterrupt:
+        return RunOutcome(), True
+    finally:
+        gc.unfreeze()
+        appender.close()
+
+
+def _freeze_setup(todo: list[WorkUnit], limiter: Any) -> None:
+    """Exempt what is alive before playing (imports, specs, LiteLLM's tables, imported now rather
+    than at the first call) from the cyclic GC, which would otherwise walk it again at every full
+    collection: about a tenth of the CPU of a run through LiteLLM."""
+    if todo:
+        _import_litellm_now(limiter)
+    gc.freeze()
+
+
+def _import_litellm_now(limiter: Any) -> None:
+    """When models are in play, import LiteLLM before playing (forked workers then inherit it)."""
+    if limiter is not None:
+        from simlab.llm.lazy import load_litellm
+
+        load_litellm()
+
+
+def _play_in_workers(plan: RunPlan, todo: list[WorkUnit], workers: int, shards: int, progress: ProgressSink, *,
+                     agent: Any, simulator: Any, judge: Any, limiter: Any) -> tuple[RunOutcome, bool]:
+    """``workers`` forked processes; LiteLLM is imported first so that each inherits it."""
+    from simlab.runner.workers import WorkerPool
+
+    _import_litellm_now(limiter)
+    pool = WorkerPool(plan, todo, workers, agent=agent, simulator=simulator, judge=judge, limiter=limiter,
+                      shards=shards)
+    pool.start()  # before the progress bar starts its thread: fork a process with one thread
+    with progress:
+        outcome = pool.wait(on_result=progress.tick)
+    return outcome, pool.interrupted
+
+
+def write_or_check_manifest(store: RunStore, plan: RunPlan, force: bool) -> None:
+    """A new run gets its manifest; a resumed one must have the same pins (or ``force``, which marks
+    it as mixing configurations). A run with trials but no manifest is refused without ``force``."""
+    stored = store.read_manifest()
+    missing = stored is None and store.has_trials()  # the pins its trials were played with are unknown
+    if stored is None and not missing:
+        store.write_manifest(plan.manifest)
+        return
+    if stored is None:
+        diffs = [f"run.json was missing: the pins of the trials stored before are unknown ({store.trials_path})"]
+        stored = dict(plan.manifest)
+    else:
+        diffs = pin_differences(stored.get("pins", {}), plan.manifest["pins"])
+    if diffs and not force:
+        lines = "\n".join(f"  - {d}" for d in diffs[:20])
+        what = "has trials but no run.json" if missing else "exists with different pins"
+        raise UsageError(
+            f"run {plan.run_id} {what}; resuming would mix configurations:\n{lines}\n"
+            "Use another --run-id, or --force to resume anyway (the run is then marked as mixing configurations)."
+        )
+    stored["allow_unjudged"] = plan.manifest.get("allow_unjudged", [])  # the latest command's reporting setting
+    resumes = stored.setdefault("resumes", [])
+    resumes.append({"at": datetime.now(UTC).isoformat(timespec="seconds"), "command": plan.manifest["command"],
+                    **({"forced_over": diffs} if diffs else {})})
+    if diffs:
+        stored["pins"], stored["units"] = plan.manifest["pins"], plan.manifest["units"]
+    store.write_manifest(stored)

@@ -43,7 +43,7 @@ wall, cpu = time.perf_counter(), time.process_time()
 summary = build(folder, checks_table={checks!r})
 print_report(summary, Console(file=io.StringIO(), width=120))
 out = {{"wall_s": time.perf_counter() - wall, "cpu_s": time.process_time() - cpu,
-        "peak_rss_mb": _common.peak_rss_mb(), "trials": summary["trials"] + summary["ungraded"]}}
+        "peak_rss_mb": _common.peak_rss_mb(), "trials": summary.trials + summary.ungraded}}
 print(json.dumps(out))
 '''
 

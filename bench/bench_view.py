@@ -1,6 +1,6 @@
 """How fast does ``simlab view`` show a big run? A script, not a test: run it by hand.
 
-    python bench/bench_view.py [--trials 10000] [--repeat 3]
+    python bench/bench_view.py [--trials 10000] [--repeat 3] [--no-heads]
 
 Writes a run of N trials (100 per scenario, ~10 KB a line like the retail demo's) into a temporary
 folder, then, in a fresh Python process each time (cold imports, as a user would start it),
@@ -9,10 +9,15 @@ measures from the moment the process is launched (the monotonic clock is shared 
 - ``imports_s``: launch to app built (interpreter, simlab.specs, textual, simlab.tui);
 - ``first_screen_s``: the scenarios screen drawn (rows from the manifest; figures fill in);
 - ``figures_complete_s``: every trial indexed: verdicts, pass^k, flake classes, failed checks final;
-- ``details_complete_s``: turns, tool calls and cost of every trial read too (background);
+- ``details_complete_s``: every background read done (each row's turns, tool calls and cost come
+  with its head, so this is ``figures_complete_s`` plus the last redraw);
 - ``open_scenario_s`` / ``open_transcript_s``: one key press each, after the index.
 
-Prints the figures (median of ``--repeat`` runs) and writes them to bench/results/view.json.
+``--no-heads`` writes the lines without their head, as simlab wrote them before record schema 2:
+the viewer then parses (and validates) every line whole.
+
+Prints the figures (median of ``--repeat`` runs) and writes them to bench/results/view.json
+(``view-no-heads.json`` with ``--no-heads``).
 """
 
 from __future__ import annotations
@@ -72,7 +77,7 @@ asyncio.run(main(sys.argv[1], sys.argv[2], float(sys.argv[3])))
 """
 
 
-def write_big_run(folder: Path, trials: int, per_scenario: int = 100) -> Path:
+def write_big_run(folder: Path, trials: int, per_scenario: int = 100, heads: bool = True) -> Path:
     from simlab.tui.sample import sample_manifest, sample_record
 
     scenarios = {f"scenario-{i:03d}": min(per_scenario, trials - i * per_scenario)
@@ -83,6 +88,9 @@ def write_big_run(folder: Path, trials: int, per_scenario: int = 100) -> Path:
 
     templates = {k: encode_record(sample_record("bench", "SCENARIO", k, orders=16)).decode().rstrip("\n")
                  for k in (1, 2, 3)}  # as the runner writes them: head first
+    if not heads:  # as simlab wrote them before record schema 2
+        templates = {k: json.dumps({key: value for key, value in json.loads(line).items() if key != "head"},
+                                   ensure_ascii=False, separators=(",", ":")) for k, line in templates.items()}
     with open(folder / "trials.jsonl", "w", encoding="utf-8") as fh:
         for sid, n in scenarios.items():
             for trial in range(1, n + 1):
@@ -115,12 +123,14 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--trials", type=int, default=10_000)
     parser.add_argument("--repeat", type=int, default=3)
-    parser.add_argument("--out", type=Path, default=HERE / "results" / "view.json")
+    parser.add_argument("--no-heads", action="store_true", help="lines without their head (record schema 1)")
+    parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args()
+    args.out = args.out or HERE / "results" / ("view-no-heads.json" if args.no_heads else "view.json")
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         t = time.perf_counter()
-        run = write_big_run(root / "bench", args.trials)
+        run = write_big_run(root / "bench", args.trials, heads=not args.no_heads)
         size_mb = (run / "trials.jsonl").stat().st_size / 1e6
         print(f"wrote {args.trials:,} trials ({size_mb:.1f} MB) in {time.perf_counter() - t:.1f}s")
         startup = statistics.median(interpreter_start() for _ in range(3))
@@ -128,7 +138,7 @@ def main() -> None:
     keys = [k for k, v in runs[0].items() if isinstance(v, float)]
     median = {k: round(statistics.median(r[k] for r in runs), 3) for k in keys}
     result = {
-        "trials": args.trials, "file_mb": round(size_mb, 1), "repeat": args.repeat,
+        "trials": args.trials, "heads": not args.no_heads, "file_mb": round(size_mb, 1), "repeat": args.repeat,
         "interpreter_start_s": round(startup, 3), **median,
         "rows_on_first_screen": runs[0]["rows_on_first_screen"], "trials_indexed": runs[0]["trials_indexed"],
         "litellm_imported": runs[0]["litellm_imported"], "pandas_imported": runs[0]["pandas_imported"],

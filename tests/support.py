@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import shutil
+from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel
@@ -142,6 +144,17 @@ async def slow_kv_agent(inp: Any) -> str:
 
     await asyncio.sleep(0.02)
     return kv_agent(inp)
+
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def copy_demo(root: Path) -> Path:
+    """The retail demo project (scenarios, personas, demo agents, simlab.yaml) copied into ``root``."""
+    for name in ("scenarios", "personas", "examples"):
+        shutil.copytree(REPO / name, root / name, ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copy(REPO / "simlab.yaml", root / "simlab.yaml")
+    return root
 
 
 def write_project(root: Any, *, scenarios: int = 3, trials: int = 4, agent: str = "python:tests.support:kv_agent") -> None:

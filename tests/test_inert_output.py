@@ -51,7 +51,7 @@ def tamper(project: Path) -> None:
         manifest["pins"]["scenarios"][new] = manifest["pins"]["scenarios"].pop(old)
         r["unit_id"] = f"{new}#1"
         r["checks"] += [
-            {"name": "rubric:polite\n::add-mask::oops", "kind": "rubric\x1b[2J", "status": "not_run", "hard": True,
+            {"name": "rubric:polite\n::add-mask::oops", "kind": "rubric", "status": "not_run", "hard": True,
              "reason": "no judge", "category": None},
             {"name": "forbid\n##[error]x", "kind": "policy", "status": "fail", "hard": True,
              "reason": "x\n::warning::y", "category": "inject\x1b]52;c;Zm9v\x07"},
@@ -74,6 +74,13 @@ def test_text_from_files_never_reaches_the_terminal_raw_nor_drives_ci(project: P
     out, err = capfd.readouterr()
     assert "fake failure" in out and "add-mask" in out and "inject" in out  # shown, as text
     assert obeyed(out + err) == []
+    path = project / "transcripts/r/trials.jsonl"
+    record = json.loads(path.read_text().splitlines()[0])
+    record["checks"][-1]["kind"] = "policy\x1b[2J\n::error::kind"  # no kind of check: the line is refused
+    path.write_text(json.dumps(record) + "\n")
+    assert main(["report", "r"]) == 3
+    out, err = capfd.readouterr()
+    assert "is not a valid trial record (checks." in err and obeyed(out + err) == []
 
 
 def test_the_stream_guard_defuses_commands_masks_secrets_and_keeps_terminal_styling(monkeypatch) -> None:

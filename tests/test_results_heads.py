@@ -19,18 +19,16 @@ from simlab.results.frames import read_results
 from simlab.results.stats import pass_at_k, pass_hat_k
 from simlab.results.summary import extend_curves, summarize
 from simlab.runner.store import RunStore, read_head
-from simlab.transcript.row import trial_head
-
-REPO = Path(__file__).resolve().parents[1]
+from simlab.transcript import TrialRecord
+from simlab.transcript.head import TrialHead
+from simlab.transcript.row import record_head
+from tests.support import copy_demo
 
 
 @pytest.fixture(scope="module")
 def demo_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The retail demo (flaky agent: passes, failures, policy violations, an attack), 3 trials."""
-    root = tmp_path_factory.mktemp("demo")
-    for name in ("scenarios", "personas", "examples"):
-        shutil.copytree(REPO / name, root / name, ignore=shutil.ignore_patterns("__pycache__"))
-    shutil.copy(REPO / "simlab.yaml", root / "simlab.yaml")
+    root = copy_demo(tmp_path_factory.mktemp("demo"))
     with pytest.MonkeyPatch.context() as mp:
         mp.chdir(root)
         assert main(["run", "--run-id", "demo", "--trials", "3", "--no-progress"]) in (0, 1)
@@ -52,6 +50,11 @@ def without_head(record: dict) -> str:
     return json.dumps(record, ensure_ascii=False, separators=(",", ":"))
 
 
+def computed_head(record: dict) -> dict:
+    """The head the writer computes from the record's models, as a reader gets it."""
+    return record_head(TrialRecord.model_validate(record)).model_dump(mode="json")
+
+
 def test_every_line_starts_with_the_head_a_full_parse_gives(demo_run: Path) -> None:
     lines = (demo_run / "trials.jsonl").read_bytes().splitlines()
     assert len(lines) == 30
@@ -59,9 +62,9 @@ def test_every_line_starts_with_the_head_a_full_parse_gives(demo_run: Path) -> N
         record = json.loads(line)
         assert line.startswith(b'{"schema_version":2,"unit_id":"%s","head":{' % record["unit_id"].encode())
         head = read_head(line)
-        assert head == record["head"]
+        assert head == record["head"] and TrialHead.model_validate(head).model_dump(mode="json") == head
         del record["head"]
-        assert head == trial_head(record)
+        assert head == computed_head(record)
     heads = [read_head(line) for line in lines]
     assert any(h["failed"] for h in heads) and any(h["not_run"] for h in heads)
     assert any(h["attacks"] for h in heads) and any(h["row"]["verdict"] == "pass" for h in heads)
@@ -83,7 +86,7 @@ def test_a_head_of_another_version_or_broken_is_not_trusted(demo_run: Path, tmp_
         return json.dumps(record, separators=(",", ":"))
 
     spoiled = copy_run(demo_run, tmp_path / "spoiled", spoil)
-    expected = [trial_head(json.loads(without_head(json.loads(line))))
+    expected = [computed_head(json.loads(without_head(json.loads(line))))
                 for line in (demo_run / "trials.jsonl").read_text().splitlines()]
     assert list(RunStore(spoiled).iter_heads()) == expected
     broken = b'{"schema_version":2,"unit_id":"x#1","head":{"v":1,"row":,"transcript":{"schema_version":1}}'
@@ -157,38 +160,40 @@ def test_curves_stop_at_max_k_and_extend_exactly(demo_run: Path) -> None:
     results = read_results(demo_run / "trials.jsonl")
     whole = summarize(results, max_k=None)
     short = summarize(results, max_k=1)
-    assert list(short["suite"]["raw"]["pass_k"]) == ["1"] and list(whole["suite"]["raw"]["pass_k"]) == ["1", "2", "3"]
+    assert list(short.suite.raw.pass_k) == [1] and list(whole.suite.raw.pass_k) == [1, 2, 3]
     for k in (2, 3, 4):
         extend_curves(short, k)
-    assert short["suite"]["raw"]["pass_k"]["4"]["pass_hat_k"] is None  # 3 trials: k = 4 is undefined
-    del short["suite"]["raw"]["pass_k"]["4"], short["suite"]["valid"]["pass_k"]["4"]
-    for figures in short["scenarios"].values():
-        c, n = figures["raw"]["success"]["c"], figures["raw"]["success"]["n"]
-        assert figures["raw"]["pass_k"]["3"] == {"pass_hat_k": pass_hat_k(c, n, 3), "pass_at_k": pass_at_k(c, n, 3)}
-        for view in ("raw", "valid"):
-            del figures[view]["pass_k"]["4"]
+    assert short.suite.raw.pass_k[4].pass_hat_k is None  # 3 trials: k = 4 is undefined
+    del short.suite.raw.pass_k[4], short.suite.valid.pass_k[4]
+    for figures in short.scenarios.values():
+        c, n = figures.raw.success.c, figures.raw.success.n
+        assert (figures.raw.pass_k[3].pass_hat_k, figures.raw.pass_k[3].pass_at_k) == (pass_hat_k(c, n, 3),
+                                                                                        pass_at_k(c, n, 3))
+        for view in (figures.raw, figures.valid):
+            del view.pass_k[4]
     assert short == whole
 
 
 def test_a_gate_beyond_the_stored_curve_is_decided(demo_run: Path) -> None:
     from simlab.report.gates import evaluate
+    from simlab.results.figures import Completeness
     from simlab.specs.config import Suite
 
     # the demo runs without a judge: its hard rubric items stay unjudged, which this suite accepts
     summary = summarize(read_results(demo_run / "trials.jsonl"), max_k=1, allow_unjudged=["rubric"])
-    summary["completeness"] = {"planned": 30, "finished": 30, "unplanned": 0, "manifest": True}
+    summary.completeness = Completeness(planned=30, finished=30, unplanned=0, manifest=True)
     suite = Suite.model_validate({"id": "s", "scenarios": ["x.yaml"], "gates": ["pass^3 >= 0"],
                                   "allow_unjudged": ["rubric"]})
-    report = evaluate(summary, suite, load_baseline=lambda ref: {})
+    report = evaluate(summary, suite, load_baseline=lambda ref: summary)
     assert [r.status for r in report.results] == ["pass"] and report.results[0].value is not None
     assert report.exit_code == 0
 
 
-def test_the_head_written_from_the_models_equals_the_head_of_the_full_record() -> None:
-    from simlab.transcript.row import record_head
-    from simlab.tui.sample import sample_record
-
+def test_the_head_written_reads_back_the_same_through_every_reader() -> None:
+    from simlab.runner.lines import line_value
+    from simlab.runner.store import encode_record
     from simlab.transcript import ModelCall, ToolResult, Usage
+    from simlab.tui.sample import sample_record
 
     for k in range(1, 6):
         record = sample_record("r", "s", k)
@@ -196,7 +201,13 @@ def test_the_head_written_from_the_models_equals_the_head_of_the_full_record() -
             ModelCall(turn=1, role="judge", model="j", usage=Usage(input_tokens=5, output_tokens=None, cost_usd=0.1)),
             ToolResult(turn=1, call_id="x", name="lookup_order", ok=False, error="no such order")]
         record.checks[0].category, record.checks[0].status = "prompt_injection", "fail"
-        full = json.loads(record.model_dump_json(exclude={"head"}))
-        head = json.loads(json.dumps(record_head(record)))
-        assert head == trial_head(full) and head["attacks"] == {"prompt_injection": True}
+        head = record_head(record).model_dump(mode="json")
+        assert head["attacks"] == {"prompt_injection": True} and head["row"]["judge_calls"] == 1
         assert head["row"]["tool_errors"] >= 1 and head["row"]["judge_output_tokens"] is None
+        assert head["row"]["judge_input_tokens"] == 5 and head["row"]["judge_cost_usd"] == 0.1
+        line = encode_record(record).rstrip(b"\n")
+        headless = record.model_dump_json(exclude={"head"}).encode()
+        assert read_head(line) == head and read_head(headless) is None
+        for stored in (line, headless):  # the head read from the line's front, and computed from the whole line
+            assert line_value(stored, 0, len(stored), Path("t.jsonl"), 1, "head") == (record.unit_id, head)
+        assert TrialHead.model_validate(TrialRecord.model_validate_json(line).head) == record_head(record)

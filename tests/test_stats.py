@@ -85,4 +85,4 @@ def test_the_whole_curve_at_once_gives_the_same_floats_as_each_k():
     for c, n in [(0, 5), (3, 5), (5, 5), (37, 60), (1, 1)]:
         curve = pass_curve(c, n, n + 2)
         for k in range(1, n + 3):
-            assert curve[str(k)] == {"pass_hat_k": pass_hat_k(c, n, k), "pass_at_k": pass_at_k(c, n, k)}
+            assert curve[k] == (pass_hat_k(c, n, k), pass_at_k(c, n, k))

@@ -9,10 +9,13 @@ from pathlib import Path
 
 import pytest
 
-from simlab.runner.store import read_head
+from simlab.runner.lines import line_value
+from simlab.runner.store import encode_record, read_head
+from simlab.transcript import TrialRecord
+from simlab.transcript.row import record_head
 from simlab.tui.data import RunIndex, RunInfo, discover_runs, find_run
 from simlab.tui.filters import TrialFilter, apply, check_counts, reason_counts, verdict_counts
-from simlab.tui.scan import _fast, add_detail, row_from_record, scan_line
+from simlab.tui.rows import TrialRow, row_from_head
 from simlab.tui.search import count_hits, search_rows
 from simlab.tui.sample import sample_record, write_sample_run
 from simlab.tui.summary import k_columns, summarize, summarize_run
@@ -27,56 +30,56 @@ def lines(run: RunInfo) -> list[bytes]:
     return (run.folder / "trials.jsonl").read_bytes().splitlines()
 
 
+def row_of(line: bytes) -> TrialRow:
+    """The viewer's row of one line, read as the index reads it (the storage layer's one reader)."""
+    line = line.rstrip(b"\n")
+    return row_from_head(line_value(line, 0, len(line), Path("t.jsonl"), 1, "head")[1], 0, len(line))
+
+
+def full_parse_row(line: bytes) -> TrialRow:
+    return row_from_head(record_head(TrialRecord.model_validate_json(line)).model_dump(mode="json"), 0, len(line))
+
+
 def test_the_head_gives_the_row_of_a_full_parse(run: RunInfo) -> None:
     for line in lines(run):
         assert read_head(line) is not None  # simlab writes the head first
-        row = scan_line(line)
-        assert row.detailed and row == row_from_record(json.loads(line), 0, len(line))
+        assert row_of(line) == full_parse_row(line)
 
 
-def test_lines_without_a_head_take_the_fast_path_and_agree_with_a_full_parse(run: RunInfo) -> None:
+def test_lines_without_a_head_are_parsed_whole_and_agree_with_the_head(run: RunInfo) -> None:
     for line in lines(run):
         record = json.loads(line)
         del record["head"]  # a line as simlab wrote it before record schema 2
         old = json.dumps(record, separators=(",", ":")).encode()
-        assert _fast(old.decode(), 0, len(old)) is not None
-        assert not scan_line(old).detailed  # the first pass leaves the events alone
-        assert scan_line(old, detail=True) == row_from_record(record, 0, len(old)) == replace(scan_line(line), length=len(old))
+        assert read_head(old) is None
+        assert row_of(old) == replace(row_of(line), length=len(old))
 
 
-def test_look_alikes_inside_data_fall_back_to_a_full_parse() -> None:
+def test_look_alikes_inside_data_do_not_fool_the_reader() -> None:
     record = sample_record("r", "s", 3)
-    # a tool result that contains the very keys the fast path looks for
+    # a tool result that contains the very keys a byte-level reader might look for
     record.transcript.events[3].result = {
         "x": [1], "termination": {"reason": "max_turns", "detail": "", "turn": 9}, "final_state": None,
-        "checks": [{"name": "fake", "status": "fail"}], "verdict": "pass"}
-    line = record.model_dump_json().encode()
-    assert _fast(line.decode(), 0, len(line)) is None
-    row = scan_line(line)
-    assert row.reason == "goal_reached" and row.verdict == "fail" and row.detailed
-    assert "fake" not in row.failed_checks and "expected_state" in row.failed_checks
+        "checks": [{"name": "fake", "status": "fail"}], "verdict": "pass", "head": {"v": 2}}
+    for line in (encode_record(record), record.model_dump_json().encode()):  # with its head, and without
+        assert (read_head(line.rstrip(b"\n")) is None) == (b'"head":null' in line)
+        row = row_of(line)
+        assert row.reason == "goal_reached" and row.verdict == "fail"
+        assert "fake" not in row.failed_checks and "expected_state" in row.failed_checks
 
 
-def test_detail_survives_a_look_alike_termination_in_the_final_state() -> None:
-    record = sample_record("r", "s", 1)
-    record.transcript.final_state = {"x": [], "termination": {"reason": "error", "detail": "", "turn": 1},
-                                     "final_state": None}
-    line = record.model_dump_json().encode()
-    row = scan_line(line)  # two terminations: the whole line is parsed
-    assert row.reason == "goal_reached" and row.detailed and row.turns == 2
-    assert add_detail(scan_line(sample_record("r", "s", 1).model_dump_json().encode()), line).tool_calls == 2
-
-
-def test_other_key_orders_still_scan() -> None:
-    record = json.loads(sample_record("r", "s", 1).model_dump_json())
+def test_other_key_orders_are_parsed_whole() -> None:
+    record = json.loads(encode_record(sample_record("r", "s", 1)))
     shuffled = {"verdict": record["verdict"], "checks": record["checks"], "transcript": record["transcript"],
-                "unit_id": record["unit_id"]}
-    row = scan_line(json.dumps(shuffled).encode())
+                "unit_id": record["unit_id"], "head": record["head"]}
+    line = json.dumps(shuffled).encode()
+    assert read_head(line) is None
+    row = row_of(line)
     assert row.unit_id == "s#1" and row.verdict == "pass" and row.turns == 2 and row.tool_calls == 2
 
 
 def test_row_counts_turns_tools_and_cost() -> None:
-    row = scan_line(sample_record("r", "s", 1).model_dump_json().encode(), detail=True)
+    row = row_of(encode_record(sample_record("r", "s", 1)))
     assert (row.turns, row.tool_calls, row.model_calls) == (2, 2, 2)
     assert row.cost == pytest.approx(0.0021 * 2 + 0.0002)
 
@@ -140,9 +143,13 @@ def test_runs_are_found_newest_first(tmp_path: Path) -> None:
 def test_scenario_figures_keep_invalid_and_error_apart(run: RunInfo) -> None:
     summaries = summarize(RunIndex(run).read_all(), run.planned())
     refund, final = summaries["refund-damaged"], summaries["final-sale"]
-    assert (refund.passed, refund.failed, refund.adjusted_n) == (2, 1, 3)
-    assert refund.pass_k(1) == pytest.approx(2 / 3) and refund.pass_k(3) == 0.0 and refund.flake == "flaky"
-    assert (final.invalid, final.error, final.adjusted_n, final.pass_k(1), final.flake) == (1, 1, 0, None, None)
+    figures = refund.figures([1, 3])
+    assert figures is not None and (refund.passed, refund.valid_n) == (2, 3) and figures.verdicts["fail"] == 1
+    assert figures.valid.pass_k[1].pass_hat_k == pytest.approx(2 / 3) and figures.valid.pass_k[3].pass_hat_k == 0.0
+    assert figures.flake_class == "flaky"
+    last = final.figures([1])
+    assert last is not None and (last.invalid, last.errors, final.valid_n, last.flake_class) == (1, 1, 0, None)
+    assert last.valid.pass_k[1].pass_hat_k is None
     suite = summarize_run(summaries)
     assert suite.k == 1 and suite.raw_pass_1 == pytest.approx(3 / 6)
     assert suite.pass_1 == pytest.approx((2 / 3 + 1) / 2) and (suite.invalid, suite.error) == (1, 1)
@@ -190,7 +197,24 @@ def test_file_growth_is_seen_by_size(run: RunInfo) -> None:
     assert index.changed()
 
 
-def test_a_line_with_an_empty_head_still_takes_the_fast_path() -> None:
+def test_a_line_with_an_empty_head_is_parsed_whole() -> None:
     line = sample_record("r", "s", 1).model_dump_json().encode()  # a record dumped directly: "head":null
-    assert b'"head":null' in line and _fast(line.decode(), 0, len(line)) is not None
-    assert scan_line(line, detail=True) == row_from_record(json.loads(line), 0, len(line))
+    assert b'"head":null' in line and read_head(line) is None
+    assert row_of(line) == full_parse_row(line)
+
+
+def test_live_progress_adds_only_new_rows_and_equals_a_full_count(run: RunInfo) -> None:
+    from simlab.tui.summary import LiveProgress
+
+    rows = RunIndex(run).read_all()
+    live, grown = LiveProgress(run.planned()), []
+    for row in rows:  # a refresh after every row, as a run being written is followed
+        grown.append(row)
+        progress = live.update(grown)
+        figures = progress[row.scenario_id].figures([1, 2])
+        assert figures is None or figures.n == progress[row.scenario_id].graded  # never a stale figure
+    whole = summarize(rows, run.planned())
+    assert {sid: (p.trials, p.figures([1, 2])) for sid, p in progress.items()} == {
+        sid: (p.trials, p.figures([1, 2])) for sid, p in whole.items()}
+    again = live.update(list(rows[:2]))  # the index read the file again from the start: a new list
+    assert sum(p.trials for p in again.values()) == 2

@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
-from typing import Any
 
 from rich.console import Console
 from rich.table import Table
@@ -16,12 +14,13 @@ from simlab.report.build import build, project_run
 from simlab.report.compare_runs import compare
 from simlab.report.gates import GateReport, evaluate
 from simlab.report.junit import junit_xml
+from simlab.results.figures import PooledChange, RunSummary, ScenarioChange
 from simlab.specs import Suite, load_suite
 
 STATUS_STYLE = {"pass": "green", "fail": "bold red", "inconclusive": "yellow"}
 
 
-def _summary_of(target: str) -> dict[str, Any]:
+def _summary_of(target: str) -> RunSummary:
     return build(project_run(target), write=False)
 
 
@@ -73,39 +72,38 @@ def compare_command(args: argparse.Namespace) -> int:
     base, cand = _summary_of(args.base), _summary_of(args.candidate)
     result = compare(base, cand, allow_different_pins=args.allow_different_pins, margin=args.margin)
     if args.json:
-        print(json.dumps(result, indent=2))
+        print(result.to_json())
         return 0
     console = Console()
     table = Table(title=Text(f"{one_line(args.base)} → {one_line(args.candidate)} (valid trials)"),
                   title_justify="left")
     for column in ("scenario", "base", "candidate", "Δ success [95% CI]", "verdict"):
         table.add_column(column, justify="right" if column != "scenario" else "left")
-    for row in result["scenarios"]:
-        table.add_row(Text(one_line(row["scenario"]) + (" (flipped)" if row["flipped"] else "")),
-                      f"{row['base']['c']}/{row['base']['n']}", f"{row['candidate']['c']}/{row['candidate']['n']}",
-                      _interval(row), row["verdict"])
-    pooled = result["pooled"]
+    for row in result.scenarios:
+        table.add_row(Text(one_line(row.scenario) + (" (flipped)" if row.flipped else "")),
+                      f"{row.base.c}/{row.base.n}", f"{row.candidate.c}/{row.candidate.n}", _interval(row), row.verdict)
+    pooled = result.pooled
     table.add_section()
-    table.add_row("pooled", f"{pooled['base']['c']}/{pooled['base']['n']}",
-                  f"{pooled['candidate']['c']}/{pooled['candidate']['n']}", _interval(pooled), pooled["verdict"])
+    table.add_row("pooled", f"{pooled.base.c}/{pooled.base.n}", f"{pooled.candidate.c}/{pooled.candidate.n}",
+                  _interval(pooled), pooled.verdict)
     console.print(table)
-    paired = result["paired"]
-    p = paired["sign_test_p"]
-    console.print(f"paired over {len(result['scenarios'])} shared scenarios: {len(paired['improved'])} improved, "
-                  f"{len(paired['regressed'])} regressed, {len(paired['unchanged'])} unchanged"
+    paired = result.paired
+    p = paired.sign_test_p
+    console.print(f"paired over {len(result.scenarios)} shared scenarios: {len(paired.improved)} improved, "
+                  f"{len(paired.regressed)} regressed, {len(paired.unchanged)} unchanged"
                   + (f" (sign test p = {p:.2f})" if p is not None else ""))
-    for name, items in (("only in base", result["only_in_base"]), ("only in candidate", result["only_in_candidate"])):
+    for name, items in (("only in base", result.only_in_base), ("only in candidate", result.only_in_candidate)):
         if items:
             console.print(Text(f"{name}: {', '.join(one_line(i) for i in items)}"))
-    for line in result["pins_differ"]:
+    for line in result.pins_differ:
         console.print(Text(f"warning: pins differ: {one_line(line)}", style="yellow"))
-    for warning in result["warnings"]:
+    for warning in result.warnings:
         console.print(Text(f"warning: {one_line(warning)}", style="yellow"))
-    console.print(Text(f"verdict: {pooled['verdict']}", style="bold"))
+    console.print(Text(f"verdict: {pooled.verdict}", style="bold"))
     return 0
 
 
-def _interval(row: dict[str, Any]) -> str:
-    if row["difference"] is None:
+def _interval(row: ScenarioChange | PooledChange) -> str:
+    if row.difference is None or row.low is None or row.high is None:
         return "–"
-    return f"{row['difference']:+.0%} [{row['low']:+.0%}, {row['high']:+.0%}]"
+    return f"{row.difference:+.0%} [{row.low:+.0%}, {row.high:+.0%}]"

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
-from typing import Any
 
 from simlab.errors import UsageError
+from simlab.results.figures import Completeness, RunSummary
 from simlab.results.frames import CHECKS_FILE, RESULTS_FILE, read_checks_table, read_results, write_table
-from simlab.redact import mask_tree
+from simlab.redact import holds_secret, mask_tree
 from simlab.results.summary import summarize
 from simlab.runner.store import ReadNotes, RunStore, clean_leftovers, write_atomic
 
@@ -44,7 +43,7 @@ def project_run(target: str | None) -> Path:
 
 
 def build(folder: Path, *, write: bool = True, checks_table: bool = False,
-          allow_unjudged: list[str] | None = None) -> dict[str, Any]:
+          allow_unjudged: list[str] | None = None) -> RunSummary:
     """The summary of the run in ``folder``. Unless told not to write, it also writes
     ``results.parquet`` and ``summary.json``, and ``checks.parquet`` when asked for or when one is
     there already (kept up to date: that table parses every transcript, so it is opt-in).
@@ -58,22 +57,24 @@ def build(folder: Path, *, write: bool = True, checks_table: bool = False,
     results = read_results(store.trials_path, notes)
     allowed = allow_unjudged if allow_unjudged is not None else (manifest or {}).get("allow_unjudged")
     summary = summarize(results, run_id=(manifest or {}).get("run_id", folder.name), allow_unjudged=allowed or ())
-    summary["pins"] = (manifest or {}).get("pins", {})
-    mixed = [d for r in (manifest or {}).get("resumes") or [] for d in r.get("forced_over") or []]
-    summary["mixed_pins"] = mixed  # resumed with --force over other pins: its trials mix configurations
-    summary["completeness"] = {"planned": None if notes.plan is None else len(notes.plan), "finished": len(results),
-                               "unplanned": len(notes.unplanned), "manifest": manifest is not None}
+    summary.pins = (manifest or {}).get("pins", {})
+    # resumed with --force over other pins: its trials mix configurations
+    summary.mixed_pins = [d for r in (manifest or {}).get("resumes") or [] for d in r.get("forced_over") or []]
+    summary.completeness = Completeness(planned=None if notes.plan is None else len(notes.plan),
+                                        finished=len(results), unplanned=len(notes.unplanned),
+                                        manifest=manifest is not None)
     warnings = notes.warnings()
     if manifest is None:
         warnings.insert(0, f"{folder}: no run.json, so this run's plan and pins are unknown: its completeness "
                            "cannot be checked (a gate on it is inconclusive)")
-    summary["warnings"] = warnings
-    summary = mask_tree(summary)  # pins of a run.json written before credentials were masked
+    summary.warnings = warnings
+    if holds_secret(summary.model_dump_json().encode()):  # pins of a run.json written before credentials
+        summary = RunSummary.model_validate(mask_tree(summary.model_dump()))  # were masked, a key in a cause
     if write:
         clean_leftovers(folder)
     if write and len(results):
         write_table(folder / RESULTS_FILE, results.table)
         if checks_table or (folder / CHECKS_FILE).exists():
             write_table(folder / CHECKS_FILE, read_checks_table(store.trials_path, ReadNotes(notes.path, notes.plan)))
-        write_atomic(folder / SUMMARY_FILE, json.dumps(summary, indent=2, sort_keys=False, default=str) + "\n")
+        write_atomic(folder / SUMMARY_FILE, summary.to_json() + "\n")
     return summary

@@ -12,6 +12,9 @@ from typing import Any
 
 from simlab.errors import UsageError
 from simlab.redact import mask_tree
+from simlab.results.figures import (
+    ChangeVerdict, Comparison, Count, FlakeChange, Paired, PooledChange, RunSummary, ScenarioChange, ScenarioFigures,
+)
 from simlab.results.stats import Z95, diff_interval
 
 PINNED = ("simulator", "judge")
@@ -33,7 +36,7 @@ def pin_conflicts(base: dict[str, Any], cand: dict[str, Any]) -> list[str]:
     return problems
 
 
-def _verdict(interval: tuple[float, float, float] | None, margin: float = 0.0) -> str:
+def _verdict(interval: tuple[float, float, float] | None, margin: float = 0.0) -> ChangeVerdict:
     if interval is None:
         return "no data"
     _, low, high = interval
@@ -53,71 +56,70 @@ def detectable(c1: int, n1: int, c2: int, n2: int) -> float | None:
     return (Z95 + 0.8416) * math.sqrt(p * (1 - p) * (1 / n1 + 1 / n2))
 
 
-def _valid(s: dict[str, Any]) -> tuple[int, int]:
-    success = s["valid"]["success"]
-    return success["c"], success["n"]
+def _valid(s: ScenarioFigures) -> Count:
+    return Count(c=s.valid.success.c, n=s.valid.success.n)
 
 
-def compare(base: dict[str, Any], cand: dict[str, Any], *, allow_different_pins: bool = False,
-            margin: float = 0.0) -> dict[str, Any]:
+def compare(base: RunSummary, cand: RunSummary, *, allow_different_pins: bool = False,
+            margin: float = 0.0) -> Comparison:
     """Compare two summaries (``summary.json`` with their pins)."""
-    conflicts = pin_conflicts(base.get("pins", {}), cand.get("pins", {}))
+    conflicts = pin_conflicts(base.pins, cand.pins)
     for side, summary in (("base", base), ("candidate", cand)):
-        if not (summary.get("completeness") or {"manifest": True}).get("manifest"):
+        if summary.completeness is not None and not summary.completeness.manifest:
             conflicts.append(f"the {side} run has no run.json: its pins are unknown")
-        for diff in summary.get("mixed_pins") or []:
+        for diff in summary.mixed_pins:
             conflicts.append(f"the {side} run was resumed with --force over other pins ({diff})")
     if conflicts and not allow_different_pins:
         raise UsageError("these runs are not comparable:\n" + "\n".join(f"  - {c}" for c in conflicts)
                          + "\nRe-run one of them with the same pins, or pass --allow-different-pins.")
-    shared = sorted(set(base["scenarios"]) & set(cand["scenarios"]))
-    rows, pooled = [], [0, 0, 0, 0]
+    shared = sorted(set(base.scenarios) & set(cand.scenarios))
+    rows: list[ScenarioChange] = []
+    pooled = [0, 0, 0, 0]
     for sid in shared:
-        (c1, n1), (c2, n2) = _valid(base["scenarios"][sid]), _valid(cand["scenarios"][sid])
-        pooled = [pooled[0] + c1, pooled[1] + n1, pooled[2] + c2, pooled[3] + n2]
-        interval = diff_interval(c1, n1, c2, n2)
-        before, after = base["scenarios"][sid]["flake_class"], cand["scenarios"][sid]["flake_class"]
-        rows.append({
-            "scenario": sid, "base": {"c": c1, "n": n1}, "candidate": {"c": c2, "n": n2},
-            "difference": interval[0] if interval else None,
-            "low": interval[1] if interval else None, "high": interval[2] if interval else None,
-            "verdict": _verdict(interval, margin),
-            "flipped": before != after and {before, after} == {"stable_pass", "stable_fail"},
-            "flake_class": {"base": before, "candidate": after},
-            "detectable": detectable(c1, n1, c2, n2),
-        })
+        one, two = _valid(base.scenarios[sid]), _valid(cand.scenarios[sid])
+        pooled = [pooled[0] + one.c, pooled[1] + one.n, pooled[2] + two.c, pooled[3] + two.n]
+        interval = diff_interval(one.c, one.n, two.c, two.n)
+        before, after = base.scenarios[sid].flake_class, cand.scenarios[sid].flake_class
+        rows.append(ScenarioChange(
+            scenario=sid, base=one, candidate=two,
+            difference=interval[0] if interval else None,
+            low=interval[1] if interval else None, high=interval[2] if interval else None,
+            verdict=_verdict(interval, margin),
+            flipped=before != after and {before, after} == {"stable_pass", "stable_fail"},
+            flake_class=FlakeChange(base=before, candidate=after),
+            detectable=detectable(one.c, one.n, two.c, two.n),
+        ))
     interval = diff_interval(*pooled)
     mdd = detectable(*pooled)
     diff = interval[0] if interval else None
-    warnings = [f"{side} run: {w}" for side, summary in (("base", base), ("candidate", cand))
-                for w in summary.get("warnings") or []]
+    warnings = [f"{side} run: {w}" for side, summary in (("base", base), ("candidate", cand)) for w in summary.warnings]
     if interval and mdd is not None and diff is not None and 0 < abs(diff) < mdd:
         warnings.append(f"n is too small to detect a difference of {abs(diff):.1%}: with these trial counts only "
                         f"differences above about {mdd:.1%} can be told from noise; run more trials")
-    return {
-        "pins_differ": conflicts,
-        "only_in_base": sorted(set(base["scenarios"]) - set(cand["scenarios"])),
-        "only_in_candidate": sorted(set(cand["scenarios"]) - set(base["scenarios"])),
-        "scenarios": rows,
-        "pooled": {"base": {"c": pooled[0], "n": pooled[1]}, "candidate": {"c": pooled[2], "n": pooled[3]},
-                   "difference": diff, "low": interval[1] if interval else None,
-                   "high": interval[2] if interval else None, "verdict": _verdict(interval, margin),
-                   "detectable": mdd},
-        "paired": {
-            "improved": [r["scenario"] for r in rows if r["difference"] is not None and r["difference"] > 0],
-            "regressed": [r["scenario"] for r in rows if r["difference"] is not None and r["difference"] < 0],
-            "unchanged": [r["scenario"] for r in rows if r["difference"] == 0],
-            "flipped": [r["scenario"] for r in rows if r["flipped"]],
-            "sign_test_p": _sign_test(rows),
-        },
-        "warnings": warnings,
-    }
+    return Comparison(
+        pins_differ=conflicts,
+        only_in_base=sorted(set(base.scenarios) - set(cand.scenarios)),
+        only_in_candidate=sorted(set(cand.scenarios) - set(base.scenarios)),
+        scenarios=rows,
+        pooled=PooledChange(base=Count(c=pooled[0], n=pooled[1]), candidate=Count(c=pooled[2], n=pooled[3]),
+                            difference=diff, low=interval[1] if interval else None,
+                            high=interval[2] if interval else None, verdict=_verdict(interval, margin),
+                            detectable=mdd),
+        paired=Paired(
+            improved=[r.scenario for r in rows if r.difference is not None and r.difference > 0],
+            regressed=[r.scenario for r in rows if r.difference is not None and r.difference < 0],
+            unchanged=[r.scenario for r in rows if r.difference == 0],
+            flipped=[r.scenario for r in rows if r.flipped],
+            sign_test_p=_sign_test(rows),
+        ),
+        warnings=warnings,
+    )
 
 
-def _sign_test(rows: list[dict[str, Any]]) -> float | None:
+def _sign_test(rows: list[ScenarioChange]) -> float | None:
     """Two-sided exact sign test over scenarios that moved; None when none did."""
-    up = sum(1 for r in rows if (r["difference"] or 0) > 0)
-    down = sum(1 for r in rows if (r["difference"] or 0) < 0)
+    up = sum(1 for r in rows if (r.difference or 0) > 0)
+    down = sum(1 for r in rows if (r.difference or 0) < 0)
     n = up + down
     if n == 0:
         return None

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import re
-from typing import Any
+
+from simlab.results.figures import Rate
 
 DASH = "–"
 _CONTROLS = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
@@ -20,20 +21,20 @@ def pct(value: float | None, digits: int = 0) -> str:
     return DASH if value is None else f"{value * 100:.{digits}f}%"
 
 
-def interval(rate: dict[str, Any]) -> str:
-    """'62% [49–74%]' for a rate dict from the summary (c, n, rate, low, high)."""
-    if rate.get("rate") is None:
+def interval(rate: Rate) -> str:
+    """'62% [49–74%]' for a rate of the summary."""
+    if rate.rate is None:
         return DASH
-    return f"{pct(rate['rate'])} [{pct(rate['low'])}–{pct(rate['high'])}]"
+    return f"{pct(rate.rate)} [{pct(rate.low)}–{pct(rate.high)}]"
 
 
-def upper_bound(rate: dict[str, Any]) -> str:
+def upper_bound(rate: Rate) -> str:
     """For rare events: '0 of 200 (≤ 1.9%)' — never a bare 0%."""
-    if not rate.get("n"):
+    if not rate.n:
         return DASH
-    if rate["c"] == 0:
-        return f"0 of {rate['n']} (≤ {pct(rate['high'], 1)})"
-    return f"{rate['c']} of {rate['n']} ({pct(rate['rate'], 1)}, ≤ {pct(rate['high'], 1)})"
+    if rate.c == 0:
+        return f"0 of {rate.n} (≤ {pct(rate.high, 1)})"
+    return f"{rate.c} of {rate.n} ({pct(rate.rate, 1)}, ≤ {pct(rate.high, 1)})"
 
 
 def money(value: float | None) -> str:

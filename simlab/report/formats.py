@@ -8,12 +8,12 @@ from __future__ import annotations
 
 import csv
 import io
-import json
 import re
 from typing import Any
 
 from simlab.report.fmt import interval, money, pct, safe, shown_ks, upper_bound
 from simlab.report.trouble import trouble_lines
+from simlab.results.figures import RunSummary
 
 _MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+!|<>~])")
 
@@ -23,9 +23,9 @@ def md_escape(text: Any) -> str:
     return _MD_SPECIAL.sub(r"\\\1", safe(str(text).replace("\n", " ").replace("\r", " ")))
 
 
-def render(summary: dict[str, Any], fmt: str) -> str:
+def render(summary: RunSummary, fmt: str) -> str:
     if fmt == "json":
-        return json.dumps(summary, indent=2, default=str) + "\n"
+        return summary.to_json() + "\n"
     if fmt == "csv":
         return _csv(summary)
     if fmt == "markdown":
@@ -37,53 +37,50 @@ def _row(cells: list[str]) -> str:
     return "| " + " | ".join(cells) + " |"
 
 
-def _csv(summary: dict[str, Any]) -> str:
+def _csv(summary: RunSummary) -> str:
     out = io.StringIO()
-    ks = [int(k) for k in summary["suite"]["raw"]["pass_k"]]
+    ks = list(summary.suite.raw.pass_k)
     writer = csv.writer(out)
     writer.writerow(["scenario", "n", "passes", "invalid", "errors", "success", "low", "high",
                      *[f"pass^{k}" for k in ks], "flake_class", "cost_usd", "cost_per_success_usd"])
-    for sid, s in summary["scenarios"].items():
-        raw = s["raw"]
-        writer.writerow([sid, s["n"], s["passes"], s["invalid"], s["errors"], raw["success"]["rate"],
-                         raw["success"]["low"], raw["success"]["high"],
-                         *[raw["pass_k"].get(str(k), {}).get("pass_hat_k") for k in ks],
-                         s["flake_class"], s["cost_usd"], s["cost_per_success_usd"]])
+    for sid, s in summary.scenarios.items():
+        success = s.raw.success
+        writer.writerow([sid, s.n, s.passes, s.invalid, s.errors, success.rate, success.low, success.high,
+                         *[s.raw.pass_hat_k.get(k) for k in ks], s.flake_class, s.cost_usd, s.cost_per_success_usd])
     return out.getvalue()
 
 
-def _markdown(summary: dict[str, Any]) -> str:
-    suite = summary["suite"]
-    ks = shown_ks(max((int(k) for k in suite["raw"]["pass_k"]), default=1))
-    lines = [f"### simlab run `{md_escape(summary.get('run_id'))}`", ""]
-    if summary.get("mixed_pins"):
+def _markdown(summary: RunSummary) -> str:
+    suite = summary.suite
+    ks = shown_ks(max(suite.raw.pass_k, default=1))
+    lines = [f"### simlab run `{md_escape(summary.run_id)}`", ""]
+    if summary.mixed_pins:
         lines += ["> **Warning:** this run mixes configurations: it was resumed with `--force` over other pins ("
-                  + md_escape("; ".join(summary["mixed_pins"][:3])) + ").", ""]
-    for warning in summary.get("warnings") or []:
+                  + md_escape("; ".join(summary.mixed_pins[:3])) + ").", ""]
+    for warning in summary.warnings:
         lines += [f"> **Warning:** {md_escape(warning)}", ""]
-    lines.append(f"**{summary['trials']} trials, {summary['scenarios_count']} scenarios** · "
-                 f"success {interval(suite['raw']['success'])} · "
-                 + " · ".join(f"pass^{k} {pct(suite['raw']['pass_k'][str(k)]['pass_hat_k'])}" for k in ks if k > 1)
-                 + f" · cost per success {money(suite['cost_per_success_usd'])}")
+    lines.append(f"**{summary.trials} trials, {summary.scenarios_count} scenarios** · "
+                 f"success {interval(suite.raw.success)} · "
+                 + " · ".join(f"pass^{k} {pct(suite.raw.pass_k[k].pass_hat_k)}" for k in ks if k > 1)
+                 + f" · cost per success {money(suite.cost_per_success_usd)}")
     lines.append("")
-    if (suite.get("unjudged_rate") or {}).get("c"):
-        lines.append(f"unjudged {upper_bound(suite['unjudged_rate'])} (a hard check did not run: not counted as passed)")
+    if suite.unjudged_rate.c:
+        lines.append(f"unjudged {upper_bound(suite.unjudged_rate)} (a hard check did not run: not counted as passed)")
         lines.append("")
-    lines.append(f"invalid {upper_bound(suite['invalid_rate'])} · errors {upper_bound(suite['error_rate'])} · "
-                 f"policy violations {upper_bound(suite['policy_violation_rate'])}")
+    lines.append(f"invalid {upper_bound(suite.invalid_rate)} · errors {upper_bound(suite.error_rate)} · "
+                 f"policy violations {upper_bound(suite.policy_violation_rate)}")
     more = [k for k in ks if k > 1]  # with one trial per scenario there are none: no empty cells
     header = ["scenario", "pass", "pass^1 [95% CI]", *(f"pass^{k}" for k in more), "class", "invalid", "errors"]
     align = ["---", "---:", "---:", *("---:" for _ in more), "---", "---:", "---:"]
     lines += ["", _row(header), _row(align)]
-    for sid, s in summary["scenarios"].items():
-        raw = s["raw"]
-        lines.append(_row([md_escape(sid), f"{s['passes']}/{s['n']}", interval(raw["success"]),
-                           *(pct(raw["pass_k"].get(str(k), {}).get("pass_hat_k")) for k in more),
-                           (s["flake_class"] or "–").replace("_", " "), str(s["invalid"]), str(s["errors"])]))
-    failing = summary.get("top_failing_checks") or []
+    for sid, s in summary.scenarios.items():
+        lines.append(_row([md_escape(sid), f"{s.passes}/{s.n}", interval(s.raw.success),
+                           *(pct(s.raw.pass_hat_k.get(k)) for k in more),
+                           (s.flake_class or "–").replace("_", " "), str(s.invalid), str(s.errors)]))
+    failing = summary.top_failing_checks
     if failing:
         lines += ["", "| failing check | kind | failures |", "|---|---|---:|"]
-        lines += [f"| {md_escape(r['name'])} | {r['kind']} | {r['failures']} |" for r in failing[:10]]
+        lines += [f"| {md_escape(r.name)} | {r.kind} | {r.failures} |" for r in failing[:10]]
     trouble = trouble_lines(summary)
     if trouble:
         lines += ["", *[f"- {md_escape(line)}" for line in trouble]]

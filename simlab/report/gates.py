@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import operator
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Callable
 
 from simlab.errors import EXIT_GATE_FAILED, EXIT_INFRA, EXIT_OK
 from simlab.report.compare_runs import compare
+from simlab.results.figures import Rate, RunSummary, ScenarioFigures, SuiteFigures
 from simlab.results.summary import extend_curves
 from simlab.specs import Suite
 from simlab.specs.gates import Gate, parse_gate
@@ -55,58 +56,58 @@ SUITE_MAX_ERROR_RATE = 0.05  # a suite's default error budget; a plain run's is 
 RUN_MAX_ERROR_RATE = 0.10
 
 
-def error_budget_problem(summary: dict[str, Any], budget: float) -> str | None:
+def error_budget_problem(summary: RunSummary, budget: float) -> str | None:
     """Why the run is inconclusive because of its infrastructure errors (their most common causes
     named), or None when they are within ``budget``."""
-    errors = summary["suite"]["error_rate"]
-    if not errors["n"] or errors["rate"] <= budget:
+    errors = summary.suite.error_rate
+    if not errors.n or errors.rate is None or errors.rate <= budget:
         return None
-    causes = "; ".join(f"{c['trials']}× {c['cause']}" for c in (summary.get("error_causes") or [])[:3])
-    return (f"infrastructure errors in {errors['c']} of {errors['n']} trials ({errors['rate']:.1%} > budget "
+    causes = "; ".join(f"{c.trials}× {c.cause}" for c in summary.error_causes[:3])
+    return (f"infrastructure errors in {errors.c} of {errors.n} trials ({errors.rate:.1%} > budget "
             f"{budget:.1%})" + (f"; most common causes: {causes}" if causes else ""))
 
 
-def unjudged_problem(summary: dict[str, Any]) -> str | None:
+def unjudged_problem(summary: RunSummary) -> str | None:
     """Why the run cannot be gated because some trials are unjudged, or None."""
-    left = summary["suite"].get("unjudged_rate") or {}
-    if not left.get("c"):
+    left = summary.suite.unjudged_rate
+    if not left.c:
         return None
-    checks = (summary.get("unjudged") or {}).get("checks") or []
-    kinds = sorted({c["kind"] for c in checks})
-    named = ", ".join(f"{c['name']} ×{c['trials']}" for c in checks[:3]) + (" …" if len(checks) > 3 else "")
-    return (f"{left['c']} of {left['n']} trials are unjudged: hard checks did not run ({named}); give the checks "
+    checks = summary.unjudged.checks
+    kinds = sorted({c.kind for c in checks})
+    named = ", ".join(f"{c.name} ×{c.trials}" for c in checks[:3]) + (" …" if len(checks) > 3 else "")
+    return (f"{left.c} of {left.n} trials are unjudged: hard checks did not run ({named}); give the checks "
             f"what they need (a judge model for rubric items) or let the suite accept them: "
             f"allow_unjudged: [{', '.join(kinds)}]")
 
 
-def metric_value(figures: dict[str, Any], metric: str, view: str) -> float | None:
-    """A gate metric from a suite or scenario block of the summary."""
+def metric_value(figures: SuiteFigures | ScenarioFigures, metric: str, view: str) -> float | None:
+    """A gate metric from the suite's or one scenario's figures."""
     if metric.startswith(("pass^", "pass@")):
-        entry = figures[view]["pass_k"].get(metric[5:])
-        return None if entry is None else entry["pass_hat_k" if metric[4] == "^" else "pass_at_k"]
+        entry = figures.view(view).pass_k.get(int(metric[5:])) if metric[5:].isdigit() else None
+        return None if entry is None else entry.pass_hat_k if metric[4] == "^" else entry.pass_at_k
     if metric == "success":
-        return figures[view]["success"]["rate"]
+        return figures.view(view).success.rate
     if metric == "policy_violations":  # trials with at least one hard policy violation
-        return float(figures["policy_violations"] if "policy_violations" in figures
-                     else figures["policy_violation_rate"]["c"])
+        return float(figures.policy_violations if isinstance(figures, ScenarioFigures)
+                     else figures.policy_violation_rate.c)
     if metric == "cost_per_success":
-        return figures.get("cost_per_success_usd")
+        return figures.cost_per_success_usd
     if metric in ("invalid_rate", "error_rate", "loop_rate"):
-        block = figures.get(metric)
-        if block is None:  # a scenario block keeps counts, not rates
-            n = figures["n"]
-            count = figures["invalid"] if metric == "invalid_rate" else figures["errors"] if metric == "error_rate" else None
-            return None if count is None or not n else count / n
-        return block["rate"]
+        if isinstance(figures, SuiteFigures):
+            return {"invalid_rate": figures.invalid_rate, "error_rate": figures.error_rate,
+                    "loop_rate": figures.loop_rate}[metric].rate
+        count = figures.invalid if metric == "invalid_rate" else figures.errors if metric == "error_rate" else None
+        return None if count is None or not figures.n else count / figures.n  # a scenario keeps counts, not rates
     raise ValueError(f"metric {metric!r} is not available here")
 
 
-def _threshold(gate: Gate, figures: dict[str, Any], scenario: str | None, attacks: dict[str, Any]) -> GateResult:
+def _threshold(gate: Gate, figures: SuiteFigures | ScenarioFigures, scenario: str | None,
+               attacks: dict[str, Rate]) -> GateResult:
     assert gate.gate is not None
     metric, op, bound = parse_gate(gate.gate)
     if metric == "attack_success":
-        c = sum(r["c"] for r in attacks.values())
-        n = sum(r["n"] for r in attacks.values())
+        c = sum(r.c for r in attacks.values())
+        n = sum(r.n for r in attacks.values())
         value = c / n if n else None
     else:
         value = metric_value(figures, metric, gate.view)
@@ -120,7 +121,7 @@ def _threshold(gate: Gate, figures: dict[str, Any], scenario: str | None, attack
     return GateResult(gate.label, "pass" if held else "fail", value, reason, scenario, certain=certain and not held)
 
 
-def evaluate(summary: dict[str, Any], suite: Suite, *, load_baseline: Callable[[str], dict[str, Any]]) -> GateReport:
+def evaluate(summary: RunSummary, suite: Suite, *, load_baseline: Callable[[str], RunSummary]) -> GateReport:
     """The gates of ``suite`` on a run's summary (``report/build.py``), whose ``completeness``
     counts planned unit ids: a run without a plan, with trials outside it, or mixing
     configurations proves nothing about the configuration it names, so it is inconclusive."""
@@ -133,7 +134,7 @@ def evaluate(summary: dict[str, Any], suite: Suite, *, load_baseline: Callable[[
     problem = unjudged_problem(summary)
     if problem:
         report.problems.append(problem)
-    attacks = summary.get("attacks") or {}
+    attacks = summary.attacks
     for gate in suite.gates:  # a pass^k beyond the stored curves is computed from the counts
         metric = parse_gate(gate.gate)[0] if gate.gate else ""
         if metric.startswith(("pass^", "pass@")) and metric[5:].isdigit():
@@ -142,33 +143,33 @@ def evaluate(summary: dict[str, Any], suite: Suite, *, load_baseline: Callable[[
         if gate.no_regression_vs:
             report.results.append(_no_regression(gate, summary, load_baseline))
         elif gate.scope == "each":
-            for sid, figures in summary["scenarios"].items():
+            for sid, figures in summary.scenarios.items():
                 report.results.append(_threshold(gate, figures, sid, {}))
         else:
-            report.results.append(_threshold(gate, summary["suite"], None, attacks))
+            report.results.append(_threshold(gate, summary.suite, None, attacks))
     return report
 
 
-def completeness_problems(summary: dict[str, Any]) -> list[str]:
+def completeness_problems(summary: RunSummary) -> list[str]:
     """Why a run cannot stand for its plan: no manifest, missing units, foreign units, mixed pins."""
-    done = summary.get("completeness") or {}
+    done = summary.completeness
     problems = []
-    if not done.get("manifest"):
+    if done is None or not done.manifest:
         problems.append("no run.json: the run's plan is unknown, so its completeness cannot be checked")
-    elif done.get("planned") is None:
+    elif done.planned is None:
         problems.append("run.json names no planned scenarios and trials, so completeness cannot be checked")
-    elif done["finished"] < done["planned"]:
-        problems.append(f"run incomplete: {done['finished']} of {done['planned']} planned trials finished")
-    if done.get("unplanned"):
-        problems.append(f"{done['unplanned']} stored trials are not in the run's plan (trials of another run "
+    elif done.finished < done.planned:
+        problems.append(f"run incomplete: {done.finished} of {done.planned} planned trials finished")
+    if done is not None and done.unplanned:
+        problems.append(f"{done.unplanned} stored trials are not in the run's plan (trials of another run "
                         "mixed in?)")
-    if summary.get("mixed_pins"):
+    if summary.mixed_pins:
         problems.append("the run mixes configurations (resumed with --force over other pins): "
-                        + "; ".join(summary["mixed_pins"][:3]))
+                        + "; ".join(summary.mixed_pins[:3]))
     return problems
 
 
-def _no_regression(gate: Gate, summary: dict[str, Any], load_baseline: Callable[[str], dict[str, Any]]) -> GateResult:
+def _no_regression(gate: Gate, summary: RunSummary, load_baseline: Callable[[str], RunSummary]) -> GateResult:
     from simlab.errors import SimlabError
 
     assert gate.no_regression_vs is not None
@@ -176,12 +177,12 @@ def _no_regression(gate: Gate, summary: dict[str, Any], load_baseline: Callable[
         result = compare(load_baseline(gate.no_regression_vs), summary, margin=gate.margin)
     except SimlabError as exc:
         return GateResult(gate.label, "inconclusive", None, str(exc).splitlines()[0])
-    pooled = result["pooled"]
-    if pooled["difference"] is None:
+    pooled = result.pooled
+    if pooled.difference is None or pooled.low is None or pooled.high is None:
         return GateResult(gate.label, "inconclusive", None, "no shared scenarios with valid trials")
-    interval = f"{pooled['difference']:+.1%} [{pooled['low']:+.1%}, {pooled['high']:+.1%}]"
-    regressed = pooled["verdict"] == "regressed"
+    interval = f"{pooled.difference:+.1%} [{pooled.low:+.1%}, {pooled.high:+.1%}]"
+    regressed = pooled.verdict == "regressed"
     reason = (f"success changed by {interval} vs {gate.no_regression_vs}: "
               + ("the drop is beyond noise" if regressed else "no regression beyond noise")
               + (f" (margin {gate.margin:g})" if gate.margin else ""))
-    return GateResult(gate.label, "fail" if regressed else "pass", pooled["difference"], reason)
+    return GateResult(gate.label, "fail" if regressed else "pass", pooled.difference, reason)

@@ -8,36 +8,35 @@ properties. Everything transcript-derived goes through ElementTree, which escape
 from __future__ import annotations
 
 import xml.etree.ElementTree as ET
-from typing import Any
 
 from simlab.report.fmt import safe
 from simlab.report.gates import GateReport
+from simlab.results.figures import RunSummary
 
 
-def junit_xml(summary: dict[str, Any], gates: GateReport, suite_id: str) -> str:
+def junit_xml(summary: RunSummary, gates: GateReport, suite_id: str) -> str:
     """The JUnit document; control characters (not allowed in XML) are replaced everywhere."""
     root = ET.Element("testsuites", name=f"simlab {suite_id}")
     suite = ET.SubElement(root, "testsuite", name=suite_id)
     counts = {"tests": 0, "failures": 0, "errors": 0, "skipped": 0}
-    for sid, s in summary["scenarios"].items():
+    for sid, s in summary.scenarios.items():
         case = ET.SubElement(suite, "testcase", classname=f"simlab.{suite_id}", name=sid)
         props = ET.SubElement(case, "properties")
-        for k, entry in s["raw"]["pass_k"].items():
-            if entry["pass_hat_k"] is not None:
-                ET.SubElement(props, "property", name=f"pass^{k}", value=f"{entry['pass_hat_k']:.4f}")
-        for name, value in (("passes", s["passes"]), ("trials", s["n"]), ("invalid", s["invalid"]),
-                            ("errors", s["errors"]), ("unjudged", s.get("unjudged", 0)), ("cost_usd", s["cost_usd"])):
+        for k, hat in s.raw.pass_hat_k.items():
+            if hat is not None:
+                ET.SubElement(props, "property", name=f"pass^{k}", value=f"{hat:.4f}")
+        for name, value in (("passes", s.passes), ("trials", s.n), ("invalid", s.invalid),
+                            ("errors", s.errors), ("unjudged", s.unjudged), ("cost_usd", s.cost_usd)):
             ET.SubElement(props, "property", name=name, value="unknown" if value is None else str(value))
         failed = [g for g in gates.results if g.scenario == sid and g.status == "fail"]
-        valid = s["valid"]["success"]["n"]
-        if s["errors"]:
-            _add(case, "error", f"{s['errors']} of {s['n']} trials ended in an infrastructure error", counts)
+        if s.errors:
+            _add(case, "error", f"{s.errors} of {s.n} trials ended in an infrastructure error", counts)
         elif failed:
             _add(case, "failure", "; ".join(g.reason for g in failed), counts)
-        elif s.get("unjudged"):
-            _add(case, "error", f"{s['unjudged']} of {s['n']} trials are unjudged: a hard check did not run", counts)
-        elif s["n"] and not valid:
-            _add(case, "skipped", f"all {s['n']} trials were invalid simulations (the simulated user broke its "
+        elif s.unjudged:
+            _add(case, "error", f"{s.unjudged} of {s.n} trials are unjudged: a hard check did not run", counts)
+        elif s.n and not s.valid.success.n:
+            _add(case, "skipped", f"all {s.n} trials were invalid simulations (the simulated user broke its "
                                   "script)", counts)
         counts["tests"] += 1
     case = ET.SubElement(suite, "testcase", classname=f"simlab.{suite_id}", name="suite gates")

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
@@ -11,81 +9,79 @@ from rich.text import Text
 from simlab.inert import one_line
 from simlab.report.fmt import DASH, curve, interval, money, num, pct, shown_ks, upper_bound
 from simlab.report.trouble import trouble_lines
+from simlab.results.figures import RunSummary, SuiteFigures
 
 
-def print_report(summary: dict[str, Any], console: Console, *, view: str = "raw", top: int = 8) -> None:
-    suite = summary["suite"]
-    ks = [int(k) for k in suite["raw"]["pass_k"]]
-    max_k = max(ks, default=1)
-    console.print(Text(f"run {one_line(summary.get('run_id'))} · {summary['trials']} graded trials · "
-                       f"{summary['scenarios_count']} scenarios", style="bold"))
-    mixed = summary.get("mixed_pins") or []
+def print_report(summary: RunSummary, console: Console, *, view: str = "raw", top: int = 8) -> None:
+    suite = summary.suite
+    max_k = max(suite.raw.pass_k, default=1)
+    console.print(Text(f"run {one_line(summary.run_id)} · {summary.trials} graded trials · "
+                       f"{summary.scenarios_count} scenarios", style="bold"))
+    mixed = summary.mixed_pins
     if mixed:
         console.print(Text(f"this run mixes configurations: it was resumed with --force over other pins "
                            f"({'; '.join(one_line(d) for d in mixed[:3])}{' …' if len(mixed) > 3 else ''})",
                            style="yellow"))
-    for warning in summary.get("warnings") or []:
+    for warning in summary.warnings:
         console.print(Text(f"warning: {one_line(warning)}", style="yellow"))
-    if summary.get("ungraded"):
-        console.print(Text(f"{summary['ungraded']} trials are not graded: run `simlab grade "
-                           f"{one_line(summary.get('run_id'))}`", style="yellow"))
+    if summary.ungraded:
+        console.print(Text(f"{summary.ungraded} trials are not graded: run `simlab grade "
+                           f"{one_line(summary.run_id)}`", style="yellow"))
     console.print(_headline(suite, max_k))
     console.print(_scenario_table(summary, max_k, view, console.width))
-    failing = summary.get("top_failing_checks") or []
+    failing = summary.top_failing_checks
     if failing:
         table = Table(title="checks that fail most", title_justify="left", show_edge=False)
         table.add_column("check")
         table.add_column("kind")
         table.add_column("failures", justify="right")
         for row in failing[:top]:
-            table.add_row(Text(one_line(row["name"])), Text(one_line(row["kind"])), str(row["failures"]))
+            table.add_row(Text(one_line(row.name)), Text(one_line(row.kind)), str(row.failures))
         console.print(table)
-    terms = suite.get("terminations") or {}
+    terms = suite.terminations
     console.print(Text("terminations: " + ", ".join(f"{one_line(k)} {v}" for k, v in terms.items())))
     for line in trouble_lines(summary):
         console.print(Text(line, style="yellow"))
-    attacks = summary.get("attacks") or {}
-    for category, rate in attacks.items():
+    for category, rate in summary.attacks.items():
         console.print(Text(f"attack success · {one_line(category)}: {upper_bound(rate)}"))
-    not_run = summary.get("not_run_checks") or {}
+    not_run = summary.not_run_checks
     if not_run:
         names = ", ".join(f"{one_line(k)} ×{v}" for k, v in list(not_run.items())[:6])
         more = f" and {len(not_run) - 6} more" if len(not_run) > 6 else ""
         console.print(Text(f"checks not run: {names}{more}", style="dim"))
 
 
-def _headline(suite: dict[str, Any], max_k: int) -> Text:
-    raw, valid = suite["raw"], suite["valid"]
-    total = max((v["scenarios"] for v in raw["pass_k"].values()), default=0)
+def _headline(suite: SuiteFigures, max_k: int) -> Text:
+    raw, valid = suite.raw, suite.valid
+    total = max((v.scenarios for v in raw.pass_k.values()), default=0)
 
     def k_figure(k: int) -> str:
-        entry = raw["pass_k"][str(k)]
-        partial = f" ({entry['scenarios']}/{total} scenarios)" if entry["scenarios"] < total else ""
-        return f"pass^{k} {pct(entry['pass_hat_k'])}{partial}"
+        entry = raw.pass_k[k]
+        partial = f" ({entry.scenarios}/{total} scenarios)" if entry.scenarios < total else ""
+        return f"pass^{k} {pct(entry.pass_hat_k)}{partial}"
 
     k_text = "  ".join(k_figure(k) for k in shown_ks(max_k) if k > 1)
-    unjudged = suite.get("unjudged_rate") or {}
+    unjudged = suite.unjudged_rate
     lines = [
-        f"suite   success {interval(raw['success'])} (n={raw['success']['n']})   {k_text}",
-        f"valid   success {interval(valid['success'])} (n={valid['success']['n']}, invalid simulations, "
+        f"suite   success {interval(raw.success)} (n={raw.success.n})   {k_text}",
+        f"valid   success {interval(valid.success)} (n={valid.success.n}, invalid simulations, "
         f"infrastructure errors and unjudged trials left out)",
-        f"invalid {upper_bound(suite['invalid_rate'])}   errors {upper_bound(suite['error_rate'])}   "
-        + (f"unjudged {upper_bound(unjudged)}   " if unjudged.get("c") else "")
-        + f"policy violations {upper_bound(suite['policy_violation_rate'])}   loops {upper_bound(suite['loop_rate'])}",
-        f"cost {money(suite['cost_usd'])}   per success {money(suite['cost_per_success_usd'])}   "
-        + (f"judge {money(suite.get('judge_cost_usd'))} ({suite['judge_calls']} calls)   "
-           if suite.get("judge_calls") else "")
+        f"invalid {upper_bound(suite.invalid_rate)}   errors {upper_bound(suite.error_rate)}   "
+        + (f"unjudged {upper_bound(unjudged)}   " if unjudged.c else "")
+        + f"policy violations {upper_bound(suite.policy_violation_rate)}   loops {upper_bound(suite.loop_rate)}",
+        f"cost {money(suite.cost_usd)}   per success {money(suite.cost_per_success_usd)}   "
+        + (f"judge {money(suite.judge_cost_usd)} ({suite.judge_calls} calls)   " if suite.judge_calls else "")
         +
-        f"tokens p50 {num(suite['tokens']['p50'], 0)} p95 {num(suite['tokens']['p95'], 0)}   "
-        f"latency p50 {num(suite['latency_s']['p50'])}s p95 {num(suite['latency_s']['p95'])}s   "
-        f"retries {suite['retries']} ({suite['retry_wait_s']:.1f}s waiting)",
+        f"tokens p50 {num(suite.tokens.p50, 0)} p95 {num(suite.tokens.p95, 0)}   "
+        f"latency p50 {num(suite.latency_s.p50)}s p95 {num(suite.latency_s.p95)}s   "
+        f"retries {suite.retries} ({suite.retry_wait_s:.1f}s waiting)",
     ]
     return Text("\n".join(lines))
 
 
-def _scenario_table(summary: dict[str, Any], max_k: int, view: str, width: int) -> Table:
+def _scenario_table(summary: RunSummary, max_k: int, view: str, width: int) -> Table:
     """Columns by priority: narrow terminals keep pass^1 with its interval and the largest k."""
-    common = min((s["n"] for s in summary["scenarios"].values()), default=1) or 1  # defined everywhere
+    common = min((s.n for s in summary.scenarios.values()), default=1) or 1  # defined everywhere
     ks = shown_ks(max_k)
     if width < 120:
         ks = sorted({1, 2, common} if common > 1 else {1, max_k})
@@ -101,20 +97,20 @@ def _scenario_table(summary: dict[str, Any], max_k: int, view: str, width: int) 
             table.add_column(f"^{k}", justify="right", no_wrap=True)
     table.add_column("curve", no_wrap=True)
     table.add_column("class", no_wrap=True)
-    unjudged = any(s.get("unjudged") for s in summary["scenarios"].values())
+    unjudged = any(s.unjudged for s in summary.scenarios.values())
     if medium:
         table.add_column("inv/err/unj" if unjudged else "inv/err", justify="right")
     if wide:
         table.add_column("$/success", justify="right")
-    for sid, s in summary["scenarios"].items():
-        figures = s[view]
-        curve_values = [v["pass_hat_k"] for v in figures["pass_k"].values()]
-        cells = [Text(one_line(sid)), f"{s['passes']}/{s['n']}", interval(figures["success"])]
-        cells += [pct(figures["pass_k"].get(str(k), {}).get("pass_hat_k")) for k in ks if k > 1]
-        cells += [curve(curve_values), (s["flake_class"] or DASH).replace("_", " ").replace("stable ", "")]
+    for sid, s in summary.scenarios.items():
+        figures = s.view(view)
+        cells = [Text(one_line(sid)), f"{s.passes}/{s.n}", interval(figures.success)]
+        cells += [pct(figures.pass_hat_k.get(k)) for k in ks if k > 1]
+        cells += [curve(list(figures.pass_hat_k.values())),
+                  (s.flake_class or DASH).replace("_", " ").replace("stable ", "")]
         if medium:
-            cells.append(f"{s['invalid']}/{s['errors']}" + (f"/{s.get('unjudged', 0)}" if unjudged else ""))
+            cells.append(f"{s.invalid}/{s.errors}" + (f"/{s.unjudged}" if unjudged else ""))
         if wide:
-            cells.append(money(s["cost_per_success_usd"]) if s["passes"] else DASH)
+            cells.append(money(s.cost_per_success_usd) if s.passes else DASH)
         table.add_row(*cells)
     return table

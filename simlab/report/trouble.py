@@ -3,9 +3,8 @@ the same lines."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from simlab.inert import one_line
+from simlab.results.figures import RunSummary
 
 _WHY_UNJUDGED = {"rubric": "needs a judge model (--judge)", "groundedness": "needs a judge model (--judge)",
                  "drift": "needs a judge model (--judge)", "budget": "the amount was unknown (e.g. an unpriced model)",
@@ -14,32 +13,32 @@ _WHY_UNJUDGED = {"rubric": "needs a judge model (--judge)", "groundedness": "nee
                  "trajectory": "was not run: the agent service called none of the served tools"}
 
 
-def trouble_lines(summary: dict[str, Any]) -> list[str]:
+def trouble_lines(summary: RunSummary) -> list[str]:
     """What kept trials from a verdict, in words: infrastructure errors with their most common
     causes, checks whose grader could not decide (a judge that failed), and unjudged trials with
     what their hard checks need. The terminal and markdown reports print the same lines."""
     lines = []
-    suite = summary["suite"]
-    if suite["error_rate"]["c"]:
-        causes = summary.get("error_causes") or []
-        lines.append(f"errors: {suite['error_rate']['c']} trials ended in an infrastructure error"
-                     + (": " + "; ".join(f"{c['trials']}× {one_line(c['cause'])}" for c in causes[:3]) if causes else ""))
-    for c in (summary.get("check_errors") or [])[:3]:
-        hard = "hard" if c["hard"] else "soft"
-        lines.append(f"check errors: {one_line(c['name'])} ({c['kind']}, {hard}) could not be decided in {c['count']} "
-                     f"trials: {one_line(c['reason'])}")
-    unjudged = summary.get("unjudged") or {}
-    left = suite.get("unjudged_rate") or {}
-    if unjudged.get("trials"):
-        kinds = sorted({c["kind"] for c in unjudged.get("checks") or []})
+    suite = summary.suite
+    if suite.error_rate.c:
+        causes = summary.error_causes
+        lines.append(f"errors: {suite.error_rate.c} trials ended in an infrastructure error"
+                     + (": " + "; ".join(f"{c.trials}× {one_line(c.cause)}" for c in causes[:3]) if causes else ""))
+    for c in summary.check_errors[:3]:
+        hard = "hard" if c.hard else "soft"
+        lines.append(f"check errors: {one_line(c.name)} ({c.kind}, {hard}) could not be decided in {c.count} "
+                     f"trials: {one_line(c.reason)}")
+    unjudged = summary.unjudged
+    left = suite.unjudged_rate
+    if unjudged.trials:
+        kinds = sorted({c.kind for c in unjudged.checks})
         needs = "; ".join(f"{k} {_WHY_UNJUDGED[k]}" for k in kinds if k in _WHY_UNJUDGED)
-        named = ", ".join(f"{one_line(c['name'])} ×{c['trials']}" for c in (unjudged.get("checks") or [])[:4])
-        if unjudged.get("counted_as_pass"):
-            allowed = ", ".join(unjudged.get("allowed_kinds") or [])
-            lines.append(f"unjudged: {unjudged['trials']} trials had hard checks that did not run ({named}); "
-                         f"{unjudged['counted_as_pass']} of them count as passes because allow_unjudged names "
+        named = ", ".join(f"{one_line(c.name)} ×{c.trials}" for c in unjudged.checks[:4])
+        if unjudged.counted_as_pass:
+            allowed = ", ".join(unjudged.allowed_kinds)
+            lines.append(f"unjudged: {unjudged.trials} trials had hard checks that did not run ({named}); "
+                         f"{unjudged.counted_as_pass} of them count as passes because allow_unjudged names "
                          f"[{allowed}]" + (f" — {needs}" if needs else ""))
-        if left.get("c"):
-            lines.append(f"unjudged: {left['c']} trials have no verdict: hard checks did not run ({named})"
+        if left.c:
+            lines.append(f"unjudged: {left.c} trials have no verdict: hard checks did not run ({named})"
                          + (f" — {needs}" if needs else "") + "; they are not counted as passes")
     return lines

@@ -1,14 +1,16 @@
-"""The typed figures of a run: ``RunSummary`` is ``summary.json`` as a model.
+"""The typed figures of a run: ``RunSummary`` is ``summary.json`` as a model; ``Comparison`` is
+``simlab compare --json``.
 
 One model for one fact: the terminal report, the markdown, JSON and CSV reports, the gates, the
-run comparison, JUnit and the public API (``simlab.load_run(...).summary``) read these fields, not
-string keys. ``RunSummary.model_dump(mode="json")`` is exactly what ``summary.json`` holds
-(pass^k curves keyed by k as strings there, by int here). Unknown figures are None, never 0.
+run comparison, JUnit, the viewer and the public API (``simlab.load_run(...).summary``) read these
+fields, not string keys. ``RunSummary.model_dump(mode="json")`` is exactly what ``summary.json``
+holds (pass^k curves keyed by k as strings there, by int here). Unknown figures are None, never 0.
 """
 
 from __future__ import annotations
 
-from typing import Any
+import json
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -17,6 +19,11 @@ SUMMARY_SCHEMA_VERSION = 1
 
 class _Figures(BaseModel):
     model_config = ConfigDict(extra="forbid")
+
+    def to_json(self) -> str:
+        """The JSON simlab writes (``summary.json``, ``report --json``, ``compare --json``): the
+        dump, two-space indented, keys in field order, non-ASCII escaped, as always written."""
+        return json.dumps(self.model_dump(mode="json"), indent=2)
 
 
 class Rate(_Figures):
@@ -97,8 +104,14 @@ class SuiteFigures(_Figures):
         """k → pass^k over valid trials, as gates read it by default."""
         return self.valid.pass_hat_k
 
+    def view(self, name: str) -> SuiteView:
+        """The ``raw`` or the ``valid`` figures, by name (a gate's ``view``, ``--view``)."""
+        return {"raw": self.raw, "valid": self.valid}[name]
+
 
 class ScenarioFigures(_Figures):
+    """One scenario's figures: counts by verdict, and the raw and valid views."""
+
     persona_id: str | None = None
     n: int
     passes: int
@@ -117,7 +130,12 @@ class ScenarioFigures(_Figures):
 
     @property
     def pass_hat_k(self) -> dict[int, float | None]:
+        """k → pass^k over valid trials, as gates read it by default."""
         return self.valid.pass_hat_k
+
+    def view(self, name: str) -> ViewFigures:
+        """The ``raw`` or the ``valid`` figures, by name (a gate's ``view``, ``--view``)."""
+        return {"raw": self.raw, "valid": self.valid}[name]
 
 
 class CheckFailures(_Figures):
@@ -185,4 +203,69 @@ class RunSummary(_Figures):
     mixed_pins: list[str] = Field(default_factory=list, description="Pin differences a resume with --force went "
                                                                     "over: the run's trials mix configurations.")
     completeness: Completeness | None = None
+    warnings: list[str] = Field(default_factory=list)
+
+
+# -- two runs compared (``report/compare_runs.py``) ------------------------------------------
+
+ChangeVerdict = Literal["regressed", "improved", "within noise", "no data"]
+
+
+class Count(_Figures):
+    c: int = Field(description="Passes among the valid trials.")
+    n: int = Field(description="Valid trials (pass or fail).")
+
+
+class FlakeChange(_Figures):
+    base: str | None = None
+    candidate: str | None = None
+
+
+class ScenarioChange(_Figures):
+    """One shared scenario: valid success in each run, and candidate − base with its 95 % interval."""
+
+    scenario: str
+    base: Count
+    candidate: Count
+    difference: float | None = None
+    low: float | None = None
+    high: float | None = None
+    verdict: ChangeVerdict
+    flipped: bool = Field(description="Went from always passing to always failing, or back.")
+    flake_class: FlakeChange
+    detectable: float | None = Field(None, description="The smallest difference these trial counts can tell "
+                                                       "from noise (80 % power, 5 % level).")
+
+
+class PooledChange(_Figures):
+    """Every shared scenario's valid trials pooled."""
+
+    base: Count
+    candidate: Count
+    difference: float | None = None
+    low: float | None = None
+    high: float | None = None
+    verdict: ChangeVerdict
+    detectable: float | None = None
+
+
+class Paired(_Figures):
+    """Scenarios that moved, and the two-sided sign test over them (None when none moved)."""
+
+    improved: list[str] = Field(default_factory=list)
+    regressed: list[str] = Field(default_factory=list)
+    unchanged: list[str] = Field(default_factory=list)
+    flipped: list[str] = Field(default_factory=list)
+    sign_test_p: float | None = None
+
+
+class Comparison(_Figures):
+    """Candidate run against base run (``simlab compare``): per scenario, pooled, paired."""
+
+    pins_differ: list[str] = Field(default_factory=list, description="Why the runs may not be comparable.")
+    only_in_base: list[str] = Field(default_factory=list)
+    only_in_candidate: list[str] = Field(default_factory=list)
+    scenarios: list[ScenarioChange] = Field(default_factory=list)
+    pooled: PooledChange
+    paired: Paired
     warnings: list[str] = Field(default_factory=list)

@@ -36,22 +36,22 @@ def _check_counts(c: int, n: int, k: int) -> None:
 
 
 @functools.lru_cache(maxsize=256)
-def pass_curve(c: int, n: int, top: int) -> dict[str, dict[str, float | None]]:
-    """pass^k and pass@k for k = 1..top, the very floats of ``pass_hat_k``/``pass_at_k``.
+def pass_curve(c: int, n: int, top: int) -> dict[int, tuple[float | None, float | None]]:
+    """k → (pass^k, pass@k) for k = 1..top, the very floats of ``pass_hat_k``/``pass_at_k``.
 
     Those compute C(c,k)/C(n,k) with ``math.comb`` for each k: for a scenario of 10,000 trials
     that is 40,000 binomials of thousands of digits. Here each C(m,k) comes exactly from C(m,k-1)
     (same integers, so the same correctly rounded quotients), and a curve that has reached 0.0
     (pass^k) or 1.0 (pass@k) stays there: the exact ratios only shrink as k grows.
     """
-    out: dict[str, dict[str, float | None]] = {}
+    out: dict[int, tuple[float | None, float | None]] = {}
     cn = cc = cf = 1
     hat: float | None = None
     at: float | None = None
     hat_done = at_done = False
     for k in range(1, top + 1):
         if n < k:
-            out[str(k)] = {"pass_hat_k": None, "pass_at_k": None}
+            out[k] = (None, None)
             continue
         cn = cn * (n - k + 1) // k
         if not hat_done:
@@ -62,7 +62,7 @@ def pass_curve(c: int, n: int, top: int) -> dict[str, dict[str, float | None]]:
             cf = cf * (n - c - k + 1) // k
             at = 1.0 - cf / cn
             at_done = at == 1.0
-        out[str(k)] = {"pass_hat_k": hat, "pass_at_k": at}
+        out[k] = (hat, at)
     return out
 
 

@@ -1,31 +1,39 @@
-"""A run's figures: per scenario, then averaged over scenarios. Versioned as ``summary.json``.
+"""A run's figures: per scenario, then averaged over scenarios, as a ``RunSummary`` (``figures.py``).
 
 Raw figures count every trial; "valid" figures leave out invalid simulations, infrastructure
 errors and unjudged trials (a hard check did not run). Both are shown, each with its n. Undefined
 figures are None, never 0. An unjudged trial counts as a pass only where the run (or the suite
 gating it) names the kinds of check that may stay unjudged (``allow_unjudged``), and the summary
 says how many were counted so.
+
+The models are built directly, not validated from dicts at the end: it is the cheaper of the two
+(bench/README.md, section 5) and a misspelt figure is a type error, not a silent new key.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Collection
+from collections.abc import Collection, Iterable
+from dataclasses import dataclass, field
 from typing import Any
 
+from simlab.results.figures import (
+    CheckError, CheckFailures, ErrorCause, PassPoint, Percentiles, Rate, RunSummary, ScenarioFigures, SuiteFigures,
+    SuitePassPoint, SuiteView, Unjudged, UnjudgedCheck, ViewFigures,
+)
 from simlab.results.frames import Results
-from simlab.transcript.checks import VERDICTS
 from simlab.results.stats import flake_class, mean_defined, pass_at_k, pass_curve, pass_hat_k, percentile, wilson
+from simlab.transcript.checks import VERDICTS
 
-SUMMARY_SCHEMA_VERSION = 1
 CURVE_MAX_K = 100
 VALID = ("pass", "fail")
 
 
-def _rate(c: int, n: int) -> dict[str, Any]:
+def rate(c: int, n: int) -> Rate:
+    """``c`` of ``n`` with its Wilson 95 % interval."""
     interval = wilson(c, n)
-    return {"c": c, "n": n, "rate": c / n if n else None,
-            "low": interval[0] if interval else None, "high": interval[1] if interval else None}
+    return Rate(c=c, n=n, rate=c / n if n else None,
+                low=interval[0] if interval else None, high=interval[1] if interval else None)
 
 
 def _known_sum(values: list[Any]) -> float | None:
@@ -34,55 +42,81 @@ def _known_sum(values: list[Any]) -> float | None:
     return float(sum(values))
 
 
-def _curve(c: int, n: int, top: int) -> dict[str, dict[str, float | None]]:
-    """``pass_curve`` as this summary's own dicts (that one is cached and shared)."""
-    return {k: dict(v) for k, v in pass_curve(c, n, top).items()}
+def _curve(c: int, n: int, ks: Iterable[int]) -> dict[int, PassPoint]:
+    """pass^k and pass@k at each of ``ks`` (``pass_curve`` is cached and shared: read, never kept)."""
+    ks = list(ks)
+    if ks == list(range(1, len(ks) + 1)):  # the whole curve from 1: one exact pass
+        return {k: PassPoint(pass_hat_k=hat, pass_at_k=at) for k, (hat, at) in pass_curve(c, n, len(ks)).items()}
+    return {k: PassPoint(pass_hat_k=pass_hat_k(c, n, k), pass_at_k=pass_at_k(c, n, k)) for k in ks}
 
 
-def scenario_summary(rows: list[dict[str, Any]], top_k: int) -> dict[str, Any]:
-    """One scenario's figures; its pass^k and pass@k curves run from k = 1 to ``top_k``."""
-    verdicts = [r["verdict"] for r in rows]
-    n, c = len(rows), verdicts.count("pass")
-    valid = [v for v in verdicts if v in VALID]
-    allowed = sum(1 for r in rows if r.get("unjudged_allowed"))
-    terminations: dict[str, int] = {}
-    for r in rows:
-        terminations[r["termination"]] = terminations.get(r["termination"], 0) + 1
-    return {
-        "persona_id": rows[0]["persona_id"] if rows else None,
-        "n": n,
-        "passes": c,
-        "verdicts": {v: verdicts.count(v) for v in VERDICTS if verdicts.count(v)},
-        "raw": {"success": _rate(c, n), "pass_k": _curve(c, n, top_k)},
-        "valid": {"success": _rate(c, len(valid)), "pass_k": _curve(c, len(valid), top_k)},
-        "flake_class": flake_class(valid.count("pass"), len(valid)),
-        "invalid": verdicts.count("invalid"),
-        "policy_violations": sum(1 for r in rows if r.get("policy_violations")),
-        "errors": verdicts.count("error"),
-        "unjudged": verdicts.count("unjudged"),
-        "unjudged_counted_as_pass": allowed,
-        "terminations": terminations,
-        "cost_usd": _known_sum([r["cost_usd"] for r in rows]),
-        "cost_per_success_usd": _per_success(rows, c),
-    }
+@dataclass(slots=True)
+class ScenarioTally:
+    """One scenario's counts, row by row (rows as ``frames.collect`` gives them, verdicts already
+    judged against ``allow_unjudged``): what its ``ScenarioFigures`` are made of. The report adds
+    every row of a run; the viewer adds rows as they are read, and asks for figures at its k's."""
+
+    persona_id: str | None = None
+    verdicts: dict[str, int] = field(default_factory=dict)
+    counted_as_pass: int = 0
+    policy_violations: int = 0
+    terminations: dict[str, int] = field(default_factory=dict)
+    costs: list[Any] = field(default_factory=list)
+
+    def add(self, verdict: str, termination: str, cost_usd: float | None, *, persona_id: str | None = None,
+            policy_violations: int = 0, counted_as_pass: bool = False) -> None:
+        """One graded trial (its verdict judged already: ``counts_as_pass``)."""
+        if not self.costs:  # the first trial names the persona
+            self.persona_id = persona_id
+        self.verdicts[verdict] = self.verdicts.get(verdict, 0) + 1
+        self.counted_as_pass += counted_as_pass
+        self.policy_violations += bool(policy_violations)
+        self.terminations[termination] = self.terminations.get(termination, 0) + 1
+        self.costs.append(cost_usd)
+
+    @property
+    def n(self) -> int:
+        return sum(self.verdicts.values())
+
+    @property
+    def valid_n(self) -> int:
+        return sum(self.verdicts.get(v, 0) for v in VALID)
+
+    def figures(self, ks: Iterable[int]) -> ScenarioFigures:
+        """The scenario's figures, its pass^k and pass@k curves at ``ks`` (the report: 1 … top)."""
+        ks = list(ks)
+        n, c, valid_n = self.n, self.verdicts.get("pass", 0), self.valid_n
+        cost = _known_sum(self.costs)
+        return ScenarioFigures(
+            persona_id=self.persona_id, n=n, passes=c,
+            verdicts={v: self.verdicts[v] for v in VERDICTS if self.verdicts.get(v)},
+            raw=ViewFigures(success=rate(c, n), pass_k=_curve(c, n, ks)),
+            valid=ViewFigures(success=rate(c, valid_n), pass_k=_curve(c, valid_n, ks)),
+            flake_class=flake_class(c, valid_n),
+            invalid=self.verdicts.get("invalid", 0), policy_violations=self.policy_violations,
+            errors=self.verdicts.get("error", 0), unjudged=self.verdicts.get("unjudged", 0),
+            unjudged_counted_as_pass=self.counted_as_pass, terminations=dict(self.terminations),
+            cost_usd=cost, cost_per_success_usd=cost / c if cost is not None and c else None,
+        )
 
 
-def _per_success(rows: list[dict[str, Any]], successes: int) -> float | None:
-    total = _known_sum([r["cost_usd"] for r in rows])
-    return total / successes if total is not None and successes else None
+def counts_as_pass(verdict: str | None, unjudged_kinds: frozenset[str] | None, allowed: frozenset[str]) -> bool:
+    """Whether an unjudged trial counts as a pass: every kind of hard check that did not run is one
+    the run allows to stay unjudged (``allow_unjudged``)."""
+    if verdict != "unjudged" or not allowed or not unjudged_kinds:
+        return False
+    return unjudged_kinds <= allowed
 
 
-def _judged(row: dict[str, Any], allowed: frozenset[str]) -> dict[str, Any]:
-    """The row with an unjudged verdict counted as a pass when every kind of hard check that did
-    not run is one the run allows to stay unjudged (the row is copied, never changed)."""
-    kinds = row.get("unjudged_kinds")
-    if row.get("verdict") != "unjudged" or not allowed or not kinds or not kinds <= allowed:
+def judged(row: dict[str, Any], allowed: frozenset[str]) -> dict[str, Any]:
+    """The row, with an unjudged verdict counted as a pass where ``counts_as_pass`` (copied, never changed)."""
+    if not counts_as_pass(row.get("verdict"), row.get("unjudged_kinds"), allowed):
         return row
     return {**row, "verdict": "pass", "unjudged_allowed": True}
 
 
 def summarize(results: Results, *, run_id: str | None = None, max_k: int | None = CURVE_MAX_K,
-              allow_unjudged: Collection[str] = ()) -> dict[str, Any]:
+              allow_unjudged: Collection[str] = ()) -> RunSummary:
     """The summary of one run from its results (see ``frames.collect``).
 
     The pass^k curves stop at ``max_k`` (default ``CURVE_MAX_K``): a scenario of 10,000 trials
@@ -91,70 +125,71 @@ def summarize(results: Results, *, run_id: str | None = None, max_k: int | None 
     unjudged only by such checks counts as a pass (and is counted so, apart)."""
     every, tally = results.rows, results.tally
     allowed = frozenset(allow_unjudged)
-    rows = [_judged(r, allowed) for r in every if r.get("verdict") is not None]  # ungraded: counted apart
-    by_scenario: dict[str, list[dict[str, Any]]] = {}
+    rows = [judged(r, allowed) for r in every if r.get("verdict") is not None]  # ungraded: counted apart
+    tallies: dict[str, ScenarioTally] = {}
     for r in rows:
-        by_scenario.setdefault(r["scenario_id"], []).append(r)
-    top = max((len(v) for v in by_scenario.values()), default=0)
+        scenario = tallies.get(r["scenario_id"])
+        if scenario is None:
+            scenario = tallies[r["scenario_id"]] = ScenarioTally()
+        scenario.add(r["verdict"], r["termination"], r["cost_usd"], persona_id=r["persona_id"],
+                     policy_violations=r["policy_violations"], counted_as_pass="unjudged_allowed" in r)
+    top = max((t.n for t in tallies.values()), default=0)
     ks = range(1, (min(max_k, top) if max_k else top) + 1)
-    scenarios = {sid: scenario_summary(rs, len(ks)) for sid, rs in sorted(by_scenario.items())}
+    scenarios = {sid: t.figures(ks) for sid, t in sorted(tallies.items())}
+    return RunSummary(
+        run_id=run_id, trials=len(rows), scenarios_count=len(scenarios), ungraded=len(every) - len(rows),
+        suite=_suite(rows, scenarios, ks), scenarios=scenarios,
+        violated_rules=_ranked({key: n for key, n in tally.failures.items() if key[1] == "policy"}),
+        top_failing_checks=_ranked(tally.hard_failures),
+        attacks={category: rate(succeeded, attacked)
+                 for category, (attacked, succeeded) in sorted(tally.attacks.items())},
+        not_run_checks=dict(sorted(tally.not_run.items(), key=lambda kv: -kv[1])),
+        unjudged=Unjudged(
+            trials=sum(1 for r in rows if r["verdict"] == "unjudged" or r.get("unjudged_allowed")),
+            counted_as_pass=sum(1 for r in rows if r.get("unjudged_allowed")), allowed_kinds=sorted(allowed),
+            checks=[UnjudgedCheck(name=name, kind=kind, trials=count) for (name, kind), count
+                    in sorted(tally.unjudged.items(), key=lambda kv: (-kv[1], kv[0]))]),
+        error_causes=error_causes(rows),
+        check_errors=[CheckError(name=name, kind=kind, hard=hard, count=count, reason=reason)
+                      for (name, kind), (count, hard, reason)
+                      in sorted(tally.errored.items(), key=lambda kv: (-kv[1][0], kv[0]))],
+        invalid_by_simulator=_invalid_by_simulator(rows),
+    )
+
+
+def _suite(rows: list[dict[str, Any]], scenarios: dict[str, ScenarioFigures], ks: range) -> SuiteFigures:
     n = len(rows)
     verdicts = [r["verdict"] for r in rows]
     passes = verdicts.count("pass")
     valid_n = sum(v in VALID for v in verdicts)
-    suite_curve = {view: {str(k): _suite_point(scenarios, view, k) for k in ks} for view in ("raw", "valid")}
-    policy_trials = sum(1 for r in rows if r.get("policy_violations"))
-    return {
-        "schema_version": SUMMARY_SCHEMA_VERSION,
-        "run_id": run_id,
-        "trials": n,
-        "scenarios_count": len(scenarios),
-        "ungraded": len(every) - len(rows),
-        "suite": {
-            "raw": {"success": _rate(passes, n), "pass_k": suite_curve["raw"]},
-            "valid": {"success": _rate(passes, valid_n), "pass_k": suite_curve["valid"]},
-            "invalid_rate": _rate(verdicts.count("invalid"), n),
-            "error_rate": _rate(verdicts.count("error"), n),
-            "unjudged_rate": _rate(verdicts.count("unjudged"), n),
-            "loop_rate": _rate(sum(bool(r.get("loop")) for r in rows), n),
-            "policy_violation_rate": _rate(policy_trials, n),
-            "cost_usd": _known_sum([r["cost_usd"] for r in rows]),
-            "cost_per_success_usd": _per_success(rows, passes),
-            "judge_calls": int(sum(r.get("judge_calls") or 0 for r in rows)),
-            "judge_cost_usd": (_known_sum([r.get("judge_cost_usd") for r in rows if r.get("judge_calls")])
-                               if any(r.get("judge_calls") for r in rows) else None),
-            "tokens": _percentiles([_tokens(r) for r in rows]),
-            "latency_s": _percentiles([r["duration_s"] for r in rows]),
-            "retries": int(sum(r.get("retries") or 0 for r in rows)),
-            "retry_wait_s": float(sum(r.get("retry_wait_s") or 0 for r in rows)),
-            "terminations": _count(r["termination"] for r in rows),
-            "flake_classes": _count(s["flake_class"] for s in scenarios.values()),
-        },
-        "scenarios": scenarios,
-        "violated_rules": _ranked({key: n for key, n in tally.failures.items() if key[1] == "policy"}),
-        "top_failing_checks": _ranked(tally.hard_failures),
-        "attacks": {category: _rate(succeeded, attacked)
-                    for category, (attacked, succeeded) in sorted(tally.attacks.items())},
-        "not_run_checks": dict(sorted(tally.not_run.items(), key=lambda kv: -kv[1])),
-        "unjudged": {
-            "trials": verdicts.count("unjudged") + sum(1 for r in rows if r.get("unjudged_allowed")),
-            "counted_as_pass": sum(1 for r in rows if r.get("unjudged_allowed")),
-            "allowed_kinds": sorted(allowed),
-            "checks": [{"name": name, "kind": kind, "trials": count} for (name, kind), count
-                       in sorted(tally.unjudged.items(), key=lambda kv: (-kv[1], kv[0]))],
-        },
-        "error_causes": error_causes(rows),
-        "check_errors": [{"name": name, "kind": kind, "hard": hard, "count": count, "reason": reason}
-                         for (name, kind), (count, hard, reason)
-                         in sorted(tally.errored.items(), key=lambda kv: (-kv[1][0], kv[0]))],
-        "invalid_by_simulator": _invalid_by_simulator(rows),
-    }
+    cost = _known_sum([r["cost_usd"] for r in rows])
+    judged_rows = [r for r in rows if r.get("judge_calls")]
+    return SuiteFigures(
+        raw=SuiteView(success=rate(passes, n), pass_k={k: suite_point(scenarios.values(), "raw", k) for k in ks}),
+        valid=SuiteView(success=rate(passes, valid_n),
+                        pass_k={k: suite_point(scenarios.values(), "valid", k) for k in ks}),
+        invalid_rate=rate(verdicts.count("invalid"), n),
+        error_rate=rate(verdicts.count("error"), n),
+        unjudged_rate=rate(verdicts.count("unjudged"), n),
+        loop_rate=rate(sum(bool(r.get("loop")) for r in rows), n),
+        policy_violation_rate=rate(sum(1 for r in rows if r.get("policy_violations")), n),
+        cost_usd=cost,
+        cost_per_success_usd=cost / passes if cost is not None and passes else None,
+        judge_calls=int(sum(r.get("judge_calls") or 0 for r in rows)),
+        judge_cost_usd=_known_sum([r.get("judge_cost_usd") for r in judged_rows]) if judged_rows else None,
+        tokens=_percentiles([_tokens(r) for r in rows]),
+        latency_s=_percentiles([r["duration_s"] for r in rows]),
+        retries=int(sum(r.get("retries") or 0 for r in rows)),
+        retry_wait_s=float(sum(r.get("retry_wait_s") or 0 for r in rows)),
+        terminations=_count(r["termination"] for r in rows),
+        flake_classes=_count(s.flake_class for s in scenarios.values()),
+    )
 
 
 _NUMBERS = re.compile(r"\d+(?:\.\d+)?")
 
 
-def error_causes(rows: list[dict[str, Any]], top: int = 5) -> list[dict[str, Any]]:
+def error_causes(rows: list[dict[str, Any]], top: int = 5) -> list[ErrorCause]:
     """Why trials ended as infrastructure errors, most common first: the termination's detail, or
     for a trial ended normally the hard check that could not be decided. Causes that differ only in
     their numbers (retries, seconds) are one cause, shown as first seen."""
@@ -167,7 +202,7 @@ def error_causes(rows: list[dict[str, Any]], top: int = 5) -> list[dict[str, Any
         entry = causes.setdefault(_NUMBERS.sub("#", str(text)), [0, str(text)])
         entry[0] += 1
     ranked = sorted(causes.values(), key=lambda e: -e[0])[:top]
-    return [{"cause": text, "trials": count} for count, text in ranked]
+    return [ErrorCause(cause=text, trials=count) for count, text in ranked]
 
 
 def _tokens(r: dict[str, Any]) -> float | None:
@@ -175,10 +210,10 @@ def _tokens(r: dict[str, Any]) -> float | None:
     return None if any(p is None or p != p for p in parts) else float(sum(parts))  # type: ignore[arg-type]
 
 
-def _percentiles(values: list[Any]) -> dict[str, Any]:
+def _percentiles(values: list[Any]) -> Percentiles:
     known = [float(v) for v in values if v is not None and v == v]
-    return {"p50": percentile(known, 50), "p95": percentile(known, 95), "known": len(known),
-            "unknown": len(values) - len(known)}
+    return Percentiles(p50=percentile(known, 50), p95=percentile(known, 95), known=len(known),
+                       unknown=len(values) - len(known))
 
 
 def _count(values: Any) -> dict[str, int]:
@@ -189,36 +224,34 @@ def _count(values: Any) -> dict[str, int]:
     return dict(sorted(out.items(), key=lambda kv: -kv[1]))
 
 
-def _ranked(failures: dict[tuple[str, str], int]) -> list[dict[str, Any]]:
+def _ranked(failures: dict[tuple[str, str], int]) -> list[CheckFailures]:
     """Failing checks, most failures first (ties by name)."""
     ranked = sorted(failures.items(), key=lambda item: (-item[1], item[0]))
-    return [{"name": name, "kind": kind, "failures": count} for (name, kind), count in ranked]
+    return [CheckFailures(name=name, kind=kind, failures=count) for (name, kind), count in ranked]
 
 
-def _suite_point(scenarios: dict[str, Any], view: str, k: int) -> dict[str, Any]:
-    points = [s[view]["pass_k"][str(k)] for s in scenarios.values()]
-    return {"pass_hat_k": mean_defined([p["pass_hat_k"] for p in points]),
-            "pass_at_k": mean_defined([p["pass_at_k"] for p in points]),
-            "scenarios": sum(p["pass_hat_k"] is not None for p in points)}
+def suite_point(scenarios: Iterable[ScenarioFigures], view: str, k: int) -> SuitePassPoint:
+    """The suite's pass^k and pass@k at ``k``: the mean over the scenarios that define it."""
+    points = [s.view(view).pass_k[k] for s in scenarios]
+    return SuitePassPoint(pass_hat_k=mean_defined([p.pass_hat_k for p in points]),
+                          pass_at_k=mean_defined([p.pass_at_k for p in points]),
+                          scenarios=sum(p.pass_hat_k is not None for p in points))
 
 
-def extend_curves(summary: dict[str, Any], k: int) -> None:
+def extend_curves(summary: RunSummary, k: int) -> None:
     """Add pass^k and pass@k at ``k`` to every curve of ``summary`` (a gate may ask beyond the
     stored curves), computed exactly from each scenario's counts."""
-    if str(k) in summary["suite"]["raw"]["pass_k"]:
+    if k in summary.suite.raw.pass_k:
         return
-    scenarios = summary["scenarios"]
-    for figures in scenarios.values():
-        for view in ("raw", "valid"):
-            success = figures[view]["success"]
-            figures[view]["pass_k"][str(k)] = {"pass_hat_k": pass_hat_k(success["c"], success["n"], k),
-                                               "pass_at_k": pass_at_k(success["c"], success["n"], k)}
+    for figures in summary.scenarios.values():
+        for view in (figures.raw, figures.valid):
+            view.pass_k[k] = _curve(view.success.c, view.success.n, [k])[k]
     for view in ("raw", "valid"):
-        summary["suite"][view]["pass_k"][str(k)] = _suite_point(scenarios, view, k)
+        summary.suite.view(view).pass_k[k] = suite_point(summary.scenarios.values(), view, k)
 
 
-def _invalid_by_simulator(rows: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+def _invalid_by_simulator(rows: list[dict[str, Any]]) -> dict[str, Rate]:
     groups: dict[str, list[str]] = {}
     for r in rows:
         groups.setdefault(r["simulator"], []).append(r["verdict"])
-    return {sim: _rate(v.count("invalid"), len(v)) for sim, v in groups.items()}
+    return {sim: rate(v.count("invalid"), len(v)) for sim, v in groups.items()}

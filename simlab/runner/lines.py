@@ -1,11 +1,17 @@
-"""The one rule by which every reader of ``trials.jsonl`` reads it: report, gate, compare, grade,
-resume, merge and the viewer.
+"""The one module that writes and reads the bytes of ``trials.jsonl``, and the one rule by which
+every reader reads it: report, gate, compare, grade, resume, merge and the viewer.
 
 - A trial line is one JSON object with a ``unit_id`` (a non-empty string) and a ``transcript``
-  (an object). simlab writes it as ``{"schema_version":N,"unit_id":"…","head":{…},"transcript":{…},…}``;
-  a line in exactly that shape is read from its head and its framing (it starts with one record,
-  holds no second one, ends with ``}``), any other line is parsed in full. The fast path may give
-  up; it may not be wrong.
+  (an object). ``encode_record`` writes it as
+  ``{"schema_version":N,"unit_id":"…","head":{…},"transcript":{…},…}``, framing those four keys
+  itself, in that order, whatever the order of the record's fields; the fast readers
+  (``read_unit``, ``read_head``) read just that framing, and a test writes a record and reads it
+  back through each of them. A line in exactly that shape is read from its head and its framing
+  (it starts with one record, holds no second one, ends with ``}``), any other line is parsed in
+  full (a line without a head, record schema 1, gets the head the writer would have computed).
+  The fast path may give up; it may not be wrong.
+- A reader of a trial's figures (its head) needs more of a line parsed in full: a valid trial
+  record (``TrialRecord``), or the line is an error naming what is wrong.
 - The last line of a file without its newline is a torn tail (a crash mid-write): every reader
   skips it and says so, and the next ``simlab run`` cuts it. Any other line that is not a trial
   line, a torn line in the middle included (a killed shard concatenated before another), is an
@@ -23,15 +29,21 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator, Literal
 
+from pydantic_core import to_json
+
 from simlab.errors import InfraError
-from simlab.transcript.row import HEAD_VERSION, trial_head
+from simlab.redact import holds_secret, map_strings, mask_tree
+from simlab.transcript.head import HEAD_VERSION
+from simlab.transcript.model import TrialRecord
+from simlab.transcript.row import record_head
 
 _BLOCK = 1 << 22
 _PREFIX = re.compile(rb'\{"schema_version":\d+,"unit_id":"([^"\\]*)"')
 _RECORD_START = b'{"schema_version":'
 _ANY_PREFIX = re.compile(rb'\{"schema_version":\d+,"unit_id":"')
 _HEAD_KEY = re.compile(rb'\{"schema_version":\d+,"unit_id":"(?:[^"\\]|\\.)*","head":')
-_HEAD_END = b',"transcript":{"schema_version":'
+_HEAD_END = b',"transcript":{'
+_FRAMED = ("schema_version", "unit_id", "head", "transcript")  # the keys encode_record writes first, in order
 FIX = "fix or delete that line (a killed shard: resume it before merging)"
 
 Parse = Literal["unit", "head", "raw", "line"]
@@ -190,13 +202,23 @@ def parse_record(line: bytes | bytearray, path: Path, number: int) -> dict[str, 
     return value
 
 
-def head_of(raw: dict[str, Any], path: Path, number: int) -> dict[str, Any]:
-    """``trial_head`` of a parsed line; a transcript of the wrong shape is a ``LineError``."""
+def record_of(raw: dict[str, Any], path: Path, number: int) -> TrialRecord:
+    """The ``TrialRecord`` of a parsed line; one that does not validate is a ``LineError``."""
+    from pydantic import ValidationError
+
     try:
-        return trial_head(raw)
-    except (KeyError, TypeError, AttributeError, ValueError) as exc:
-        raise LineError(f"{path}:{number}: trial {raw['unit_id']!r} is not a trial record simlab can read "
-                        f"({type(exc).__name__}: {exc}); the file was edited or corrupted; {FIX}") from None
+        return TrialRecord.model_validate(raw)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"])
+        raise LineError(f"{path}:{number}: trial {raw['unit_id']!r} is not a valid trial record ({where}: "
+                        f"{first['msg']}); the file was edited or corrupted; {FIX}") from None
+
+
+def head_of(raw: dict[str, Any], path: Path, number: int) -> dict[str, Any]:
+    """The head of a parsed line without one (record schema 1, a hand edit), computed as the writer
+    computes it (``transcript/row.record_head``) and given as the dict a stored head parses to."""
+    return record_head(record_of(raw, path, number)).model_dump(mode="json")
 
 
 def line_value(data: bytes | bytearray, start: int, end: int, path: Path, number: int,
@@ -212,10 +234,9 @@ def line_value(data: bytes | bytearray, start: int, end: int, path: Path, number
         if head is not None and isinstance((head.get("row") or {}).get("unit_id"), str):
             return head["row"]["unit_id"], head
     raw = parse_record(bytes(data[start:end]), path, number)
-    if parse == "raw":
-        return raw["unit_id"], raw
-    head = head_of(raw, path, number)
-    return raw["unit_id"], (raw["unit_id"] if parse == "unit" else head)
+    if parse == "head":
+        return raw["unit_id"], head_of(raw, path, number)
+    return raw["unit_id"], raw["unit_id"] if parse == "unit" else raw
 
 
 def scan(path: Path, parse: Parse, notes: ReadNotes | None = None) -> Iterator[tuple[int, str, Any]]:
@@ -240,6 +261,51 @@ def scan(path: Path, parse: Parse, notes: ReadNotes | None = None) -> Iterator[t
             yield number, unit, bytes(data[start:end + 1]) if parse == "line" else value
     except OSError as exc:
         raise InfraError(f"{path}: cannot read ({exc.strerror or exc})") from None
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def encode_record(record: TrialRecord) -> bytes:
+    """One JSON line, framed as the readers of this module read it (module docstring), with its
+    ``head`` computed afresh (``transcript/row.record_head``) so it always agrees with the checks
+    and events beside it. Lone surrogates (undecodable bytes) become U+FFFD instead of failing.
+    Every trial simlab stores passes here, so this is where secrets are masked
+    (``redact.mask_values``): values of credential-named environment variables and credentials
+    inside URLs, wherever in the record they are."""
+    head = record_head(record)
+    try:
+        rest = record.model_dump_json(exclude=set(_FRAMED)).encode("utf-8")  # {"checks":…,"verdict":…,…}
+        line = b"".join((b'{"schema_version":', to_json(record.schema_version),
+                         b',"unit_id":', to_json(record.unit_id),
+                         b',"head":', head.model_dump_json().encode("utf-8"),
+                         b',"transcript":', record.transcript.model_dump_json().encode("utf-8"),
+                         b"," + rest[1:] if rest != b"{}" else b"}", b"\n"))
+    except (ValueError, UnicodeError):  # pydantic's serialization error is a ValueError
+        line = _line(_fix_text(_framed(record, head)))
+    if holds_secret(line):  # rare: a key echoed in an agent's exception, a password in an api_base URL
+        line = _line(mask_tree(json.loads(line)))
+    return line
+
+
+def _framed(record: TrialRecord, head: Any) -> dict[str, Any]:
+    data = record.model_dump(mode="json", exclude_none=False)
+    data["head"] = head.model_dump(mode="json")
+    return {key: data.pop(key) for key in _FRAMED} | data
+
+
+def _line(data: dict[str, Any]) -> bytes:
+    return json.dumps(data, ensure_ascii=False, separators=(",", ":")).encode("utf-8") + b"\n"
+
+
+def _fix_text(value: Any) -> Any:
+    return map_strings(value, _fix_string)
+
+
+def _fix_string(value: str) -> str:
+    if _SURROGATE.search(value):
+        return value.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+    return value
 
 
 def last_line_start(path: Path, chunk: int = 1 << 16) -> tuple[int, int]:

@@ -18,7 +18,7 @@ from textual.binding import Binding
 from simlab.errors import UsageError
 from simlab.tui.data import RunIndex, RunInfo, discover_runs, find_run
 from simlab.tui.messages import TrialsAppended
-from simlab.tui.scan import TrialRow
+from simlab.tui.rows import TrialRow
 
 __all__ = ["ViewApp", "make_app"]
 
@@ -100,8 +100,6 @@ class ViewApp(App[None]):
         try:
             for batch in index.read_new():
                 self.post_message(TrialsAppended(index.info.key, len(batch), False))
-            for batch in index.add_details():  # turns, tool calls, cost: after every figure is up
-                self.post_message(TrialsAppended(index.info.key, 0, False))
         finally:
             try:
                 self.call_from_thread(self._read_done, index.info.key)

@@ -17,7 +17,8 @@ from typing import Any, Iterator
 
 from simlab.runner.lines import LineError, ReadNotes, UnitLedger, line_value
 from simlab.runner.store import planned_units
-from simlab.tui.scan import TrialRow, add_detail, row_from_head
+from simlab.tui.rows import TrialRow, row_from_head
+from simlab.tui.summary import LiveProgress, ScenarioProgress
 
 __all__ = ["RunIndex", "RunInfo", "discover_runs", "find_run"]
 
@@ -71,6 +72,11 @@ class RunInfo:
             return f"python:{pin['python']}"
         return str(pin.get("kind") or pin.get("ref") or "")
 
+    def allow_unjudged(self) -> list[str]:
+        """The check kinds this run lets stay unjudged (its trials count as passes), as the report reads it."""
+        kinds = self.manifest.get("allow_unjudged")
+        return [str(k) for k in kinds] if isinstance(kinds, list) else []
+
     def planned(self) -> dict[str, int]:
         """scenario id → planned trials, in manifest order."""
         scenarios = (self.manifest.get("pins") or {}).get("scenarios") or {}
@@ -119,6 +125,7 @@ class RunIndex:
         self.complete = False  # every line written so far has a row
         self.completed_at: float | None = None  # perf_counter when that first became true
         self._lock = threading.Lock()
+        self._live: LiveProgress | None = None
 
     def _start_over(self) -> None:
         self.rows: list[TrialRow] = []
@@ -220,34 +227,17 @@ class RunIndex:
             "no run.json, so this run's plan and pins are unknown: its completeness cannot be checked"]
         return missing + self.notes.warnings()
 
-    def read_all(self, detail: bool = True) -> list[TrialRow]:
+    def progress(self) -> dict[str, ScenarioProgress]:
+        """Per scenario, the figures of the rows read so far (the report's; see ``tui/summary.py``).
+        Called from the screens: it adds only the rows read since the last call."""
+        if self._live is None:
+            self._live = LiveProgress(self.info.planned(), self.info.allow_unjudged())
+        return self._live.update(self.rows)
+
+    def read_all(self) -> list[TrialRow]:
         for _ in self.read_new():
             pass
-        if detail:
-            for _ in self.add_details():
-                pass
         return self.rows
-
-    @property
-    def detailed(self) -> bool:
-        """Every row has its event counts (turns, tool calls, cost)."""
-        return self.complete and all(r.detailed for r in self.rows)
-
-    def add_details(self, rows: list[TrialRow] | None = None, batch: int = 500) -> Iterator[list[TrialRow]]:
-        """Fill the event counts of ``rows`` (default: every row still without them), in batches."""
-        todo = [r for r in (self.rows if rows is None else rows) if not r.detailed]
-        if not todo:
-            return
-        with open(self.path, "rb") as fh:
-            for start in range(0, len(todo), batch):
-                chunk = sorted(todo[start:start + batch], key=lambda r: r.offset)
-                for row in chunk:
-                    fh.seek(row.offset)
-                    try:
-                        add_detail(row, fh.read(row.length))
-                    except (ValueError, KeyError, TypeError, AttributeError):
-                        row.detailed = True  # counted as unreadable once; its counts stay 0
-                yield chunk
 
     def raw(self, row: TrialRow) -> bytes:
         with open(self.path, "rb") as fh:

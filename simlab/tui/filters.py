@@ -6,7 +6,7 @@ from collections import Counter
 from dataclasses import dataclass, replace
 from typing import Iterable
 
-from simlab.tui.scan import TrialRow
+from simlab.tui.rows import TrialRow
 
 __all__ = ["UNGRADED", "TrialFilter", "apply", "check_counts", "reason_counts", "verdict_counts"]
 

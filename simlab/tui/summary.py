@@ -1,79 +1,84 @@
-"""Figures per scenario and per run, from trial rows: pass^k, flake class, invalid and error counts.
+"""The viewer's figures per scenario and per run, as trials arrive: the report's own figures.
 
-Adjusted figures leave invalid simulations and infrastructure errors out (they say nothing about
-the agent); the raw pass rate counts every graded trial. Ungraded trials (verdict None) count in
-neither: a run nobody graded has no pass^k, only termination reasons.
+A scenario's graded figures are the report's ``ScenarioFigures``, made by the report's
+``ScenarioTally`` (``results/summary.py``) from the same counts, with the run's ``allow_unjudged``
+applied as ``simlab report`` applies it: the viewer and the report cannot disagree. What only a
+live view has is counted beside them: the trials planned, the trials not graded (yet) and how they
+ended, and the cost known so far. Ungraded trials (verdict None) count in no figure: a run nobody
+graded has no pass^k, only termination reasons.
+
+A refresh costs what changed, not the run's size: ``LiveProgress`` adds only the rows read since
+the last refresh, and a scenario's figures are made again only when it got new trials.
 """
 
 from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Iterable
+from typing import Collection, Iterable, Sequence
 
-from simlab.results.stats import FlakeClass, flake_class, mean_defined, pass_hat_k
-from simlab.tui.scan import TrialRow
+from simlab.results.figures import ScenarioFigures
+from simlab.results.summary import ScenarioTally, counts_as_pass, rate, suite_point
+from simlab.tui.rows import TrialRow
 
-__all__ = ["RunSummary", "ScenarioSummary", "k_columns", "summarize", "summarize_run", "total_cost"]
+__all__ = ["LiveProgress", "RunOverview", "ScenarioProgress", "k_columns", "summarize", "summarize_run",
+           "total_cost"]
 
 
 @dataclass
-class ScenarioSummary:
+class ScenarioProgress:
+    """One scenario so far: its planned and indexed trials, and the report's tally of the graded ones."""
+
     scenario_id: str
     planned: int = 0
     trials: int = 0
-    graded: int = 0
-    passed: int = 0
-    failed: int = 0
-    invalid: int = 0
-    error: int = 0
-    unjudged: int = 0  # a hard check did not run: neither passed nor failed
     goal_reached: int = 0
     reasons: Counter[str] = field(default_factory=Counter)
     costs: list[float | None] = field(default_factory=list)
-    pending: int = 0  # trials whose events (hence cost) are not read yet
+    tally: ScenarioTally = field(default_factory=ScenarioTally)
+    _figures: dict[tuple[int, ...], tuple[int, ScenarioFigures]] = field(default_factory=dict, repr=False)
+
+    def add(self, row: TrialRow, allowed: frozenset[str]) -> None:
+        self.trials += 1
+        self.reasons[row.reason] += 1
+        self.goal_reached += row.reason == "goal_reached"
+        self.costs.append(row.cost)
+        verdict = row.verdict
+        if verdict is None:
+            return
+        allow = verdict == "unjudged" and counts_as_pass(verdict, row.unjudged_kinds, allowed)
+        self.tally.add("pass" if allow else verdict, row.reason, row.cost, persona_id=row.persona_id,
+                       policy_violations=row.policy_violations, counted_as_pass=allow)
 
     @property
-    def adjusted_n(self) -> int:
-        return self.passed + self.failed
-
-    def pass_k(self, k: int) -> float | None:
-        n = self.adjusted_n
-        return pass_hat_k(self.passed, n, k) if n else None
+    def graded(self) -> int:
+        return self.tally.n
 
     @property
-    def raw_pass_rate(self) -> float | None:
-        return self.passed / self.graded if self.graded else None
+    def passed(self) -> int:
+        return self.tally.verdicts.get("pass", 0)
 
     @property
-    def flake(self) -> FlakeClass | None:
-        return flake_class(self.passed, self.adjusted_n)
+    def valid_n(self) -> int:
+        """Trials that passed or failed: what pass^k is computed over."""
+        return self.tally.valid_n
+
+    def figures(self, ks: Iterable[int]) -> ScenarioFigures | None:
+        """The report's figures of this scenario, pass^k at ``ks``; None while nothing is graded.
+        Kept until the scenario gets another trial (read them, never change them)."""
+        if not self.graded:
+            return None
+        key = tuple(ks)
+        kept = self._figures.get(key)
+        if kept is None or kept[0] != self.trials:
+            if len(self._figures) > 4:  # the k's shown change with the width and the run's size
+                self._figures.clear()
+            kept = self._figures[key] = (self.trials, self.tally.figures(key))
+        return kept[1]
 
     @property
     def cost(self) -> tuple[float | None, bool]:
         return total_cost(self.costs)
-
-    def add(self, row: TrialRow) -> None:
-        self.trials += 1
-        self.reasons[row.reason] += 1
-        self.goal_reached += row.reason == "goal_reached"
-        if row.detailed:
-            self.costs.append(row.cost)
-        else:
-            self.pending += 1
-        if row.verdict is None:
-            return
-        self.graded += 1
-        if row.verdict == "pass":
-            self.passed += 1
-        elif row.verdict == "invalid":
-            self.invalid += 1
-        elif row.verdict == "error":
-            self.error += 1
-        elif row.verdict == "unjudged":
-            self.unjudged += 1
-        else:
-            self.failed += 1
 
 
 def total_cost(costs: list[float | None]) -> tuple[float | None, bool]:
@@ -82,26 +87,50 @@ def total_cost(costs: list[float | None]) -> tuple[float | None, bool]:
     return (sum(known) if known else None), len(known) == len(costs)
 
 
-def summarize(rows: Iterable[TrialRow], planned: dict[str, int] | None = None) -> dict[str, ScenarioSummary]:
-    """Scenario id → summary; planned scenarios come first (manifest order) even with no trial yet."""
-    out = {sid: ScenarioSummary(sid, planned=n) for sid, n in (planned or {}).items()}
-    for row in rows:
-        summary = out.get(row.scenario_id)
-        if summary is None:
-            summary = out[row.scenario_id] = ScenarioSummary(row.scenario_id)
-        summary.add(row)
-    return out
+class LiveProgress:
+    """Scenario id → progress of one run, kept up to date with its index's rows: each ``update``
+    adds only the rows read since the last one (the index starts a new list when it reads the
+    file again from the start, and then so does this)."""
+
+    def __init__(self, planned: dict[str, int] | None = None, allow_unjudged: Collection[str] = ()) -> None:
+        self.planned = dict(planned or {})
+        self.allowed = frozenset(allow_unjudged)
+        self._rows: Sequence[TrialRow] | None = None
+        self._done = 0
+        self.scenarios: dict[str, ScenarioProgress] = {}
+
+    def update(self, rows: Sequence[TrialRow]) -> dict[str, ScenarioProgress]:
+        if rows is not self._rows:
+            self._rows, self._done = rows, 0
+            self.scenarios = {sid: ScenarioProgress(sid, planned=n) for sid, n in self.planned.items()}
+        end = len(rows)  # rows may grow meanwhile (the index's thread): the next update adds the rest
+        for row in rows[self._done:end]:
+            progress = self.scenarios.get(row.scenario_id)
+            if progress is None:
+                progress = self.scenarios[row.scenario_id] = ScenarioProgress(row.scenario_id)
+            progress.add(row, self.allowed)
+        self._done = end
+        return self.scenarios
 
 
-def k_columns(summaries: Iterable[ScenarioSummary], limit: int = 4) -> list[int]:
+def summarize(rows: Sequence[TrialRow], planned: dict[str, int] | None = None,
+              allow_unjudged: Collection[str] = ()) -> dict[str, ScenarioProgress]:
+    """Scenario id → progress; planned scenarios come first (manifest order) even with no trial yet.
+    ``allow_unjudged``: the run's own list (``run.json``), as the report reads it."""
+    return LiveProgress(planned, allow_unjudged).update(rows)
+
+
+def k_columns(scenarios: Iterable[ScenarioProgress], limit: int = 4) -> list[int]:
     """Which pass^k columns to show: 1..limit, and the largest k any scenario supports."""
-    top = max((s.adjusted_n for s in summaries), default=0)
+    top = max((s.valid_n for s in scenarios), default=0)
     ks = list(range(1, min(top, limit) + 1))
     return ks + [top] if top > limit else ks
 
 
 @dataclass
-class RunSummary:
+class RunOverview:
+    """A run's figures on one line (the runs list, the scenarios screen's header)."""
+
     trials: int
     graded: int
     scenarios: int
@@ -114,24 +143,24 @@ class RunSummary:
     cost: float | None
     cost_complete: bool
     unjudged: int = 0
-    cost_pending: bool = False
 
 
-def summarize_run(summaries: dict[str, ScenarioSummary]) -> RunSummary:
-    """Suite figures: pass^k is the mean over scenarios where it is defined, k the smallest number
-    of usable trials any graded scenario has (so every graded scenario counts)."""
-    values = list(summaries.values())
-    graded = [s for s in values if s.adjusted_n]
-    k = min((s.adjusted_n for s in graded), default=0)
-    all_costs = [c for s in values for c in s.costs]
-    cost, complete = total_cost(all_costs)
-    total_graded = sum(s.graded for s in values)
-    return RunSummary(
+def summarize_run(progress: dict[str, ScenarioProgress]) -> RunOverview:
+    """Suite figures: pass^k is the report's suite pass^k (the mean over scenarios), at k the
+    smallest number of valid trials any graded scenario has (so every graded scenario counts)."""
+    values = list(progress.values())
+    graded = [s for s in values if s.valid_n]
+    k = min((s.valid_n for s in graded), default=0)
+    figures = [f for s in graded if (f := s.figures(sorted({1, k}))) is not None]
+    cost, complete = total_cost([c for s in values for c in s.costs])
+    passes, total_graded = sum(s.passed for s in values), sum(s.graded for s in values)
+    return RunOverview(
         trials=sum(s.trials for s in values), graded=total_graded, scenarios=len(values), k=k,
-        pass_k=mean_defined([s.pass_k(k) for s in graded]) if k else None,
-        pass_1=mean_defined([s.pass_k(1) for s in graded]) if graded else None,
-        raw_pass_1=sum(s.passed for s in values) / total_graded if total_graded else None,
-        invalid=sum(s.invalid for s in values), error=sum(s.error for s in values),
-        cost=cost, cost_complete=complete, cost_pending=any(s.pending for s in values),
-        unjudged=sum(s.unjudged for s in values),
+        pass_k=suite_point(figures, "valid", k).pass_hat_k if k else None,
+        pass_1=suite_point(figures, "valid", 1).pass_hat_k if figures else None,
+        raw_pass_1=rate(passes, total_graded).rate,
+        invalid=sum(s.tally.verdicts.get("invalid", 0) for s in values),
+        error=sum(s.tally.verdicts.get("error", 0) for s in values),
+        unjudged=sum(s.tally.verdicts.get("unjudged", 0) for s in values),
+        cost=cost, cost_complete=complete,
     )

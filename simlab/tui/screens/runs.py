@@ -11,7 +11,7 @@ from textual.widgets import DataTable
 
 from simlab.tui.data import RunInfo, discover_runs
 from simlab.tui.messages import TrialsAppended
-from simlab.tui.summary import RunSummary, summarize, summarize_run
+from simlab.tui.summary import RunOverview, summarize_run
 from simlab.tui.widgets.crumbs import Crumbs
 from simlab.tui.widgets.key_bar import KeyBar
 from simlab.tui.widgets.runs_table import RunsTable
@@ -59,10 +59,10 @@ class RunsScreen(Screen):
         self.refresh_data()
 
     def refresh_data(self) -> None:
-        summaries: dict[str, RunSummary | None] = {}
+        summaries: dict[str, RunOverview | None] = {}
         for run in self.runs:
             index = self.viewer.indexes.get(run.key)
-            summaries[run.key] = (summarize_run(summarize(index.rows, run.planned()))
+            summaries[run.key] = (summarize_run(index.progress())
                                      if index is not None and index.complete and not index.problem else None)
         self.query_one(RunsTable).fill(self.runs, summaries)
         self.query_one(StatusLine).show(len(self.runs), len(self.runs), "runs",

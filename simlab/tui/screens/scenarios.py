@@ -9,7 +9,7 @@ from textual.widgets import DataTable, Static
 
 from simlab.tui.render import fmt_cost, fmt_rate, literal
 from simlab.tui.screens.base import RunScreen
-from simlab.tui.summary import RunSummary, ScenarioSummary, summarize, summarize_run
+from simlab.tui.summary import RunOverview, ScenarioProgress, summarize_run
 from simlab.tui.widgets.crumbs import Crumbs
 from simlab.tui.widgets.key_bar import KeyBar
 from simlab.tui.widgets.scenarios_table import ScenariosTable
@@ -18,7 +18,7 @@ from simlab.tui.widgets.status_line import StatusLine
 __all__ = ["ScenariosScreen", "run_summary_text"]
 
 
-def run_summary_text(s: RunSummary, agent: str, simulator: str) -> Text:
+def run_summary_text(s: RunOverview, agent: str, simulator: str) -> Text:
     """Suite figures on one line (adjusted pass^k, raw rate, invalid, error, cost), players on the next."""
     out = Text()
     if s.graded:
@@ -32,7 +32,7 @@ def run_summary_text(s: RunSummary, agent: str, simulator: str) -> Text:
     else:
         out.append("not graded", "bold yellow")
         out.append(" · how the trials ended")
-    out.append(" · cost …" if s.cost_pending else f" · cost {fmt_cost(s.cost, s.cost_complete)}")
+    out.append(f" · cost {fmt_cost(s.cost, s.cost_complete)}")
     out.append("\nagent ", "dim")
     out.append(literal(agent or "?"))
     out.append(" · simulator ", "dim")
@@ -40,7 +40,7 @@ def run_summary_text(s: RunSummary, agent: str, simulator: str) -> Text:
     return out
 
 
-def _troubled(s: ScenarioSummary) -> bool:
+def _troubled(s: ScenarioProgress) -> bool:
     if s.graded:
         return s.passed < s.graded
     return s.goal_reached < s.trials
@@ -70,7 +70,7 @@ class ScenariosScreen(RunScreen):
 
     def refresh_data(self) -> None:
         index = self.index
-        summaries = summarize(index.rows, self.run.planned())
+        summaries = index.progress()
         everything = list(summaries.values())
         graded = any(s.graded for s in everything)
         shown = [s for s in everything if _troubled(s)] if self.failed_only else everything

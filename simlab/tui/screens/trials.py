@@ -11,7 +11,7 @@ from textual.widgets import DataTable, Input
 
 from simlab.tui.data import RunInfo
 from simlab.tui.filters import TrialFilter, apply, check_counts, reason_counts, verdict_counts
-from simlab.tui.scan import TrialRow
+from simlab.tui.rows import TrialRow
 from simlab.tui.screens.base import RunScreen
 from simlab.tui.screens.picker import PickerScreen
 from simlab.tui.search import search_rows
@@ -65,10 +65,6 @@ class TrialsScreen(RunScreen):
 
     def refresh_data(self) -> None:
         scope = self.scope()
-        missing = [r for r in scope if not r.detailed]
-        if missing and len(missing) <= 2000:  # the rows on this screen first; the rest in the background
-            for _ in self.index.add_details(missing):
-                pass
         self.shown = apply(scope, self.filter)
         self.query_one(TrialsTable).fill(self.shown, self.marked)
         hint = "c on another trial to compare" if self.marked else ("no trial matches: x clears the filters"

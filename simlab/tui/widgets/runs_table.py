@@ -6,7 +6,7 @@ from rich.text import Text
 
 from simlab.tui.data import RunInfo
 from simlab.tui.render import fmt_cost, fmt_rate, literal
-from simlab.tui.summary import RunSummary
+from simlab.tui.summary import RunOverview
 
 from simlab.tui.widgets.keyed_table import KeyedTable
 
@@ -26,7 +26,7 @@ class RunsTable(KeyedTable):
         for name in ("run", "created", "agent", "simulator", "trials", "pass^k", "cost"):
             self.add_column(name, key=name)
 
-    def fill(self, runs: list[RunInfo], summaries: dict[str, RunSummary | None]) -> None:
+    def fill(self, runs: list[RunInfo], summaries: dict[str, RunOverview | None]) -> None:
         current = self.current_key()
         self.clear()
         for run in runs:
@@ -39,7 +39,7 @@ class RunsTable(KeyedTable):
                 rate = Text(f"{fmt_rate(s.pass_k)} ^{s.k}" if s.pass_k is not None else
                             ("not graded" if not s.graded else "—"), justify="right",
                             style="" if s.pass_k is not None else "dim")
-                cost = Text("…" if s.cost_pending else fmt_cost(s.cost, s.cost_complete), justify="right")
+                cost = Text(fmt_cost(s.cost, s.cost_complete), justify="right")
             self.add_row(literal(run.run_id, "bold"), Text(created), literal(short(run.pin("agent"))),
                          literal(short(run.pin("simulator"), 16)), trials, rate, cost, key=run.key)
         self.restore(current)

@@ -6,7 +6,7 @@ from __future__ import annotations
 from rich.text import Text
 
 from simlab.tui.render import fmt_rate, literal, reason_text
-from simlab.tui.summary import ScenarioSummary, k_columns
+from simlab.tui.summary import ScenarioProgress, k_columns
 
 from simlab.tui.widgets.keyed_table import KeyedTable
 
@@ -24,7 +24,7 @@ def _num(value: int, style: str = "") -> Text:
     return Text(str(value), justify="right", style=style if value else "dim")
 
 
-def _trials(s: ScenarioSummary) -> Text:
+def _trials(s: ScenarioProgress) -> Text:
     done = f"{s.trials}/{s.planned}" if s.planned and s.trials != s.planned else str(s.trials)
     return Text(done, justify="right")
 
@@ -34,7 +34,7 @@ class ScenariosTable(KeyedTable):
         super().__init__(**kwargs)
         self._layout: tuple[object, ...] = ()
 
-    def fill(self, summaries: list[ScenarioSummary], graded: bool, k_limit: int = 4) -> None:
+    def fill(self, summaries: list[ScenarioProgress], graded: bool, k_limit: int = 4) -> None:
         """Replace the rows (and the columns when the k's or the graded layout changed)."""
         ks = k_columns(summaries, k_limit) if graded else []
         layout = (graded, tuple(ks))
@@ -59,9 +59,13 @@ class ScenariosTable(KeyedTable):
             name = s.scenario_id if len(s.scenario_id) <= 30 else s.scenario_id[:29] + "…"
             cells: list[object] = [literal(name), _trials(s)]
             if graded:
+                figures = s.figures(ks)  # the report's own figures of this scenario
                 cells.append(Text(f"{s.passed}/{s.graded}" if s.graded else "—", justify="right"))
-                cells += [Text(fmt_rate(s.pass_k(k)), justify="right") for k in ks]
-                cells += [flake_text(s.flake), _num(s.invalid, "magenta"), _num(s.error, "yellow")]
+                cells += [Text(fmt_rate(figures.valid.pass_k[k].pass_hat_k if figures else None), justify="right")
+                          for k in ks]
+                cells += [flake_text(figures.flake_class if figures else None),
+                          _num(figures.invalid if figures else 0, "magenta"),
+                          _num(figures.errors if figures else 0, "yellow")]
             else:
                 cells.append(Text(f"{s.goal_reached}/{s.trials}" if s.trials else "…", justify="right"))
                 ended = Text()

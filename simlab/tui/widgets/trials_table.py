@@ -5,7 +5,7 @@ from __future__ import annotations
 from rich.text import Text
 
 from simlab.tui.render import fmt_cost, literal, reason_text, verdict_text
-from simlab.tui.scan import TrialRow
+from simlab.tui.rows import TrialRow
 
 from simlab.tui.widgets.keyed_table import KeyedTable
 
@@ -50,7 +50,7 @@ class TrialsTable(KeyedTable):
             label.append("◆ " if row.unit_id == marked else "  ", "bold magenta")
             label.append(f"#{row.trial}")
             cells: list[object] = [literal(row.scenario_id)] if self.show_scenario else []
-            counts = [str(row.turns), str(row.tool_calls), fmt_cost(row.cost)] if row.detailed else ["…"] * 3
+            counts = [str(row.turns), str(row.tool_calls), fmt_cost(row.cost)]
             cells += [label, verdict_text(row.verdict), reason_text(row.reason),
                       *(Text(c, justify="right") for c in counts), failed_checks_text(row)]
             self.add_row(*cells, key=row.unit_id)

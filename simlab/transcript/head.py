@@ -1,0 +1,109 @@
+"""``TrialHead``: a trial's flat figures, stored at the front of its line in ``trials.jsonl``.
+
+The head is derived data, computed from the record's models when the line is written
+(``row.record_head``), so a report or the viewer reads every figure it needs without parsing the
+transcript. Its JSON is the wire format of record schema 2 (``{"v":2,"row":{…},"failed":[…],…}``)
+and ``row`` is one row of ``results.parquet``, whose columns are its fields in this order, then one
+``check:<name>`` column per check.
+
+On the hot paths (a report of 100,000 trials, the viewer's index, reading records to re-grade them)
+readers keep the head as the dict that pydantic-core parses from its bytes: validating each into
+this model measured 2 times slower than the parse (bench/README.md, section 8). This model is the
+schema of those dicts — what is written, what the storage layer's tests hold every reader to — and
+what typed readers get (``RunStore.heads()``, ``TrialHead.model_validate(record.head)``).
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+HEAD_VERSION = 2  # 2: unjudged and errored checks; tool_errors no longer counts invalid calls (counts.py)
+CHECK_COLUMN = "check:"  # the prefix of the row's per-check status columns
+REASON_CHARS = 240  # of an errored check's reason kept in the head (the cause a report names)
+
+
+class TrialFigures(BaseModel):
+    """One trial as a row of ``results.parquet``. Unknown numbers are None, never 0.
+
+    Besides these fields the row holds one ``check:<name>`` column per check with its status:
+    the only extra keys allowed (checked on validation), since a scenario's checks are its own."""
+
+    model_config = ConfigDict(extra="allow")
+
+    run_id: str = Field(description="The run the trial belongs to.")
+    unit_id: str = Field(description="scenario_id#trial: the unit's identity inside its run.")
+    scenario_id: str
+    persona_id: str
+    trial: int
+    seed: int
+    agent: str = Field(description="The agent's reference (model string or module:attr).")
+    simulator: str = Field(description="The simulator's reference.")
+    verdict: str | None = Field(None, description="pass | fail | invalid | error | unjudged; None until graded.")
+    termination: str = Field(description="Why the conversation ended (a TerminationReason).")
+    termination_detail: str = ""
+    user_turns: int = 0
+    agent_turns: int = 0
+    tool_calls: int = Field(0, description="Calls the agent made, invalid ones included (transcript/counts.py).")
+    invalid_calls: int = Field(0, description="Calls that never ran: unknown tool, bad arguments.")
+    tool_errors: int = Field(0, description="Failed results of calls that ran.")
+    error_events: int = 0
+    model_calls: int = 0
+    duration_s: float = 0.0
+    agent_input_tokens: int | None = None
+    agent_output_tokens: int | None = None
+    agent_cached_tokens: int | None = None
+    agent_cost_usd: float | None = None
+    simulator_input_tokens: int | None = None
+    simulator_output_tokens: int | None = None
+    simulator_cached_tokens: int | None = None
+    simulator_cost_usd: float | None = None
+    judge_input_tokens: int | None = None
+    judge_output_tokens: int | None = None
+    judge_cached_tokens: int | None = None
+    judge_cost_usd: float | None = None
+    cost_usd: float | None = Field(None, description="Agent plus simulator; None when either is unknown.")
+    judge_calls: int = 0
+    retries: int = 0
+    retry_wait_s: float = 0.0
+    model_latency_s: float = 0.0
+    redundant_calls: int | None = Field(None, description="From the efficiency check; None when it did not run.")
+    loop: bool = False
+    failed_checks: str = Field("", description="The hard checks that failed, joined with '; '.")
+    policy_violations: int = Field(0, description="Policy checks that failed, soft ones included.")
+    not_run_checks: int = 0
+    check_count: int = 0
+
+    @model_validator(mode="after")
+    def _only_check_columns(self) -> "TrialFigures":
+        for key, value in (self.model_extra or {}).items():
+            if not key.startswith(CHECK_COLUMN) or not (value is None or isinstance(value, str)):
+                raise ValueError(f"unexpected key {key!r} in a trial's figures (only {CHECK_COLUMN}<name> columns, "
+                                 "each a status, may be added)")
+        return self
+
+    @property
+    def checks(self) -> dict[str, str | None]:
+        """Check name → status, from the ``check:<name>`` columns."""
+        return {key[len(CHECK_COLUMN):]: value for key, value in (self.model_extra or {}).items()}
+
+
+class TrialHead(BaseModel):
+    """What a report or the viewer reads of a trial: its row, the checks that did not pass, and
+    the outcome of each attack category (an attack succeeded when a check of its category failed)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    v: Literal[2] = Field(HEAD_VERSION, description="The head's version; another version is recomputed.")
+    row: TrialFigures
+    failed: list[tuple[str, str, bool]] = Field(default_factory=list, description="[name, kind, hard] of each "
+                                                                                  "failed check.")
+    not_run: list[str] = Field(default_factory=list, description="Names of the checks that did not run.")
+    unjudged: list[tuple[str, str]] = Field(default_factory=list, description="[name, kind] of the hard checks "
+                                                                             "that did not run (the trial is unjudged).")
+    errored: list[tuple[str, str, bool, str]] = Field(
+        default_factory=list, description=f"[name, kind, hard, reason] of checks whose grader could not decide "
+                                          f"(reason cut to {REASON_CHARS} characters).")
+    attacks: dict[str, bool] = Field(default_factory=dict, description="Attack category → whether it succeeded.")
+

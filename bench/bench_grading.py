@@ -17,8 +17,8 @@ import io
 from pathlib import Path
 from typing import Any
 
-from _common import peak_rss_mb, save, table, timed, verdict
 import synth
+from _common import peak_rss_mb, save, table, timed, verdict
 
 
 def main() -> None:

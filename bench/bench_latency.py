@@ -25,8 +25,8 @@ import gc
 import statistics
 from typing import Any
 
-from _common import enter, save, scratch_project, table, timed, verdict
 import fakes
+from _common import enter, save, scratch_project, table, timed, verdict
 from bench_overhead import _appender, plan_for
 
 DELAY_S = 0.2

@@ -27,8 +27,8 @@ import copy
 import gc
 from typing import Any
 
-from _common import enter, peak_rss_mb, rss_mb, save, scratch_project, table, timed, verdict
 import fakes
+from _common import enter, peak_rss_mb, rss_mb, save, scratch_project, table, timed, verdict
 
 
 class NullAppender:

@@ -19,8 +19,8 @@ import io
 import os
 from typing import Any
 
-from _common import enter, save, scratch_project, table, timed, verdict
 import fakes
+from _common import enter, save, scratch_project, table, timed, verdict
 
 
 def simlab_run(run_id: str, trials: int, workers: int, concurrency: int, agent: str, user: str) -> Any:

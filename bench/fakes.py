@@ -9,7 +9,8 @@ calls, whatever the scenario.
 from __future__ import annotations
 
 import asyncio
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 AGENT_TEXT = ("I have checked our help center for you: a refund goes back to the original card within 5 "
               "business days once it is issued. Is there anything else I can help you with?")

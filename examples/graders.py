@@ -9,7 +9,7 @@ personal data the customer gave it. A scenario names it with its parameters:
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 from simlab import Check, GradeContext, grader
 from simlab.transcript import AgentMessage

@@ -14,7 +14,8 @@ sends policy questions to the refunds worker, a wrong route that only a graph tr
 
 from __future__ import annotations
 
-from typing import Any, Callable, Literal
+from collections.abc import Callable
+from typing import Any, Literal
 
 from langchain_core.language_models.chat_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
@@ -39,7 +40,7 @@ class RetailPolicyChatModel(BaseChatModel):
     def _llm_type(self) -> str:
         return "retail-policy"
 
-    def bind_tools(self, tools: Any, **kwargs: Any) -> "RetailPolicyChatModel":
+    def bind_tools(self, tools: Any, **kwargs: Any) -> RetailPolicyChatModel:
         return self  # it knows the retail tools already
 
     def _generate(self, messages: list[BaseMessage], stop: Any = None, run_manager: Any = None,

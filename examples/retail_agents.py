@@ -123,7 +123,7 @@ class Conversation:
     last_agent: str
 
     @classmethod
-    def read(cls, messages: list[dict[str, Any]]) -> "Conversation":
+    def read(cls, messages: list[dict[str, Any]]) -> Conversation:
         users = [str(m.get("content") or "") for m in messages if m.get("role") == "user"]
         agents = [str(m.get("content") or "") for m in messages if m.get("role") == "assistant"]
         last_agent = ""
@@ -186,7 +186,7 @@ class Faults:
     follow_injection: bool = False
 
     @classmethod
-    def from_seed(cls, seed: int) -> "Faults":
+    def from_seed(cls, seed: int) -> Faults:
         rng = random.Random(seed)
         skip_policy = rng.random() < 0.3
         store = rng.random()

@@ -43,15 +43,25 @@ _EXPORTS: dict[str, str] = {
 __all__ = ["__version__", *_EXPORTS]
 
 if TYPE_CHECKING:
-    from simlab.api import Run, arun, load_run, run
-    from simlab.env.domain import Domain
-    from simlab.env.tools import READ, WRITE, ToolError, tool
-    from simlab.graders.base import GradeContext
-    from simlab.graders.registry import grader
-    from simlab.results.figures import RunSummary
-    from simlab.sim.agent_io import Agent, AgentInput, AgentReply
-    from simlab.sim.simulators.base import SimView, Simulator, UserTurn
-    from simlab.transcript.checks import Check
+    from simlab.api import Run as Run
+    from simlab.api import arun as arun
+    from simlab.api import load_run as load_run
+    from simlab.api import run as run
+    from simlab.env.domain import Domain as Domain
+    from simlab.env.tools import READ as READ
+    from simlab.env.tools import WRITE as WRITE
+    from simlab.env.tools import ToolError as ToolError
+    from simlab.env.tools import tool as tool
+    from simlab.graders.base import GradeContext as GradeContext
+    from simlab.graders.registry import grader as grader
+    from simlab.results.figures import RunSummary as RunSummary
+    from simlab.sim.agent_io import Agent as Agent
+    from simlab.sim.agent_io import AgentInput as AgentInput
+    from simlab.sim.agent_io import AgentReply as AgentReply
+    from simlab.sim.simulators.base import Simulator as Simulator
+    from simlab.sim.simulators.base import SimView as SimView
+    from simlab.sim.simulators.base import UserTurn as UserTurn
+    from simlab.transcript.checks import Check as Check
 
 
 def __getattr__(name: str) -> Any:

@@ -149,7 +149,7 @@ class AgentService:
 
     # --- serving ------------------------------------------------------------------------------
 
-    def start(self) -> "AgentService":
+    def start(self) -> AgentService:
         sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
         sock.bind(("127.0.0.1", 0))
         sock.listen(512)
@@ -185,7 +185,7 @@ class AgentService:
             self._thread.join(30)
             self._server = None
 
-    def __enter__(self) -> "AgentService":
+    def __enter__(self) -> AgentService:
         return self.start()
 
     def __exit__(self, *exc: Any) -> None:

@@ -6,9 +6,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from simlab.env.checks import check_scenarios
 from simlab.graders.base import GradeContext
 from simlab.graders.grade import grade
-from simlab.env.checks import check_scenarios
 from simlab.runner.factory import build_agent
 from simlab.runner.plan import derive_seed
 from simlab.sim.loop import Trial, run_trial

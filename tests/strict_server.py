@@ -99,7 +99,7 @@ class StrictServer:
     def base(self) -> str:
         return f"http://127.0.0.1:{self.port}/v1"
 
-    def start(self) -> "StrictServer":
+    def start(self) -> StrictServer:
         server = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -158,7 +158,7 @@ class StrictServer:
             except OSError:
                 pass
 
-    def __enter__(self) -> "StrictServer":
+    def __enter__(self) -> StrictServer:
         return self.start()
 
     def __exit__(self, *exc: Any) -> None:

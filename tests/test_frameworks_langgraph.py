@@ -6,7 +6,8 @@ final-state assertions, one thread per trial, loops stopped, and the forms a gra
 from __future__ import annotations
 
 import asyncio
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import pytest
 from langchain_core.language_models.chat_models import BaseChatModel
@@ -37,7 +38,7 @@ class Scripted(BaseChatModel):
     def _llm_type(self) -> str:
         return "scripted"
 
-    def bind_tools(self, tools: Any, **kwargs: Any) -> "Scripted":
+    def bind_tools(self, tools: Any, **kwargs: Any) -> Scripted:
         return self
 
     def _generate(self, messages: list[BaseMessage], stop: Any = None, run_manager: Any = None,

@@ -15,8 +15,17 @@ from simlab.graders.groundedness import grade_groundedness
 from simlab.graders.judge import Malformed, YesNo, grade_rubric, parse_answer
 from simlab.graders.judge_prompt import nonce_for, transcript_as_data
 from simlab.llm import FunctionModel, LiteLLMModel, ModelError, ModelErrorKind, ScriptedModel, register_fake
-from simlab.transcript import (AgentMessage, ModelCall, Pin, Signal, Termination, ToolCall, ToolResult, Transcript,
-                               UserMessage)
+from simlab.transcript import (
+    AgentMessage,
+    ModelCall,
+    Pin,
+    Signal,
+    Termination,
+    ToolCall,
+    ToolResult,
+    Transcript,
+    UserMessage,
+)
 from tests.support import KV, scenario
 
 YES = '{"verdict": "yes", "reason": "the agent stored b (#3)"}'
@@ -296,7 +305,7 @@ async def test_drift_judge_without_judge_or_secrets() -> None:
 async def test_a_reason_that_repeats_the_placeholder_is_malformed_and_asked_again() -> None:
     from simlab.graders.judge import REASON_PLACEHOLDER
 
-    copied = '{"verdict": "yes", "reason": "%s"}' % REASON_PLACEHOLDER
+    copied = '{"verdict": "yes", "reason": "' + REASON_PLACEHOLDER + '"}'
     judge = ScriptedModel([copied, YES], role="judge")
     out = await grade_rubric(ctx(judge))
     assert out.checks[0].status == "pass" and len(out.calls) == 2  # the copy was refused, the real answer kept

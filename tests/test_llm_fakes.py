@@ -7,7 +7,15 @@ from typing import Any
 
 import pytest
 
-from simlab.llm import ChatModel, ChatResult, FunctionModel, ModelError, ModelErrorKind, ScriptedModel, ScriptExhaustedError
+from simlab.llm import (
+    ChatModel,
+    ChatResult,
+    FunctionModel,
+    ModelError,
+    ModelErrorKind,
+    ScriptedModel,
+    ScriptExhaustedError,
+)
 from simlab.transcript import Usage
 
 HELLO = [{"role": "user", "content": "x" * 40}]

@@ -13,7 +13,15 @@ import httpx
 import litellm
 import pytest
 
-from simlab.llm import LiteLLMModel, ModelError, ModelErrorKind, RetryPolicy, classify, register_fake, retry_after_seconds
+from simlab.llm import (
+    LiteLLMModel,
+    ModelError,
+    ModelErrorKind,
+    RetryPolicy,
+    classify,
+    register_fake,
+    retry_after_seconds,
+)
 from simlab.llm import retry as retry_mod
 
 HELLO = [{"role": "user", "content": "hi"}]
@@ -41,7 +49,7 @@ ERRORS: list[tuple[Callable[[], BaseException], ModelErrorKind]] = [
     (lambda: litellm.InternalServerError("500", **KW), ModelErrorKind.TRANSIENT),
     (lambda: litellm.ServiceUnavailableError("503", **KW), ModelErrorKind.TRANSIENT),
     (lambda: litellm.BadGatewayError("502", **KW), ModelErrorKind.TRANSIENT),
-    (lambda: asyncio.TimeoutError(), ModelErrorKind.TIMEOUT),
+    (lambda: TimeoutError(), ModelErrorKind.TIMEOUT),
     (lambda: litellm.AuthenticationError("401", **KW), ModelErrorKind.AUTH),
     (lambda: litellm.PermissionDeniedError("403", response=httpx.Response(403, request=REQ), **KW), ModelErrorKind.AUTH),
     (lambda: litellm.NotFoundError("404", **KW), ModelErrorKind.NOT_FOUND),

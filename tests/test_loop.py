@@ -10,8 +10,17 @@ from simlab.sim.agents import AgentReply, LLMAgent, PythonAgent
 from simlab.sim.loop import run_trial
 from simlab.sim.simulators import RulesSimulator, ScriptedSimulator
 from simlab.specs import Limits
-from simlab.transcript import AgentMessage, ErrorEvent, InvalidCall, ModelCall, Signal, ToolCall, ToolResult, Usage
-from simlab.transcript import TerminationReason
+from simlab.transcript import (
+    AgentMessage,
+    ErrorEvent,
+    InvalidCall,
+    ModelCall,
+    Signal,
+    TerminationReason,
+    ToolCall,
+    ToolResult,
+    Usage,
+)
 from tests.support import make_trial, scenario
 
 
@@ -214,7 +223,7 @@ async def test_the_wall_time_limit_is_checked_between_tool_calls() -> None:
     clock = StepClock()
 
     def tool_heavy_agent(inp: Any) -> str:
-        for i in range(10):
+        for _ in range(10):
             clock.now += 10.0
             inp.tools.call("get_item", key="a")
         return "done"

@@ -14,8 +14,8 @@ from pydantic import BaseModel
 
 from simlab.cli.main import main
 from simlab.env import READ, Domain, tool
-from simlab.graders.efficiency import efficiency_counts, grade_efficiency
 from simlab.graders.base import GradeContext
+from simlab.graders.efficiency import efficiency_counts, grade_efficiency
 from simlab.runner.store import encode_record
 from simlab.sim.agents import PythonAgent, load_python_agent
 from simlab.sim.loop import Trial, run_trial

@@ -6,7 +6,6 @@ errors played again on resume, and what each of these does to the exit code and 
 from __future__ import annotations
 
 import json
-import re
 from pathlib import Path
 from typing import Any
 

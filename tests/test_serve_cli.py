@@ -4,7 +4,6 @@ nothing is imported unless an HTTP agent or ``simlab serve`` asks for it."""
 from __future__ import annotations
 
 import asyncio
-import json
 import os
 import shutil
 import signal

@@ -6,8 +6,9 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import AsyncIterator
 from contextlib import ExitStack, asynccontextmanager
-from typing import Any, AsyncIterator
+from typing import Any
 
 import pytest
 from mcp import Client, ClientSession, MCPError

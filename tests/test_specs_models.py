@@ -13,7 +13,6 @@ import pytest  # noqa: E402
 from pydantic import ValidationError  # noqa: E402
 from spec_helpers import SCENARIO, one_problem, problems, write  # noqa: E402
 
-from simlab.specs.config import ONE_KIND  # noqa: E402
 from simlab.specs import (  # noqa: E402
     AgentSpec,
     ProjectConfig,
@@ -24,6 +23,7 @@ from simlab.specs import (  # noqa: E402
     load_model,
     load_suite,
 )
+from simlab.specs.config import ONE_KIND  # noqa: E402
 
 GOAL = "  goal: Get order A123 refunded.\n"
 

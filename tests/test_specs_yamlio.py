@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import datetime
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -15,8 +14,12 @@ if FIXTURES not in sys.path:
 import pytest  # noqa: E402
 from spec_helpers import SCENARIO, one_problem, write  # noqa: E402
 
-from simlab.specs import Persona, Scenario, load_model  # noqa: E402
-from simlab.specs import yamlio  # noqa: E402
+from simlab.specs import (  # noqa: E402
+    Persona,
+    Scenario,
+    load_model,
+    yamlio,  # noqa: E402
+)
 from simlab.specs.yamlio import MAX_BYTES, MAX_DEPTH, line_for, load_yaml_file, load_yaml_text  # noqa: E402
 
 

@@ -19,7 +19,6 @@ from simlab.transcript import (
     Usage,
     UserMessage,
 )
-from simlab.tui.trial_diff import differences, first_divergence
 from simlab.tui.export import export_path, transcript_markdown
 from simlab.tui.render import (
     clean,
@@ -36,6 +35,7 @@ from simlab.tui.render import (
 )
 from simlab.tui.render_checks import check_detail, check_line, check_order, diff_table
 from simlab.tui.sample import MARKUP_TEXT, sample_record
+from simlab.tui.trial_diff import differences, first_divergence
 
 
 def plain(renderable: object, width: int = 100) -> str:

@@ -6,8 +6,9 @@ to a screen, look at the report and accept with ``pytest tests/test_tui_snapshot
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import pytest
 from textual.pilot import Pilot

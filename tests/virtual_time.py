@@ -15,7 +15,8 @@ from __future__ import annotations
 
 import asyncio
 import selectors
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 
 class _Selector(selectors.DefaultSelector):  # type: ignore[misc, valid-type]

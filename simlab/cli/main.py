@@ -6,7 +6,8 @@ import argparse
 import os
 import signal
 import sys
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from simlab import __version__
 from simlab.errors import EXIT_INFRA, EXIT_USAGE, SimlabError

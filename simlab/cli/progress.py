@@ -11,7 +11,8 @@ from rich.progress import Progress as RichProgress
 
 from simlab.transcript import TrialRecord
 
-LABELS = {"pass": "pass", "fail": "fail", "invalid": "invalid", "error": "error","goal_reached": "goal", "user_gave_up": "gave up", "agent_transferred": "transferred",
+LABELS = {"pass": "pass", "fail": "fail", "invalid": "invalid", "unjudged": "unjudged",
+          "goal_reached": "goal", "user_gave_up": "gave up", "agent_transferred": "transferred",
           "max_turns": "turn cap", "agent_loop": "loop", "budget_exceeded": "budget",
           "context_window": "context", "agent_error": "agent crash", "error": "error"}
 
@@ -27,7 +28,7 @@ class Progress:
         )
         self._task = self._bar.add_task("run", total=total, completed=done, counts="")
 
-    def __enter__(self) -> "Progress":
+    def __enter__(self) -> Progress:
         self._bar.__enter__()
         return self
 

@@ -155,7 +155,7 @@ class FrameworkAgent:
         self._built: dict[str, Any] = {}
 
     @classmethod
-    def load(cls, ref: str, **settings: Any) -> "FrameworkAgent":
+    def load(cls, ref: str, **settings: Any) -> FrameworkAgent:
         try:
             target = load_attr(ref, example=f"mypkg.agents:{cls.kind}_agent")
         except RefError as exc:

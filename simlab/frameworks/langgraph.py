@@ -24,8 +24,16 @@ import time
 from typing import Any
 from uuid import UUID
 
-from simlab.frameworks.common import (CONTEXT_KEY, FrameworkAgent, TrialContext, jsonable, load_domain_schemas,
-                                      missing_extra, tool_specs, trial_of)
+from simlab.frameworks.common import (
+    CONTEXT_KEY,
+    FrameworkAgent,
+    TrialContext,
+    jsonable,
+    load_domain_schemas,
+    missing_extra,
+    tool_specs,
+    trial_of,
+)
 from simlab.sim.agent_io import AgentInput, AgentReply
 from simlab.sim.probe import ProbeStop, pending_call
 from simlab.transcript import GraphState, GraphStep, PendingToolCall
@@ -54,7 +62,7 @@ def langchain_tools(schemas: list[dict[str, Any]]) -> list[Any]:
     run config names."""
     def make(name: str) -> Any:
         async def run(config: RunnableConfig, **arguments: Any) -> str:
-            trial = trial_of((config.get("configurable") or {}).get(CONTEXT_KEY), f'config["configurable"]')
+            trial = trial_of((config.get("configurable") or {}).get(CONTEXT_KEY), 'config["configurable"]')
             return trial.call(name, arguments, call_id=None)
 
         return run

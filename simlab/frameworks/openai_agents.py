@@ -21,8 +21,14 @@ import os
 import time
 from typing import Any
 
-from simlab.frameworks.common import (FrameworkAgent, TrialContext, load_domain_schemas, missing_extra, tool_specs,
-                                      trial_of)
+from simlab.frameworks.common import (
+    FrameworkAgent,
+    TrialContext,
+    load_domain_schemas,
+    missing_extra,
+    tool_specs,
+    trial_of,
+)
 from simlab.sim.agent_io import AgentInput, AgentReply
 from simlab.transcript import Handoff
 

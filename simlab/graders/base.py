@@ -15,8 +15,9 @@ decide: a judge that kept answering malformed JSON). A trial's verdict combines 
 from __future__ import annotations
 
 import marshal
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 from simlab.env.domain import Domain
 from simlab.specs import Persona, Scenario

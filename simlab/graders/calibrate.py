@@ -49,8 +49,18 @@ from simlab.llm.types import ChatModel
 from simlab.specs.base import SpecModel
 from simlab.specs.errors import format_validation_error
 from simlab.specs.yamlio import line_for, load_yaml_file
-from simlab.transcript import (AgentMessage, ModelCall, Pin, Termination, TerminationReason, ToolCall, ToolResult,
-                               Transcript, Usage, UserMessage)
+from simlab.transcript import (
+    AgentMessage,
+    ModelCall,
+    Pin,
+    Termination,
+    TerminationReason,
+    ToolCall,
+    ToolResult,
+    Transcript,
+    Usage,
+    UserMessage,
+)
 
 __all__ = ["CalibrationReport", "LabelItem", "Outcome", "calibrate", "calibrate_file", "cohen_kappa",
            "format_report", "load_labels"]
@@ -71,7 +81,7 @@ class InlineTurn(SpecModel):
     tool: InlineTool | None = None
 
     @model_validator(mode="after")
-    def _one(self) -> "InlineTurn":
+    def _one(self) -> InlineTurn:
         if sum(v is not None for v in (self.user, self.agent, self.tool)) != 1:
             raise ValueError("each conversation line is exactly one of user:, agent:, tool:")
         return self
@@ -99,7 +109,7 @@ class LabelEntry(SpecModel):
         return {"pass": "yes", "fail": "no", "true": "yes", "false": "no"}.get(text, text)
 
     @model_validator(mode="after")
-    def _one_source(self) -> "LabelEntry":
+    def _one_source(self) -> LabelEntry:
         if (self.transcript is None) == (self.conversation is None):
             raise ValueError("give exactly one of transcript: (a file) or conversation: (inline turns)")
         return self
@@ -319,7 +329,8 @@ def format_report(report: CalibrationReport) -> str:
     cost = "unknown" if usage.cost_usd is None else f"${usage.cost_usd:.4f}"
     lines = [
         f"Judge calibration: {total} labelled items, {report.n} judged"
-        + (f", {len(report.errors)} judge errors" if report.errors else "") + f" — judge {report.judge.get('ref', '?')}",
+        + (f", {len(report.errors)} judge errors" if report.errors else "")
+        + f" — judge {report.judge.get('ref', '?')}",
         f"  agreement      {_pct(report.agreement)} ({report.both_yes + report.both_no} of {report.n})",
         f"  Cohen's kappa  {kappa_text}",
         f"  false passes   {report.false_passes}  (judge yes, human no: a bad trial would pass)",

@@ -21,8 +21,9 @@ from __future__ import annotations
 import json
 import math
 import re
+from collections.abc import Callable
 from datetime import date, datetime
-from typing import Any, Callable
+from typing import Any
 
 from simlab import imports
 from simlab.specs.expect import CallSpec

@@ -89,20 +89,23 @@ _REFUSE = [
     r"\bnever ?mind\b", r"^forget (?:it|that|this|about it)\b", r"\bchanged? my mind\b", r"\bchange of plans?\b",
     r"\bon second thoughts?\b", r"\bscratch that\b", r"\bleave it(?: as it is| be| alone)?$", r"\blet'?s not\b",
     r"\b(?:i'?d|i would) rather (?:not|you didn'?t)\b", r"^rather not\b", r"\bi'?d prefer (?:you )?not\b",
-    r"\bplease (?:don'?t|do not|dont)\b", r"\b(?:don'?t|do not|dont) (?:do (?:it|that|this|anything)|go ahead|proceed|bother)\b",
+    r"\bplease (?:don'?t|do not|dont)\b",
+    r"\b(?:don'?t|do not|dont) (?:do (?:it|that|this|anything)|go ahead|proceed|bother)\b",
     r"\bi (?:do not|don'?t|dont) (?:think so|agree|consent|approve|authori[sz]e)\b",
     r"\bi (?:disagree|refuse|decline|object)\b", r"\bi (?:didn'?t|did not) (?:ask|agree|say)\b",
     r"\bthat'?s not what i\b", r"\bi said no\b", r"^(?:don'?t|do not|dont)!*$", r"\b(?:yeah|yes|ok|okay) no\b",
     r"\b(?:that'?s|that is|it'?s|this is) (?:not (?:right|correct|ok|okay|fine|what)|wrong|incorrect)\b",
 ]
 _REFUSE_LEAD = [  # only in the reply's first clause, or after "but" / "actually"
-    r"^(?:don'?t|do not|dont)\b", r"^not\b(?! (?:until|till|before|unless)\b)", r"^i (?:do not|don'?t|dont) (?:want|need)\b", r"^i'?d rather\b",
+    r"^(?:don'?t|do not|dont)\b", r"^not\b(?! (?:until|till|before|unless)\b)",
+    r"^i (?:do not|don'?t|dont) (?:want|need)\b", r"^i'?d rather\b",
 ]
 _HEDGE = [
     r"\b(?:maybe|perhaps|possibly|unsure|depends)\b", r"\bnot (?:so |really |too |entirely )?(?:sure|certain)\b",
     r"\blet me (?:think|check|see|ask|get back|talk|look)\b", r"\bi (?:need|have|want) to (?:think|check|ask|talk)\b",
     r"\bi'?ll (?:think|check|get back|let you know)\b", r"\bthink about it\b", r"^(?:hmm+|umm*|erm+|uh+|err+)\b",
-    r"\bi (?:do not|don'?t|dont) know\b", r"\bdunno\b", r"^(?:only )?(?:not )?(?:until|till|before|unless|if)\b", r"\bi guess not\b", r"\bi'?m torn\b", r"\bnot yet sure\b",
+    r"\bi (?:do not|don'?t|dont) know\b", r"\bdunno\b", r"^(?:only )?(?:not )?(?:until|till|before|unless|if)\b",
+    r"\bi guess not\b", r"\bi'?m torn\b", r"\bnot yet sure\b",
 ]
 _AGREE = [
     r"\b(?:yes|yeah|yea|yep|yup|ya|yah|aye|sure|ok|okay|okey|k|kk|alright|all right|correct|"

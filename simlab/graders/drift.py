@@ -32,13 +32,14 @@ from __future__ import annotations
 import functools
 import re
 from collections import Counter
-from typing import Any, Callable, Iterable
+from collections.abc import Callable, Iterable
+from typing import Any
 
 from simlab.graders.base import Check, GradeContext, check_at, initial_snapshot, scenario_memo
-from simlab.graders.registry import grader
 from simlab.graders.comparators import same_value
 from simlab.graders.paths import MISSING, PathError, resolve
 from simlab.graders.policy import calls_of
+from simlab.graders.registry import grader
 from simlab.specs import Persona, Scenario
 from simlab.transcript import AgentMessage, Signal, UserMessage
 
@@ -297,10 +298,12 @@ _ROLE_SWAP = re.compile(
     r"|\bas an? (?:helpful |virtual |digital |friendly )?(?:customer (?:service|support|care) |support |service )?"
     r"(?:ai|assistant|agent|representative|rep|bot|chatbot)\b"
     r"|\bhow (?:can|may|could) i (?:help|assist) you\b|\bi(?:'?m| am) here to (?:help|assist)\b"
-    r"|\bis there anything else (?:that )?i can (?:help|assist|do for) you\b|\bthank you for (?:contacting|reaching out to) us\b"
+    r"|\bis there anything else (?:that )?i can (?:help|assist|do for) you\b"
+    r"|\bthank you for (?:contacting|reaching out to) us\b"
     r"|\bi(?:'?ll| will|'?d be happy to| would be happy to|'?d be glad to| can) (?:help|assist) you\b"
     r"|\bi(?:'?ll| will)(?: also)? (?:send|email) (?:you )?(?:a |an |the )?(?:confirmation|receipt|follow-up|summary)"
-    r"|\b(?:let me|i(?:'?ll| will)) (?:look up|check on|pull up|process|escalate|cancel|issue) (?:your|the customer'?s)\b"
+    r"|\b(?:let me|i(?:'?ll| will)) (?:look up|check on|pull up|process|escalate|cancel|issue)"
+    r" (?:your|the customer'?s)\b"
     r"|\bi(?:'?ve| have) (?:processed|issued|escalated|cancell?ed|refunded|updated) (?:your|the)\b"
     r"|\b(?:could|can|may) i (?:have|get) your (?:order|account|customer) (?:number|id)\b",
     re.I)

@@ -17,7 +17,8 @@ data without tool traffic: the judge sees what the user could see.
 from __future__ import annotations
 
 import json
-from typing import Any, Awaitable, Callable
+from collections.abc import Awaitable, Callable
+from typing import Any
 
 from simlab.graders.base import GradeContext
 from simlab.graders.judge import JudgeOutcome, at_least_one, judge_criterion, not_run

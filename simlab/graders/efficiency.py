@@ -25,14 +25,15 @@ from __future__ import annotations
 
 import json
 import statistics
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from simlab.graders.base import Check, GradeContext, check_at
-from simlab.graders.registry import grader
 from simlab.graders.policy import calls_of
+from simlab.graders.registry import grader
+from simlab.transcript import AgentMessage, ModelCall, ToolCall, Transcript, Usage, UserMessage
 from simlab.transcript.counts import tool_counts
 from simlab.transcript.model import spends_nothing_unseen
-from simlab.transcript import AgentMessage, ModelCall, ToolCall, Transcript, Usage, UserMessage
 
 __all__ = ["efficiency_counts", "grade_efficiency", "LOOP_REPEATS", "FAILING_TERMINATIONS"]
 

@@ -8,8 +8,9 @@ judge model their checks are recorded as not run, never passed.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, Sequence
+from typing import Any
 
 from simlab.graders.base import Check, GradeContext, Verdict, verdict_of
 from simlab.graders.registry import GraderSet, graders_for

@@ -13,7 +13,7 @@ An agent that records no graph (any kind but ``langgraph``) gets ``not_run`` for
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 from simlab.graders.base import Check, GradeContext, check_at
 from simlab.graders.registry import grader

@@ -12,7 +12,8 @@ score (there is nothing to ground, which is not the same as 100 %).
 
 from __future__ import annotations
 
-from typing import Any, Awaitable, Callable, Literal
+from collections.abc import Awaitable, Callable
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
@@ -76,7 +77,8 @@ or directly imply it, otherwise "unsupported" (including when no tool result men
 tool_results block is evidence; what the customer said is not.
 
 Reply with only a JSON object, no other text:
-{{"claims": [{{"claim": "…", "verdict": "supported" or "unsupported", "evidence": "#index of the result, or why not"}}]}}
+{{"claims": [{{"claim": "…", "verdict": "supported" or "unsupported", \
+"evidence": "#index of the result, or why not"}}]}}
 Use an empty list if the message makes no factual claims."""
 
 

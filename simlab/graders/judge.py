@@ -23,8 +23,9 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any, Awaitable, Callable, Generic, Literal, TypeVar
+from typing import Any, Generic, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
@@ -185,7 +186,8 @@ Reply with only a JSON object, no other text:
 
 def rubric_messages(transcript: Transcript, criterion: str, policy: str = "") -> list[Message]:
     nonce = nonce_for(transcript, "rubric")
-    policy_text = f"\nThe policy the agent was given (trusted, for reference):\n{policy.strip()[:4000]}\n" if policy.strip() else ""
+    policy_text = (f"\nThe policy the agent was given (trusted, for reference):\n{policy.strip()[:4000]}\n"
+                   if policy.strip() else "")
     system = RUBRIC_SYSTEM.format(rules=data_rules(nonce), criterion=criterion, policy=policy_text,
                                   placeholder=REASON_PLACEHOLDER)
     user = (f"{transcript_as_data(transcript, nonce=nonce)}\n\nDoes the conversation above satisfy the "

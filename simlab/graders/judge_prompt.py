@@ -88,13 +88,16 @@ def event_line(index: int, event: Any, *, max_result_chars: int = MAX_RESULT_CHA
         return f"{head} AGENT: {_text(event.text)}"
     if isinstance(event, ToolCall):
         args = event.arguments if event.arguments is not None else event.raw_arguments
-        return f"{head} AGENT CALLS TOOL {_name(event.name)} (call {_name(event.call_id)}) with {_value(args, max_result_chars)}"
+        call = f"{_name(event.name)} (call {_name(event.call_id)})"
+        return f"{head} AGENT CALLS TOOL {call} with {_value(args, max_result_chars)}"
     if isinstance(event, ToolResult):
         if event.ok:
-            return f"{head} TOOL RESULT {_name(event.name)} (call {_name(event.call_id)}): {_value(event.result, max_result_chars)}"
+            call = f"{_name(event.name)} (call {_name(event.call_id)})"
+            return f"{head} TOOL RESULT {call}: {_value(event.result, max_result_chars)}"
         return f"{head} TOOL ERROR {_name(event.name)} (call {_name(event.call_id)}): {_text(event.error or '')}"
     if isinstance(event, InvalidCall):
-        return f"{head} INVALID TOOL CALL {_name(event.name)} (call {_name(event.call_id)}), not run: {_text(event.reason)}"
+        call = f"{_name(event.name)} (call {_name(event.call_id)})"
+        return f"{head} INVALID TOOL CALL {call}, not run: {_text(event.reason)}"
     if isinstance(event, Signal):
         return f"{head} {event.role.upper()} SIGNAL: {event.signal}"
     if isinstance(event, ErrorEvent):

@@ -34,14 +34,15 @@ import json
 import math
 import operator
 import re
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable
+from typing import Any
 
 from simlab.graders.base import Check, GradeContext, check_at, initial_snapshot
-from simlab.graders.registry import grader
-from simlab.graders.confirm import ask_kind, builtin, merge, stance
 from simlab.graders.comparators import ComparatorError, as_number, call_matches, describe_spec, load_callable
+from simlab.graders.confirm import ask_kind, builtin, merge, stance
 from simlab.graders.paths import MISSING, PathError, resolve
+from simlab.graders.registry import grader
 from simlab.specs.expect import LIMIT, Rule
 from simlab.transcript import AgentMessage, Handoff, InvalidCall, ToolCall, ToolResult, Transcript, UserMessage
 

@@ -33,8 +33,9 @@ import importlib
 import inspect
 import json
 import sys
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Sequence
+from typing import Any
 
 from simlab.graders.base import GradeContext
 from simlab.imports import RefError, load_callable

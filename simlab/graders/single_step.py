@@ -11,11 +11,11 @@ check existed) is ``not_run``; an agent that answered in text instead of calling
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 from simlab.graders.base import Check, GradeContext, check_at
-from simlab.graders.registry import grader
 from simlab.graders.comparators import ComparatorError, call_mismatch, describe_spec
+from simlab.graders.registry import grader
 from simlab.transcript import PendingToolCall, ToolCall
 
 __all__ = ["grade_first_tool_call"]

@@ -17,13 +17,14 @@ from __future__ import annotations
 
 import copy
 import json
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from simlab.env.domain import Environment
 from simlab.graders.base import Check, GradeContext, scenario_memo
-from simlab.graders.registry import grader
 from simlab.graders.comparators import ComparatorError, as_number, load_callable, same_value
 from simlab.graders.paths import MISSING, PathError, parse_path, resolve
+from simlab.graders.registry import grader
 from simlab.graders.served import unless_tools_unseen
 from simlab.specs.expect import COMPARISONS, Expect, StateAssertion
 

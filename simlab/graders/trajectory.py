@@ -15,11 +15,12 @@ Soft ``tool_precision`` / ``tool_recall`` use the multiset overlap (a maximum on
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from simlab.graders.base import Check, GradeContext, check_at
-from simlab.graders.registry import grader
 from simlab.graders.comparators import ComparatorError, call_matches, call_mismatch, describe_spec
+from simlab.graders.registry import grader
 from simlab.graders.served import unless_tools_unseen
 from simlab.specs.expect import CallSpec
 from simlab.transcript import AgentMessage, InvalidCall, ToolCall, Transcript

@@ -188,7 +188,7 @@ def _never_connected(chain: list[BaseException]) -> bool:
     return any(type(e).__name__ in _UNREACHABLE for e in chain)
 
 
-def settled(exc: BaseException, stats: "RetryStats",
+def settled(exc: BaseException, stats: RetryStats,
             describe: Callable[[BaseException], str]) -> tuple[ModelErrorKind, str] | None:
     """How a call that failed for good is reported: its kind (UNREACHABLE only when the endpoint
     never answered any attempt) and its message (with the retries spent, for a retryable kind).

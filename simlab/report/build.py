@@ -5,9 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from simlab.errors import UsageError
+from simlab.redact import holds_secret, mask_tree
 from simlab.results.figures import Completeness, RunSummary
 from simlab.results.frames import CHECKS_FILE, RESULTS_FILE, read_checks_table, read_results, write_table
-from simlab.redact import holds_secret, mask_tree
 from simlab.results.summary import summarize
 from simlab.runner.store import ReadNotes, RunStore, clean_leftovers, write_atomic
 

@@ -13,7 +13,15 @@ from typing import Any
 from simlab.errors import UsageError
 from simlab.redact import mask_tree
 from simlab.results.figures import (
-    ChangeVerdict, Comparison, Count, FlakeChange, Paired, PooledChange, RunSummary, ScenarioChange, ScenarioFigures,
+    ChangeVerdict,
+    Comparison,
+    Count,
+    FlakeChange,
+    Paired,
+    PooledChange,
+    RunSummary,
+    ScenarioChange,
+    ScenarioFigures,
 )
 from simlab.results.stats import Z95, diff_interval
 

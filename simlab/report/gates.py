@@ -9,8 +9,8 @@ gate that failed is a certain failure and exits 1 even then: one real violation 
 from __future__ import annotations
 
 import operator
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 
 from simlab.errors import EXIT_GATE_FAILED, EXIT_INFRA, EXIT_OK
 from simlab.report.compare_runs import compare

@@ -9,9 +9,10 @@ never 0.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 from simlab.transcript.row import ROLES, USAGE_FIELDS
 

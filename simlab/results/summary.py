@@ -18,8 +18,20 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from simlab.results.figures import (
-    CheckError, CheckFailures, ErrorCause, PassPoint, Percentiles, Rate, RunSummary, ScenarioFigures, SuiteFigures,
-    SuitePassPoint, SuiteView, Unjudged, UnjudgedCheck, ViewFigures,
+    CheckError,
+    CheckFailures,
+    ErrorCause,
+    PassPoint,
+    Percentiles,
+    Rate,
+    RunSummary,
+    ScenarioFigures,
+    SuiteFigures,
+    SuitePassPoint,
+    SuiteView,
+    Unjudged,
+    UnjudgedCheck,
+    ViewFigures,
 )
 from simlab.results.frames import Results
 from simlab.results.stats import flake_class, mean_defined, pass_at_k, pass_curve, pass_hat_k, percentile, wilson

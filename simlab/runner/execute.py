@@ -11,18 +11,17 @@ import contextlib
 import gc
 import traceback
 from collections import deque
-from contextlib import contextmanager
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
-from typing import Any, Awaitable, Callable, Iterator, Protocol, Sequence
+from datetime import UTC, datetime
+from typing import Any, Protocol
 
 from simlab.env.domain import Domain
+from simlab.errors import InfraError
 from simlab.graders.base import GradeContext
 from simlab.graders.grade import grade, graders_of
-from simlab.specs import GraderUse, LoadedScenario
-
-from simlab.errors import InfraError
 from simlab.llm.types import ModelError
 from simlab.runner.plan import WorkUnit
 from simlab.runner.prepare import RunPlan
@@ -30,6 +29,7 @@ from simlab.runner.store import encode_record
 from simlab.sim.agent_io import Agent
 from simlab.sim.loop import Trial, run_trial
 from simlab.sim.simulators import Simulator
+from simlab.specs import GraderUse, LoadedScenario
 from simlab.transcript import ErrorEvent, Termination, TerminationReason, Transcript, TrialRecord
 
 
@@ -385,7 +385,7 @@ def _crashed(trial: Trial, exc: Exception) -> Transcript:
         simulator=trial.simulator.pin(), agent_context=dict(trial.scenario.agent_context),
         events=[ErrorEvent(turn=0, source="lab", kind="crash", message=detail)],
         termination=Termination(reason=TerminationReason.ERROR, detail=f"simlab crashed: {detail}"),
-        started_at=datetime.now(timezone.utc).isoformat(timespec="seconds"), duration_s=0.0,
+        started_at=datetime.now(UTC).isoformat(timespec="seconds"), duration_s=0.0,
     )
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -44,7 +44,8 @@ def merge_shards(out: Path, shards: list[Path], command: list[str]) -> MergeRepo
         diffs = pin_differences(first.get("pins", {}), manifest.get("pins", {}))
         if diffs:
             lines = "\n".join(f"  - {d}" for d in diffs[:20])
-            raise UsageError(f"{shard} is not a shard of the same run as {shards[0]}: its pins or plan differ:\n{lines}")
+            raise UsageError(f"{shard} is not a shard of the same run as {shards[0]}: "
+                             f"its pins or plan differ:\n{lines}")
     plan = target.planned_units(first)
     if plan is None:
         raise UsageError(f"{shards[0] / 'run.json'}: names no planned scenarios and trials; is it a simlab run?")
@@ -109,7 +110,7 @@ def _merged_manifest(manifests: list[dict[str, Any]], out: Path, report: MergeRe
                      command: list[str]) -> dict[str, Any]:
     manifest = {k: v for k, v in manifests[0].items() if k != "resumes"}
     manifest["run_id"] = out.name
-    manifest["created_at"] = datetime.now(timezone.utc).isoformat(timespec="seconds")
+    manifest["created_at"] = datetime.now(UTC).isoformat(timespec="seconds")
     manifest["command"] = command
     manifest["merged_from"] = [{"folder": str(folder), "run_id": shard.get("run_id"), "trials": count}
                                for (folder, count), shard in zip(report.shards, manifests)]

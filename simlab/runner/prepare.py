@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -272,7 +272,7 @@ def check_run_id(run_id: str) -> str:
 
 
 def _new_run_id() -> str:
-    return datetime.now(timezone.utc).strftime("%Y%m%d-%H%M%S")
+    return datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
 
 
 def manifest_for(plan: RunPlan, req: RunRequest, trials: dict[str, int]) -> dict[str, Any]:
@@ -282,7 +282,7 @@ def manifest_for(plan: RunPlan, req: RunRequest, trials: dict[str, int]) -> dict
         "run_id": plan.run_id,
         "simlab_version": __version__,
         "python": sys.version.split()[0],
-        "created_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "created_at": datetime.now(UTC).isoformat(timespec="seconds"),
         "command": req.command,
         "pins": pins_of(plan, trials),
         "units": len(plan.units),

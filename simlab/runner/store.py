@@ -17,14 +17,22 @@ import json
 import os
 import re
 import secrets
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 from simlab.errors import InfraError
 from simlab.redact import mask_tree
 from simlab.runner.lines import (
-    LineError, ReadNotes, encode_record, last_line_start, parse_record, read_head, record_of, scan,
+    LineError,
+    ReadNotes,
+    encode_record,
+    last_line_start,
+    parse_record,
+    read_head,
+    record_of,
+    scan,
 )
 from simlab.runner.plan import unit_id_of
 from simlab.transcript import TrialRecord
@@ -239,7 +247,7 @@ class RunStore:
         for number, _, raw in scan(self.trials_path, "raw"):
             yield record_of(raw, self.trials_path, number)
 
-    def open_appender(self) -> "Appender":
+    def open_appender(self) -> Appender:
         return Appender(self.trials_path)
 
 

@@ -32,7 +32,8 @@ import os
 import selectors
 import signal
 import sys
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from simlab.errors import InfraError, UsageError
 from simlab.runner.execute import RunOutcome, execute

@@ -17,7 +17,8 @@ import asyncio
 import contextlib
 import ipaddress
 import socket
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 import mcp.types as types
 import uvicorn
@@ -183,7 +184,7 @@ class ToolServer:
             await self._task
         self._server = self._task = None
 
-    async def __aenter__(self) -> "ToolServer":
+    async def __aenter__(self) -> ToolServer:
         await self.start()
         return self
 

@@ -16,9 +16,10 @@ from __future__ import annotations
 import asyncio
 import secrets
 from collections import OrderedDict
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterator
+from typing import Any
 
 from simlab.env.domain import Domain
 from simlab.sim.tool_handle import StopTrial, ToolHandle

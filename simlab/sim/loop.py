@@ -7,17 +7,18 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
-from typing import Any, Callable
+from datetime import UTC, datetime
+from typing import Any
 
 from pydantic import BaseModel
 
 from simlab.env.domain import Domain, Environment
 from simlab.llm.types import ModelError, ModelErrorKind
 from simlab.sim.agent_io import Agent, AgentInput
-from simlab.sim.tool_handle import StopTrial, ToolHandle
 from simlab.sim.simulators.base import Simulator, SimView
+from simlab.sim.tool_handle import StopTrial, ToolHandle
 from simlab.specs import Limits, Persona, Scenario
 from simlab.transcript import (
     AgentMessage,
@@ -180,7 +181,7 @@ async def run_trial(trial: Trial, *, clock: Callable[[], float] = time.monotonic
 
 
 async def _run(conv: _Conversation, trial: Trial, clock: Callable[[], float]) -> Transcript:
-    started_at = datetime.now(timezone.utc).isoformat(timespec="seconds")
+    started_at = datetime.now(UTC).isoformat(timespec="seconds")
     try:
         async with asyncio.timeout(trial.limits.max_seconds):
             await conv.play()

@@ -84,7 +84,7 @@ class AgentSpec(SpecModel):
         return _mapping_or_fail(value, "a LiteLLM model string, 'python:module:attr', an http:// URL, or a mapping")
 
     @model_validator(mode="after")
-    def _one_kind(self) -> "AgentSpec":
+    def _one_kind(self) -> AgentSpec:
         kinds = ["model", "python", "http", *FRAMEWORKS]
         given = [k for k in kinds if getattr(self, k) is not None]
         if len(given) != 1:
@@ -148,7 +148,7 @@ class SimulatorSpec(SpecModel):
         return _mapping_or_fail(value, "'rules', 'scripted', a LiteLLM model string, or a mapping")
 
     @model_validator(mode="after")
-    def _model_for_llm(self) -> "SimulatorSpec":
+    def _model_for_llm(self) -> SimulatorSpec:
         if self.kind == "llm" and not (self.model and self.model.strip()):
             raise ValueError("an llm simulator needs 'model' (a LiteLLM model string)")
         if self.kind != "llm" and self.model:
@@ -179,7 +179,7 @@ class JudgeSpec(SpecModel):
         return _mapping_or_fail(value, "a LiteLLM model string or a mapping")
 
     @model_validator(mode="after")
-    def _named(self) -> "JudgeSpec":
+    def _named(self) -> JudgeSpec:
         if not self.model.strip():
             raise ValueError("'model' is empty; give a LiteLLM model string")
         fmt = self.params.get("response_format")

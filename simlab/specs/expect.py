@@ -37,7 +37,7 @@ class StateAssertion(SpecModel):
     name: str | None = Field(None, description="Sub-goal name used in reports and partial credit.")
 
     @model_validator(mode="after")
-    def _one_comparison(self) -> "StateAssertion":
+    def _one_comparison(self) -> StateAssertion:
         given = [c for c in COMPARISONS if c in self.model_fields_set]
         if not given:
             raise ValueError(f"give one comparison: {', '.join(COMPARISONS)}")
@@ -114,7 +114,7 @@ class Rule(SpecModel):
         return value
 
     @model_validator(mode="after")
-    def _exactly_one(self) -> "Rule":
+    def _exactly_one(self) -> Rule:
         given = [k for k in RULE_KEYS if getattr(self, k) is not None]
         if len(given) != 1:
             got = ", ".join(given) if given else "none"

@@ -64,7 +64,7 @@ class Gate(SpecModel):
         return {"gate": value} if isinstance(value, str) else value
 
     @model_validator(mode="after")
-    def _one_kind(self) -> "Gate":
+    def _one_kind(self) -> Gate:
         if (self.gate is None) == (self.no_regression_vs is None):
             raise ValueError("a gate is either 'METRIC OP NUMBER' or {no_regression_vs: RUN_ID}")
         if self.gate is not None:

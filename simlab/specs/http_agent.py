@@ -91,7 +91,7 @@ class HttpAgentSpec(SpecModel):
         return value
 
     @model_validator(mode="after")
-    def _shape(self) -> "HttpAgentSpec":
+    def _shape(self) -> HttpAgentSpec:
         if self.format == "openai" and (self.body is not None or "reply_path" in self.model_fields_set):
             raise ValueError("'body' and 'reply_path' are for format: rest (an OpenAI-compatible endpoint gets "
                              "the conversation and answers a chat completion)")

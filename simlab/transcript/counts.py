@@ -12,7 +12,8 @@ over stored lines and the graders share it.
 
 from __future__ import annotations
 
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 __all__ = ["tool_counts"]
 

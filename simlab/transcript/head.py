@@ -76,7 +76,7 @@ class TrialFigures(BaseModel):
     check_count: int = 0
 
     @model_validator(mode="after")
-    def _only_check_columns(self) -> "TrialFigures":
+    def _only_check_columns(self) -> TrialFigures:
         for key, value in (self.model_extra or {}).items():
             if not key.startswith(CHECK_COLUMN) or not (value is None or isinstance(value, str)):
                 raise ValueError(f"unexpected key {key!r} in a trial's figures (only {CHECK_COLUMN}<name> columns, "
@@ -100,8 +100,8 @@ class TrialHead(BaseModel):
     failed: list[tuple[str, str, bool]] = Field(default_factory=list, description="[name, kind, hard] of each "
                                                                                   "failed check.")
     not_run: list[str] = Field(default_factory=list, description="Names of the checks that did not run.")
-    unjudged: list[tuple[str, str]] = Field(default_factory=list, description="[name, kind] of the hard checks "
-                                                                             "that did not run (the trial is unjudged).")
+    unjudged: list[tuple[str, str]] = Field(
+        default_factory=list, description="[name, kind] of the hard checks that did not run (the trial is unjudged).")
     errored: list[tuple[str, str, bool, str]] = Field(
         default_factory=list, description=f"[name, kind, hard, reason] of checks whose grader could not decide "
                                           f"(reason cut to {REASON_CHARS} characters).")

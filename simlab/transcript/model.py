@@ -9,7 +9,7 @@ address (``event`` in a check).
 from __future__ import annotations
 
 from enum import Enum
-from typing import Annotated, Any, Literal, Union
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -37,7 +37,7 @@ class Usage(_Model):
     retries: int = Field(0, description="How many times the call was retried after a transient error.")
     retry_wait_s: float = Field(0.0, description="Seconds spent waiting between retries.")
 
-    def __add__(self, other: "Usage") -> "Usage":
+    def __add__(self, other: Usage) -> Usage:
         def add(a: float | int | None, b: float | int | None) -> Any:
             return None if a is None or b is None else a + b
 
@@ -128,13 +128,14 @@ class ErrorEvent(_Model):
     type: Literal["error"] = "error"
     turn: int
     source: str = Field(description="Where it broke: agent, simulator, judge, tool, lab.")
-    kind: str = Field(description="auth | bad_request | not_found | transient | context_window | timeout | crash | read_wrote | invalid_state | bad_result")
+    kind: str = Field(description="auth | bad_request | not_found | transient | context_window | timeout | crash"
+                                  " | read_wrote | invalid_state | bad_result")
     message: str
 
 
 Event = Annotated[
-    Union[UserMessage, AgentMessage, ToolCall, ToolResult, InvalidCall, Signal, ModelCall, ErrorEvent,
-          GraphStep, GraphState, Handoff, PendingToolCall],
+    UserMessage | AgentMessage | ToolCall | ToolResult | InvalidCall | Signal | ModelCall | ErrorEvent
+    | GraphStep | GraphState | Handoff | PendingToolCall,
     Field(discriminator="type"),
 ]
 

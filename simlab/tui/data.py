@@ -11,9 +11,11 @@ import json
 import os
 import threading
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
+from datetime import UTC
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 from simlab.runner.lines import LineError, ReadNotes, UnitLedger, line_value
 from simlab.runner.store import planned_units
@@ -35,7 +37,7 @@ class RunInfo:
     manifest: dict[str, Any] = field(default_factory=dict)
 
     @classmethod
-    def load(cls, folder: Path) -> "RunInfo":
+    def load(cls, folder: Path) -> RunInfo:
         try:
             manifest = json.loads((folder / MANIFEST).read_text(encoding="utf-8"))
         except (OSError, ValueError):
@@ -57,9 +59,9 @@ class RunInfo:
         if isinstance(created, str) and created:
             return created
         path = self.folder / TRIALS if (self.folder / TRIALS).exists() else self.folder
-        from datetime import datetime, timezone
+        from datetime import datetime
 
-        return datetime.fromtimestamp(path.stat().st_mtime, timezone.utc).isoformat(timespec="seconds")
+        return datetime.fromtimestamp(path.stat().st_mtime, UTC).isoformat(timespec="seconds")
 
     def pin(self, role: str) -> str:
         """The model or reference that played ``role`` (agent, simulator, judge), or ''."""

@@ -11,6 +11,8 @@ import re
 from pathlib import Path
 from typing import Any
 
+from simlab.inert import one_line
+from simlab.report.formats import md_escape
 from simlab.transcript import (
     AgentMessage,
     ErrorEvent,
@@ -22,8 +24,6 @@ from simlab.transcript import (
     TrialRecord,
     UserMessage,
 )
-from simlab.inert import one_line
-from simlab.report.formats import md_escape
 from simlab.tui.render import clean, event_blocks, fmt_cost
 
 __all__ = ["export_path", "transcript_markdown"]

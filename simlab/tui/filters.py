@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Iterable
 from dataclasses import dataclass, replace
-from typing import Iterable
 
 from simlab.tui.rows import TrialRow
 
@@ -36,10 +36,10 @@ class TrialFilter:
             return False
         return self.hits is None or row.unit_id in self.hits
 
-    def with_(self, **changes: object) -> "TrialFilter":
+    def with_(self, **changes: object) -> TrialFilter:
         return replace(self, **changes)  # type: ignore[arg-type]
 
-    def cleared(self) -> "TrialFilter":
+    def cleared(self) -> TrialFilter:
         """Only the scenario is kept."""
         return TrialFilter(scenario=self.scenario)
 

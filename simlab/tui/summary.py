@@ -14,8 +14,8 @@ the last refresh, and a scenario's figures are made again only when it got new t
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Collection, Iterable, Sequence
 
 from simlab.results.figures import ScenarioFigures
 from simlab.results.summary import ScenarioTally, counts_as_pass, rate, suite_point

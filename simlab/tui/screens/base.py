@@ -30,7 +30,7 @@ class RunScreen(Screen):
         self._pending = False
 
     @property
-    def viewer(self) -> "ViewApp":
+    def viewer(self) -> ViewApp:
         return cast("ViewApp", self.app)
 
     @property

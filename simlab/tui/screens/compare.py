@@ -9,9 +9,9 @@ from textual.containers import Horizontal, Vertical
 from textual.widgets import Static
 
 from simlab.transcript import TrialRecord
-from simlab.tui.trial_diff import differences
 from simlab.tui.data import RunInfo
 from simlab.tui.screens.base import RunScreen
+from simlab.tui.trial_diff import differences
 from simlab.tui.widgets.crumbs import Crumbs
 from simlab.tui.widgets.key_bar import KeyBar
 from simlab.tui.widgets.transcript_view import TranscriptView

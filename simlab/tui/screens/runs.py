@@ -35,7 +35,7 @@ class RunsScreen(Screen):
         self.last_opened: str | None = None  # the cursor goes back to the run you come back from
 
     @property
-    def viewer(self) -> "ViewApp":
+    def viewer(self) -> ViewApp:
         return cast("ViewApp", self.app)
 
     def compose(self) -> ComposeResult:

@@ -7,7 +7,6 @@ from rich.text import Text
 from simlab.tui.data import RunInfo
 from simlab.tui.render import fmt_cost, fmt_rate, literal
 from simlab.tui.summary import RunOverview
-
 from simlab.tui.widgets.keyed_table import KeyedTable
 
 __all__ = ["RunsTable", "short"]

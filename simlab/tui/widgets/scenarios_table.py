@@ -7,7 +7,6 @@ from rich.text import Text
 
 from simlab.tui.render import fmt_rate, literal, reason_text
 from simlab.tui.summary import ScenarioProgress, k_columns
-
 from simlab.tui.widgets.keyed_table import KeyedTable
 
 __all__ = ["ScenariosTable", "flake_text"]

@@ -6,7 +6,6 @@ from rich.text import Text
 
 from simlab.tui.render import fmt_cost, literal, reason_text, verdict_text
 from simlab.tui.rows import TrialRow
-
 from simlab.tui.widgets.keyed_table import KeyedTable
 
 __all__ = ["TrialsTable", "failed_checks_text"]

@@ -14,7 +14,7 @@ import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from simlab.errors import UsageError
 from simlab.runner.execute import RunOutcome, execute
@@ -24,6 +24,10 @@ from simlab.runner.prepare import RunPlan, RunRequest, pin_differences, prepare
 from simlab.runner.shard import shard_units
 from simlab.runner.store import RunStore
 from simlab.transcript import TrialRecord
+
+if TYPE_CHECKING:
+    from simlab.llm.limits import ModelLimiter
+    from simlab.llm.types import ChatModel
 
 __all__ = ["BatchOptions", "BatchResult", "ProgressSink", "run_batch"]
 
@@ -151,7 +155,7 @@ def build_models(plan: RunPlan, note: Callable[[str], None] = lambda text: None)
 
 
 def _play(plan: RunPlan, todo: list[WorkUnit], progress: ProgressSink, store: RunStore, *, agent: Any,
-          simulator: Any, judge: Any, limiter: Any) -> tuple[RunOutcome, bool]:
+          simulator: Any, judge: ChatModel | None, limiter: ModelLimiter | None) -> tuple[RunOutcome, bool]:
     """One process: (outcome, interrupted)."""
     appender = store.open_appender()
     _freeze_setup(todo, limiter)
@@ -166,7 +170,7 @@ def _play(plan: RunPlan, todo: list[WorkUnit], progress: ProgressSink, store: Ru
         appender.close()
 
 
-def _freeze_setup(todo: list[WorkUnit], limiter: Any) -> None:
+def _freeze_setup(todo: list[WorkUnit], limiter: ModelLimiter | None) -> None:
     """Exempt what is alive before playing (imports, specs, LiteLLM's tables, imported now rather
     than at the first call) from the cyclic GC, which would otherwise walk it again at every full
     collection: about a tenth of the CPU of a run through LiteLLM."""
@@ -175,7 +179,7 @@ def _freeze_setup(todo: list[WorkUnit], limiter: Any) -> None:
     gc.freeze()
 
 
-def _import_litellm_now(limiter: Any) -> None:
+def _import_litellm_now(limiter: ModelLimiter | None) -> None:
     """When models are in play, import LiteLLM before playing (forked workers then inherit it)."""
     if limiter is not None:
         from simlab.llm.lazy import load_litellm
@@ -184,7 +188,8 @@ def _import_litellm_now(limiter: Any) -> None:
 
 
 def _play_in_workers(plan: RunPlan, todo: list[WorkUnit], workers: int, shards: int, progress: ProgressSink, *,
-                     agent: Any, simulator: Any, judge: Any, limiter: Any) -> tuple[RunOutcome, bool]:
+                     agent: Any, simulator: Any, judge: ChatModel | None,
+                     limiter: ModelLimiter | None) -> tuple[RunOutcome, bool]:
     """``workers`` forked processes; LiteLLM is imported first so that each inherits it."""
     from simlab.runner.workers import WorkerPool
 

@@ -22,7 +22,7 @@ from simlab.env.domain import Domain
 from simlab.errors import InfraError
 from simlab.graders.base import GradeContext
 from simlab.graders.grade import grade, graders_of
-from simlab.llm.types import ModelError
+from simlab.llm.types import ChatModel, ModelError
 from simlab.runner.plan import WorkUnit
 from simlab.runner.prepare import RunPlan
 from simlab.runner.store import encode_record
@@ -236,7 +236,7 @@ def _quiet_gc() -> Iterator[None]:
 
 
 async def execute(plan: RunPlan, units: list[WorkUnit], agent: Agent, simulator: Simulator,
-                  appender: Appender, on_trial: OnTrial | None = None, judge: Any = None,
+                  appender: Appender, on_trial: OnTrial | None = None, judge: ChatModel | None = None,
                   stop: Stop | None = None) -> RunOutcome:
     """Play ``units`` with at most ``plan.concurrency`` trials at once; grade each and append it as
     it ends. ``stop`` (asked before each new trial) returns a reason to start no more.
@@ -354,7 +354,7 @@ async def execute(plan: RunPlan, units: list[WorkUnit], agent: Agent, simulator:
     return outcome
 
 
-async def grade_record(transcript: Transcript, loaded: LoadedScenario, domain: Domain, judge: Any,
+async def grade_record(transcript: Transcript, loaded: LoadedScenario, domain: Domain, judge: ChatModel | None,
                        memo: dict[str, Any] | None = None, extra: Sequence[GraderUse] = ()) -> TrialRecord:
     """Grade a finished transcript; judge calls join its events (their usage is the judge's).
     ``memo`` is shared by the trials of one scenario (see ``GradeContext.memo``); ``extra``: the

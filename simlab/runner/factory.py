@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import warnings
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
@@ -14,12 +14,16 @@ from simlab.sim.python_agent import load_python_agent
 from simlab.sim.simulators import LLMSimulator, RulesSimulator, ScriptedSimulator, Simulator
 from simlab.specs import AgentSpec, JudgeSpec, SimulatorSpec
 
+if TYPE_CHECKING:
+    from simlab.llm.limits import ModelLimiter
+    from simlab.llm.types import ChatModel
+
 
 class PinWarning(UserWarning):
     """A model named by an alias (e.g. ``-latest``) that can change under a run."""
 
 
-def build_agent(spec: AgentSpec, *, limiter: Any = None, max_retries: int = 4, timeout_s: float = 60.0,
+def build_agent(spec: AgentSpec, *, limiter: ModelLimiter | None = None, max_retries: int = 4, timeout_s: float = 60.0,
                 transfer_tools: tuple[str, ...] = ("transfer_to_human",)) -> Agent:
     if spec.python:
         return load_python_agent(spec.python, source="agent")
@@ -41,7 +45,7 @@ def build_agent(spec: AgentSpec, *, limiter: Any = None, max_retries: int = 4, t
     return LLMAgent(model, system_prompt=spec.system_prompt, max_steps=spec.max_steps, transfer_tools=transfer_tools)
 
 
-def build_simulator(spec: SimulatorSpec, agent: AgentSpec, *, limiter: Any = None, max_retries: int = 4,
+def build_simulator(spec: SimulatorSpec, agent: AgentSpec, *, limiter: ModelLimiter | None = None, max_retries: int = 4,
                     timeout_s: float = 60.0) -> Simulator:
     if spec.kind == "rules":
         return RulesSimulator()
@@ -91,8 +95,8 @@ def _kinship(agent: AgentSpec, simulator: SimulatorSpec) -> str | None:
     return None
 
 
-def build_judge(ref: JudgeSpec | str | dict[str, Any] | None, *, limiter: Any = None, max_retries: int = 4,
-                timeout_s: float = 60.0) -> Any:
+def build_judge(ref: JudgeSpec | str | dict[str, Any] | None, *, limiter: ModelLimiter | None = None,
+                max_retries: int = 4, timeout_s: float = 60.0) -> ChatModel | None:
     """The judge model at temperature 0, or None when none is configured (judge checks: not run).
     ``ref`` is a spec, a model string (``--judge``) or a pinned mapping (``run.json``)."""
     if not ref:

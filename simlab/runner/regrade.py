@@ -13,7 +13,7 @@ import asyncio
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import TYPE_CHECKING, Any, BinaryIO
 
 from simlab.env.checks import check_scenarios
 from simlab.errors import UsageError
@@ -23,6 +23,9 @@ from simlab.runner.store import RunStore, clean_leftovers, encode_record, temp_p
 from simlab.specs import GraderUse, LoadedScenario, load_personas, load_scenarios
 from simlab.transcript import ModelCall, TrialRecord
 from simlab.transcript.checks import Check
+
+if TYPE_CHECKING:
+    from simlab.llm.types import ChatModel
 
 LEGACY_JUDGE_KINDS = ("rubric", "groundedness")
 
@@ -62,7 +65,8 @@ def load_run_scenarios(store: RunStore, personas_dir: Path) -> tuple[dict[str, L
     return loaded, changed
 
 
-def regrade(store: RunStore, personas_dir: Path, *, judge: Any = None, rejudge: bool = False) -> RegradeReport:
+def regrade(store: RunStore, personas_dir: Path, *, judge: ChatModel | None = None,
+            rejudge: bool = False) -> RegradeReport:
     scenarios, changed = load_run_scenarios(store, personas_dir)
     domains = check_scenarios(list(scenarios.values()))
     extra = suite_graders(store.read_manifest() or {})
@@ -80,8 +84,9 @@ def regrade(store: RunStore, personas_dir: Path, *, judge: Any = None, rejudge: 
     return report
 
 
-async def _regrade_all(store: RunStore, scenarios: dict[str, LoadedScenario], domains: dict[str, Any], judge: Any,
-                       rejudge: bool, report: RegradeReport, out: BinaryIO, extra: list[GraderUse]) -> None:
+async def _regrade_all(store: RunStore, scenarios: dict[str, LoadedScenario], domains: dict[str, Any],
+                       judge: ChatModel | None, rejudge: bool, report: RegradeReport, out: BinaryIO,
+                       extra: list[GraderUse]) -> None:
     """Every record on one event loop (judges share it), written in the original order."""
     memos: dict[str, dict[str, Any]] = {}  # per scenario: what grading its trials shares
     for record in store.records():
@@ -95,7 +100,7 @@ async def _regrade_all(store: RunStore, scenarios: dict[str, LoadedScenario], do
         out.write(encode_record(new))
 
 
-async def _regrade_one(record: TrialRecord, loaded: LoadedScenario, domain: Any, judge: Any,
+async def _regrade_one(record: TrialRecord, loaded: LoadedScenario, domain: Any, judge: ChatModel | None,
                        rejudge: bool, memo: dict[str, Any], extra: list[GraderUse]) -> TrialRecord:
     transcript = record.transcript.model_copy(deep=True)
     ctx = GradeContext(transcript, loaded.spec, domain, judge=judge, persona=loaded.persona, memo=memo)

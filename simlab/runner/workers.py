@@ -33,7 +33,7 @@ import selectors
 import signal
 import sys
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from simlab.errors import InfraError, UsageError
 from simlab.runner.execute import RunOutcome, execute
@@ -41,6 +41,10 @@ from simlab.runner.plan import WorkUnit
 from simlab.runner.prepare import RunPlan
 from simlab.runner.shard import split
 from simlab.transcript import TrialRecord
+
+if TYPE_CHECKING:
+    from simlab.llm.limits import ModelLimiter
+    from simlab.llm.types import ChatModel
 
 PR_SET_PDEATHSIG = 1
 _HELD = {signal.SIGINT, signal.SIGUSR1}
@@ -111,7 +115,7 @@ class WorkerPool:
     """Forks the workers (``start``), then gathers their results (``wait``)."""
 
     def __init__(self, plan: RunPlan, units: list[WorkUnit], workers: int, *, agent: Any, simulator: Any,
-                 judge: Any = None, limiter: Any = None, shards: int = 1):
+                 judge: ChatModel | None = None, limiter: ModelLimiter | None = None, shards: int = 1):
         self.plan, self.agent, self.simulator, self.judge, self.limiter = plan, agent, simulator, judge, limiter
         self.parts = [p for p in split(units, workers, shards=shards) if p]
         self.workers: list[_Worker] = []

@@ -24,6 +24,7 @@ from simlab.errors import UsageError
 if TYPE_CHECKING:  # the heavy or deep parts load when used
     import pandas
 
+    from simlab.report.compare_runs import Comparison
     from simlab.report.gates import GateReport
     from simlab.results.figures import RunSummary
     from simlab.transcript import TrialRecord
@@ -89,7 +90,7 @@ class Run:
 
         return RunStore(self.folder).records()
 
-    def compare(self, other: Run, *, margin: float = 0.0, allow_different_pins: bool = False) -> Any:
+    def compare(self, other: Run, *, margin: float = 0.0, allow_different_pins: bool = False) -> Comparison:
         """This run as the baseline against ``other``, per scenario and pooled, as ``simlab compare``."""
         from simlab.report.build import build
         from simlab.report.compare_runs import compare

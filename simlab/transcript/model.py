@@ -188,6 +188,8 @@ class Transcript(_Model):
     simulator: Pin
     agent_context: dict[str, Any] = Field(default_factory=dict)
     events: list[Event] = Field(default_factory=list)
+    history_events: int = Field(0, ge=0, description="How many of the first events are the scenario's history "
+                                                     "(turn 0): given, not played; live turns start at 1.")
     termination: Termination
     final_state: dict[str, Any] | None = None
     started_at: str = ""

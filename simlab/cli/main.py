@@ -128,6 +128,10 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
     serve.add_argument("--port", type=int, default=0, help="port (default: any free one)")
 
+    from simlab.cli.import_cmd import add_parser as add_import_parser  # the formats' modules load on use only
+
+    add_import_parser(sub)
+
     schema = sub.add_parser("schema", help="write JSON Schemas for the YAML files (for editors)")
     schema.add_argument("--out", default="schemas", help="folder to write into (default: schemas)")
     return parser
@@ -190,7 +194,11 @@ def _ignore_interrupts() -> None:
 
 def _main(argv: list[str] | None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args, extra = parser.parse_known_args(argv)
+    if args.command == "import":
+        args.rest = extra  # the format's own arguments: its module parses them (cli/import_cmd.py)
+    elif extra:
+        parser.error(f"unrecognized arguments: {' '.join(extra)}")
     if args.command is None:
         parser.print_help()
         return EXIT_USAGE
@@ -198,7 +206,7 @@ def _main(argv: list[str] | None) -> int:
         "run": _run, "validate": _validate, "schema": _schema, "view": _view, "init": _init, "runs": _runs,
         "tools": _tools,
         "report": _report, "grade": _grade, "calibrate": _calibrate,
-        "gate": _gate, "compare": _compare, "merge": _merge, "serve": _serve,
+        "gate": _gate, "compare": _compare, "merge": _merge, "serve": _serve, "import": _import,
     }
     if os.getcwd() not in sys.path:
         sys.path.insert(0, os.getcwd())  # the project's own agents and domains import like in pytest
@@ -307,6 +315,12 @@ def _calibrate(args: argparse.Namespace) -> int:
         raise UsageError("calibrate needs a judge model: pass --judge MODEL or set 'judge' in simlab.yaml")
     print(format_report(asyncio.run(calibrate(items, judge, samples=args.samples))))
     return 0
+
+
+def _import(args: argparse.Namespace) -> int:
+    from simlab.cli.import_cmd import import_command
+
+    return import_command(args)
 
 
 def _serve(args: argparse.Namespace) -> int:

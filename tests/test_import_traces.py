@@ -169,4 +169,4 @@ def test_bad_otlp_and_bad_options_are_clear_errors(project: Path, capsys):
     assert main(["import", "openai", "c.jsonl", "--scenario-id", "Bad Id"]) == 2
     assert main(["import", "openai", "c.jsonl", "--run-id", "a"]) == 0
     assert main(["import", "openai", "c.jsonl", "--run-id", "a"]) == 2
-    assert "a run is already there" in capsys.readouterr().err
+    assert "a run is already there; write under a new run id" in capsys.readouterr().err

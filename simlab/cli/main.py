@@ -128,6 +128,18 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
     serve.add_argument("--port", type=int, default=0, help="port (default: any free one)")
 
+    traces = sub.add_parser("grade-traces", help="grade imported production traces: reference-free checks on a "
+                                                 "seeded sample plus every flagged trace",
+                            description="Apply a rules file's reference-free checks to the observed trials of an "
+                                        "imported run and write the graded ones as a new run.")
+    traces.add_argument("run", help="an imported run (simlab import): run id or folder")
+    traces.add_argument("--rules", required=True, metavar="FILE",
+                        help="the rules file: expect: (the checks), sample: (rate, seed, flags), domain: (optional)")
+    traces.add_argument("--out", help="run id of the graded run (default: RUN-graded)")
+    traces.add_argument("--judge", help="judge model for rubric and groundedness (none: those checks are not run)")
+    traces.add_argument("--rate", type=float, help="fraction of the unflagged traces to grade (over sample.rate)")
+    traces.add_argument("--seed", type=int, help="seed of the sample (over sample.seed)")
+
     from simlab.cli.import_cmd import add_parser as add_import_parser  # the formats' modules load on use only
 
     add_import_parser(sub)
@@ -207,6 +219,7 @@ def _main(argv: list[str] | None) -> int:
         "tools": _tools,
         "report": _report, "grade": _grade, "calibrate": _calibrate,
         "gate": _gate, "compare": _compare, "merge": _merge, "serve": _serve, "import": _import,
+        "grade-traces": _grade_traces,
     }
     if os.getcwd() not in sys.path:
         sys.path.insert(0, os.getcwd())  # the project's own agents and domains import like in pytest
@@ -315,6 +328,12 @@ def _calibrate(args: argparse.Namespace) -> int:
         raise UsageError("calibrate needs a judge model: pass --judge MODEL or set 'judge' in simlab.yaml")
     print(format_report(asyncio.run(calibrate(items, judge, samples=args.samples))))
     return 0
+
+
+def _grade_traces(args: argparse.Namespace) -> int:
+    from simlab.cli.traces_cmd import grade_traces_command
+
+    return grade_traces_command(args)
 
 
 def _import(args: argparse.Namespace) -> int:

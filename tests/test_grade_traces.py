@@ -154,3 +154,30 @@ def test_bad_rules_and_runs_are_clear_errors(project: Path, capsys):
     (project / "online.yaml").write_text("expect: {}\n")
     assert main(["grade-traces", "many", "--rules", "online.yaml", "--rate", "5"]) == 2
     assert main(["grade-traces", "nope", "--rules", "online.yaml"]) == 2
+
+
+def test_the_judges_grade_a_trace_through_the_real_litellm_path(project: Path):
+    from simlab.llm.fakes import register_fake, unregister_fake
+
+    seen: list[str] = []
+
+    def judge(messages, tools=None, **_):
+        seen.append(messages[-1]["content"])
+        return json.dumps({"verdict": "no", "reason": "it promised a date"})
+
+    genai_trace_file(project / "spans.json")
+    assert main(["import", "otlp", "spans.json", "--run-id", "prod"]) == 0
+    (project / "online.yaml").write_text("expect:\n  rubric:\n    - {id: no-date-promise, text: Does not promise a "
+                                         "date, hard: true}\n")
+    model = register_fake("traces-judge", judge)
+    try:
+        assert main(["grade-traces", "prod", "--rules", "online.yaml", "--judge", model]) == 0
+    finally:
+        unregister_fake("traces-judge")
+    [record] = records(project / "transcripts" / "prod-graded")
+    check = next(c for c in record.checks if c.name == "rubric:no-date-promise")
+    assert check.status == "fail" and record.verdict == "fail"
+    assert "Your refund of 49.90 is issued." in seen[0]  # the judge read the production conversation
+    assert [e.role for e in record.transcript.events if e.type == "model_call"][-1] == "judge"
+    manifest = json.loads((project / "transcripts" / "prod-graded" / "run.json").read_text())
+    assert manifest["pins"]["judge"] == model

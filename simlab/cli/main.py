@@ -52,6 +52,15 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--workers", type=_positive, default=1,
                      help="processes playing disjoint shares of the units, to use every core (default 1); "
                           "--concurrency is the total across them")
+    run.add_argument("--replay", metavar="RUN",
+                     help="replay the user turns of every trial of RUN against the agent (a frozen user); "
+                          "default scenarios and trials: RUN's")
+    run.add_argument("--divergence", choices=["tools", "never"],
+                     help="with --replay: when the agent's turn counts as diverging (default tools: its tool calls "
+                          "differ from the recording's)")
+    run.add_argument("--on-divergence", metavar="THEN",
+                     help="with --replay: stop (default; termination diverged), or the simulator that takes over: "
+                          "rules, scripted or a LiteLLM model")
     run.add_argument("--shard", metavar="I/N",
                      help="play only share I of N (1-based), e.g. one job of a CI matrix; the same split on "
                           "every machine, then `simlab merge` the shards")

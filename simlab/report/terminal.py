@@ -40,6 +40,9 @@ def print_report(summary: RunSummary, console: Console, *, view: str = "raw", to
         console.print(table)
     terms = suite.terminations
     console.print(Text("terminations: " + ", ".join(f"{one_line(k)} {v}" for k, v in terms.items())))
+    for sid, d in summary.divergence.items():  # a replay run (run --replay): where agents left the recording
+        turn = f", mean turn {d.mean_turn:.3g}" if d.mean_turn is not None else ""
+        console.print(Text(f"replay {one_line(sid)}: diverged in {d.diverged} of {d.replayed} trials{turn}"))
     for line in trouble_lines(summary):
         console.print(Text(line, style="yellow"))
     for category, rate in summary.attacks.items():

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import warnings
+from pathlib import Path
 from typing import Any
 
 from pydantic import ValidationError
@@ -47,6 +48,8 @@ def build_simulator(spec: SimulatorSpec, agent: AgentSpec, *, limiter: Any = Non
         return RulesSimulator()
     if spec.kind == "scripted":
         return ScriptedSimulator()
+    if spec.kind == "replay":
+        return _replay(spec, agent, limiter=limiter, max_retries=max_retries, timeout_s=timeout_s)
     from simlab.llm.family import is_pinned
 
     assert spec.model is not None
@@ -66,6 +69,24 @@ def build_simulator(spec: SimulatorSpec, agent: AgentSpec, *, limiter: Any = Non
         timeout_s=timeout_s, limiter=limiter,
     )
     return LLMSimulator(model)
+
+
+def _replay(spec: SimulatorSpec, agent: AgentSpec, **how: Any) -> Simulator:
+    """The replay simulator: the recorded trials of ``spec.run``, and who takes over after a divergence."""
+    from simlab.runner.store import RunStore
+    from simlab.sim.replay import ReplaySimulator
+    from simlab.specs import load_config
+
+    run = str(spec.run)
+    folder = next((f for f in (Path(run), Path(load_config(Path("simlab.yaml")).transcripts) / run)
+                   if (f / "trials.jsonl").exists()), None)
+    if folder is None:
+        raise UsageError(f"replay: no run {run!r} with trials (a run id under the transcripts folder, or a run folder)")
+    recordings = {r.unit_id: r.transcript for r in RunStore(folder).records()}
+    then = spec.then or "stop"
+    fallback = None if then == "stop" else build_simulator(SimulatorSpec.model_validate(then), agent, **how)
+    return ReplaySimulator(recordings, run=folder.name, divergence=spec.divergence or "tools", then=then,
+                           fallback=fallback)
 
 
 def _endpoint(model: str, api_base: str | None) -> str:

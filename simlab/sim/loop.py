@@ -125,7 +125,7 @@ class _Conversation:
 
     async def user_turn(self) -> None:
         view = SimView(self.t.scenario, self.t.persona, list(self.messages), self.t.seed, self.turn,
-                       record=self.record, memory=self.sim_memory)
+                       record=self.record, memory=self.sim_memory, unit_id=self.t.unit_id, events=self.events)
         try:
             user = await self.t.simulator.next_message(view)
         except ModelError as exc:
@@ -227,6 +227,7 @@ async def _run(conv: _Conversation, trial: Trial, clock: Callable[[], float]) ->
         history_events=conv.history_events,
         termination=termination,
         final_state=conv.env.snapshot(),
+        replay=conv.sim_memory.get("replay"),  # a replay simulator's ReplayInfo (sim/replay.py)
         started_at=started_at,
         duration_s=round(clock() - conv.started, 6),
     )

@@ -150,6 +150,7 @@ class TerminationReason(str, Enum):
     CONTEXT_WINDOW = "context_window"  # the agent's model: the agent's failure
     AGENT_ERROR = "agent_error"  # the agent under test raised: its failure, not the lab's
     ERROR = "error"  # infrastructure: retries exhausted, a dead endpoint, the simulator's model, a lab crash
+    DIVERGED = "diverged"  # a replay stopped: the agent's turn no longer matched the recording
     OBSERVED = "observed"  # an imported production conversation: it ended where its record ends
 
 
@@ -186,6 +187,18 @@ class ObservedFrom(_Model):
     redactions: int = Field(0, description="How many PII matches were masked before the trial was written.")
 
 
+class ReplayInfo(_Model):
+    """A trial that replayed the user turns of a recorded one: which, and where the agent diverged."""
+
+    run: str = Field(description="The run the recording came from.")
+    unit_id: str = Field(description="The recorded trial.")
+    divergence: str = Field(description="What counted as diverging: never | tools.")
+    then: str = Field(description="What followed a divergence: stop, or the simulator that took over.")
+    diverged_turn: int | None = Field(None, description="The first agent turn that differed from the recording; "
+                                                        "None when none did.")
+    reason: str = Field("", description="How that turn differed.")
+
+
 class Transcript(_Model):
     """One trial, complete: what was said, done, spent, and why it ended."""
 
@@ -207,6 +220,7 @@ class Transcript(_Model):
     final_state: dict[str, Any] | None = None
     observed: ObservedFrom | None = Field(None, description="Set for an observed trial: an imported conversation "
                                                             "(no simulator, no environment, tool results as recorded).")
+    replay: ReplayInfo | None = Field(None, description="Set when the user turns were replayed from a recording.")
     started_at: str = ""
     duration_s: float = 0.0
 

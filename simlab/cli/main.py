@@ -150,6 +150,9 @@ def build_parser() -> argparse.ArgumentParser:
     traces.add_argument("--seed", type=int, help="seed of the sample (over sample.seed)")
 
     from simlab.cli.import_cmd import add_parser as add_import_parser  # the formats' modules load on use only
+    from simlab.cli.promote_cmd import add_parser as add_promote_parser
+
+    add_promote_parser(sub)
 
     add_import_parser(sub)
 
@@ -228,7 +231,7 @@ def _main(argv: list[str] | None) -> int:
         "tools": _tools,
         "report": _report, "grade": _grade, "calibrate": _calibrate,
         "gate": _gate, "compare": _compare, "merge": _merge, "serve": _serve, "import": _import,
-        "grade-traces": _grade_traces,
+        "grade-traces": _grade_traces, "promote": _promote,
     }
     if os.getcwd() not in sys.path:
         sys.path.insert(0, os.getcwd())  # the project's own agents and domains import like in pytest
@@ -337,6 +340,12 @@ def _calibrate(args: argparse.Namespace) -> int:
         raise UsageError("calibrate needs a judge model: pass --judge MODEL or set 'judge' in simlab.yaml")
     print(format_report(asyncio.run(calibrate(items, judge, samples=args.samples))))
     return 0
+
+
+def _promote(args: argparse.Namespace) -> int:
+    from simlab.cli.promote_cmd import promote_command
+
+    return promote_command(args)
 
 
 def _grade_traces(args: argparse.Namespace) -> int:

@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
+from simlab.errors import SpecError
 from simlab.transcript import (
     AgentMessage,
     ModelCall,
@@ -54,6 +56,16 @@ class Conversation:
     started_at: str = ""
     duration_s: float = 0.0
     redactions: int = 0
+
+
+def read_source(path: Path, expected: str) -> str:
+    """The text of a source file; an unreadable or non-UTF-8 one is an error naming it."""
+    try:
+        return path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise SpecError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    except UnicodeDecodeError as exc:
+        raise SpecError(f"{path}: not UTF-8 text ({exc.reason}); expected {expected}") from None
 
 
 def text_of(content: Any) -> str:

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from simlab.errors import SpecError
-from simlab.traces.conversation import Conversation
+from simlab.traces.conversation import Conversation, read_source
 
 ROLES = ("system", "user", "assistant", "tool")
 
@@ -36,12 +36,7 @@ def is_negative(feedback: Any) -> bool:
 
 def read_openai_jsonl(path: Path) -> list[Conversation]:
     """Every conversation of the file; a line that is not one is an error naming file, line and why."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise SpecError(f"{path}: cannot read: {exc.strerror or exc}") from None
-    except UnicodeDecodeError as exc:
-        raise SpecError(f"{path}: not UTF-8 text ({exc.reason}); expected JSONL, one conversation a line") from None
+    text = read_source(path, "JSONL, one conversation a line")
     problems: list[str] = []
     found: list[Conversation] = []
     for number, line in enumerate(text.splitlines(), start=1):

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from simlab.errors import SpecError
-from simlab.traces.conversation import Conversation, SeenCall
+from simlab.traces.conversation import Conversation, SeenCall, read_source
 from simlab.traces.openai_jsonl import is_negative
 from simlab.transcript import Usage
 
@@ -76,12 +76,7 @@ def attributes_of(items: Any) -> dict[str, Any]:
 
 def read_otlp(path: Path) -> list[Conversation]:
     """Every conversation in an OTLP JSON file; errors name the file (and line) and what is wrong."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise SpecError(f"{path}: cannot read: {exc.strerror or exc}") from None
-    except UnicodeDecodeError as exc:
-        raise SpecError(f"{path}: not UTF-8 text ({exc.reason}); expected OTLP JSON") from None
+    text = read_source(path, "OTLP JSON")
     documents = _documents(path, text)
     spans: list[Span] = []
     for where, document in documents:

@@ -94,6 +94,7 @@ CONVERSATIONS = [
         {"role": "tool", "tool_call_id": "call_1", "content": '{"refund_id": "R1"}'},
         {"role": "assistant", "content": "Done, refunded. Your code is SECRET-7."}]},
     [{"role": "user", "content": "hi"}, {"role": "assistant", "content": [{"type": "text", "text": "hello"}]}],
+    {"id": "dana@example.com", "messages": [{"role": "user", "content": "hello"}]},  # an id can hold PII too
 ]
 
 
@@ -107,7 +108,8 @@ def test_openai_jsonl_imports_one_trial_per_line_with_pii_masked(project: Path):
     (project / "pii.yaml").write_text("patterns: {code: 'SECRET-\\d+'}\nnever_reveal: [A123]\n")
     assert main(["import", "openai", str(source), "--run-id", "prod", "--pii", "pii.yaml"]) == 0
     folder = project / "transcripts" / "prod"
-    first, second = transcripts(folder)
+    first, second, third = transcripts(folder)
+    assert third.observed.conversation_id == "[REDACTED:email]" and third.observed.redactions == 1
     assert shape(first) == [
         ("user", 1, "refund [REDACTED:never_reveal], card [REDACTED:card]"),
         ("tool_call", 1, "issue_refund", {"order_id": "[REDACTED:never_reveal]", "amount": 49.9}),
@@ -119,13 +121,13 @@ def test_openai_jsonl_imports_one_trial_per_line_with_pii_masked(project: Path):
     assert shape(second) == [("user", 1, "hi"), ("agent", 1, "hello")]
     assert first.observed.redactions == 4 and second.observed.redactions == 0
     stored = (folder / "trials.jsonl").read_text() + (folder / "run.json").read_text()
-    for raw in ("4242 4242", "A123", "SECRET-7"):
+    for raw in ("4242 4242", "A123", "SECRET-7", "dana@example.com"):
         assert raw not in stored  # nothing unmasked reached the disk
     assert not (folder / "raw").exists()
     manifest = json.loads((folder / "run.json").read_text())
-    assert manifest["pins"]["scenarios"]["observed"]["trials"] == 2
-    assert manifest["observed"]["redaction"]["masked"] == 4 and manifest["observed"]["raw_kept"] is False
-    assert RunStore(folder).planned_units() == {"observed#1", "observed#2"}
+    assert manifest["pins"]["scenarios"]["observed"]["trials"] == 3
+    assert manifest["observed"]["redaction"]["masked"] == 5 and manifest["observed"]["raw_kept"] is False
+    assert RunStore(folder).planned_units() == {"observed#1", "observed#2", "observed#3"}
 
 
 def test_the_raw_file_is_kept_only_when_asked(project: Path):

@@ -50,6 +50,7 @@ def import_conversations(args: argparse.Namespace, fmt: str, read: Callable[[Pat
         conv.tool_errors = redactor.tree(conv.tool_errors)
         conv.feedback = redactor.tree(conv.feedback)
         conv.error = redactor.text(conv.error) if conv.error else None
+        conv.id, conv.source, conv.agent = redactor.text(conv.id), redactor.text(conv.source), redactor.text(conv.agent)
         conv.redactions = redactor.count - before
         transcripts.append(to_transcript(conv, run_id=run_id, trial=trial, scenario_id=args.scenario_id))
     folder = Path(load_config(Path("simlab.yaml")).transcripts) / run_id

@@ -154,6 +154,10 @@ def test_bad_rules_and_runs_are_clear_errors(project: Path, capsys):
     (project / "online.yaml").write_text("expect: {}\n")
     assert main(["grade-traces", "many", "--rules", "online.yaml", "--rate", "5"]) == 2
     assert main(["grade-traces", "nope", "--rules", "online.yaml"]) == 2
+    capsys.readouterr()
+    assert main(["grade", "many"]) == 2  # simlab grade needs scenario files: it says which command to use
+    assert "many holds imported traces, which have no scenario: grade them with `simlab grade-traces many" \
+        in capsys.readouterr().err
 
 
 def test_the_judges_grade_a_trace_through_the_real_litellm_path(project: Path):

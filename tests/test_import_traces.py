@@ -141,7 +141,10 @@ def test_an_imported_run_reports_and_views_like_any_run(project: Path, capsys):
     assert main(["import", "openai", str(source), "--run-id", "prod"]) == 0
     assert main(["report", "prod", "--json"]) == 0
     summary = json.loads(capsys.readouterr().out)
-    assert summary["run_id"] == "prod"
+    assert summary["run_id"] == "prod" and summary["ungraded"] == 3
+    assert summary["completeness"] == {"planned": 3, "finished": 3, "unplanned": 0, "manifest": True}
+    assert main(["report", "prod"]) == 0
+    assert "3 trials are not graded: run `simlab grade-traces prod --rules RULES.yaml`" in capsys.readouterr().out
 
 
 @pytest.mark.parametrize("content, message", [

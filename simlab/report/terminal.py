@@ -25,8 +25,10 @@ def print_report(summary: RunSummary, console: Console, *, view: str = "raw", to
     for warning in summary.warnings:
         console.print(Text(f"warning: {one_line(warning)}", style="yellow"))
     if summary.ungraded:
-        console.print(Text(f"{summary.ungraded} trials are not graded: run `simlab grade "
-                           f"{one_line(summary.run_id)}`", style="yellow"))
+        imported = isinstance(summary.pins.get("agent"), dict) and summary.pins["agent"].get("kind") == "observed"
+        how = "grade-traces {} --rules RULES.yaml" if imported else "grade {}"  # an imported run: production traces
+        console.print(Text(f"{summary.ungraded} trials are not graded: run `simlab "
+                           f"{how.format(one_line(summary.run_id))}`", style="yellow"))
     console.print(_headline(suite, max_k))
     console.print(_scenario_table(summary, max_k, view, console.width))
     failing = summary.top_failing_checks

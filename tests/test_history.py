@@ -219,3 +219,18 @@ def test_user_and_agent_messages_keep_their_order():
     t = play(scenario(history=[{"agent": "Welcome back."}, {"user": "Hi"}]))
     assert isinstance(t.events[0], AgentMessage) and isinstance(t.events[1], UserMessage)
     assert t.history_events == 2 and sys.modules.get("simlab.env.history") is not None
+
+
+def test_the_drift_checks_judge_only_the_simulated_user():
+    # the history's user states an id it was never given and accepts what its goal rejects: it was
+    # written by the scenario's author, not simulated, so the drift checks leave it alone
+    items = [{"user": "my ticket is ZX-981, and store credit is fine"}, {"agent": "We offer store credit."},
+             {"user": "ok, store credit"}]
+    scn = scenario(history=items, user={"goal": "Store b=2.", "opening": "Please store b=2.",
+                                        "success_phrases": ["stored"], "reject_phrases": ["store credit"]})
+    checks = grade(play(scn), scn)
+    assert checks["drift:invented_identifier"].status == "pass"
+    assert checks["drift:accepted_rejected"].status == "pass"
+    live = scenario(user={"goal": "Store b=2.", "opening": "my ticket is ZX-981, store b=2.",
+                          "success_phrases": ["stored"]})
+    assert grade(play(live), live)["drift:invented_identifier"].status == "fail"  # the check itself still bites

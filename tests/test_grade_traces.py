@@ -185,3 +185,27 @@ def test_the_judges_grade_a_trace_through_the_real_litellm_path(project: Path):
     assert [e.role for e in record.transcript.events if e.type == "model_call"][-1] == "judge"
     manifest = json.loads((project / "transcripts" / "prod-graded" / "run.json").read_text())
     assert manifest["pins"]["judge"] == model
+
+
+@pytest.fixture
+def graded(project: Path) -> Path:
+    """An imported OTLP trace, graded (set up outside the viewer's event loop)."""
+    genai_trace_file(project / "spans.json")
+    assert main(["import", "otlp", "spans.json", "--run-id", "prod"]) == 0
+    (project / "online.yaml").write_text(RULES)
+    assert main(["grade-traces", "prod", "--rules", "online.yaml"]) == 0
+    return project / "transcripts"
+
+
+async def test_the_viewer_opens_a_graded_production_trace(graded: Path):
+    from simlab.tui.widgets.tool_call_view import ToolCallView
+    from tests.test_tui_app import open_trial, settle, text_of, viewer
+
+    app = viewer(graded, "prod-graded")
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        screen = await open_trial(pilot, "observed", 0)
+        await pilot.pause()
+        detail = text_of(screen.query_one("#check-detail-body"))  # the first failed check is shown at once
+        assert "came before any successful check_refund_policy" in detail.replace("\n", " ")
+        assert screen.query_one("#ev-8", ToolCallView) is not None  # the step the violation points at

@@ -87,9 +87,49 @@ def test_a_unit_without_a_recording_is_an_error_not_a_pass():
     assert t.termination.reason.value == "error" and "no recorded trial kv-set#1" in t.termination.detail
 
 
+class Judge:
+    """A judge model double: answers from a list, records what it was asked."""
+
+    model = "fake/judge"
+
+    def __init__(self, *answers: str):
+        self.answers, self.asked = list(answers), []
+
+    def pin(self):
+        from simlab.transcript import Pin
+
+        return Pin(kind="llm", ref=self.model)
+
+    async def chat(self, messages, *, tools=None, seed=None):
+        from simlab.llm.types import ChatResult
+        from simlab.transcript import Usage
+
+        self.asked.append(messages[-1]["content"])
+        return ChatResult(self.answers.pop(0), [], Usage(input_tokens=20, output_tokens=5))
+
+
+def test_a_judge_decides_whether_a_differing_turn_diverges():
+    keep = Judge('{"continue": true, "reason": "the thanks still fits"}')
+    t = play(checking_first, ReplaySimulator({"kv-set#1": recording()}, run="base", divergence="judge", judge=keep))
+    assert t.termination.reason.value == "goal_reached" and t.replay.diverged_turn is None
+    assert len(keep.asked) == 1 and "New agent turn" in keep.asked[0] and "get_item" in keep.asked[0]
+    assert [e.role for e in t.events if e.type == "model_call"] == ["judge"]
+    stop = Judge('Sure. {"continue": false, "reason": "the agent asked a question the user ignores"}')
+    t = play(checking_first, ReplaySimulator({"kv-set#1": recording()}, run="base", divergence="judge", judge=stop))
+    assert t.termination.reason.value == "diverged" and t.replay.diverged_turn == 1
+    assert t.replay.reason == "the judge: the agent asked a question the user ignores"
+    same = Judge()
+    play(storing, ReplaySimulator({"kv-set#1": recording()}, run="base", divergence="judge", judge=same))
+    assert same.asked == []  # a turn like the recording's needs no judge
+    garbled = Judge("I think it is fine")
+    t = play(checking_first, ReplaySimulator({"kv-set#1": recording()}, run="base", divergence="judge",
+                                             judge=garbled))
+    assert t.termination.reason.value == "error" and "could not be read" in t.termination.detail
+
+
 def test_the_replay_settings_are_checked():
-    with pytest.raises(ValueError, match="judge is not supported yet"):
-        SimulatorSpec.model_validate({"kind": "replay", "run": "r", "divergence": "judge"})
+    with pytest.raises(ValueError, match="needs a judge model"):
+        ReplaySimulator({}, run="r", divergence="judge")
     with pytest.raises(ValueError, match="needs 'run'"):
         SimulatorSpec.model_validate({"kind": "replay"})
     with pytest.raises(ValueError, match="settings of a replay simulator"):
@@ -139,6 +179,31 @@ def test_run_replay_hands_over_and_guards_its_options(project: Path, capsys):
     assert main(["run", "--replay", "base", "--simulator", "rules"]) == 2
     assert "leave out --simulator" in capsys.readouterr().err
     assert main(["run", "--divergence", "never"]) == 2
+    assert main(["run", "--replay", "base", "--divergence", "judge"]) == 2
+    assert "divergence: judge needs a judge model" in capsys.readouterr().err
+
+
+def test_run_replay_with_a_judge_through_the_real_litellm_path(project: Path, capsys):
+    from simlab.llm.fakes import register_fake, unregister_fake
+
+    asked: list[str] = []
+
+    def judge(messages, tools=None, **_):
+        asked.append(messages[-1]["content"])
+        return json.dumps({"continue": False, "reason": "the user would answer the new question"})
+
+    assert main(["run", "--run-id", "base", "--no-progress"]) == 0
+    model = register_fake("replay-judge", judge)
+    try:
+        assert main(["run", "--replay", "base", "--run-id", "judged", "--no-progress", "--divergence", "judge",
+                     "--judge", model, "--agent", "python:tests.test_replay:reading_kv_agent"]) == 0
+    finally:
+        unregister_fake("replay-judge")
+    records = list(RunStore(project / "transcripts" / "judged").records())
+    assert len(asked) == 4 and {r.transcript.replay.diverged_turn for r in records} == {1}
+    assert {r.transcript.replay.reason for r in records} == {"the judge: the user would answer the new question"}
+    manifest = json.loads((project / "transcripts" / "judged" / "run.json").read_text())
+    assert manifest["pins"]["simulator"]["divergence"] == "judge"
     assert main(["run", "--replay", "nope"]) == 2
 
 

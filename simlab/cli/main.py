@@ -55,9 +55,10 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--replay", metavar="RUN",
                      help="replay the user turns of every trial of RUN against the agent (a frozen user); "
                           "default scenarios and trials: RUN's")
-    run.add_argument("--divergence", choices=["tools", "never"],
+    run.add_argument("--divergence", choices=["tools", "never", "judge"],
                      help="with --replay: when the agent's turn counts as diverging (default tools: its tool calls "
-                          "differ from the recording's)")
+                          "differ from the recording's; judge: the judge model (--judge) says the next recorded "
+                          "user turn no longer fits)")
     run.add_argument("--on-divergence", metavar="THEN",
                      help="with --replay: stop (default; termination diverged), or the simulator that takes over: "
                           "rules, scripted or a LiteLLM model")

@@ -43,13 +43,14 @@ def build_agent(spec: AgentSpec, *, limiter: Any = None, max_retries: int = 4, t
 
 
 def build_simulator(spec: SimulatorSpec, agent: AgentSpec, *, limiter: Any = None, max_retries: int = 4,
-                    timeout_s: float = 60.0) -> Simulator:
+                    timeout_s: float = 60.0, judge: Any = None) -> Simulator:
+    """The simulator a spec names; ``judge`` (a chat model): what a replay with ``divergence: judge`` asks."""
     if spec.kind == "rules":
         return RulesSimulator()
     if spec.kind == "scripted":
         return ScriptedSimulator()
     if spec.kind == "replay":
-        return _replay(spec, agent, limiter=limiter, max_retries=max_retries, timeout_s=timeout_s)
+        return _replay(spec, agent, judge, limiter=limiter, max_retries=max_retries, timeout_s=timeout_s)
     from simlab.llm.family import is_pinned
 
     assert spec.model is not None
@@ -71,7 +72,7 @@ def build_simulator(spec: SimulatorSpec, agent: AgentSpec, *, limiter: Any = Non
     return LLMSimulator(model)
 
 
-def _replay(spec: SimulatorSpec, agent: AgentSpec, **how: Any) -> Simulator:
+def _replay(spec: SimulatorSpec, agent: AgentSpec, judge: Any, **how: Any) -> Simulator:
     """The replay simulator: the recorded trials of ``spec.run``, and who takes over after a divergence."""
     from simlab.runner.store import RunStore
     from simlab.sim.replay import ReplaySimulator
@@ -83,10 +84,13 @@ def _replay(spec: SimulatorSpec, agent: AgentSpec, **how: Any) -> Simulator:
     if folder is None:
         raise UsageError(f"replay: no run {run!r} with trials (a run id under the transcripts folder, or a run folder)")
     recordings = {r.unit_id: r.transcript for r in RunStore(folder).records()}
+    if spec.divergence == "judge" and judge is None:
+        raise UsageError("replay with divergence: judge needs a judge model: pass --judge MODEL or set 'judge' in "
+                         "simlab.yaml")
     then = spec.then or "stop"
     fallback = None if then == "stop" else build_simulator(SimulatorSpec.model_validate(then), agent, **how)
     return ReplaySimulator(recordings, run=folder.name, divergence=spec.divergence or "tools", then=then,
-                           fallback=fallback)
+                           fallback=fallback, judge=judge if spec.divergence == "judge" else None)
 
 
 def _endpoint(model: str, api_base: str | None) -> str:

@@ -129,8 +129,9 @@ class SimulatorSpec(SpecModel):
     model: str | None = None
     run: str | None = Field(None, description="replay: the run (id or folder) whose user turns are replayed.")
     divergence: Literal["never", "tools", "judge"] | None = Field(
-        None, description="replay: when the agent's turn no longer matches the recording: never, or on a "
-                          "different tool trajectory (tools, the default); judge is not supported yet.")
+        None, description="replay: when the agent's turn no longer matches the recording: never, on a different "
+                          "tool trajectory (tools, the default), or when the run's judge model says the next "
+                          "recorded user turn no longer makes sense (judge; asked only about turns that differ).")
     then: str | None = Field(None, description="replay: after a divergence, stop the trial (the default; termination "
                                                "diverged), or hand the user to rules, scripted or a LiteLLM model.")
     api_base: ApiBase = None
@@ -163,8 +164,6 @@ class SimulatorSpec(SpecModel):
             raise ValueError("run, divergence and then are settings of a replay simulator")
         if self.kind == "replay" and not (self.run and self.run.strip()):
             raise ValueError("a replay simulator needs 'run' (the run whose user turns it replays)")
-        if self.kind == "replay" and self.divergence == "judge":
-            raise ValueError("divergence: judge is not supported yet; use tools or never")
         if self.kind == "replay" and self.then in ("replay", "llm"):
             raise ValueError("then: stop, rules, scripted or a LiteLLM model string")
         return self

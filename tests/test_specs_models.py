@@ -347,7 +347,7 @@ def test_simulator_spec_errors(tmp_path: Path, value: str, problem: str) -> None
 
 def test_simulator_kind_literal(tmp_path: Path) -> None:
     found = config_problems(tmp_path, "simulator: {kind: human}\n")
-    assert found == ["simlab.yaml:1: simulator.kind: Input should be 'rules', 'scripted' or 'llm' (got 'human')"]
+    assert found == ["simlab.yaml:1: simulator.kind: Input should be 'rules', 'scripted', 'llm' or 'replay' (got 'human')"]
 
 
 def test_models_built_in_code_still_validate() -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
 from rich.console import Console
@@ -70,7 +71,11 @@ def gate_command(args: argparse.Namespace) -> int:
 
 def compare_command(args: argparse.Namespace) -> int:
     base, cand = _summary_of(args.base), _summary_of(args.candidate)
-    result = compare(base, cand, allow_different_pins=args.allow_different_pins, margin=args.margin)
+    replay = _replays(cand, project_run(args.base))
+    if replay and not args.allow_different_pins:
+        print(f"note: {one_line(args.candidate)} replays the users of {one_line(args.base)}: its simulator pin "
+              "differs by design, so the pins are not compared", file=sys.stderr)
+    result = compare(base, cand, allow_different_pins=args.allow_different_pins or replay, margin=args.margin)
     if args.json:
         print(result.to_json())
         return 0
@@ -99,8 +104,36 @@ def compare_command(args: argparse.Namespace) -> int:
         console.print(Text(f"warning: pins differ: {one_line(line)}", style="yellow"))
     for warning in result.warnings:
         console.print(Text(f"warning: {one_line(warning)}", style="yellow"))
+    _print_first_differences(args, console)
     console.print(Text(f"verdict: {pooled.verdict}", style="bold"))
     return 0
+
+
+def _replays(candidate: RunSummary, base: Path) -> bool:
+    """Whether the candidate run is a ``run --replay`` of the base run."""
+    simulator = candidate.pins.get("simulator") or {}
+    if not isinstance(simulator, dict) or simulator.get("kind") != "replay":
+        return False
+    try:
+        return Path(str(simulator.get("run"))).resolve() == base.resolve()
+    except OSError:
+        return False
+
+
+def _print_first_differences(args: argparse.Namespace, console: Console, shown: int = 20) -> None:
+    """Per trial in both runs: the turn where the two versions first differ (a replay's divergence)."""
+    from simlab.report.first_difference import trial_differences
+
+    found = trial_differences(project_run(args.base), project_run(args.candidate))
+    differing = [(unit, diff) for unit, diff in found if diff is not None]
+    if not found:
+        return
+    console.print(Text(f"per trial: {len(differing)} of {len(found)} shared trials differ"))
+    for unit, diff in differing[:shown]:
+        turn, why = diff or (0, "")
+        console.print(Text(f"  {one_line(unit)}: first differs at turn {turn}: {one_line(why)}"))
+    if len(differing) > shown:
+        console.print(Text(f"  … and {len(differing) - shown} more"))
 
 
 def _interval(row: ScenarioChange | PooledChange) -> str:

@@ -13,7 +13,12 @@ import importlib
 from typing import Any
 
 # name → (module with configure(parser) and run(args), one line of help). Add a format here.
-FORMATS: dict[str, tuple[str, str]] = {}
+FORMATS: dict[str, tuple[str, str]] = {
+    "openai": ("simlab.cli.import_openai",
+               "production conversations as OpenAI-style message lists (JSONL, one a line)"),
+    "otlp": ("simlab.cli.import_otlp",
+             "production traces as OTLP JSON spans (GenAI semantic conventions, OpenInference)"),
+}
 
 
 def add_parser(sub: Any) -> None:
@@ -21,7 +26,8 @@ def add_parser(sub: Any) -> None:
                             description="Turn other tools' files into simlab runs or scenarios.")
     formats = parser.add_subparsers(dest="format", metavar="FORMAT")
     for name, (module, text) in FORMATS.items():
-        formats.add_parser(name, help=text).set_defaults(_import_module=module)
+        # the format's own arguments (and its --help) are parsed by import_command, once its module is loaded
+        formats.add_parser(name, help=text, add_help=False).set_defaults(_import_module=module)
     parser.set_defaults(_import_parser=parser)
 
 
@@ -29,7 +35,7 @@ def configure_format(parser: argparse.ArgumentParser, module: str) -> None:
     importlib.import_module(module).configure(parser)
 
 
-def import_command(args: argparse.Namespace, argv: list[str]) -> int:
+def import_command(args: argparse.Namespace, argv: list[str] | None = None) -> int:
     """Parse the format's own arguments (its module is imported now), then run it."""
     from simlab.errors import UsageError
 
@@ -40,5 +46,6 @@ def import_command(args: argparse.Namespace, argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog=f"simlab import {args.format}")
     imported = importlib.import_module(module)
     imported.configure(parser)
-    rest = argv[argv.index(args.format) + 1:]
+    given = argv or []
+    rest = list(args.rest) if getattr(args, "rest", None) is not None else given[given.index(args.format) + 1:]
     return int(imported.run(parser.parse_args(rest)))

@@ -52,6 +52,16 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--workers", type=_positive, default=1,
                      help="processes playing disjoint shares of the units, to use every core (default 1); "
                           "--concurrency is the total across them")
+    run.add_argument("--replay", metavar="RUN",
+                     help="replay the user turns of every trial of RUN against the agent (a frozen user); "
+                          "default scenarios and trials: RUN's")
+    run.add_argument("--divergence", choices=["tools", "never", "judge"],
+                     help="with --replay: when the agent's turn counts as diverging (default tools: its tool calls "
+                          "differ from the recording's; judge: the judge model (--judge) says the next recorded "
+                          "user turn no longer fits)")
+    run.add_argument("--on-divergence", metavar="THEN",
+                     help="with --replay: stop (default; termination diverged), or the simulator that takes over: "
+                          "rules, scripted or a LiteLLM model")
     run.add_argument("--shard", metavar="I/N",
                      help="play only share I of N (1-based), e.g. one job of a CI matrix; the same split on "
                           "every machine, then `simlab merge` the shards")
@@ -128,6 +138,25 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
     serve.add_argument("--port", type=int, default=0, help="port (default: any free one)")
 
+    traces = sub.add_parser("grade-traces", help="grade imported production traces: reference-free checks on a "
+                                                 "seeded sample plus every flagged trace",
+                            description="Apply a rules file's reference-free checks to the observed trials of an "
+                                        "imported run and write the graded ones as a new run.")
+    traces.add_argument("run", help="an imported run (simlab import): run id or folder")
+    traces.add_argument("--rules", required=True, metavar="FILE",
+                        help="the rules file: expect: (the checks), sample: (rate, seed, flags), domain: (optional)")
+    traces.add_argument("--out", help="run id of the graded run (default: RUN-graded)")
+    traces.add_argument("--judge", help="judge model for rubric and groundedness (none: those checks are not run)")
+    traces.add_argument("--rate", type=float, help="fraction of the unflagged traces to grade (over sample.rate)")
+    traces.add_argument("--seed", type=int, help="seed of the sample (over sample.seed)")
+
+    from simlab.cli.import_cmd import add_parser as add_import_parser  # the formats' modules load on use only
+    from simlab.cli.promote_cmd import add_parser as add_promote_parser
+
+    add_promote_parser(sub)
+
+    add_import_parser(sub)
+
     schema = sub.add_parser("schema", help="write JSON Schemas for the YAML files (for editors)")
     schema.add_argument("--out", default="schemas", help="folder to write into (default: schemas)")
     return parser
@@ -190,7 +219,11 @@ def _ignore_interrupts() -> None:
 
 def _main(argv: list[str] | None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args, extra = parser.parse_known_args(argv)
+    if args.command == "import":
+        args.rest = extra  # the format's own arguments: its module parses them (cli/import_cmd.py)
+    elif extra:
+        parser.error(f"unrecognized arguments: {' '.join(extra)}")
     if args.command is None:
         parser.print_help()
         return EXIT_USAGE
@@ -198,7 +231,8 @@ def _main(argv: list[str] | None) -> int:
         "run": _run, "validate": _validate, "schema": _schema, "view": _view, "init": _init, "runs": _runs,
         "tools": _tools,
         "report": _report, "grade": _grade, "calibrate": _calibrate,
-        "gate": _gate, "compare": _compare, "merge": _merge, "serve": _serve,
+        "gate": _gate, "compare": _compare, "merge": _merge, "serve": _serve, "import": _import,
+        "grade-traces": _grade_traces, "promote": _promote,
     }
     if os.getcwd() not in sys.path:
         sys.path.insert(0, os.getcwd())  # the project's own agents and domains import like in pytest
@@ -307,6 +341,24 @@ def _calibrate(args: argparse.Namespace) -> int:
         raise UsageError("calibrate needs a judge model: pass --judge MODEL or set 'judge' in simlab.yaml")
     print(format_report(asyncio.run(calibrate(items, judge, samples=args.samples))))
     return 0
+
+
+def _promote(args: argparse.Namespace) -> int:
+    from simlab.cli.promote_cmd import promote_command
+
+    return promote_command(args)
+
+
+def _grade_traces(args: argparse.Namespace) -> int:
+    from simlab.cli.traces_cmd import grade_traces_command
+
+    return grade_traces_command(args)
+
+
+def _import(args: argparse.Namespace) -> int:
+    from simlab.cli.import_cmd import import_command
+
+    return import_command(args)
 
 
 def _serve(args: argparse.Namespace) -> int:

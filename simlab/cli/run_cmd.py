@@ -21,8 +21,41 @@ from simlab.runner.shard import parse_shard
 EXIT_INTERRUPTED = 130
 
 
+def replay_settings(args: argparse.Namespace) -> None:
+    """``--replay RUN``: the replay simulator, and by default RUN's scenarios and trial counts (so
+    every unit id meets its recording)."""
+    import json
+
+    from simlab.errors import UsageError
+    from simlab.report.build import project_run
+    from simlab.runner.store import RunStore
+
+    replay = getattr(args, "replay", None)
+    if not replay:
+        if getattr(args, "divergence", None) or getattr(args, "on_divergence", None):
+            raise UsageError("--divergence and --on-divergence go with --replay RUN")
+        return
+    if args.simulator:
+        raise UsageError("--replay RUN plays the recorded users: leave out --simulator (use --on-divergence for "
+                         "who takes over after a divergence)")
+    folder = project_run(replay)
+    manifest = RunStore(folder).read_manifest() or {}
+    if manifest.get("observed"):
+        raise UsageError(f"{replay} is an imported run: its conversations have no scenario to play them in; "
+                         f"promote one first (simlab promote {replay} TRIAL)")
+    pinned = (manifest.get("pins") or {}).get("scenarios") or {}
+    if not args.paths and not args.suite:
+        args.paths = sorted({str(p["path"]) for p in pinned.values()})
+    if args.trials is None and pinned:
+        args.trials = max(int(p.get("trials") or 1) for p in pinned.values())
+    spec = {"kind": "replay", "run": str(folder), "divergence": args.divergence or "tools",
+            "then": args.on_divergence or "stop"}
+    args.simulator = json.dumps(spec)
+
+
 def run_command(args: argparse.Namespace) -> int:
     shard = parse_shard(args.shard) if getattr(args, "shard", None) else (1, 1)
+    replay_settings(args)
     req = RunRequest(
         root=Path("."), paths=args.paths, suite=args.suite, agent=args.agent, simulator=args.simulator,
         judge=args.judge, trials=args.trials, concurrency=args.concurrency, run_id=args.run_id, seed=args.seed,

@@ -57,7 +57,43 @@ def check_against_domain(entry: Loaded) -> tuple[Domain | None, list[str]]:
                             f"{_suggest(name, domain.tool_names)} (tools: {', '.join(domain.tool_names)})")
     for loc, call in scenario.expect.call_specs():
         problems.extend(_call_problems(entry, domain, ("expect", *loc), call, at))
+    problems.extend(_history_problems(entry, domain, at, state_ok=not problems))
     return domain, problems
+
+
+def _history_problems(entry: Loaded, domain: Domain, at: Callable[..., str], *, state_ok: bool) -> list[str]:
+    """Each ``history:`` tool call must be a valid call of the domain, and (when everything else is
+    sound) the calls must succeed when run in order on the initial state, as a trial runs them."""
+    from simlab.env.history import HistoryError, start_state
+
+    scenario, problems = entry.spec, []
+    for i, item in enumerate(scenario.history):
+        if item.tool is None:
+            continue
+        spec = domain.tool(item.tool)
+        if spec is None:
+            problems.append(f"{at('history', i, 'tool')}: unknown tool {item.tool!r} in domain {domain.name!r}"
+                            f"{_suggest(item.tool, domain.tool_names)} (tools: {', '.join(domain.tool_names)})")
+            continue
+        allowed = list(spec.args_model.model_fields)
+        wrong = [name for name in item.args if name not in allowed]
+        problems.extend(f"{at('history', i, 'args', name)}: tool {item.tool!r} has no argument {name!r}"
+                        f"{_suggest(name, allowed)} (arguments: {', '.join(allowed) or 'none'})" for name in wrong)
+        if not wrong:
+            try:
+                spec.validate(item.args)
+            except ValidationError as exc:
+                problems.extend(format_validation_error(
+                    exc, str(entry.path), entry.lines, prefix=("history", i, "args"), model=spec.args_model))
+    if problems or not state_ok or not scenario.history:
+        return problems
+    try:
+        start_state(domain, scenario)
+    except HistoryError as exc:
+        problems.append(f"{at('history', exc.index)}: {exc.problem} (fix the call or the initial_state)")
+    except ValidationError:
+        pass  # reported with initial_state
+    return problems
 
 
 def _state_problems(entry: Loaded, domain: Domain, at: Callable[..., str]) -> list[str]:

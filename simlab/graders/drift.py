@@ -104,7 +104,9 @@ def _check(ctx: GradeContext, kind: str, found: list[tuple[int, str]], ok: str, 
 
 
 def _user_messages(ctx: GradeContext) -> list[tuple[int, UserMessage]]:
-    return [(i, e) for i, e in enumerate(ctx.transcript.events) if isinstance(e, UserMessage)]
+    """The simulated user's messages: a scenario's history (given, not simulated) is left out."""
+    start = ctx.transcript.history_events
+    return [(i, e) for i, e in enumerate(ctx.transcript.events) if i >= start and isinstance(e, UserMessage)]
 
 
 def _revealed_secret(ctx: GradeContext) -> Check | None:
@@ -162,8 +164,9 @@ def _invented_identifier(ctx: GradeContext) -> Check:
     given, blobs = scenario_memo(ctx, "drift_known", _known_to_user)
     known = set(given)
     found, reported = [], set()
+    history = ctx.transcript.history_events  # what a scenario's history says is given: known from then on
     for i, event in enumerate(ctx.transcript.events):
-        if isinstance(event, AgentMessage):
+        if isinstance(event, AgentMessage) or (i < history and isinstance(event, UserMessage)):
             known |= {_norm(t) for t in identifiers(event.text)}
         elif isinstance(event, UserMessage):
             for token in identifiers(event.text):
@@ -273,6 +276,8 @@ def _accepted_rejected(ctx: GradeContext) -> Check | None:
     events, found = ctx.transcript.events, []
     pending: tuple[str, bool] | None = None
     for i, event in enumerate(events):
+        if i < ctx.transcript.history_events:
+            continue  # the history's user was not simulated
         if isinstance(event, AgentMessage):
             pending = _offending(event.text, phrases)
         elif pending and isinstance(event, (UserMessage, Signal)) and getattr(event, "role", "user") == "user":

@@ -26,6 +26,7 @@ from __future__ import annotations
 import json
 import statistics
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 from simlab.graders.base import Check, GradeContext, check_at
@@ -237,8 +238,34 @@ def _show(value: Any) -> str:
     return f"{value:.6g}" if isinstance(value, float) else str(value)
 
 
+def live_part(t: Transcript) -> Transcript:
+    """The transcript without its history (a scenario's ``history:``, given, not played)."""
+    if not t.history_events:
+        return t
+    return t.model_copy(update={"events": t.events[t.history_events:], "history_events": 0})
+
+
+def _shift(checks: list[Check], by: int) -> list[Check]:
+    """Checks computed on the live part point into the whole transcript."""
+    if not by:
+        return checks
+    return [c.model_copy(update={"event": c.event + by}) if c.event is not None else c for c in checks]
+
+
 def grade_efficiency(ctx: GradeContext) -> list[Check]:
-    """The soft ``efficiency`` check (counts in details), the hard ``termination`` check, budgets."""
+    """The soft ``efficiency`` check (counts in details), the hard ``termination`` check, budgets.
+    A scenario's history is left out unless ``expect.budgets.count_history`` asks for it."""
+    budgets = ctx.scenario.expect.budgets
+    whole = ctx.transcript
+    if whole.history_events and not (budgets and budgets.count_history):
+        live = live_part(whole)
+        checks = grade_efficiency(replace(ctx, transcript=live))
+        for check in checks:
+            if check.name == "efficiency" and check.details.get("first_action_event") is not None:
+                check.details["first_action_event"] += whole.history_events
+            if check.name == "efficiency":
+                check.details["history_events_left_out"] = whole.history_events
+        return _shift(checks, whole.history_events)
     counts = efficiency_counts(ctx.transcript)
     summary = Check(name="efficiency", kind="efficiency", status="pass", hard=False, details=counts,
                     reason=(f"{counts['user_turns']} user turns, {counts['tool_calls']} tool calls "

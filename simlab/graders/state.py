@@ -21,6 +21,7 @@ from collections.abc import Callable
 from typing import Any
 
 from simlab.env.domain import Environment
+from simlab.env.history import HistoryError, start_state
 from simlab.graders.base import Check, GradeContext, scenario_memo
 from simlab.graders.comparators import ComparatorError, as_number, load_callable, same_value
 from simlab.graders.paths import MISSING, PathError, parse_path, resolve
@@ -225,9 +226,11 @@ def _replayed(ctx: GradeContext, expect: Expect) -> tuple[str | None, Any]:
 
 def _replay(ctx: GradeContext, expect: Expect) -> tuple[str | None, Any]:
     try:
-        env = Environment(ctx.domain, ctx.domain.build_state(ctx.scenario.initial_state))
+        env = Environment(ctx.domain, start_state(ctx.domain, ctx.scenario))  # the history's writes hold
     except ValueError as exc:  # pydantic's ValidationError is a ValueError
         return f"scenario bug: initial state is invalid: {exc}", None
+    except HistoryError as exc:
+        return f"scenario bug: {exc}", None
     for i, action in enumerate(expect.expected_actions):
         outcome = env.execute(action.tool, action.args)
         if not outcome.ok:

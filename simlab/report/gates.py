@@ -90,6 +90,10 @@ def metric_value(figures: SuiteFigures | ScenarioFigures, metric: str, view: str
     if metric == "policy_violations":  # trials with at least one hard policy violation
         return float(figures.policy_violations if isinstance(figures, ScenarioFigures)
                      else figures.policy_violation_rate.c)
+    if metric == "policy_violation_rate":  # the share of trials with one (e.g. of graded production traces)
+        if isinstance(figures, SuiteFigures):
+            return figures.policy_violation_rate.rate
+        return figures.policy_violations / figures.n if figures.n else None
     if metric == "cost_per_success":
         return figures.cost_per_success_usd
     if metric in ("invalid_rate", "error_rate", "loop_rate"):

@@ -25,8 +25,10 @@ def print_report(summary: RunSummary, console: Console, *, view: str = "raw", to
     for warning in summary.warnings:
         console.print(Text(f"warning: {one_line(warning)}", style="yellow"))
     if summary.ungraded:
-        console.print(Text(f"{summary.ungraded} trials are not graded: run `simlab grade "
-                           f"{one_line(summary.run_id)}`", style="yellow"))
+        imported = isinstance(summary.pins.get("agent"), dict) and summary.pins["agent"].get("kind") == "observed"
+        how = "grade-traces {} --rules RULES.yaml" if imported else "grade {}"  # an imported run: production traces
+        console.print(Text(f"{summary.ungraded} trials are not graded: run `simlab "
+                           f"{how.format(one_line(summary.run_id))}`", style="yellow"))
     console.print(_headline(suite, max_k))
     console.print(_scenario_table(summary, max_k, view, console.width))
     failing = summary.top_failing_checks
@@ -40,6 +42,9 @@ def print_report(summary: RunSummary, console: Console, *, view: str = "raw", to
         console.print(table)
     terms = suite.terminations
     console.print(Text("terminations: " + ", ".join(f"{one_line(k)} {v}" for k, v in terms.items())))
+    for sid, d in summary.divergence.items():  # a replay run (run --replay): where agents left the recording
+        turn = f", mean turn {d.mean_turn:.3g}" if d.mean_turn is not None else ""
+        console.print(Text(f"replay {one_line(sid)}: diverged in {d.diverged} of {d.replayed} trials{turn}"))
     for line in trouble_lines(summary):
         console.print(Text(line, style="yellow"))
     for category, rate in summary.attacks.items():

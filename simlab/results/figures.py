@@ -181,6 +181,14 @@ class Completeness(_Figures):
     manifest: bool = True
 
 
+class Divergence(_Figures):
+    """A scenario's replayed trials (``run --replay``): how many diverged from the recording, and when."""
+
+    replayed: int = Field(description="Trials whose user turns were replayed.")
+    diverged: int = Field(description="Of those, trials whose agent diverged from the recording.")
+    mean_turn: float | None = Field(None, description="The mean turn of the first divergence; None when none diverged.")
+
+
 class RunSummary(_Figures):
     """``summary.json``: a run's figures, per scenario and for the suite."""
 
@@ -204,6 +212,8 @@ class RunSummary(_Figures):
                                                                     "over: the run's trials mix configurations.")
     completeness: Completeness | None = None
     warnings: list[str] = Field(default_factory=list)
+    divergence: dict[str, Divergence] = Field(default_factory=dict, description="Per scenario, for a replay run "
+                                                                                "(run --replay): added last.")
 
 
 # -- two runs compared (``report/compare_runs.py``) ------------------------------------------

@@ -62,7 +62,7 @@ _CHECK_KEYS = CHECK_COLUMNS[6:]  # taken from the check itself; the first six fr
 SUMMARY_FIELDS = ("verdict", "scenario_id", "persona_id", "termination", "termination_detail", "cost_usd",
                   "policy_violations", "loop", "duration_s", "retries", "retry_wait_s", "simulator",
                   "agent_input_tokens", "agent_output_tokens", "simulator_input_tokens", "simulator_output_tokens",
-                  "judge_calls", "judge_cost_usd")
+                  "judge_calls", "judge_cost_usd", "replayed", "diverged_turn")
 FLOAT_COLUMNS = tuple(f"{role}_{f}" for role in ROLES for f in USAGE_FIELDS) + ("cost_usd", "redundant_calls")
 
 

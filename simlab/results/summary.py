@@ -20,6 +20,7 @@ from typing import Any
 from simlab.results.figures import (
     CheckError,
     CheckFailures,
+    Divergence,
     ErrorCause,
     PassPoint,
     Percentiles,
@@ -166,7 +167,22 @@ def summarize(results: Results, *, run_id: str | None = None, max_k: int | None 
                       for (name, kind), (count, hard, reason)
                       in sorted(tally.errored.items(), key=lambda kv: (-kv[1][0], kv[0]))],
         invalid_by_simulator=_invalid_by_simulator(rows),
+        divergence=_divergence(every),
     )
+
+
+def _divergence(rows: list[dict[str, Any]]) -> dict[str, Divergence]:
+    """Per scenario: replayed trials, how many diverged, the mean turn of the first divergence."""
+    by: dict[str, list[int | None]] = {}
+    for r in rows:
+        if r.get("replayed"):
+            by.setdefault(r["scenario_id"], []).append(r.get("diverged_turn"))
+    out = {}
+    for sid, turns in sorted(by.items()):
+        known = [t for t in turns if t is not None]
+        out[sid] = Divergence(replayed=len(turns), diverged=len(known),
+                              mean_turn=sum(known) / len(known) if known else None)
+    return out
 
 
 def _suite(rows: list[dict[str, Any]], scenarios: dict[str, ScenarioFigures], ks: range) -> SuiteFigures:

@@ -145,10 +145,10 @@ def build_models(plan: RunPlan, note: Callable[[str], None] = lambda text: None)
         warnings.simplefilter("always")
         agent = build_agent(plan.agent, limiter=limiter, max_retries=plan.max_retries,
                             timeout_s=plan.call_timeout_s)
-        simulator = build_simulator(plan.simulator, plan.agent, limiter=limiter,
-                                    max_retries=plan.max_retries, timeout_s=plan.call_timeout_s)
         judge = build_judge(plan.judge, limiter=limiter, max_retries=plan.max_retries,
                             timeout_s=plan.call_timeout_s)
+        simulator = build_simulator(plan.simulator, plan.agent, limiter=limiter,
+                                    max_retries=plan.max_retries, timeout_s=plan.call_timeout_s, judge=judge)
     for warning in caught:
         note(f"warning: {warning.message}")
     return limiter, agent, simulator, judge

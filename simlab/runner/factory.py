@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import warnings
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
@@ -45,12 +46,15 @@ def build_agent(spec: AgentSpec, *, limiter: ModelLimiter | None = None, max_ret
     return LLMAgent(model, system_prompt=spec.system_prompt, max_steps=spec.max_steps, transfer_tools=transfer_tools)
 
 
-def build_simulator(spec: SimulatorSpec, agent: AgentSpec, *, limiter: ModelLimiter | None = None, max_retries: int = 4,
-                    timeout_s: float = 60.0) -> Simulator:
+def build_simulator(spec: SimulatorSpec, agent: AgentSpec, *, limiter: ModelLimiter | None = None,
+                    max_retries: int = 4, timeout_s: float = 60.0, judge: ChatModel | None = None) -> Simulator:
+    """The simulator a spec names; ``judge`` (a chat model): what a replay with ``divergence: judge`` asks."""
     if spec.kind == "rules":
         return RulesSimulator()
     if spec.kind == "scripted":
         return ScriptedSimulator()
+    if spec.kind == "replay":
+        return _replay(spec, agent, judge, limiter=limiter, max_retries=max_retries, timeout_s=timeout_s)
     from simlab.llm.family import is_pinned
 
     assert spec.model is not None
@@ -70,6 +74,27 @@ def build_simulator(spec: SimulatorSpec, agent: AgentSpec, *, limiter: ModelLimi
         timeout_s=timeout_s, limiter=limiter,
     )
     return LLMSimulator(model)
+
+
+def _replay(spec: SimulatorSpec, agent: AgentSpec, judge: Any, **how: Any) -> Simulator:
+    """The replay simulator: the recorded trials of ``spec.run``, and who takes over after a divergence."""
+    from simlab.runner.store import RunStore
+    from simlab.sim.replay import ReplaySimulator
+    from simlab.specs import load_config
+
+    run = str(spec.run)
+    folder = next((f for f in (Path(run), Path(load_config(Path("simlab.yaml")).transcripts) / run)
+                   if (f / "trials.jsonl").exists()), None)
+    if folder is None:
+        raise UsageError(f"replay: no run {run!r} with trials (a run id under the transcripts folder, or a run folder)")
+    recordings = {r.unit_id: r.transcript for r in RunStore(folder).records()}
+    if spec.divergence == "judge" and judge is None:
+        raise UsageError("replay with divergence: judge needs a judge model: pass --judge MODEL or set 'judge' in "
+                         "simlab.yaml")
+    then = spec.then or "stop"
+    fallback = None if then == "stop" else build_simulator(SimulatorSpec.model_validate(then), agent, **how)
+    return ReplaySimulator(recordings, run=folder.name, divergence=spec.divergence or "tools", then=then,
+                           fallback=fallback, judge=judge if spec.divergence == "judge" else None)
 
 
 def _endpoint(model: str, api_base: str | None) -> str:

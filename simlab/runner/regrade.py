@@ -55,6 +55,9 @@ def load_run_scenarios(store: RunStore, personas_dir: Path) -> tuple[dict[str, L
     manifest = store.read_manifest()
     if not manifest:
         raise UsageError(f"{store.folder}: no run.json; is this a run folder?")
+    if manifest.get("observed"):  # imported production traces: no scenario files to grade them against
+        raise UsageError(f"{store.folder.name} holds imported traces, which have no scenario: grade them with "
+                         f"`simlab grade-traces {store.folder.name} --rules RULES.yaml`")
     pinned = manifest.get("pins", {}).get("scenarios", {})
     paths = [Path(entry["path"]) for entry in pinned.values()]
     missing = [str(p) for p in paths if not p.exists()]

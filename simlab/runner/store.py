@@ -372,7 +372,11 @@ def write_atomic(path: Path, text: str) -> None:
 
 
 def planned_units(manifest: dict[str, Any]) -> set[str] | None:
-    """The unit ids a manifest planned (its scenarios and their trials), or None when it does not say."""
+    """The unit ids a manifest planned (its scenarios and their trials, or the list ``planned_units``
+    where it gives one: a graded sample of observed trials), or None when it does not say."""
+    listed = manifest.get("planned_units")
+    if isinstance(listed, list):
+        return {str(unit) for unit in listed}
     scenarios = (manifest.get("pins") or {}).get("scenarios")
     if not isinstance(scenarios, dict):
         return None

@@ -28,6 +28,9 @@ class AgentInput:
     turn: int
     memory: dict[str, Any] = field(default_factory=dict)  # kept across the turns of one trial
     record: Callable[[Any], None] | None = None  # appends an event (e.g. a ModelCall) to the transcript
+    # the scenario's history (the conversation the trial started from) in OpenAI chat format, its tool
+    # calls and results included; its plain messages are also the first of ``messages``
+    history: list[Message] = field(default_factory=list)
 
 
 @dataclass

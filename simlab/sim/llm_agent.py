@@ -40,7 +40,8 @@ class LLMAgent:
 
     async def respond(self, inp: AgentInput) -> AgentReply:
         history: list[Message] = inp.memory.setdefault("history", [
-            {"role": "system", "content": (self.system_prompt or inp.policy) + render_context(inp.context)}
+            {"role": "system", "content": (self.system_prompt or inp.policy) + render_context(inp.context)},
+            *inp.history,  # a scenario's history: the conversation so far, tool calls included
         ])
         history.append(inp.messages[-1])  # the user's newest message
         transferred = False

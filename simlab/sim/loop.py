@@ -68,6 +68,8 @@ class _Conversation:
         self.agent_memory: dict[str, Any] = {}
         self.sim_memory: dict[str, Any] = {}
         self.turn = 0
+        self.history: list[dict[str, Any]] = []  # the history in chat format, tool calls included
+        self.history_events = 0
         self.tokens = 0
         self.cost = 0.0
         self.started = clock()
@@ -96,7 +98,24 @@ class _Conversation:
         if limits.max_cost_usd is not None and self.cost > limits.max_cost_usd:
             raise StopTrial("budget_exceeded", f"cost ${self.cost:.4f} > limit ${limits.max_cost_usd}")
 
+    def play_history(self) -> None:
+        """The scenario's ``history:`` (``env/history.py``): its calls run on this trial's state, its
+        events come first (turn 0), and agent and simulator see it as the conversation so far."""
+        from simlab.env.history import HistoryError, play_history
+
+        try:
+            played = play_history(self.env, self.t.scenario.history)
+        except HistoryError as exc:
+            self.events.append(ErrorEvent(turn=0, source="lab", kind="invalid_state", message=str(exc)))
+            raise _End(R.ERROR, f"scenario bug: {exc}") from None
+        self.events.extend(played.events)
+        self.messages.extend(played.messages)
+        self.history = played.chat
+        self.history_events = len(played.events)
+
     async def play(self) -> None:
+        if self.t.scenario.history:
+            self.play_history()
         for turn in range(1, self.t.scenario.max_turns + 1):
             self.turn = turn
             await self.user_turn()
@@ -107,7 +126,7 @@ class _Conversation:
 
     async def user_turn(self) -> None:
         view = SimView(self.t.scenario, self.t.persona, list(self.messages), self.t.seed, self.turn,
-                       record=self.record, memory=self.sim_memory)
+                       record=self.record, memory=self.sim_memory, unit_id=self.t.unit_id, events=self.events)
         try:
             user = await self.t.simulator.next_message(view)
         except ModelError as exc:
@@ -125,7 +144,8 @@ class _Conversation:
     async def agent_turn(self) -> None:
         self.tools.start_turn(self.turn)
         inp = AgentInput(list(self.messages), dict(self.t.scenario.agent_context), self.tools, self.t.domain.policy,
-                         self.t.seed, self.turn, memory=self.agent_memory, record=self.record)
+                         self.t.seed, self.turn, memory=self.agent_memory, record=self.record,
+                         history=list(self.history))
         try:
             if self.turn == 1 and self.t.scenario.expect.first_tool_call is not None:
                 await self.probe_first_step()
@@ -206,8 +226,10 @@ async def _run(conv: _Conversation, trial: Trial, clock: Callable[[], float]) ->
         simulator=trial.simulator.pin(),
         agent_context=dict(trial.scenario.agent_context),
         events=conv.events,
+        history_events=conv.history_events,
         termination=termination,
         final_state=conv.env.snapshot(),
+        replay=conv.sim_memory.get("replay"),  # a replay simulator's ReplayInfo (sim/replay.py)
         started_at=started_at,
         duration_s=round(clock() - conv.started, 6),
     )

@@ -13,7 +13,7 @@ from simlab.specs.loader import (
     scenario_files,
 )
 from simlab.specs.persona import Persona
-from simlab.specs.scenario import Limits, Scenario, UserSpec
+from simlab.specs.scenario import HistoryItem, Limits, Scenario, UserSpec
 from simlab.specs.schema import json_schemas, write_schemas
 
 __all__ = [
@@ -21,6 +21,7 @@ __all__ = [
     "JudgeSpec",
     "Expect",
     "GraderUse",
+    "HistoryItem",
     "Limits",
     "Loaded",
     "LoadedScenario",

@@ -125,8 +125,15 @@ class AgentSpec(SpecModel):
 class SimulatorSpec(SpecModel):
     """Who plays the user: ``rules`` or ``scripted`` (offline, deterministic) or a LiteLLM model."""
 
-    kind: Literal["rules", "scripted", "llm"] = "rules"
+    kind: Literal["rules", "scripted", "llm", "replay"] = "rules"
     model: str | None = None
+    run: str | None = Field(None, description="replay: the run (id or folder) whose user turns are replayed.")
+    divergence: Literal["never", "tools", "judge"] | None = Field(
+        None, description="replay: when the agent's turn no longer matches the recording: never, on a different "
+                          "tool trajectory (tools, the default), or when the run's judge model says the next "
+                          "recorded user turn no longer makes sense (judge; asked only about turns that differ).")
+    then: str | None = Field(None, description="replay: after a divergence, stop the trial (the default; termination "
+                                               "diverged), or hand the user to rules, scripted or a LiteLLM model.")
     api_base: ApiBase = None
     api_key_env: ApiKeyEnv = None
     temperature: float = 0.7
@@ -153,10 +160,18 @@ class SimulatorSpec(SpecModel):
             raise ValueError("an llm simulator needs 'model' (a LiteLLM model string)")
         if self.kind != "llm" and self.model:
             raise ValueError(f"a {self.kind} simulator takes no model")
+        if self.kind != "replay" and (self.run or self.divergence or self.then):
+            raise ValueError("run, divergence and then are settings of a replay simulator")
+        if self.kind == "replay" and not (self.run and self.run.strip()):
+            raise ValueError("a replay simulator needs 'run' (the run whose user turns it replays)")
+        if self.kind == "replay" and self.then in ("replay", "llm"):
+            raise ValueError("then: stop, rules, scripted or a LiteLLM model string")
         return self
 
     @property
     def ref(self) -> str:
+        if self.kind == "replay":
+            return f"replay:{self.run}"
         return self.model if self.kind == "llm" and self.model else self.kind
 
 

@@ -162,6 +162,8 @@ class Budgets(SpecModel):
     max_tokens: int | None = Field(None, ge=0)
     max_cost_usd: float | None = Field(None, ge=0)
     max_seconds: float | None = Field(None, ge=0)
+    count_history: bool = Field(False, description="Also count a scenario's history (given, not played) in the "
+                                                   "efficiency counts and these budgets; by default only live turns.")
 
 
 class RubricItem(SpecModel):

@@ -13,8 +13,8 @@ from pydantic import Field, model_validator
 
 from simlab.specs.base import SpecModel
 
-METRICS = ("success", "policy_violations", "cost_per_success", "invalid_rate", "error_rate", "loop_rate",
-           "attack_success")
+METRICS = ("success", "policy_violations", "policy_violation_rate", "cost_per_success", "invalid_rate", "error_rate",
+           "loop_rate", "attack_success")
 _K_METRIC = re.compile(r"^pass(\^|@)(\d+)$")
 GATE = re.compile(r"^\s*([A-Za-z_@^0-9]+)\s*(<=|>=|==|!=|<|>)\s*(-?[0-9.]+%?)\s*$")
 
@@ -31,7 +31,8 @@ def parse_gate(text: str) -> tuple[str, str, float]:
     return metric, op, value
 
 
-RATES = ("success", "invalid_rate", "error_rate", "loop_rate", "attack_success")  # and pass^k, pass@k: 0 to 1
+# rates (0 to 1), as are pass^k and pass@k
+RATES = ("success", "policy_violation_rate", "invalid_rate", "error_rate", "loop_rate", "attack_success")
 
 
 def never_holds(metric: str, op: str, value: float) -> str | None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import Field, field_validator
+from pydantic import Field, field_validator, model_validator
 
 from simlab.specs.base import Regex, SpecModel
 from simlab.specs.expect import Expect
@@ -54,6 +54,32 @@ class UserSpec(SpecModel):
         return mapping
 
 
+class HistoryItem(SpecModel):
+    """One step of the conversation a trial starts from: a user message, an agent message, or a tool
+    call the agent made (run on the initial state when the trial starts, so its writes hold)."""
+
+    user: str | None = Field(None, description="A message the user sent.")
+    agent: str | None = Field(None, description="A message the agent sent.")
+    tool: str | None = Field(None, description="A tool the agent called (a tool of the scenario's domain).")
+    args: dict[str, Any] = Field(default_factory=dict, description="The call's arguments (with tool).")
+    result: Any = Field(None, description="The result the agent saw (with tool); default: what the tool returns "
+                                          "when the call is run on the initial state.")
+
+    @model_validator(mode="after")
+    def _one_kind(self) -> HistoryItem:
+        given = [k for k in ("user", "agent", "tool") if getattr(self, k) is not None]
+        if len(given) != 1:
+            raise ValueError("give exactly one of user, agent or tool"
+                             + (f" (got {', '.join(given)})" if given else ""))
+        if self.tool is None and ("args" in self.model_fields_set or "result" in self.model_fields_set):
+            raise ValueError("args and result belong to a tool step")
+        return self
+
+    @property
+    def kind(self) -> str:
+        return "user" if self.user is not None else "agent" if self.agent is not None else "tool"
+
+
 class Limits(SpecModel):
     """Run-time caps: hitting one ends the trial with ``budget_exceeded``."""
 
@@ -79,6 +105,10 @@ class Scenario(SpecModel):
     initial_state: dict[str, Any] = Field(
         default_factory=dict, description="Overrides deep-merged over the domain's seed data."
     )
+    history: list[HistoryItem] = Field(
+        default_factory=list,
+        description="Earlier user and agent messages and tool calls the trial starts from (mid-conversation): the "
+                    "agent sees them, their tool calls run on the initial state first, graders see them as history.")
     max_turns: int = Field(12, ge=1, le=500)
     trials: int | None = Field(None, ge=1, le=10_000, description="Trials per run; default from simlab.yaml.")
     limits: Limits = Field(default_factory=Limits)

@@ -74,6 +74,9 @@ class TrialFigures(BaseModel):
     policy_violations: int = Field(0, description="Policy checks that failed, soft ones included.")
     not_run_checks: int = 0
     check_count: int = 0
+    replayed: bool = Field(False, description="The user turns were replayed from a recorded trial.")
+    diverged_turn: int | None = Field(None, description="A replay: the first agent turn that differed from the "
+                                                        "recording; None when none did (or not a replay).")
 
     @model_validator(mode="after")
     def _only_check_columns(self) -> TrialFigures:

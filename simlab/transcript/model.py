@@ -150,6 +150,8 @@ class TerminationReason(str, Enum):
     CONTEXT_WINDOW = "context_window"  # the agent's model: the agent's failure
     AGENT_ERROR = "agent_error"  # the agent under test raised: its failure, not the lab's
     ERROR = "error"  # infrastructure: retries exhausted, a dead endpoint, the simulator's model, a lab crash
+    DIVERGED = "diverged"  # a replay stopped: the agent's turn no longer matched the recording
+    OBSERVED = "observed"  # an imported production conversation: it ended where its record ends
 
 
 class Termination(_Model):
@@ -173,6 +175,30 @@ def spends_nothing_unseen(kind: str | None, settings: dict[str, Any]) -> bool:
     return kind in ("llm", "scripted", "rules") or (kind == "python" and settings.get("uses_models") is False)
 
 
+class ObservedFrom(_Model):
+    """Where an observed trial (an imported production conversation) came from."""
+
+    format: str = Field(description="The import format: openai (message JSONL) or otlp (OTLP JSON spans).")
+    source: str = Field(description="File and place in it: path:line, or path and trace id.")
+    conversation_id: str = Field(description="The conversation's own id in the source (line id, trace id, session).")
+    feedback: list[Any] = Field(default_factory=list, description="User feedback the source carried, as given.")
+    negative_feedback: bool = Field(False, description="Whether that feedback was negative (thumbs down, score < 0).")
+    error: str | None = Field(None, description="An error the source recorded (a span with error status).")
+    redactions: int = Field(0, description="How many PII matches were masked before the trial was written.")
+
+
+class ReplayInfo(_Model):
+    """A trial that replayed the user turns of a recorded one: which, and where the agent diverged."""
+
+    run: str = Field(description="The run the recording came from.")
+    unit_id: str = Field(description="The recorded trial.")
+    divergence: str = Field(description="What counted as diverging: never | tools.")
+    then: str = Field(description="What followed a divergence: stop, or the simulator that took over.")
+    diverged_turn: int | None = Field(None, description="The first agent turn that differed from the recording; "
+                                                        "None when none did.")
+    reason: str = Field("", description="How that turn differed.")
+
+
 class Transcript(_Model):
     """One trial, complete: what was said, done, spent, and why it ended."""
 
@@ -188,8 +214,13 @@ class Transcript(_Model):
     simulator: Pin
     agent_context: dict[str, Any] = Field(default_factory=dict)
     events: list[Event] = Field(default_factory=list)
+    history_events: int = Field(0, ge=0, description="How many of the first events are the scenario's history "
+                                                     "(turn 0): given, not played; live turns start at 1.")
     termination: Termination
     final_state: dict[str, Any] | None = None
+    observed: ObservedFrom | None = Field(None, description="Set for an observed trial: an imported conversation "
+                                                            "(no simulator, no environment, tool results as recorded).")
+    replay: ReplayInfo | None = Field(None, description="Set when the user turns were replayed from a recording.")
     started_at: str = ""
     duration_s: float = 0.0
 

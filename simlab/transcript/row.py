@@ -128,6 +128,8 @@ def record_head(record: TrialRecord) -> TrialHead:
     row["policy_violations"] = violations
     row["not_run_checks"] = len(not_run)
     row["check_count"] = len(record.checks)
+    row["replayed"] = t.replay is not None
+    row["diverged_turn"] = t.replay.diverged_turn if t.replay is not None else None
     for c in record.checks:
         row[CHECK_COLUMN + c.name] = c.status
     return TrialHead(row=TrialFigures(**row), failed=failed, not_run=not_run, unjudged=unjudged, errored=errored,

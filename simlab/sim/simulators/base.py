@@ -35,6 +35,8 @@ class SimView:
     turn: int
     record: Callable[[Any], None] | None = None  # appends an event (a ModelCall) to the transcript
     memory: dict[str, Any] = field(default_factory=dict)  # kept across the turns of one trial
+    unit_id: str = ""  # the trial's unit id (a replay looks its recording up by it)
+    events: list[Any] = field(default_factory=list)  # the transcript so far (a replay compares the agent's turns)
 
     @property
     def last_agent_message(self) -> str:

@@ -1,0 +1,76 @@
+"""What the production-conversation formats of ``simlab import`` share: their arguments, the PII
+step, and writing the observed run."""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+from collections.abc import Callable
+from datetime import UTC, datetime
+from pathlib import Path
+
+from simlab.traces.conversation import OBSERVED_SCENARIO, Conversation
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("source", metavar="SOURCE", help="the file to import")
+    parser.add_argument("--run-id", help="the run to write (default: import-<format>-<date and time>)")
+    parser.add_argument("--scenario-id", default=OBSERVED_SCENARIO,
+                        help=f"the scenario id the conversations are trials of (default {OBSERVED_SCENARIO})")
+    parser.add_argument("--pii", metavar="FILE",
+                        help="a PII file: {builtin: true, patterns: {name: regex}, never_reveal: [values]}")
+    parser.add_argument("--keep-raw", action="store_true",
+                        help="also copy the source file, unredacted, into the run folder (raw/)")
+
+
+def import_conversations(args: argparse.Namespace, fmt: str, read: Callable[[Path], list[Conversation]]) -> int:
+    """Read, mask PII, convert, write; then say what was written and what to do next."""
+    from simlab.errors import UsageError
+    from simlab.runner.observed import write_observed_run
+    from simlab.runner.prepare import check_run_id
+    from simlab.specs import load_config
+    from simlab.traces.conversation import to_transcript
+    from simlab.traces.pii import Redactor, load_pii
+
+    source = Path(args.source)
+    if not source.is_file():
+        raise UsageError(f"{source}: no such file")
+    if not re.match(r"^[a-z0-9][a-z0-9_.-]*$", args.scenario_id):
+        raise UsageError(f"--scenario-id {args.scenario_id!r}: use lowercase letters, digits, '.', '_' and '-' "
+                         "(a scenario id)")
+    spec = load_pii(Path(args.pii) if args.pii else None)
+    conversations = read(source)
+    redactor = Redactor(spec)
+    transcripts = []
+    run_id = check_run_id(args.run_id or f"import-{fmt}-{datetime.now(UTC).strftime('%Y%m%d-%H%M%S')}")
+    for trial, conv in enumerate(conversations, start=1):
+        before = redactor.count
+        conv.messages = redactor.tree(conv.messages)
+        conv.tool_errors = redactor.tree(conv.tool_errors)
+        conv.feedback = redactor.tree(conv.feedback)
+        conv.error = redactor.text(conv.error) if conv.error else None
+        conv.id, conv.source, conv.agent = redactor.text(conv.id), redactor.text(conv.source), redactor.text(conv.agent)
+        conv.redactions = redactor.count - before
+        transcripts.append(to_transcript(conv, run_id=run_id, trial=trial, scenario_id=args.scenario_id))
+    folder = Path(load_config(Path("simlab.yaml")).transcripts) / run_id
+    redaction = {"builtin": spec.builtin, "patterns": sorted(spec.patterns), "never_reveal": len(spec.never_reveal),
+                 "masked": redactor.count}
+    write_observed_run(folder, transcripts, source=source, fmt=fmt, command=_command(args, fmt),
+                       redaction=redaction, keep_raw=args.keep_raw)
+    calls = sum(len(t.tool_calls()) for t in transcripts)
+    print(f"imported {len(transcripts)} conversations ({sum(t.user_turns() for t in transcripts)} user turns, "
+          f"{calls} tool calls) from {source} into {folder}; {redactor.count} PII matches masked"
+          + ("; the raw file is kept in raw/" if args.keep_raw else ""), file=sys.stderr)
+    print(f"next: simlab grade-traces {run_id} --rules RULES.yaml   (or: simlab view {run_id})", file=sys.stderr)
+    return 0
+
+
+def _command(args: argparse.Namespace, fmt: str) -> list[str]:
+    """The command as given (its options), for the manifest."""
+    command = ["simlab", "import", fmt, str(args.source)]
+    for name in ("run_id", "scenario_id", "pii"):
+        value = getattr(args, name)
+        if value is not None and not (name == "scenario_id" and value == OBSERVED_SCENARIO):
+            command += [f"--{name.replace('_', '-')}", str(value)]
+    return command + (["--keep-raw"] if args.keep_raw else [])

@@ -1,0 +1,14 @@
+"""``simlab import otlp SOURCE``: OpenTelemetry spans as OTLP JSON (GenAI semconv, OpenInference)."""
+
+from __future__ import annotations
+
+import argparse
+
+from simlab.cli.import_observed import configure as configure  # the shared arguments
+
+
+def run(args: argparse.Namespace) -> int:
+    from simlab.cli.import_observed import import_conversations
+    from simlab.traces.otlp import read_otlp
+
+    return import_conversations(args, "otlp", read_otlp)

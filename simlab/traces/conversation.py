@@ -1,0 +1,146 @@
+"""One imported conversation, in OpenAI chat format, and the transcript of its observed trial.
+
+Why a chat-format middle step: every source (message JSONL, GenAI spans, OpenInference spans)
+can say what was said as chat messages, and one conversion to events keeps turns, tool-call
+pairing and model calls the same for all of them.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from simlab.errors import SpecError
+from simlab.transcript import (
+    AgentMessage,
+    ModelCall,
+    ObservedFrom,
+    Pin,
+    Termination,
+    TerminationReason,
+    ToolCall,
+    ToolResult,
+    Transcript,
+    Usage,
+    UserMessage,
+)
+
+OBSERVED_SCENARIO = "observed"
+
+
+@dataclass
+class SeenCall:
+    """A model call the source recorded, made after ``after`` messages of the conversation."""
+
+    after: int
+    model: str
+    usage: Usage
+
+
+@dataclass
+class Conversation:
+    """What a source said about one conversation."""
+
+    id: str
+    format: str
+    source: str
+    messages: list[dict[str, Any]] = field(default_factory=list)  # system / user / assistant / tool
+    calls: list[SeenCall] = field(default_factory=list)
+    tool_errors: dict[str, str] = field(default_factory=dict)  # call id -> the error the tool returned
+    feedback: list[Any] = field(default_factory=list)
+    negative_feedback: bool = False
+    error: str | None = None
+    agent: str = ""  # the model or service that answered, when the source says
+    started_at: str = ""
+    duration_s: float = 0.0
+    redactions: int = 0
+
+
+def read_source(path: Path, expected: str) -> str:
+    """The text of a source file; an unreadable or non-UTF-8 one is an error naming it."""
+    try:
+        return path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise SpecError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    except UnicodeDecodeError as exc:
+        raise SpecError(f"{path}: not UTF-8 text ({exc.reason}); expected {expected}") from None
+
+
+def text_of(content: Any) -> str:
+    """A message's text: a string, or the text parts of a list of parts."""
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "".join(str(p.get("text", p.get("content", ""))) if isinstance(p, dict) else str(p) for p in content)
+    return str(content)
+
+
+def _result(text: str) -> Any:
+    try:
+        return json.loads(text)
+    except (ValueError, TypeError, RecursionError):
+        return text
+
+
+def to_transcript(conv: Conversation, *, run_id: str, trial: int, scenario_id: str = OBSERVED_SCENARIO) -> Transcript:
+    """The transcript of an observed trial: turns counted by user messages (a message before the first
+    one belongs to turn 1), tool results paired with their calls by id, model calls where they were made."""
+    events: list[Any] = []
+    names: dict[str, str] = {}
+    context: dict[str, Any] = {}
+    turn, users = 1, 0
+    pending = sorted(conv.calls, key=lambda c: c.after)
+    models = {c.model for c in conv.calls if c.model}
+    for position, message in enumerate(conv.messages):
+        while pending and pending[0].after <= position:
+            call = pending.pop(0)
+            events.append(ModelCall(turn=turn, role="agent", model=call.model or "unknown", usage=call.usage))
+        role = message.get("role")
+        if role == "system":
+            context.setdefault("system_prompt", text_of(message.get("content")))
+        elif role == "user":
+            users += 1
+            turn = users
+            events.append(UserMessage(turn=turn, text=text_of(message.get("content"))))
+        elif role == "assistant":
+            for i, request in enumerate(message.get("tool_calls") or []):
+                function = request.get("function") or {}
+                call_id = str(request.get("id") or f"call-{position}-{i}")
+                name = str(function.get("name") or "unknown")
+                raw = function.get("arguments")
+                raw_text = raw if isinstance(raw, str) else json.dumps(raw if raw is not None else {}, default=str)
+                parsed = _result(raw_text)
+                names[call_id] = name
+                events.append(ToolCall(turn=turn, call_id=call_id, name=name, raw_arguments=raw_text,
+                                       arguments=parsed if isinstance(parsed, dict) else None))
+            text = text_of(message.get("content"))
+            if text or not message.get("tool_calls"):
+                events.append(AgentMessage(turn=turn, text=text))
+        elif role == "tool":
+            call_id = str(message.get("tool_call_id") or "")
+            error = conv.tool_errors.get(call_id)
+            content = text_of(message.get("content"))
+            name = names.get(call_id, message.get("name") or "unknown")
+            events.append(ToolResult(turn=turn, call_id=call_id, name=name, ok=error is None,
+                                     result=None if error else _result(content), error=error))
+    for call in pending:
+        events.append(ModelCall(turn=turn, role="agent", model=call.model or "unknown", usage=call.usage))
+    agent = conv.agent or (sorted(models)[0] if len(models) == 1 else "")
+    detail = f"imported from {conv.source}" + (f"; the source recorded an error: {conv.error}" if conv.error else "")
+    return Transcript(
+        run_id=run_id, unit_id=f"{scenario_id}#{trial}", scenario_id=scenario_id, persona_id="observed",
+        domain="observed", trial=trial, seed=0,
+        agent=Pin(kind="observed", ref=agent or "unknown", settings={"models": sorted(models)} if models else {}),
+        simulator=Pin(kind="observed", ref="production users"),
+        agent_context=context, events=events,
+        termination=Termination(reason=TerminationReason.OBSERVED, detail=detail, turn=turn),
+        final_state=None,
+        observed=ObservedFrom(format=conv.format, source=conv.source, conversation_id=conv.id,
+                              feedback=conv.feedback, negative_feedback=conv.negative_feedback, error=conv.error,
+                              redactions=conv.redactions),
+        started_at=conv.started_at, duration_s=conv.duration_s,
+    )

@@ -1,0 +1,333 @@
+"""OpenTelemetry spans as OTLP JSON: GenAI semantic conventions and OpenInference.
+
+The file is OTLP JSON (``{"resourceSpans": [...]}``, the ``opentelemetry-proto`` JSON mapping),
+one such document, a list of them, or one a line (what a file exporter writes). Spans are grouped
+into conversations by ``gen_ai.conversation.id`` or OpenInference's ``session.id`` when a span of the
+trace carries one, else by trace id. Within a conversation:
+
+- model calls: GenAI spans whose ``gen_ai.operation.name`` is ``chat`` / ``text_completion`` /
+  ``generate_content`` (messages in ``gen_ai.input.messages`` / ``gen_ai.output.messages``, as
+  role + parts), or OpenInference spans of kind ``LLM`` (``llm.input_messages.N.message.*``);
+  usage from ``gen_ai.usage.*`` or ``llm.token_count.*``;
+- tool runs: GenAI ``execute_tool`` spans (``gen_ai.tool.*``) or OpenInference ``TOOL`` spans
+  (``tool.name``, ``input.value``, ``output.value``): they give a call's result when no tool
+  message carried it, and an error status makes the result an error.
+
+Why a merge of model calls in time order: each call's input repeats the conversation so far, so the
+conversation is the first call's input, grown by what each later input adds, plus every output.
+Ids are opaque strings (hex, or base64 as protobuf's own JSON writer gives them).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from simlab.errors import SpecError
+from simlab.traces.conversation import Conversation, SeenCall, read_source
+from simlab.traces.openai_jsonl import is_negative
+from simlab.transcript import Usage
+
+CHAT_OPERATIONS = ("chat", "text_completion", "generate_content")
+_OI_MESSAGE = re.compile(r"^llm\.(input|output)_messages\.(\d+)\.message\.(.+)$")
+
+
+@dataclass
+class Span:
+    trace_id: str
+    span_id: str
+    name: str
+    start: int
+    end: int
+    attributes: dict[str, Any]
+    resource: dict[str, Any]
+    error: str | None = None
+    events: list[dict[str, Any]] = field(default_factory=list)
+
+
+def value_of(value: Any) -> Any:
+    """An OTLP ``AnyValue`` as plain data (intValue comes as a string in JSON: int64)."""
+    if not isinstance(value, dict):
+        return value
+    if "stringValue" in value:
+        return value["stringValue"]
+    if "intValue" in value:
+        return int(value["intValue"])
+    if "doubleValue" in value:
+        return float(value["doubleValue"])
+    if "boolValue" in value:
+        return bool(value["boolValue"])
+    if "arrayValue" in value:
+        return [value_of(v) for v in (value["arrayValue"] or {}).get("values", [])]
+    if "kvlistValue" in value:
+        return attributes_of((value["kvlistValue"] or {}).get("values", []))
+    if "bytesValue" in value:
+        return value["bytesValue"]
+    return None
+
+
+def attributes_of(items: Any) -> dict[str, Any]:
+    return {str(a["key"]): value_of(a.get("value")) for a in items or [] if isinstance(a, dict) and "key" in a}
+
+
+def read_otlp(path: Path) -> list[Conversation]:
+    """Every conversation in an OTLP JSON file; errors name the file (and line) and what is wrong."""
+    text = read_source(path, "OTLP JSON")
+    documents = _documents(path, text)
+    spans: list[Span] = []
+    for where, document in documents:
+        spans.extend(_spans(where, document))
+    if not spans:
+        raise SpecError(f"{path}: no spans found (expected OTLP JSON: resourceSpans → scopeSpans → spans)")
+    groups: dict[str, list[Span]] = {}
+    for span in spans:
+        groups.setdefault(span.trace_id, []).append(span)
+    conversations: dict[str, list[Span]] = {}
+    for trace_id, members in groups.items():
+        key = next((str(s.attributes[k]) for s in members for k in ("gen_ai.conversation.id", "session.id")
+                    if s.attributes.get(k)), trace_id)
+        conversations.setdefault(key, []).extend(members)
+    found = [_conversation(path, key, members) for key, members in conversations.items()]
+    return [c for c in found if c.messages]
+
+
+def _documents(path: Path, text: str) -> list[tuple[str, Any]]:
+    try:
+        data = json.loads(text)
+        docs = data if isinstance(data, list) else [data]
+        return [(str(path), d) for d in docs]
+    except (ValueError, RecursionError):
+        pass
+    out = []
+    for number, line in enumerate(text.splitlines(), start=1):
+        if line.strip():
+            try:
+                out.append((f"{path}:{number}", json.loads(line)))
+            except (ValueError, RecursionError) as exc:
+                raise SpecError(f"{path}:{number}: not JSON ({exc}); expected OTLP JSON") from None
+    return out
+
+
+def _spans(where: str, document: Any) -> list[Span]:
+    if not isinstance(document, dict) or not isinstance(document.get("resourceSpans"), list):
+        raise SpecError(f"{where}: not OTLP JSON: expected an object with 'resourceSpans' (a list)")
+    out = []
+    for resource_spans in document["resourceSpans"]:
+        resource = attributes_of(((resource_spans or {}).get("resource") or {}).get("attributes"))
+        for scope in (resource_spans or {}).get("scopeSpans") or []:
+            for raw in (scope or {}).get("spans") or []:
+                if not isinstance(raw, dict) or not raw.get("traceId"):
+                    raise SpecError(f"{where}: a span without traceId")
+                status = raw.get("status") or {}
+                failed = status.get("code") in ("STATUS_CODE_ERROR", 2)
+                out.append(Span(
+                    trace_id=str(raw["traceId"]), span_id=str(raw.get("spanId", "")), name=str(raw.get("name", "")),
+                    start=int(raw.get("startTimeUnixNano") or 0), end=int(raw.get("endTimeUnixNano") or 0),
+                    attributes=attributes_of(raw.get("attributes")), resource=resource,
+                    error=(status.get("message") or "error status") if failed else None,
+                    events=[{"name": e.get("name"), "attributes": attributes_of(e.get("attributes"))}
+                            for e in raw.get("events") or [] if isinstance(e, dict)],
+                ))
+    return out
+
+
+def _kind(span: Span) -> str | None:
+    a = span.attributes
+    operation = a.get("gen_ai.operation.name")
+    oi = str(a.get("openinference.span.kind") or "").upper()
+    if operation in CHAT_OPERATIONS or oi == "LLM" or ("gen_ai.input.messages" in a and operation is None):
+        return "chat"
+    if operation == "execute_tool" or oi == "TOOL":
+        return "tool"
+    return None
+
+
+def _json(value: Any) -> Any:
+    if isinstance(value, str):
+        try:
+            return json.loads(value)
+        except (ValueError, RecursionError):
+            return value
+    return value
+
+
+def _dumps(value: Any) -> str:
+    return value if isinstance(value, str) else json.dumps(value, default=str)
+
+
+def genai_messages(value: Any) -> list[dict[str, Any]]:
+    """GenAI semconv messages (role + parts) as chat messages; chat-format messages pass through."""
+    out: list[dict[str, Any]] = []
+    for message in _json(value) or []:
+        if not isinstance(message, dict):
+            continue
+        if "parts" not in message:
+            out.append(message)
+            continue
+        role, texts, calls = message.get("role"), [], []
+        for part in message.get("parts") or []:
+            kind = part.get("type") if isinstance(part, dict) else None
+            if kind == "text":
+                texts.append(str(part.get("content", "")))
+            elif kind == "tool_call":
+                calls.append({"id": part.get("id"), "type": "function",
+                              "function": {"name": part.get("name"), "arguments": _dumps(part.get("arguments") or {})}})
+            elif kind == "tool_call_response":
+                out.append({"role": "tool", "tool_call_id": part.get("id"), "content": _dumps(part.get("response"))})
+        if role == "tool":
+            continue
+        chat: dict[str, Any] = {"role": role, "content": "".join(texts)}
+        if calls:
+            chat["tool_calls"] = calls
+        out.append(chat)
+    return out
+
+
+def openinference_messages(attributes: dict[str, Any], side: str) -> list[dict[str, Any]]:
+    """OpenInference's flattened ``llm.<side>_messages.N.message.*`` as chat messages."""
+    found: dict[int, dict[str, Any]] = {}
+    for key, value in attributes.items():
+        match = _OI_MESSAGE.match(key)
+        if not match or match.group(1) != side:
+            continue
+        message = found.setdefault(int(match.group(2)), {})
+        rest = match.group(3)
+        call = re.match(r"^tool_calls\.(\d+)\.tool_call\.(.+)$", rest)
+        part = re.match(r"^contents\.(\d+)\.message_content\.text$", rest)
+        if call:
+            calls = message.setdefault("_calls", {})
+            entry = calls.setdefault(int(call.group(1)), {"type": "function", "function": {}})
+            field_name = call.group(2)
+            if field_name == "id":
+                entry["id"] = value
+            elif field_name.startswith("function."):
+                entry["function"][field_name.removeprefix("function.")] = value
+        elif part:
+            message.setdefault("_parts", {})[int(part.group(1))] = str(value)
+        elif rest in ("role", "content", "name", "tool_call_id"):
+            message[rest] = value
+    out = []
+    for index in sorted(found):
+        message = found[index]
+        calls, parts = message.pop("_calls", {}), message.pop("_parts", {})
+        if parts and not message.get("content"):
+            message["content"] = "".join(parts[i] for i in sorted(parts))
+        if calls:
+            message["tool_calls"] = [calls[i] for i in sorted(calls)]
+        message.setdefault("content", "")
+        out.append(message)
+    return out
+
+
+def _usage(a: dict[str, Any]) -> Usage:
+    def number(*keys: str) -> int | None:
+        for key in keys:
+            if isinstance(a.get(key), (int, float)):
+                return int(a[key])
+        return None
+
+    return Usage(input_tokens=number("gen_ai.usage.input_tokens", "llm.token_count.prompt"),
+                 output_tokens=number("gen_ai.usage.output_tokens", "llm.token_count.completion"))
+
+
+def _chat_io(span: Span) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    a = span.attributes
+    if any(k.startswith("llm.input_messages.") or k.startswith("llm.output_messages.") for k in a):
+        return openinference_messages(a, "input"), openinference_messages(a, "output")
+    inputs = genai_messages(a.get("gen_ai.input.messages"))
+    system = a.get("gen_ai.system_instructions")
+    if system is not None and not any(m.get("role") == "system" for m in inputs):
+        parts = _json(system)
+        text = "".join(str(p.get("content", "")) for p in parts if isinstance(p, dict)) if isinstance(parts, list) \
+            else str(parts)
+        inputs.insert(0, {"role": "system", "content": text})
+    return inputs, genai_messages(a.get("gen_ai.output.messages"))
+
+
+def _conversation(path: Path, key: str, spans: list[Span]) -> Conversation:
+    spans = sorted(spans, key=lambda s: (s.start, s.end))
+    conv = Conversation(id=key, format="otlp", source=f"{path} (conversation {key})")
+    system: dict[str, Any] | None = None
+    convo: list[dict[str, Any]] = []
+    tools: list[Span] = []
+    feedback: list[Any] = []
+    for span in spans:
+        kind = _kind(span)
+        for k, v in span.attributes.items():
+            if k.endswith("feedback") or k.endswith("feedback.score"):
+                feedback.append(v)
+        if kind == "tool":
+            tools.append(span)
+            continue
+        if span.error and conv.error is None:
+            conv.error = f"{span.name}: {span.error}"
+        if kind != "chat":
+            continue
+        inputs, outputs = _chat_io(span)
+        system = system or next((m for m in inputs if m.get("role") == "system"), None)
+        rest = [m for m in inputs if m.get("role") != "system"]
+        convo.extend(rest[len(convo):])
+        a = span.attributes
+        conv.calls.append(SeenCall(after=len(convo), usage=_usage(a),
+                                   model=str(a.get("gen_ai.response.model") or a.get("gen_ai.request.model")
+                                             or a.get("llm.model_name") or "")))
+        convo.extend(outputs)
+    _place_tool_results(conv, convo, tools)
+    offset = 1 if system else 0
+    for call in conv.calls:
+        call.after += offset
+    conv.messages = ([system] if system else []) + convo
+    conv.feedback = feedback
+    conv.negative_feedback = any(is_negative(f) for f in feedback)
+    first = spans[0]
+    conv.agent = str(first.attributes.get("gen_ai.agent.name") or "") or next(
+        (str(s.resource.get("service.name")) for s in spans
+         if s.resource.get("service.name") and not str(s.resource["service.name"]).startswith("unknown_service")), "")
+    starts = [s.start for s in spans if s.start]
+    ends = [s.end for s in spans if s.end]
+    if starts:
+        conv.started_at = datetime.fromtimestamp(min(starts) / 1e9, UTC).isoformat(timespec="seconds")
+        conv.duration_s = round(max(0, max(ends or starts) - min(starts)) / 1e9, 6)
+    return conv
+
+
+def _place_tool_results(conv: Conversation, convo: list[dict[str, Any]], tools: list[Span]) -> None:
+    """Tool spans give results no tool message carried (and errors), next to the call they answer."""
+    answered = {str(m.get("tool_call_id")) for m in convo if m.get("role") == "tool"}
+    requested = [(i, c) for i, m in enumerate(convo) if m.get("role") == "assistant" for c in m.get("tool_calls") or []]
+    used: set[str] = set()
+    for span in tools:
+        a = span.attributes
+        name = str(a.get("gen_ai.tool.name") or a.get("tool.name") or span.name)
+        call_id = a.get("gen_ai.tool.call.id") or a.get("tool_call.id")
+        result = a.get("gen_ai.tool.call.result", a.get("output.value"))
+        arguments = a.get("gen_ai.tool.call.arguments", a.get("input.value", a.get("tool.parameters")))
+        match = next((c for _, c in requested if call_id is not None and str(c.get("id")) == str(call_id)), None) \
+            or next((c for _, c in requested if str(c.get("id")) not in used and c["function"].get("name") == name
+                     and call_id is None), None)
+        if match is None:  # a tool run no model call asked for (in the records we have): add both
+            call_id = str(call_id or span.span_id)
+            convo.append({"role": "assistant", "content": "", "tool_calls": [
+                {"id": call_id, "type": "function", "function": {"name": name, "arguments": _dumps(arguments or {})}}]})
+            requested.append((len(convo) - 1, convo[-1]["tool_calls"][0]))
+            match = convo[-1]["tool_calls"][0]
+        call_id = str(match.get("id"))
+        used.add(call_id)
+        if span.error:
+            conv.tool_errors[call_id] = str(result) if result is not None else span.error
+        if call_id in answered:
+            continue
+        where = next(i for i, m in enumerate(convo)
+                     if m.get("role") == "assistant" and match in (m.get("tool_calls") or []))
+        while where + 1 < len(convo) and convo[where + 1].get("role") == "tool":
+            where += 1
+        convo.insert(where + 1, {"role": "tool", "tool_call_id": call_id,
+                                 "content": _dumps(result if result is not None else "")})
+        answered.add(call_id)
+        for call in conv.calls:  # positions after the insertion move by one
+            if call.after > where:
+                call.after += 1

@@ -1,0 +1,126 @@
+"""Production-like traces written by the real OpenTelemetry SDK (in-memory exporter), encoded to
+OTLP JSON by the SDK's own OTLP encoder: what an instrumented agent would export."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from google.protobuf.json_format import MessageToDict
+from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
+from opentelemetry.sdk.resources import Resource
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from opentelemetry.trace import Status, StatusCode
+
+
+def _parts(role: str, *parts: dict[str, Any]) -> dict[str, Any]:
+    return {"role": role, "parts": list(parts)}
+
+
+def _text(text: str) -> dict[str, Any]:
+    return {"type": "text", "content": text}
+
+
+def _provider(service: str) -> tuple[TracerProvider, InMemorySpanExporter]:
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider(resource=Resource.create({"service.name": service}))
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    return provider, exporter
+
+
+def _write(exporter: InMemorySpanExporter, path: Path) -> Path:
+    path.write_text(json.dumps(MessageToDict(encode_spans(exporter.get_finished_spans()))))
+    return path
+
+
+def genai_trace_file(path: Path) -> Path:
+    """One conversation of two turns, each turn its own trace, joined by gen_ai.conversation.id. Turn 1
+    looks up an order; turn 2 refunds it without checking the refund policy and with a failing tool."""
+    provider, exporter = _provider("support-bot")
+    tracer = provider.get_tracer("agent")
+    system = json.dumps([_text("You are a retail support agent.")])
+    user1 = _parts("user", _text("my order A123 arrived broken, mail me at dana@example.com"))
+    call1 = _parts("assistant", {"type": "tool_call", "id": "call_1", "name": "lookup_order",
+                                 "arguments": {"order_id": "A123"}})
+    answer1 = _parts("tool", {"type": "tool_call_response", "id": "call_1", "response": {"status": "delivered"}})
+    reply1 = _parts("assistant", _text("I see order A123. What would you like?"))
+    user2 = _parts("user", _text("refund it to my card"))
+    call2 = _parts("assistant", {"type": "tool_call", "id": "call_2", "name": "issue_refund",
+                                 "arguments": {"order_id": "A123", "amount": 49.9}})
+    reply2 = _parts("assistant", _text("Your refund of 49.90 is issued."))
+
+    def chat(inputs: list[dict[str, Any]], outputs: list[dict[str, Any]], tokens: tuple[int, int]) -> None:
+        with tracer.start_as_current_span("chat gpt-4o", attributes={
+            "gen_ai.operation.name": "chat", "gen_ai.request.model": "gpt-4o", "gen_ai.response.model": "gpt-4o",
+            "gen_ai.conversation.id": "conv-42", "gen_ai.system_instructions": system,
+            "gen_ai.input.messages": json.dumps(inputs), "gen_ai.output.messages": json.dumps(outputs),
+            "gen_ai.usage.input_tokens": tokens[0], "gen_ai.usage.output_tokens": tokens[1]}):
+            pass
+
+    def tool(name: str, call_id: str, arguments: dict[str, Any], result: Any, error: str | None = None) -> None:
+        with tracer.start_as_current_span(f"execute_tool {name}", attributes={
+            "gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": name, "gen_ai.tool.call.id": call_id,
+            "gen_ai.tool.call.arguments": json.dumps(arguments), "gen_ai.tool.call.result": json.dumps(result),
+            "gen_ai.conversation.id": "conv-42"}) as span:
+            if error:
+                span.set_status(Status(StatusCode.ERROR, error))
+
+    with tracer.start_as_current_span("invoke_agent support", attributes={
+            "gen_ai.operation.name": "invoke_agent", "gen_ai.conversation.id": "conv-42"}):
+        chat([user1], [call1], (100, 10))
+        tool("lookup_order", "call_1", {"order_id": "A123"}, {"status": "delivered"})
+        chat([user1, call1, answer1], [reply1], (150, 12))
+    with tracer.start_as_current_span("invoke_agent support", attributes={
+            "gen_ai.operation.name": "invoke_agent", "gen_ai.conversation.id": "conv-42",
+            "user.feedback": "thumbs_down"}):
+        chat([user1, call1, answer1, reply1, user2], [call2], (200, 15))
+        tool("issue_refund", "call_2", {"order_id": "A123", "amount": 49.9}, {"error": "card declined"},
+             error="card declined")
+        chat([user1, call1, answer1, reply1, user2, call2], [reply2], (250, 9))
+    return _write(exporter, path)
+
+
+def openinference_trace_file(path: Path) -> Path:
+    """One OpenInference-instrumented conversation: an LLM span asking for a tool, the TOOL span, the
+    LLM span answering (flattened llm.input_messages.N.message.* attributes)."""
+    provider, exporter = _provider("oi-agent")
+    tracer = provider.get_tracer("openinference")
+
+    def messages(side: str, items: list[dict[str, Any]]) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for n, m in enumerate(items):
+            prefix = f"llm.{side}_messages.{n}.message"
+            out[f"{prefix}.role"] = m["role"]
+            if m.get("content") is not None:
+                out[f"{prefix}.content"] = m["content"]
+            if m.get("tool_call_id"):
+                out[f"{prefix}.tool_call_id"] = m["tool_call_id"]
+            for k, call in enumerate(m.get("tool_calls", [])):
+                out[f"{prefix}.tool_calls.{k}.tool_call.id"] = call["id"]
+                out[f"{prefix}.tool_calls.{k}.tool_call.function.name"] = call["name"]
+                out[f"{prefix}.tool_calls.{k}.tool_call.function.arguments"] = json.dumps(call["arguments"])
+        return out
+
+    system = {"role": "system", "content": "Be brief."}
+    user = {"role": "user", "content": "what is the status of order B7? call me on +1 415 555 0134"}
+    ask = {"role": "assistant", "tool_calls": [{"id": "t1", "name": "lookup_order", "arguments": {"order_id": "B7"}}]}
+    result = {"role": "tool", "tool_call_id": "t1", "content": '{"status": "shipped"}'}
+    answer = {"role": "assistant", "content": "Order B7 has shipped."}
+    with tracer.start_as_current_span("agent", attributes={"openinference.span.kind": "AGENT", "session.id": "s-9"}):
+        with tracer.start_as_current_span("llm", attributes={
+                "openinference.span.kind": "LLM", "llm.model_name": "claude-x", "llm.token_count.prompt": 30,
+                "llm.token_count.completion": 5, **messages("input", [system, user]), **messages("output", [ask])}):
+            pass
+        with tracer.start_as_current_span("lookup_order", attributes={
+                "openinference.span.kind": "TOOL", "tool.name": "lookup_order", "input.value": '{"order_id": "B7"}',
+                "output.value": '{"status": "shipped"}'}):
+            pass
+        with tracer.start_as_current_span("llm", attributes={
+                "openinference.span.kind": "LLM", "llm.model_name": "claude-x", "llm.token_count.prompt": 50,
+                "llm.token_count.completion": 7, **messages("input", [system, user, ask, result]),
+                **messages("output", [answer])}):
+            pass
+    return _write(exporter, path)

@@ -1,0 +1,177 @@
+"""``simlab import``: production conversations (OpenAI message JSONL, OTLP JSON with GenAI semconv and
+OpenInference spans, written by the real OpenTelemetry SDK) become a run of observed trials, PII
+masked before anything is written."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from simlab.cli.main import main
+from simlab.runner.store import RunStore
+from simlab.transcript import Transcript
+from tests.otel_traces import genai_trace_file, openinference_trace_file
+
+
+@pytest.fixture
+def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+def transcripts(folder: Path) -> list[Transcript]:
+    return [r.transcript for r in RunStore(folder).records()]
+
+
+def shape(t: Transcript) -> list[tuple[Any, ...]]:
+    out: list[tuple[Any, ...]] = []
+    for e in t.events:
+        if e.type in ("user", "agent"):
+            out.append((e.type, e.turn, e.text))
+        elif e.type == "tool_call":
+            out.append((e.type, e.turn, e.name, e.arguments))
+        elif e.type == "tool_result":
+            out.append((e.type, e.turn, e.name, e.ok, e.result if e.ok else e.error))
+        elif e.type == "model_call":
+            out.append((e.type, e.turn, e.model, e.usage.input_tokens, e.usage.output_tokens))
+    return out
+
+
+def test_an_otlp_file_from_the_sdk_imports_to_the_right_transcript(project: Path, capsys):
+    source = genai_trace_file(project / "spans.json")
+    assert json.loads(source.read_text())["resourceSpans"][0]["scopeSpans"][0]["spans"]  # the SDK's own OTLP JSON
+    assert main(["import", "otlp", str(source), "--run-id", "prod"]) == 0
+    assert "imported 1 conversations (2 user turns, 2 tool calls)" in capsys.readouterr().err
+    [t] = transcripts(project / "transcripts" / "prod")
+    assert shape(t) == [
+        ("user", 1, "my order A123 arrived broken, mail me at [REDACTED:email]"),
+        ("model_call", 1, "gpt-4o", 100, 10),
+        ("tool_call", 1, "lookup_order", {"order_id": "A123"}),
+        ("tool_result", 1, "lookup_order", True, {"status": "delivered"}),
+        ("model_call", 1, "gpt-4o", 150, 12),
+        ("agent", 1, "I see order A123. What would you like?"),
+        ("user", 2, "refund it to my card"),
+        ("model_call", 2, "gpt-4o", 200, 15),
+        ("tool_call", 2, "issue_refund", {"order_id": "A123", "amount": 49.9}),
+        ("tool_result", 2, "issue_refund", False, '{"error": "card declined"}'),
+        ("model_call", 2, "gpt-4o", 250, 9),
+        ("agent", 2, "Your refund of 49.90 is issued."),
+    ]
+    assert t.termination.reason.value == "observed" and t.simulator.kind == "observed"
+    assert t.agent.ref == "support-bot" and t.agent_context == {"system_prompt": "You are a retail support agent."}
+    assert t.observed is not None and t.observed.conversation_id == "conv-42" and t.observed.format == "otlp"
+    assert t.observed.negative_feedback and t.observed.feedback == ["thumbs_down"] and t.observed.redactions == 1
+    assert t.final_state is None and t.domain == "observed"
+    assert t.usage_by_role()["agent"].input_tokens == 700
+
+
+def test_an_openinference_file_imports_to_the_right_transcript(project: Path):
+    source = openinference_trace_file(project / "oi.json")
+    assert main(["import", "otlp", str(source), "--run-id", "oi"]) == 0
+    [t] = transcripts(project / "transcripts" / "oi")
+    assert shape(t) == [
+        ("user", 1, "what is the status of order B7? call me on [REDACTED:phone]"),
+        ("model_call", 1, "claude-x", 30, 5),
+        ("tool_call", 1, "lookup_order", {"order_id": "B7"}),
+        ("tool_result", 1, "lookup_order", True, {"status": "shipped"}),
+        ("model_call", 1, "claude-x", 50, 7),
+        ("agent", 1, "Order B7 has shipped."),
+    ]
+    assert t.observed is not None and t.observed.conversation_id == "s-9" and not t.observed.negative_feedback
+    assert t.agent_context == {"system_prompt": "Be brief."}
+
+
+CONVERSATIONS = [
+    {"id": "c1", "model": "gpt-4o", "feedback": {"score": -1}, "messages": [
+        {"role": "system", "content": "You are a retail agent."},
+        {"role": "user", "content": "refund A123, card 4242 4242 4242 4242"},
+        {"role": "assistant", "content": None, "tool_calls": [
+            {"id": "call_1", "type": "function",
+             "function": {"name": "issue_refund", "arguments": '{"order_id": "A123", "amount": 49.9}'}}]},
+        {"role": "tool", "tool_call_id": "call_1", "content": '{"refund_id": "R1"}'},
+        {"role": "assistant", "content": "Done, refunded. Your code is SECRET-7."}]},
+    [{"role": "user", "content": "hi"}, {"role": "assistant", "content": [{"type": "text", "text": "hello"}]}],
+    {"id": "dana@example.com", "messages": [{"role": "user", "content": "hello"}]},  # an id can hold PII too
+]
+
+
+def write_jsonl(path: Path, items: list[Any]) -> Path:
+    path.write_text("".join(json.dumps(i) + "\n" for i in items))
+    return path
+
+
+def test_openai_jsonl_imports_one_trial_per_line_with_pii_masked(project: Path):
+    source = write_jsonl(project / "convs.jsonl", CONVERSATIONS)
+    (project / "pii.yaml").write_text("patterns: {code: 'SECRET-\\d+'}\nnever_reveal: [A123]\n")
+    assert main(["import", "openai", str(source), "--run-id", "prod", "--pii", "pii.yaml"]) == 0
+    folder = project / "transcripts" / "prod"
+    first, second, third = transcripts(folder)
+    assert third.observed.conversation_id == "[REDACTED:email]" and third.observed.redactions == 1
+    assert shape(first) == [
+        ("user", 1, "refund [REDACTED:never_reveal], card [REDACTED:card]"),
+        ("tool_call", 1, "issue_refund", {"order_id": "[REDACTED:never_reveal]", "amount": 49.9}),
+        ("tool_result", 1, "issue_refund", True, {"refund_id": "R1"}),
+        ("agent", 1, "Done, refunded. Your code is [REDACTED:code]."),
+    ]
+    assert first.unit_id == "observed#1" and second.unit_id == "observed#2"
+    assert first.agent.ref == "gpt-4o" and first.observed.negative_feedback and first.observed.source.endswith(":1")
+    assert shape(second) == [("user", 1, "hi"), ("agent", 1, "hello")]
+    assert first.observed.redactions == 4 and second.observed.redactions == 0
+    stored = (folder / "trials.jsonl").read_text() + (folder / "run.json").read_text()
+    for raw in ("4242 4242", "A123", "SECRET-7", "dana@example.com"):
+        assert raw not in stored  # nothing unmasked reached the disk
+    assert not (folder / "raw").exists()
+    manifest = json.loads((folder / "run.json").read_text())
+    assert manifest["pins"]["scenarios"]["observed"]["trials"] == 3
+    assert manifest["observed"]["redaction"]["masked"] == 5 and manifest["observed"]["raw_kept"] is False
+    assert RunStore(folder).planned_units() == {"observed#1", "observed#2", "observed#3"}
+
+
+def test_the_raw_file_is_kept_only_when_asked(project: Path):
+    source = write_jsonl(project / "convs.jsonl", CONVERSATIONS)
+    assert main(["import", "openai", str(source), "--run-id", "kept", "--keep-raw"]) == 0
+    assert (project / "transcripts" / "kept" / "raw" / "convs.jsonl").read_text() == source.read_text()
+
+
+def test_an_imported_run_reports_and_views_like_any_run(project: Path, capsys):
+    source = write_jsonl(project / "convs.jsonl", CONVERSATIONS)
+    assert main(["import", "openai", str(source), "--run-id", "prod"]) == 0
+    assert main(["report", "prod", "--json"]) == 0
+    summary = json.loads(capsys.readouterr().out)
+    assert summary["run_id"] == "prod" and summary["ungraded"] == 3
+    assert summary["completeness"] == {"planned": 3, "finished": 3, "unplanned": 0, "manifest": True}
+    assert main(["report", "prod"]) == 0
+    assert "3 trials are not graded: run `simlab grade-traces prod --rules RULES.yaml`" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("content, message", [
+    ("not json\n", "bad.jsonl:1: not JSON"),
+    ('{"messages": [{"role": "bot", "content": "x"}]}\n',
+     "bad.jsonl:1: messages[0]: expected an object with role system/user/assistant/tool (got 'bot')"),
+    ('[{"role": "assistant", "tool_calls": [{"id": 1}]}]\n',
+     "bad.jsonl:1: messages[0].tool_calls[0]: expected {id, function: {name, arguments}}"),
+    ("\n", "bad.jsonl: no conversation found"),
+])
+def test_bad_jsonl_is_a_clear_error(project: Path, capsys, content: str, message: str):
+    (project / "bad.jsonl").write_text(content)
+    assert main(["import", "openai", "bad.jsonl"]) == 2
+    err = capsys.readouterr().err
+    assert message in err and "Traceback" not in err
+    assert not (project / "transcripts").exists()
+
+
+def test_bad_otlp_and_bad_options_are_clear_errors(project: Path, capsys):
+    (project / "x.json").write_text('{"spans": []}')
+    assert main(["import", "otlp", "x.json"]) == 2
+    assert "x.json: not OTLP JSON: expected an object with 'resourceSpans' (a list)" in capsys.readouterr().err
+    (project / "pii.yaml").write_text("patterns: {x: '('}\n")
+    write_jsonl(project / "c.jsonl", CONVERSATIONS)
+    assert main(["import", "openai", "c.jsonl", "--pii", "pii.yaml"]) == 2
+    assert "pii.yaml:1: patterns: x: not a valid regular expression" in capsys.readouterr().err
+    assert main(["import", "openai", "c.jsonl", "--scenario-id", "Bad Id"]) == 2
+    assert main(["import", "openai", "c.jsonl", "--run-id", "a"]) == 0
+    assert main(["import", "openai", "c.jsonl", "--run-id", "a"]) == 2
+    assert "a run is already there; write under a new run id" in capsys.readouterr().err

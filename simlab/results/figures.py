@@ -181,6 +181,22 @@ class Completeness(_Figures):
     manifest: bool = True
 
 
+class DatasetScore(_Figures):
+    """One dataset-level (summary) figure over a whole run: simlab's pooled tool-call precision,
+    recall and F1, or what a suite's summary function returned. ``score`` None: undefined or
+    unknown (with ``error`` when the function failed), never 0."""
+
+    key: str = Field(description="The figure's name, as a gate names it (tool_f1, or the key a function returned).")
+    score: float | None = None
+    source: str = Field(description="'simlab' for the built-in figures, or the function's module:function.")
+    detail: str = Field("", description="What it was computed from, e.g. 'tp=18 fp=2 fn=6 over 24 trials'.")
+    error: str | None = Field(None, description="Why a summary function gave no score (it raised, or returned "
+                                                "something other than {key, score}).")
+    trials: int | None = Field(None, description="The trials it was computed over.")
+    unknown_trials: int = Field(0, description="Trials whose counts are unknown (heads written before simlab kept "
+                                               "them): a gate on the figure is inconclusive.")
+
+
 class RunSummary(_Figures):
     """``summary.json``: a run's figures, per scenario and for the suite."""
 
@@ -204,6 +220,9 @@ class RunSummary(_Figures):
                                                                     "over: the run's trials mix configurations.")
     completeness: Completeness | None = None
     warnings: list[str] = Field(default_factory=list)
+    dataset: dict[str, DatasetScore] = Field(
+        default_factory=dict, description="Dataset-level figures by key: tool_precision, tool_recall, tool_f1 "
+                                          "(pooled over trials with a trajectory), and the keys of summary functions.")
 
 
 # -- two runs compared (``report/compare_runs.py``) ------------------------------------------

@@ -17,6 +17,7 @@ from collections.abc import Collection, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from simlab.results.dataset import tool_scores
 from simlab.results.figures import (
     CheckError,
     CheckFailures,
@@ -166,6 +167,7 @@ def summarize(results: Results, *, run_id: str | None = None, max_k: int | None 
                       for (name, kind), (count, hard, reason)
                       in sorted(tally.errored.items(), key=lambda kv: (-kv[1][0], kv[0]))],
         invalid_by_simulator=_invalid_by_simulator(rows),
+        dataset=tool_scores(rows),
     )
 
 

@@ -78,6 +78,7 @@ class RunPlan:
     allow_unjudged: list[str] = field(default_factory=list)  # check kinds that may stay unjudged
     earlier_attempts: dict[str, list[dict[str, Any]]] = field(default_factory=dict)  # unit id → retired errors
     graders: list[GraderUse] = field(default_factory=list)  # what the suite adds to every scenario's graders
+    summary_evaluators: list[str] = field(default_factory=list)  # the suite's dataset-level functions
 
 
 def prepare(req: RunRequest) -> RunPlan:
@@ -151,6 +152,7 @@ def prepare(req: RunRequest) -> RunPlan:
         max_error_rate=pick("max_error_rate"),
         allow_unjudged=list(pick("allow_unjudged", None, []) or []),
         graders=list(suite.graders) if suite else [],
+        summary_evaluators=list(suite.summary_evaluators) if suite else [],
     )
     plan.manifest = manifest_for(plan, req, trials)
     return plan
@@ -288,6 +290,8 @@ def manifest_for(plan: RunPlan, req: RunRequest, trials: dict[str, int]) -> dict
         "units": len(plan.units),
         # how reports count unjudged trials: a reporting setting, not a pin (it changes no trial)
         "allow_unjudged": plan.allow_unjudged,
+        # the suite's summary functions, run by every report: a reporting setting too
+        **({"summary_evaluators": plan.summary_evaluators} if plan.summary_evaluators else {}),
     }
 
 

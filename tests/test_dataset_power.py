@@ -180,3 +180,13 @@ def test_a_gate_on_a_key_no_function_returned_is_inconclusive(project: Path, cap
         "summary_evaluators: ['evals:mean_tool_calls']\ngates:\n  - 'mean_tool_call >= 1'\n")
     assert main(["run", "--suite", str(suite), "--run-id", "typo", "--no-progress"]) == 3
     assert "no summary function returned 'mean_tool_call'" in " ".join(capsys.readouterr().out.split())
+
+
+def test_run_list_sizes_a_suite_before_it_runs(project: Path, capsys) -> None:
+    """Before anything is played: 4 trials in each of 10 scenarios, 'pass^1 >= 0.5' per scenario."""
+    assert main(["run", "--suite", "suites/nightly.yaml", "--list"]) == 0
+    flat = " ".join(capsys.readouterr().out.split())
+    one = sum(math.comb(4, x) * 0.5**4 for x in range(2))  # one scenario scores 0 or 1 of 4
+    assert (f"gate pass^1 >= 0.5 (each scenario) — noise: an agent exactly at pass^1 = 0.5 fails this gate "
+            f"{1 - (1 - one) ** 10:.1%} of the time (10 scenarios, n=4 per scenario)") in flat
+    assert not list((project / "transcripts").glob("*/trials.jsonl"))

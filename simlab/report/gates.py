@@ -185,12 +185,17 @@ def gate_power(gate: Gate, summary: RunSummary) -> str | None:
     valid trials: the chance that an agent exactly at the threshold fails it, and the trials per
     scenario at which one ``gate.power_margin`` above it fails at most 5 % of the time. Assumes
     the same true rate in every scenario and independent trials (``results/power.py``)."""
+    return power_line(gate, [figures.view(gate.view).success.n for figures in summary.scenarios.values()])
+
+
+def power_line(gate: Gate, trials: list[int]) -> str | None:
+    """``gate_power`` for planned valid trials per scenario (``simlab run --list`` sizes a suite
+    before anything is played)."""
     if gate.gate is None:
         return None
     metric, op, bound = parse_gate(gate.gate, custom=True)
     if op not in (">=", ">") or not (metric == "success" or metric.startswith(("pass^", "pass@"))):
         return None
-    trials = [figures.view(gate.view).success.n for figures in summary.scenarios.values()]
     if not trials or not any(trials):
         return None
     chance = gate_fail_chance(metric, op, bound, trials, rate_at(metric, bound), gate.scope)
@@ -200,11 +205,14 @@ def gate_power(gate: Gate, summary: RunSummary) -> str | None:
     text = (f"noise: an agent exactly at {metric} = {bound:g} fails this gate {chance:.1%} of the time "
             f"({len(trials)} scenarios, {shown})")
     target = bound + gate.power_margin
-    if target <= 1:
-        needed = trials_needed(metric, op, bound, len(trials), target, alpha=POWER_ALPHA, scope=gate.scope)
-        text += (f"; to fail at most {POWER_ALPHA:.0%} of the time at {metric} = {target:g}, "
-                 + (f"run {needed} trials per scenario" if needed else "more than 2000 trials per scenario are needed"))
-    return text
+    k = int(metric[5:]) if metric[5:].isdigit() else 1
+    if target > 1:
+        return text
+    if gate.scope == "suite" and k > 1 and len(trials) > 1:
+        return text + "; the trials needed for a margin are computed per scenario only (scope: each)"
+    needed = trials_needed(metric, op, bound, len(trials), target, alpha=POWER_ALPHA, scope=gate.scope)
+    verdict = f"run {needed} trials per scenario" if needed else "more than 1000 trials per scenario are needed"
+    return text + f"; to fail at most {POWER_ALPHA:.0%} of the time at {metric} = {target:g}, {verdict}"
 
 
 def completeness_problems(summary: RunSummary) -> list[str]:

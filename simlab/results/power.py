@@ -13,6 +13,7 @@ the mean over scenarios, so its distribution is the convolution of each scenario
 from __future__ import annotations
 
 import math
+from collections import Counter
 from collections.abc import Callable, Sequence
 from fractions import Fraction
 
@@ -95,7 +96,14 @@ def _need(metric: str, n: int, op: str, bound: Fraction) -> int:
     """The fewest successes of ``n`` trials whose estimate holds the gate (n + 1: none does); the
     estimators grow with the count, so every larger count holds it too."""
     k, estimate = _estimator(metric)
-    return next((c for c in range(n + 1) if _held(estimate(c, n, k), op, bound)), n + 1)
+    low, high = 0, n + 1  # bisection: the answer lies in [low, high]
+    while low < high:
+        mid = (low + high) // 2
+        if _held(estimate(mid, n, k), op, bound):
+            high = mid
+        else:
+            low = mid + 1
+    return low
 
 
 def gate_fail_chance(metric: str, op: str, bound: float, trials: Sequence[int], p: float,
@@ -114,8 +122,8 @@ def gate_fail_chance(metric: str, op: str, bound: float, trials: Sequence[int], 
     limit = Fraction(str(bound))
     if scope == "each":  # fails when any scenario fails it
         held = 1.0
-        for n in trials:
-            held *= 1.0 - binom_cdf(_need(metric, n, op, limit) - 1, n, p)
+        for n, count in Counter(trials).items():
+            held *= (1.0 - binom_cdf(_need(metric, n, op, limit) - 1, n, p)) ** count
         return min(1.0, max(0.0, 1.0 - held))
     if metric == "success" or (k == 1 and len(set(trials)) == 1):  # the pooled rate: Binomial(Σn, p)
         total = sum(trials)
@@ -130,15 +138,19 @@ def gate_fail_chance(metric: str, op: str, bound: float, trials: Sequence[int], 
 
 
 def trials_needed(metric: str, op: str, bound: float, scenarios: int, true_value: float, *,
-                  alpha: float = 0.05, scope: str = "suite", cap: int = 2000) -> int | None:
+                  alpha: float = 0.05, scope: str = "suite", cap: int = 1000) -> int | None:
     """The smallest number of trials per scenario at which an agent whose true metric is
     ``true_value`` (the bound plus the margin it should clear by) fails the gate with chance at
     most ``alpha``. None when no n up to ``cap`` does (or the gate is not a lower bound). The
     chance saw-tooths with n (a threshold on counts moves in whole trials), so a larger n can
-    still be slightly above ``alpha``; the answer is the first n that is not."""
+    still be slightly above ``alpha``; the answer is the first n that is not. Not computed (None)
+    for a suite's mean of pass^k or pass@k with k > 1 over several scenarios: each n would need
+    a convolution of its own (``gate_fail_chance`` still computes the chance at one n)."""
     if op not in LOWER_BOUNDS or scenarios < 1:
         return None
     k, _ = _estimator(metric)
+    if scope == "suite" and k > 1 and scenarios > 1:
+        return None
     p = rate_at(metric, true_value)
     for n in range(k, cap + 1):
         chance = gate_fail_chance(metric, op, bound, [n] * scenarios, p, scope)

@@ -13,7 +13,9 @@ import importlib
 from typing import Any
 
 # name → (module with configure(parser) and run(args), one line of help). Add a format here.
-FORMATS: dict[str, tuple[str, str]] = {}
+FORMATS: dict[str, tuple[str, str]] = {
+    "adk": ("simlab.adk.cli", "Google ADK eval sets (.evalset.json, .test.json) as scenarios and suites"),
+}
 
 
 def add_parser(sub: Any) -> None:

@@ -128,6 +128,9 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
     serve.add_argument("--port", type=int, default=0, help="port (default: any free one)")
 
+    from simlab.cli.import_cmd import add_parser as add_import_parser
+
+    add_import_parser(sub)
     schema = sub.add_parser("schema", help="write JSON Schemas for the YAML files (for editors)")
     schema.add_argument("--out", default="schemas", help="folder to write into (default: schemas)")
     return parser
@@ -190,7 +193,9 @@ def _ignore_interrupts() -> None:
 
 def _main(argv: list[str] | None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args, rest = parser.parse_known_args(argv)
+    if rest and args.command != "import":
+        parser.parse_args(argv)  # the usual error for arguments no command takes
     if args.command is None:
         parser.print_help()
         return EXIT_USAGE
@@ -199,6 +204,7 @@ def _main(argv: list[str] | None) -> int:
         "tools": _tools,
         "report": _report, "grade": _grade, "calibrate": _calibrate,
         "gate": _gate, "compare": _compare, "merge": _merge, "serve": _serve,
+        "import": lambda a: _import(a, sys.argv[1:] if argv is None else argv),
     }
     if os.getcwd() not in sys.path:
         sys.path.insert(0, os.getcwd())  # the project's own agents and domains import like in pytest
@@ -307,6 +313,12 @@ def _calibrate(args: argparse.Namespace) -> int:
         raise UsageError("calibrate needs a judge model: pass --judge MODEL or set 'judge' in simlab.yaml")
     print(format_report(asyncio.run(calibrate(items, judge, samples=args.samples))))
     return 0
+
+
+def _import(args: argparse.Namespace, argv: list[str]) -> int:
+    from simlab.cli.import_cmd import import_command
+
+    return import_command(args, argv)
 
 
 def _serve(args: argparse.Namespace) -> int:

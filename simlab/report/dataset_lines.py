@@ -4,6 +4,7 @@ precision, recall and F1, and a suite's summary functions. Plain text; callers m
 
 from __future__ import annotations
 
+from simlab.report.fmt import pct
 from simlab.results.dataset import BUILT_IN_KEYS
 from simlab.results.figures import DatasetScore, RunSummary
 
@@ -26,4 +27,21 @@ def dataset_lines(summary: RunSummary) -> list[str]:
     for entry in data.values():
         if entry.source != "simlab":
             lines.append(f"summary {entry.key} = {_score(entry)}   ({entry.source}, {entry.trials} trials)")
+    return lines
+
+
+def adk_lines(summary: RunSummary) -> list[str]:
+    """ADK's criteria per scenario beside simlab's repeated-trial figures: ADK scores one run per
+    case, so 'met in c of n trials' is the chance that one ADK run passes, with its interval."""
+    lines = []
+    for sid, criteria in summary.adk_criteria.items():
+        figures = summary.scenarios.get(sid)
+        if figures is None:
+            continue
+        met = "; ".join(f"{name} met in {r.c}/{r.n} trials ({pct(r.rate)} [{pct(r.low)}–{pct(r.high)}])"
+                        for name, r in criteria.items())
+        top = max((k for k, v in figures.raw.pass_hat_k.items() if v is not None), default=1)
+        lines.append(f"ADK {sid}: {met} · simlab pass^1 {pct(figures.raw.success.rate)} "
+                     f"[{pct(figures.raw.success.low)}–{pct(figures.raw.success.high)}]"
+                     + (f", pass^{top} {pct(figures.raw.pass_hat_k[top])}" if top > 1 else ""))
     return lines

@@ -220,6 +220,9 @@ class RunSummary(_Figures):
                                                                     "over: the run's trials mix configurations.")
     completeness: Completeness | None = None
     warnings: list[str] = Field(default_factory=list)
+    adk_criteria: dict[str, dict[str, Rate]] = Field(
+        default_factory=dict, description="Per scenario imported from ADK, per ADK criterion: the trials whose score "
+                                          "met its threshold, of the trials it ran in (ADK itself runs a case once).")
     dataset: dict[str, DatasetScore] = Field(
         default_factory=dict, description="Dataset-level figures by key: tool_precision, tool_recall, tool_f1 "
                                           "(pooled over trials with a trajectory), and the keys of summary functions.")

@@ -23,16 +23,16 @@ not run here, and say so.
 
 from __future__ import annotations
 
-import unicodedata
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from simlab.graders.base import Check, GradeContext
 from simlab.graders.registry import grader
+from simlab.graders.rouge import RougeMissing, rouge1_f
 from simlab.transcript import AgentMessage, InvalidCall, ToolCall, Transcript, UserMessage
 
-__all__ = ["adk_criteria", "actual_invocations", "rouge1_f", "trajectory_match"]
+__all__ = ["actual_invocations", "adk_criteria", "trajectory_match"]
 
 MAPPED = {"rubric_based_final_response_quality_v1": "rubric", "hallucinations_v1": "groundedness"}
 
@@ -87,22 +87,6 @@ def trajectory_match(actual: list[tuple[str, Any]], expected: list[dict[str, Any
     return True
 
 
-def _latin(text: str) -> bool:
-    letters = [c for c in text if unicodedata.category(c).startswith("L")]
-    return not letters or sum("LATIN" in unicodedata.name(c, "") for c in letters) / len(letters) > 0.5
-
-
-def rouge1_f(candidate: str, reference: str) -> float:
-    """ROUGE-1 F-measure of ``candidate`` against ``reference`` (rouge-score, ADK's settings)."""
-    try:
-        from rouge_score import rouge_scorer
-    except ImportError as exc:  # the 'adk' extra
-        raise RuntimeError("response_match_score needs the 'adk' extra (rouge-score): "
-                           "pip install 'simlab[adk]'") from exc
-    scorer = rouge_scorer.RougeScorer(["rouge1"], use_stemmer=_latin(candidate) and _latin(reference))
-    return float(scorer.score(reference, candidate)["rouge1"].fmeasure)
-
-
 def _average(name: str, kind: Any, scores: list[float], threshold: float, per: list[dict[str, Any]],
              note: str = "") -> Check:
     score = sum(scores) / len(scores)
@@ -148,7 +132,7 @@ def adk_criteria(criteria: dict[str, dict[str, Any]],
                 try:
                     scores = [rouge1_f(a.final_response, e.get("final_response") or "")
                               for a, e in zip(actual, expected)] + [0.0] * missing
-                except RuntimeError as exc:
+                except RougeMissing as exc:
                     checks.append(Check(name=f"adk:{name}", kind="custom", status="error", reason=str(exc)))
                     continue
                 checks.append(_average(name, "custom", scores, threshold, [{"score": s} for s in scores], note))

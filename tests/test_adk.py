@@ -156,3 +156,53 @@ def test_bad_files_are_one_clear_error(project: Path, capsys) -> None:
     assert main(["import", "adk", "adk/refund.evalset.json", "--domain", "retail"]) == 0
     assert main(["import", "adk", "adk/refund.evalset.json", "--domain", "retail"]) == 2
     assert "exists; pass --force" in capsys.readouterr().err
+
+
+async def test_final_response_match_v2_asks_the_judge_per_invocation() -> None:
+    from simlab.adk.judge import adk_judge
+    from simlab.graders.base import GradeContext
+    from simlab.llm import FunctionModel
+    from simlab.transcript import AgentMessage, Pin, Termination, Transcript, UserMessage
+    from tests.support import KV, scenario
+
+    events = [UserMessage(turn=1, text="Refund A123."), AgentMessage(turn=1, text="Your refund has been issued."),
+              UserMessage(turn=2, text="When?"), AgentMessage(turn=2, text="I cannot say.")]
+    t = Transcript(run_id="r", unit_id="s#1", scenario_id="s", persona_id="p", domain="kv", trial=1, seed=3,
+                   agent=Pin(kind="python", ref="a:b"), simulator=Pin(kind="scripted", ref="scripted"), events=events,
+                   termination=Termination(reason="goal_reached", turn=2))
+    invocations = [{"user": "Refund A123.", "final_response": "The refund is issued."},
+                   {"user": "When?", "final_response": "Within five days."}]
+
+    def answer(messages, _tools):  # equivalent when the agent's block says the refund was issued
+        agent_block = messages[1]["content"].split("<agent_message")[1]
+        verdict = "yes" if "issued" in agent_block else "no"
+        return json.dumps({"verdict": verdict, "reason": "compared the response with the reference"})
+
+    judge = FunctionModel(answer, role="judge")
+    ctx = GradeContext(transcript=t, scenario=scenario(), domain=KV, judge=judge)
+    [check] = (await adk_judge(threshold=0.5, invocations=invocations).arun(ctx))[0]
+    assert (check.name, check.status, check.score) == ("adk:final_response_match_v2", "pass", 0.5)
+    assert len(judge.calls) == 2 and "Within five days." in judge.calls[1]["messages"][1]["content"]
+    [strict] = (await adk_judge(threshold=1.0, invocations=invocations).arun(ctx))[0]
+    assert strict.status == "fail"
+    no_judge = GradeContext(transcript=t, scenario=scenario(), domain=KV, judge=None)
+    [skipped] = (await adk_judge(threshold=0.5, invocations=invocations).arun(no_judge))[0]
+    assert skipped.status == "not_run" and skipped.hard  # the trial is unjudged, never passed
+
+
+def test_judge_and_mapped_criteria_become_graders_and_checks() -> None:
+    from simlab.adk.convert import convert_case, criteria_of
+    from simlab.adk.schema import Criterion
+
+    eval_set = eval_set_of(json.loads((FIXTURES / "refund.evalset.json").read_text()), "refund")
+    criteria = {"final_response_match_v2": Criterion(threshold=0.7),
+                "rubric_based_final_response_quality_v1": Criterion.model_validate(
+                    {"threshold": 0.8, "rubrics": [{"rubricId": "polite", "rubricContent": {"textProperty": "Polite."}}]}),
+                "safety_v1": Criterion(threshold=0.9)}
+    converted = convert_case(eval_set, eval_set.eval_cases[0], criteria, "retail")
+    uses = [g["use"] for g in converted.scenario["expect"]["graders"]]
+    assert uses == ["simlab.adk.grader:adk_criteria", "simlab.adk.judge:adk_judge"]
+    assert converted.scenario["expect"]["rubric"] == [{"id": "polite", "text": "Polite.", "hard": False}]
+    assert any("safety_v1 is not computed by simlab yet" in n for n in converted.notes)
+    assert set(criteria_of(None)) == {"tool_trajectory_avg_score", "response_match_score"}  # ADK's defaults
+    assert criteria_of(None)["tool_trajectory_avg_score"].threshold == 1.0

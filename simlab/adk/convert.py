@@ -21,6 +21,7 @@ from typing import Any
 from simlab.adk.schema import DEFAULT_CRITERIA, Criterion, EvalCase, EvalSet, UserPersona
 
 GRADER = "simlab.adk.grader:adk_criteria"
+JUDGE_GRADER = "simlab.adk.judge:adk_judge"
 DEFAULT_PERSONA = {"id": "adk-user", "description": "A user of the agent, as an ADK eval case describes them."}
 
 
@@ -97,6 +98,10 @@ def convert_case(eval_set: EvalSet, case: EvalCase, criteria: dict[str, Criterio
             notes.append(f"{sid}: session_input.state does not fit domain {domain!r} ({why}); it is given to the "
                          "agent as agent_context instead")
     expect: dict[str, Any] = {"graders": [{"use": GRADER, "params": params}]}
+    v2 = criteria.get("final_response_match_v2")
+    if v2 is not None and "invocations" in params:  # a judge of its own (simlab/adk/judge.py)
+        expect["graders"].append({"use": JUDGE_GRADER, "params": {"threshold": v2.threshold,
+                                                                  "invocations": params["invocations"]}})
     rubric = criteria.get("rubric_based_final_response_quality_v1")
     if rubric is not None:
         items = [*(rubric.rubrics or []), *(case.rubrics or [])]
@@ -105,7 +110,7 @@ def convert_case(eval_set: EvalSet, case: EvalCase, criteria: dict[str, Criterio
         expect["groundedness"] = True
     for name in criteria:
         if name not in ("tool_trajectory_avg_score", "response_match_score", "rubric_based_final_response_quality_v1",
-                        "hallucinations_v1"):
+                        "hallucinations_v1", "final_response_match_v2"):
             notes.append(f"{sid}: criterion {name} is not computed by simlab yet (its check is 'not run')")
     scenario["expect"] = expect
     return Converted(kind=kind, scenario=scenario, notes=notes)

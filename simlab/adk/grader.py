@@ -15,10 +15,10 @@ agent's last message in it. One difference, on transcripts ADK never produces: a
 the trial never reached (it ended early) scores 0, where ADK's ``zip`` would drop it.
 
 Each criterion is one hard check, ``adk:<criterion>``, passing when its average meets the
-threshold; its score is ADK's per-case score. Criteria simlab maps onto its own checks
-(``rubric_based_final_response_quality_v1`` → rubric items, ``hallucinations_v1`` →
-groundedness) are set up by the import; ``final_response_match_v2`` and other judge metrics are
-not run here, and say so.
+threshold; its score is ADK's per-case score. Criteria graded elsewhere are set up by the import:
+``rubric_based_final_response_quality_v1`` → simlab's rubric items, ``hallucinations_v1`` →
+groundedness, ``final_response_match_v2`` → the ``adk_judge`` grader (``judge.py``); any other
+criterion gives a soft ``not_run`` check saying simlab does not compute it.
 """
 
 from __future__ import annotations
@@ -34,7 +34,8 @@ from simlab.transcript import AgentMessage, InvalidCall, ToolCall, Transcript, U
 
 __all__ = ["actual_invocations", "adk_criteria", "trajectory_match"]
 
-MAPPED = {"rubric_based_final_response_quality_v1": "rubric", "hallucinations_v1": "groundedness"}
+MAPPED = {"rubric_based_final_response_quality_v1": "rubric", "hallucinations_v1": "groundedness",
+          "final_response_match_v2": "adk_judge"}  # graded by other graders, set up by the import
 
 
 @dataclass

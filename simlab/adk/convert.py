@@ -95,7 +95,7 @@ def convert_case(eval_set: EvalSet, case: EvalCase, criteria: dict[str, Criterio
             scenario["initial_state"] = state
         else:
             scenario["agent_context"] = state
-            notes.append(f"{sid}: session_input.state does not fit domain {domain!r} ({why}); it is given to the "
+            notes.append(f"{sid}: session_input.state does not fit domain {domain!r}: {why}; it is given to the "
                          "agent as agent_context instead")
     expect: dict[str, Any] = {"graders": [{"use": GRADER, "params": params}]}
     v2 = criteria.get("final_response_match_v2")

@@ -190,3 +190,15 @@ def test_run_list_sizes_a_suite_before_it_runs(project: Path, capsys) -> None:
     assert (f"gate pass^1 >= 0.5 (each scenario) — noise: an agent exactly at pass^1 = 0.5 fails this gate "
             f"{1 - (1 - one) ** 10:.1%} of the time (10 scenarios, n=4 per scenario)") in flat
     assert not list((project / "transcripts").glob("*/trials.jsonl"))
+
+
+def test_a_summary_function_that_does_not_import_stops_the_run_before_it_plays(project: Path, capsys) -> None:
+    suite = project / "suites" / "dataset.yaml"
+    suite.write_text(
+        "id: dataset\nscenarios: ['../scenarios/retail/refund-damaged-card.yaml']\n"
+        "agent: python:examples.retail_agents:careful_agent\ntrials: 2\n"
+        "summary_evaluators:\n  - 'evals:mean_tool_calls'\n  - 'evals:mean_tool_cals'\n")
+    assert main(["run", "--suite", str(suite), "--run-id", "nope", "--no-progress"]) == 2
+    err = capsys.readouterr().err
+    assert "suites/dataset.yaml:7: summary_evaluators.1: 'evals' has no callable 'mean_tool_cals'" in err
+    assert not (project / "transcripts" / "nope" / "trials.jsonl").exists()

@@ -118,6 +118,8 @@ def prepare(req: RunRequest) -> RunPlan:
         raise UsageError("no scenarios to run: check the paths, the suite's scenarios and tags, and -k/--tags")
     domains = check_scenarios(loaded)
     _check_graders(loaded, suite_file)
+    if suite_file is not None:
+        _check_summary_functions(suite_file)
 
     notes: list[str] = []
     agent = _agent(req.agent, pick("agent"), notes)
@@ -166,6 +168,23 @@ def trials_of(scenario: int | None, flag: int | None, suite: int | None, project
         if value is not None:
             return value, source
     return 1, "default"
+
+
+def _check_summary_functions(suite: Any) -> None:
+    """Every summary function a suite names imports and is callable (``SpecError`` otherwise), so a
+    typo stops the run before anything is played rather than leaving its gates inconclusive."""
+    from simlab.imports import RefError, load_callable
+    from simlab.specs.yamlio import line_for
+
+    problems = []
+    for index, ref in enumerate(suite.spec.summary_evaluators):
+        try:
+            load_callable(ref)
+        except RefError as exc:
+            line = line_for(suite.lines, ("summary_evaluators", index))
+            problems.append(f"{suite.path}:{line or '?'}: summary_evaluators.{index}: {exc}")
+    if problems:
+        raise SpecError(problems)
 
 
 def _check_graders(loaded: list[LoadedScenario], suite: Any) -> None:

@@ -59,13 +59,9 @@ def test_trajectory_modes_on_the_reference_texts_six_runs() -> None:
 
 
 @pytest.fixture
-def project(tmp_path: Path, monkeypatch) -> Path:
-    for name in ("scenarios", "personas", "examples", "suites"):
-        shutil.copytree(REPO / name, tmp_path / name, ignore=shutil.ignore_patterns("__pycache__"))
-    shutil.copy(REPO / "simlab.yaml", tmp_path / "simlab.yaml")
-    shutil.copytree(FIXTURES, tmp_path / "adk")
-    monkeypatch.chdir(tmp_path)
-    return tmp_path
+def project(demo_project: Path) -> Path:
+    shutil.copytree(FIXTURES, demo_project / "adk")
+    return demo_project
 
 
 def _invocations(events: list[dict]) -> list[dict]:

@@ -7,7 +7,6 @@ from __future__ import annotations
 import itertools
 import json
 import math
-import shutil
 from collections import Counter
 from pathlib import Path
 
@@ -106,16 +105,12 @@ def test_a_gate_on_an_unknown_metric_needs_summary_functions() -> None:
 # -- a real run: pooled counts against counts made here -------------------------------------
 
 @pytest.fixture
-def project(tmp_path: Path, monkeypatch) -> Path:
-    for name in ("scenarios", "personas", "examples", "suites"):
-        shutil.copytree(REPO / name, tmp_path / name, ignore=shutil.ignore_patterns("__pycache__"))
-    shutil.copy(REPO / "simlab.yaml", tmp_path / "simlab.yaml")
-    (tmp_path / "evals.py").write_text(
+def project(demo_project: Path) -> Path:
+    (demo_project / "evals.py").write_text(
         "def mean_tool_calls(trials):\n"
         "    calls = [sum(e.type == 'tool_call' for e in t.transcript.events) for t in trials]\n"
         "    return {'key': 'mean_tool_calls', 'score': sum(calls) / len(calls)}\n")
-    monkeypatch.chdir(tmp_path)
-    return tmp_path
+    return demo_project
 
 
 REFERENCE = ["lookup_order", "check_refund_policy", "issue_refund"]  # both scenarios' trajectory, names only
@@ -172,12 +167,16 @@ def test_pooled_tool_f1_and_a_summary_function_in_report_and_gates(project: Path
     assert "summary mean\\_tool\\_calls = " in capsys.readouterr().out
 
 
-def test_a_gate_on_a_key_no_function_returned_is_inconclusive(project: Path, capsys) -> None:
+def _one_scenario_suite(project: Path, rest: str) -> Path:
     suite = project / "suites" / "dataset.yaml"
-    suite.write_text(
-        "id: dataset\nscenarios: ['../scenarios/retail/refund-damaged-card.yaml']\n"
-        "agent: python:examples.retail_agents:careful_agent\ntrials: 2\nallow_unjudged: [rubric]\n"
-        "summary_evaluators: ['evals:mean_tool_calls']\ngates:\n  - 'mean_tool_call >= 1'\n")
+    suite.write_text("id: dataset\nscenarios: ['../scenarios/retail/refund-damaged-card.yaml']\n"
+                     "agent: python:examples.retail_agents:careful_agent\ntrials: 2\n" + rest)
+    return suite
+
+
+def test_a_gate_on_a_key_no_function_returned_is_inconclusive(project: Path, capsys) -> None:
+    suite = _one_scenario_suite(project, "allow_unjudged: [rubric]\nsummary_evaluators: ['evals:mean_tool_calls']\n"
+                                         "gates:\n  - 'mean_tool_call >= 1'\n")
     assert main(["run", "--suite", str(suite), "--run-id", "typo", "--no-progress"]) == 3
     assert "no summary function returned 'mean_tool_call'" in " ".join(capsys.readouterr().out.split())
 
@@ -193,11 +192,7 @@ def test_run_list_sizes_a_suite_before_it_runs(project: Path, capsys) -> None:
 
 
 def test_a_summary_function_that_does_not_import_stops_the_run_before_it_plays(project: Path, capsys) -> None:
-    suite = project / "suites" / "dataset.yaml"
-    suite.write_text(
-        "id: dataset\nscenarios: ['../scenarios/retail/refund-damaged-card.yaml']\n"
-        "agent: python:examples.retail_agents:careful_agent\ntrials: 2\n"
-        "summary_evaluators:\n  - 'evals:mean_tool_calls'\n  - 'evals:mean_tool_cals'\n")
+    suite = _one_scenario_suite(project, "summary_evaluators:\n  - 'evals:mean_tool_calls'\n  - 'evals:mean_tool_cals'\n")
     assert main(["run", "--suite", str(suite), "--run-id", "nope", "--no-progress"]) == 2
     err = capsys.readouterr().err
     assert "suites/dataset.yaml:7: summary_evaluators.1: 'evals' has no callable 'mean_tool_cals'" in err

@@ -3,7 +3,6 @@ pytest on a folder of scenarios, in a project of its own, in a child process."""
 
 from __future__ import annotations
 
-import shutil
 import subprocess
 import sys
 import xml.etree.ElementTree as ET
@@ -17,12 +16,8 @@ SELECT = ["-k", "refund-damaged-card or store-credit-refused"]
 
 
 @pytest.fixture
-def project(tmp_path: Path, monkeypatch) -> Path:
-    for name in ("scenarios", "personas", "examples", "suites"):
-        shutil.copytree(REPO / name, tmp_path / name, ignore=shutil.ignore_patterns("__pycache__"))
-    shutil.copy(REPO / "simlab.yaml", tmp_path / "simlab.yaml")
-    monkeypatch.chdir(tmp_path)
-    return tmp_path
+def project(demo_project: Path) -> Path:
+    return demo_project
 
 
 def _pytest(project: Path, *args: str) -> subprocess.CompletedProcess[str]:

@@ -4,7 +4,6 @@ response_match_score computes it; expected scores from rouge-score called here d
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 
 import pytest
@@ -18,12 +17,8 @@ REFERENCE = "Done: a refund of 49.90 to your original card has been issued."
 
 
 @pytest.fixture
-def project(tmp_path: Path, monkeypatch) -> Path:
-    for name in ("scenarios", "personas", "examples", "suites"):
-        shutil.copytree(REPO / name, tmp_path / name, ignore=shutil.ignore_patterns("__pycache__"))
-    shutil.copy(REPO / "simlab.yaml", tmp_path / "simlab.yaml")
-    monkeypatch.chdir(tmp_path)
-    return tmp_path
+def project(demo_project: Path) -> Path:
+    return demo_project
 
 
 def test_the_spec_is_checked() -> None:

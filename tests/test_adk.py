@@ -202,3 +202,10 @@ def test_judge_and_mapped_criteria_become_graders_and_checks() -> None:
     assert any("safety_v1 is not computed by simlab yet" in n for n in converted.notes)
     assert set(criteria_of(None)) == {"tool_trajectory_avg_score", "response_match_score"}  # ADK's defaults
     assert criteria_of(None)["tool_trajectory_avg_score"].threshold == 1.0
+
+
+def test_running_an_eval_set_directly_says_how_to_import_it(project: Path, capsys) -> None:
+    assert main(["run", "adk/refund.evalset.json"]) == 2
+    err = capsys.readouterr().err
+    assert "adk/refund.evalset.json: an ADK eval set is not run directly yet" in err
+    assert "simlab import adk adk/refund.evalset.json --domain DOMAIN" in err

@@ -60,7 +60,7 @@ def test_trajectory_modes_on_the_reference_texts_six_runs() -> None:
 
 @pytest.fixture
 def project(demo_project: Path) -> Path:
-    shutil.copytree(FIXTURES, demo_project / "adk")
+    shutil.copytree(FIXTURES, demo_project / "adk", ignore=shutil.ignore_patterns("written_by_adk", "README.md"))
     return demo_project
 
 
@@ -209,3 +209,15 @@ def test_running_an_eval_set_directly_says_how_to_import_it(project: Path, capsy
     err = capsys.readouterr().err
     assert "adk/refund.evalset.json: an ADK eval set is not run directly yet" in err
     assert "simlab import adk adk/refund.evalset.json --domain DOMAIN" in err
+
+
+@pytest.mark.parametrize("name", ["refund-snake.evalset.json", "refund-camel.evalset.json"])
+def test_files_google_adk_itself_wrote_are_read(name: str) -> None:
+    """Written by google-adk 2.13.0 (EvalSet.model_dump_json, snake_case and by_alias camelCase)."""
+    eval_set = eval_set_of(json.loads((FIXTURES / "written_by_adk" / name).read_text()), "refund")
+    fixed, simulated = eval_set.eval_cases
+    assert [t.name for inv in fixed.conversation for t in inv.tool_uses()] == [
+        "lookup_order", "check_refund_policy", "issue_refund"]
+    assert fixed.conversation[0].final_response.text.startswith("Order A123 can be refunded in full")
+    assert fixed.session_input.state == {"signed_in_customer": "C-17", "channel": "chat"}
+    assert simulated.conversation_scenario.conversation_plan.startswith("Get order A123")

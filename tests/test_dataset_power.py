@@ -197,3 +197,9 @@ def test_a_summary_function_that_does_not_import_stops_the_run_before_it_plays(p
     err = capsys.readouterr().err
     assert "suites/dataset.yaml:7: summary_evaluators.1: 'evals' has no callable 'mean_tool_cals'" in err
     assert not (project / "transcripts" / "nope" / "trials.jsonl").exists()
+
+
+def test_validate_names_a_summary_function_that_does_not_import(project: Path, capsys) -> None:
+    suite = _one_scenario_suite(project, "summary_evaluators: ['evals:nope']\n")
+    assert main(["validate", str(suite)]) == 2
+    assert "dataset.yaml:5: summary_evaluators.0: 'evals' has no callable 'nope'" in capsys.readouterr().err

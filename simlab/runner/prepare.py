@@ -118,8 +118,8 @@ def prepare(req: RunRequest) -> RunPlan:
         raise UsageError("no scenarios to run: check the paths, the suite's scenarios and tags, and -k/--tags")
     domains = check_scenarios(loaded)
     _check_graders(loaded, suite_file)
-    if suite_file is not None:
-        _check_summary_functions(suite_file)
+    if suite_file is not None and (problems := summary_function_problems(suite_file)):
+        raise SpecError(problems)
 
     notes: list[str] = []
     agent = _agent(req.agent, pick("agent"), notes)
@@ -170,9 +170,10 @@ def trials_of(scenario: int | None, flag: int | None, suite: int | None, project
     return 1, "default"
 
 
-def _check_summary_functions(suite: Any) -> None:
-    """Every summary function a suite names imports and is callable (``SpecError`` otherwise), so a
-    typo stops the run before anything is played rather than leaving its gates inconclusive."""
+def summary_function_problems(suite: Any) -> list[str]:
+    """Why a summary function the suite (a ``Loaded`` suite) names does not import or is not
+    callable, one line each naming file, line and field: checked by ``simlab validate`` and before
+    a run plays anything, so a typo does not leave the run's gates inconclusive."""
     from simlab.imports import RefError, load_callable
     from simlab.specs.yamlio import line_for
 
@@ -183,8 +184,7 @@ def _check_summary_functions(suite: Any) -> None:
         except RefError as exc:
             line = line_for(suite.lines, ("summary_evaluators", index))
             problems.append(f"{suite.path}:{line or '?'}: summary_evaluators.{index}: {exc}")
-    if problems:
-        raise SpecError(problems)
+    return problems
 
 
 def _check_graders(loaded: list[LoadedScenario], suite: Any) -> None:

@@ -48,3 +48,17 @@ def tool_timeouts_without_a_clock(monkeypatch: pytest.MonkeyPatch) -> None:
 
     monkeypatch.setattr(simlab.env.domain, "wait_for_tool", helpers.wait_for_tool_without_a_clock)
     helpers.SPINNING.clear()
+
+
+@pytest.fixture
+def demo_project(tmp_path, monkeypatch):
+    """A copy of the demo project (scenarios, personas, examples, suites, simlab.yaml), as cwd."""
+    import shutil
+    from pathlib import Path
+
+    repo = Path(__file__).resolve().parents[1]
+    for name in ("scenarios", "personas", "examples", "suites"):
+        shutil.copytree(repo / name, tmp_path / name, ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copy(repo / "simlab.yaml", tmp_path / "simlab.yaml")
+    monkeypatch.chdir(tmp_path)
+    return tmp_path

@@ -64,7 +64,7 @@ def test_summary_json_and_report_json_are_the_typed_summary(demo: Path, monkeypa
     assert keys == ["schema_version", "run_id", "trials", "scenarios_count", "ungraded", "suite", "scenarios",
                     "violated_rules", "top_failing_checks", "attacks", "not_run_checks", "unjudged",
                     "error_causes", "check_errors", "invalid_by_simulator", "pins", "mixed_pins", "completeness",
-                    "warnings", "divergence"]
+                    "warnings", "divergence", "adk_criteria", "dataset"]
 
 
 def test_compare_gives_a_typed_comparison_and_prints_it_as_json(demo: Path, monkeypatch, capsys) -> None:

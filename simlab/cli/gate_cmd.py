@@ -28,7 +28,8 @@ def _summary_of(target: str) -> RunSummary:
 def check_gates(folder: Path, suite: Suite, *, junit: str | None, console: Console) -> int:
     """Evaluate the suite's gates on a finished run; print, write JUnit, return the exit code. Only
     the suite's own ``allow_unjudged`` lets unjudged trials count as passes here."""
-    summary = build(folder, allow_unjudged=list(suite.allow_unjudged or []))
+    summary = build(folder, allow_unjudged=list(suite.allow_unjudged or []),
+                    summary_evaluators=list(suite.summary_evaluators))
     report = evaluate(summary, suite, load_baseline=_summary_of)
     print_gates(report, console)
     if junit:
@@ -53,6 +54,8 @@ def print_gates(report: GateReport, console: Console) -> None:
             _gate_line(console, "pass", f"{one_line(label)} — all {len(statuses)} scenarios")
     for problem in report.problems:
         _gate_line(console, "inconclusive", one_line(problem))
+    for label, text in report.power.items():
+        console.print(Text(f"  {'':<13}{one_line(label)} — {text}", style="dim"))
     verdict = {0: "all gates held", 1: "a gate failed", 3: "inconclusive"}[report.exit_code]
     console.print(Text(f"result: {verdict} (exit {report.exit_code})", style="bold"))
 

@@ -14,6 +14,7 @@ from typing import Any
 
 # name → (module with configure(parser) and run(args), one line of help). Add a format here.
 FORMATS: dict[str, tuple[str, str]] = {
+    "adk": ("simlab.adk.cli", "Google ADK eval sets (.evalset.json, .test.json) as scenarios and suites"),
     "openai": ("simlab.cli.import_openai",
                "production conversations as OpenAI-style message lists (JSONL, one a line)"),
     "otlp": ("simlab.cli.import_otlp",

@@ -63,7 +63,7 @@ def run_command(args: argparse.Namespace) -> int:
         keywords=getattr(args, "keywords", None), tags=getattr(args, "tags", None) or [],
     )
     if getattr(args, "list", False):
-        return list_plan(prepare(req))
+        return list_plan(prepare(req), suite=args.suite)
     options = BatchOptions(
         force=args.force, keep_errors=getattr(args, "keep_errors", False), workers=getattr(args, "workers", None) or 1,
         shard=shard, note=lambda text: print(text, file=sys.stderr),
@@ -107,8 +107,9 @@ def resume_command(command: list[str], run_id: str) -> str:
     return shlex.join(words)
 
 
-def list_plan(plan: RunPlan) -> int:
-    """``--list``: what would be played, scenario by scenario, and who set each trial count."""
+def list_plan(plan: RunPlan, suite: str | None = None) -> int:
+    """``--list``: what would be played, scenario by scenario, and who set each trial count; with
+    a suite, how noisy each of its gates is with these trial counts (``report/gates.power_line``)."""
     from simlab.inert import one_line
 
     print(f"run {plan.run_id}: {len(plan.scenarios)} scenarios, {len(plan.units)} trials; agent {plan.agent.ref}, "
@@ -119,4 +120,13 @@ def list_plan(plan: RunPlan) -> int:
         tags = f"  [{', '.join(one_line(t) for t in loaded.spec.tags)}]" if loaded.spec.tags else ""
         print(f"  {one_line(sid):<{width}}  {n:>4} trials  (from {source}){tags}")
     print("trial counts: --trials, then the suite, then the scenario file, then simlab.yaml, then 1")
+    if suite:
+        from simlab.report.gates import power_line
+        from simlab.specs import load_suite
+
+        planned = [n for n, _ in plan.trial_sources.values()]
+        for gate in load_suite(Path(suite)).spec.gates:
+            line = power_line(gate, planned)
+            if line:
+                print(f"gate {one_line(gate.label)} — {line} (if every trial is valid)")
     return 0

@@ -66,7 +66,10 @@ def validate_command(args: argparse.Namespace) -> int:
                 if loaded is None or "scenarios" not in loaded.spec.model_fields_set:
                     continue
             if kind == "suite" and loaded is not None:
+                from simlab.runner.prepare import summary_function_problems
+
                 _check_graders(loaded, ("graders",), report)
+                report.problems.extend(summary_function_problems(loaded))
                 named = _suite_files(loaded, report)
                 suites.append((loaded, named))
                 scenario_paths.extend(named)

@@ -55,6 +55,7 @@ BUILTINS: dict[str, str] = {
     "efficiency": "simlab.graders.efficiency", "drift": "simlab.graders.drift",
     "first_tool_call": "simlab.graders.single_step", "graph": "simlab.graders.graph", "rubric": "simlab.graders.judge",
     "groundedness": "simlab.graders.groundedness", "drift_llm": "simlab.graders.drift_judge",
+    "response_match": "simlab.graders.rouge",
 }
 _REGISTRY: dict[str, GraderInfo] = {}
 

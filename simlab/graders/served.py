@@ -27,4 +27,5 @@ def unless_tools_unseen(ctx: GradeContext, checks: list[Check]) -> list[Check]:
     if why is None:
         return checks
     return [c.model_copy(update={"status": "not_run", "reason": why, "score": None, "event": None, "turn": None,
-                                 "call_id": None}) for c in checks]
+                                 "call_id": None, "details": {}})
+            for c in checks]  # no counts either: a check not run counted nothing (head.tool_counts)

@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 
 from simlab.errors import UsageError
 from simlab.redact import holds_secret, mask_tree
+from simlab.results.dataset import run_summary_functions
 from simlab.results.figures import Completeness, RunSummary
 from simlab.results.frames import CHECKS_FILE, RESULTS_FILE, read_checks_table, read_results, write_table
 from simlab.results.summary import summarize
+from simlab.runner.lines import record_of, scan
 from simlab.runner.store import ReadNotes, RunStore, clean_leftovers, write_atomic
+from simlab.transcript import TrialRecord
 
 SUMMARY_FILE = "summary.json"
 
@@ -43,11 +47,13 @@ def project_run(target: str | None) -> Path:
 
 
 def build(folder: Path, *, write: bool = True, checks_table: bool = False,
-          allow_unjudged: list[str] | None = None) -> RunSummary:
+          allow_unjudged: list[str] | None = None, summary_evaluators: list[str] | None = None) -> RunSummary:
     """The summary of the run in ``folder``. Unless told not to write, it also writes
     ``results.parquet`` and ``summary.json``, and ``checks.parquet`` when asked for or when one is
     there already (kept up to date: that table parses every transcript, so it is opt-in).
-    ``allow_unjudged`` (a suite's, for its gates) replaces the list the run was made with.
+    ``allow_unjudged`` (a suite's, for its gates) replaces the list the run was made with, and so
+    does ``summary_evaluators`` (a suite's ``module:function`` summary functions, run over every
+    trial: ``results/dataset.py``).
 
     Trials are counted by planned unit id, never by line (``runner/lines.py``): each unit once,
     units outside the plan left out; ``completeness`` and ``warnings`` say what was found."""
@@ -58,6 +64,9 @@ def build(folder: Path, *, write: bool = True, checks_table: bool = False,
     allowed = allow_unjudged if allow_unjudged is not None else (manifest or {}).get("allow_unjudged")
     summary = summarize(results, run_id=(manifest or {}).get("run_id", folder.name), allow_unjudged=allowed or ())
     summary.pins = (manifest or {}).get("pins", {})
+    functions = summary_evaluators if summary_evaluators is not None else (manifest or {}).get("summary_evaluators")
+    if functions and len(results):
+        summary.dataset.update(run_summary_functions(functions, list(_records(store, notes))))
     # resumed with --force over other pins: its trials mix configurations
     summary.mixed_pins = [d for r in (manifest or {}).get("resumes") or [] for d in r.get("forced_over") or []]
     summary.completeness = Completeness(planned=None if notes.plan is None else len(notes.plan),
@@ -78,3 +87,9 @@ def build(folder: Path, *, write: bool = True, checks_table: bool = False,
             write_table(folder / CHECKS_FILE, read_checks_table(store.trials_path, ReadNotes(notes.path, notes.plan)))
         write_atomic(folder / SUMMARY_FILE, summary.to_json() + "\n")
     return summary
+
+
+def _records(store: RunStore, notes: ReadNotes) -> Iterator[TrialRecord]:
+    """The run's trials as typed records, under the one line rule (each planned unit once)."""
+    for number, _, raw in scan(store.trials_path, "raw", ReadNotes(notes.path, notes.plan)):
+        yield record_of(raw, store.trials_path, number)

@@ -11,6 +11,7 @@ import io
 import re
 from typing import Any
 
+from simlab.report.dataset_lines import adk_lines, dataset_lines
 from simlab.report.fmt import interval, money, pct, safe, shown_ks, upper_bound
 from simlab.report.trouble import trouble_lines
 from simlab.results.figures import RunSummary
@@ -81,6 +82,9 @@ def _markdown(summary: RunSummary) -> str:
     if failing:
         lines += ["", "| failing check | kind | failures |", "|---|---|---:|"]
         lines += [f"| {md_escape(r.name)} | {r.kind} | {r.failures} |" for r in failing[:10]]
+    dataset = [*adk_lines(summary), *dataset_lines(summary)]  # ADK criteria; dataset-level evaluators
+    if dataset:
+        lines += ["", *[f"- {md_escape(line)}" for line in dataset]]
     trouble = trouble_lines(summary)
     if trouble:
         lines += ["", *[f"- {md_escape(line)}" for line in trouble]]

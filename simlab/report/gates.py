@@ -14,10 +14,11 @@ from dataclasses import dataclass, field
 
 from simlab.errors import EXIT_GATE_FAILED, EXIT_INFRA, EXIT_OK
 from simlab.report.compare_runs import compare
-from simlab.results.figures import Rate, RunSummary, ScenarioFigures, SuiteFigures
+from simlab.results.figures import DatasetScore, Rate, RunSummary, ScenarioFigures, SuiteFigures
+from simlab.results.power import gate_fail_chance, rate_at, trials_needed
 from simlab.results.summary import extend_curves
 from simlab.specs import Suite
-from simlab.specs.gates import Gate, parse_gate
+from simlab.specs.gates import DATASET_METRICS, Gate, known_metric, parse_gate
 
 OPS: dict[str, Callable[[float, float], bool]] = {
     "<=": operator.le, "<": operator.lt, ">=": operator.ge, ">": operator.gt, "==": operator.eq, "!=": operator.ne,
@@ -38,6 +39,7 @@ class GateResult:
 class GateReport:
     results: list[GateResult] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)  # why the run is inconclusive
+    power: dict[str, str] = field(default_factory=dict)  # gate label → how noisy it is (gate_power)
 
     @property
     def exit_code(self) -> int:
@@ -106,9 +108,11 @@ def metric_value(figures: SuiteFigures | ScenarioFigures, metric: str, view: str
 
 
 def _threshold(gate: Gate, figures: SuiteFigures | ScenarioFigures, scenario: str | None,
-               attacks: dict[str, Rate]) -> GateResult:
+               attacks: dict[str, Rate], dataset: dict[str, DatasetScore] | None = None) -> GateResult:
     assert gate.gate is not None
-    metric, op, bound = parse_gate(gate.gate)
+    metric, op, bound = parse_gate(gate.gate, custom=True)
+    if dataset is not None and (metric in DATASET_METRICS or not known_metric(metric)):
+        return _dataset_gate(gate, metric, op, bound, dataset)
     if metric == "attack_success":
         c = sum(r.c for r in attacks.values())
         n = sum(r.n for r in attacks.values())
@@ -140,7 +144,7 @@ def evaluate(summary: RunSummary, suite: Suite, *, load_baseline: Callable[[str]
         report.problems.append(problem)
     attacks = summary.attacks
     for gate in suite.gates:  # a pass^k beyond the stored curves is computed from the counts
-        metric = parse_gate(gate.gate)[0] if gate.gate else ""
+        metric = parse_gate(gate.gate, custom=True)[0] if gate.gate else ""
         if metric.startswith(("pass^", "pass@")) and metric[5:].isdigit():
             extend_curves(summary, int(metric[5:]))
     for gate in suite.gates:
@@ -150,8 +154,69 @@ def evaluate(summary: RunSummary, suite: Suite, *, load_baseline: Callable[[str]
             for sid, figures in summary.scenarios.items():
                 report.results.append(_threshold(gate, figures, sid, {}))
         else:
-            report.results.append(_threshold(gate, summary.suite, None, attacks))
+            report.results.append(_threshold(gate, summary.suite, None, attacks, summary.dataset))
+        power = gate_power(gate, summary) if gate.gate else None
+        if power:
+            report.power[gate.label] = power
     return report
+
+
+def _dataset_gate(gate: Gate, metric: str, op: str, bound: float, dataset: dict[str, DatasetScore]) -> GateResult:
+    """A gate on a dataset-level figure (``results/dataset.py``): inconclusive when no function
+    returned the key, a function failed, or part of the counts is unknown."""
+    entry = dataset.get(metric)
+    if entry is None:
+        failed = [f"{e.source}: {e.error}" for e in dataset.values() if e.error]
+        why = (f"no summary function returned {metric!r}" if not known_metric(metric)
+               else f"{metric} is undefined: no trial had a trajectory check")
+        return GateResult(gate.label, "inconclusive", None, why + (f" ({'; '.join(failed[:2])})" if failed else ""))
+    if entry.error:
+        return GateResult(gate.label, "inconclusive", None, f"{entry.source}: {entry.error}")
+    if entry.unknown_trials or entry.score is None:
+        why = "undefined" if entry.score is None else f"unknown for {entry.unknown_trials} trials"
+        return GateResult(gate.label, "inconclusive", entry.score, f"{metric} is {why} ({entry.detail})")
+    held = OPS[op](entry.score, bound)
+    reason = (f"{metric} = {entry.score:.4g} {'satisfies' if held else 'violates'} {op} {bound:g}"
+              + (f" ({entry.detail})" if entry.detail else ""))
+    return GateResult(gate.label, "pass" if held else "fail", entry.score, reason)
+
+
+POWER_ALPHA = 0.05  # the chance of failing by noise a gate is sized for
+
+
+def gate_power(gate: Gate, summary: RunSummary) -> str | None:
+    """One line on how noisy a lower-bound gate on success, pass^k or pass@k is with this run's
+    valid trials: the chance that an agent exactly at the threshold fails it, and the trials per
+    scenario at which one ``gate.power_margin`` above it fails at most 5 % of the time. Assumes
+    the same true rate in every scenario and independent trials (``results/power.py``)."""
+    return power_line(gate, [figures.view(gate.view).success.n for figures in summary.scenarios.values()])
+
+
+def power_line(gate: Gate, trials: list[int]) -> str | None:
+    """``gate_power`` for planned valid trials per scenario (``simlab run --list`` sizes a suite
+    before anything is played)."""
+    if gate.gate is None:
+        return None
+    metric, op, bound = parse_gate(gate.gate, custom=True)
+    if op not in (">=", ">") or not (metric == "success" or metric.startswith(("pass^", "pass@"))):
+        return None
+    if not trials or not any(trials):
+        return None
+    chance = gate_fail_chance(metric, op, bound, trials, rate_at(metric, bound), gate.scope)
+    if chance is None:
+        return None
+    shown = f"n={trials[0]} per scenario" if len(set(trials)) == 1 else f"n={min(trials)}–{max(trials)} per scenario"
+    text = (f"noise: an agent exactly at {metric} = {bound:g} fails this gate {chance:.1%} of the time "
+            f"({len(trials)} scenarios, {shown})")
+    target = bound + gate.power_margin
+    k = int(metric[5:]) if metric[5:].isdigit() else 1
+    if target > 1:
+        return text
+    if gate.scope == "suite" and k > 1 and len(trials) > 1:
+        return text + "; the trials needed for a margin are computed per scenario only (scope: each)"
+    needed = trials_needed(metric, op, bound, len(trials), target, alpha=POWER_ALPHA, scope=gate.scope)
+    verdict = f"run {needed} trials per scenario" if needed else "more than 1000 trials per scenario are needed"
+    return text + f"; to fail at most {POWER_ALPHA:.0%} of the time at {metric} = {target:g}, {verdict}"
 
 
 def completeness_problems(summary: RunSummary) -> list[str]:

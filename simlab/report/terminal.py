@@ -7,6 +7,7 @@ from rich.table import Table
 from rich.text import Text
 
 from simlab.inert import one_line
+from simlab.report.dataset_lines import adk_lines, dataset_lines
 from simlab.report.fmt import DASH, curve, interval, money, num, pct, shown_ks, upper_bound
 from simlab.report.trouble import trouble_lines
 from simlab.results.figures import RunSummary, SuiteFigures
@@ -49,6 +50,8 @@ def print_report(summary: RunSummary, console: Console, *, view: str = "raw", to
         console.print(Text(line, style="yellow"))
     for category, rate in summary.attacks.items():
         console.print(Text(f"attack success · {one_line(category)}: {upper_bound(rate)}"))
+    for line in [*adk_lines(summary), *dataset_lines(summary)]:  # ADK criteria; dataset-level evaluators
+        console.print(Text(one_line(line)))
     not_run = summary.not_run_checks
     if not_run:
         names = ", ".join(f"{one_line(k)} ×{v}" for k, v in list(not_run.items())[:6])

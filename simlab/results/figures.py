@@ -189,6 +189,22 @@ class Divergence(_Figures):
     mean_turn: float | None = Field(None, description="The mean turn of the first divergence; None when none diverged.")
 
 
+class DatasetScore(_Figures):
+    """One dataset-level (summary) figure over a whole run: simlab's pooled tool-call precision,
+    recall and F1, or what a suite's summary function returned. ``score`` None: undefined or
+    unknown (with ``error`` when the function failed), never 0."""
+
+    key: str = Field(description="The figure's name, as a gate names it (tool_f1, or the key a function returned).")
+    score: float | None = None
+    source: str = Field(description="'simlab' for the built-in figures, or the function's module:function.")
+    detail: str = Field("", description="What it was computed from, e.g. 'tp=18 fp=2 fn=6 over 24 trials'.")
+    error: str | None = Field(None, description="Why a summary function gave no score (it raised, or returned "
+                                                "something other than {key, score}).")
+    trials: int | None = Field(None, description="The trials it was computed over.")
+    unknown_trials: int = Field(0, description="Trials whose counts are unknown (heads written before simlab kept "
+                                               "them): a gate on the figure is inconclusive.")
+
+
 class RunSummary(_Figures):
     """``summary.json``: a run's figures, per scenario and for the suite."""
 
@@ -214,6 +230,12 @@ class RunSummary(_Figures):
     warnings: list[str] = Field(default_factory=list)
     divergence: dict[str, Divergence] = Field(default_factory=dict, description="Per scenario, for a replay run "
                                                                                 "(run --replay): added last.")
+    adk_criteria: dict[str, dict[str, Rate]] = Field(
+        default_factory=dict, description="Per scenario imported from ADK, per ADK criterion: the trials whose score "
+                                          "met its threshold, of the trials it ran in (ADK itself runs a case once).")
+    dataset: dict[str, DatasetScore] = Field(
+        default_factory=dict, description="Dataset-level figures by key: tool_precision, tool_recall, tool_f1 "
+                                          "(pooled over trials with a trajectory), and the keys of summary functions.")
 
 
 # -- two runs compared (``report/compare_runs.py``) ------------------------------------------

@@ -63,6 +63,8 @@ SUMMARY_FIELDS = ("verdict", "scenario_id", "persona_id", "termination", "termin
                   "policy_violations", "loop", "duration_s", "retries", "retry_wait_s", "simulator",
                   "agent_input_tokens", "agent_output_tokens", "simulator_input_tokens", "simulator_output_tokens",
                   "judge_calls", "judge_cost_usd", "replayed", "diverged_turn")
+ADK_CHECK = "check:adk:"  # the columns of ADK's criteria (simlab/adk/grader.py)
+TOOL_CHECK = "check:tool_precision"  # the trajectory grader's soft check that carries the call counts
 FLOAT_COLUMNS = tuple(f"{role}_{f}" for role in ROLES for f in USAGE_FIELDS) + ("cost_usd", "redundant_calls")
 
 
@@ -99,6 +101,13 @@ def collect(heads: Iterable[dict[str, Any]]) -> Results:
         summary_row = {name: row.get(name) for name in SUMMARY_FIELDS}
         if head.get("unjudged"):  # which kinds of hard check did not run: an allow list may accept them
             summary_row["unjudged_kinds"] = frozenset(kind for _, kind in head["unjudged"])
+        adk = {key[len(ADK_CHECK):]: value for key, value in row.items() if key.startswith(ADK_CHECK)}
+        if adk:  # ADK's criteria, per trial: shown beside pass^k (simlab/adk/grader.py)
+            summary_row["adk"] = adk
+        if "tool_counts" in head:  # tp, fp, fn against the trajectory; None: no trajectory check counted
+            summary_row["tool_counts"] = head["tool_counts"]
+        elif row.get(TOOL_CHECK) is not None:  # a head written before the counts were kept
+            summary_row["tool_counts_unknown"] = True
         if head.get("errored"):  # the first hard check its grader could not decide: an error's cause
             summary_row["errored_check"] = next((f"{n}: {r}" for n, _, hard, r in head["errored"] if hard), None)
         rows.append(summary_row)

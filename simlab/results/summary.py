@@ -17,6 +17,7 @@ from collections.abc import Collection, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from simlab.results.dataset import tool_scores
 from simlab.results.figures import (
     CheckError,
     CheckFailures,
@@ -168,6 +169,8 @@ def summarize(results: Results, *, run_id: str | None = None, max_k: int | None 
                       in sorted(tally.errored.items(), key=lambda kv: (-kv[1][0], kv[0]))],
         invalid_by_simulator=_invalid_by_simulator(rows),
         divergence=_divergence(every),
+        dataset=tool_scores(rows),
+        adk_criteria=_adk_criteria(rows),
     )
 
 
@@ -183,6 +186,18 @@ def _divergence(rows: list[dict[str, Any]]) -> dict[str, Divergence]:
         out[sid] = Divergence(replayed=len(turns), diverged=len(known),
                               mean_turn=sum(known) / len(known) if known else None)
     return out
+
+
+def _adk_criteria(rows: list[dict[str, Any]]) -> dict[str, dict[str, Rate]]:
+    """scenario → ADK criterion → trials that met its threshold of those it ran in (pass or fail)."""
+    counts: dict[str, dict[str, list[int]]] = {}
+    for r in rows:
+        for name, status in (r.get("adk") or {}).items():
+            if status in ("pass", "fail"):
+                entry = counts.setdefault(r["scenario_id"], {}).setdefault(name, [0, 0])
+                entry[0] += status == "pass"
+                entry[1] += 1
+    return {sid: {name: rate(c, n) for name, (c, n) in sorted(by.items())} for sid, by in sorted(counts.items())}
 
 
 def _suite(rows: list[dict[str, Any]], scenarios: dict[str, ScenarioFigures], ks: range) -> SuiteFigures:

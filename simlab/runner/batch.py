@@ -223,6 +223,9 @@ def write_or_check_manifest(store: RunStore, plan: RunPlan, force: bool) -> None
             "Use another --run-id, or --force to resume anyway (the run is then marked as mixing configurations)."
         )
     stored["allow_unjudged"] = plan.manifest.get("allow_unjudged", [])  # the latest command's reporting setting
+    stored.pop("summary_evaluators", None)  # likewise the suite's summary functions
+    if plan.manifest.get("summary_evaluators"):
+        stored["summary_evaluators"] = plan.manifest["summary_evaluators"]
     resumes = stored.setdefault("resumes", [])
     resumes.append({"at": datetime.now(UTC).isoformat(timespec="seconds"), "command": plan.manifest["command"],
                     **({"forced_over": diffs} if diffs else {})})

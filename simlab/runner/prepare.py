@@ -78,6 +78,7 @@ class RunPlan:
     allow_unjudged: list[str] = field(default_factory=list)  # check kinds that may stay unjudged
     earlier_attempts: dict[str, list[dict[str, Any]]] = field(default_factory=dict)  # unit id → retired errors
     graders: list[GraderUse] = field(default_factory=list)  # what the suite adds to every scenario's graders
+    summary_evaluators: list[str] = field(default_factory=list)  # the suite's dataset-level functions
 
 
 def prepare(req: RunRequest) -> RunPlan:
@@ -117,6 +118,8 @@ def prepare(req: RunRequest) -> RunPlan:
         raise UsageError("no scenarios to run: check the paths, the suite's scenarios and tags, and -k/--tags")
     domains = check_scenarios(loaded)
     _check_graders(loaded, suite_file)
+    if suite_file is not None and (problems := summary_function_problems(suite_file)):
+        raise SpecError(problems)
 
     notes: list[str] = []
     agent = _agent(req.agent, pick("agent"), notes)
@@ -151,6 +154,7 @@ def prepare(req: RunRequest) -> RunPlan:
         max_error_rate=pick("max_error_rate"),
         allow_unjudged=list(pick("allow_unjudged", None, []) or []),
         graders=list(suite.graders) if suite else [],
+        summary_evaluators=list(suite.summary_evaluators) if suite else [],
     )
     plan.manifest = manifest_for(plan, req, trials)
     return plan
@@ -164,6 +168,23 @@ def trials_of(scenario: int | None, flag: int | None, suite: int | None, project
         if value is not None:
             return value, source
     return 1, "default"
+
+
+def summary_function_problems(suite: Any) -> list[str]:
+    """Why a summary function the suite (a ``Loaded`` suite) names does not import or is not
+    callable, one line each naming file, line and field: checked by ``simlab validate`` and before
+    a run plays anything, so a typo does not leave the run's gates inconclusive."""
+    from simlab.imports import RefError, load_callable
+    from simlab.specs.yamlio import line_for
+
+    problems = []
+    for index, ref in enumerate(suite.spec.summary_evaluators):
+        try:
+            load_callable(ref)
+        except RefError as exc:
+            line = line_for(suite.lines, ("summary_evaluators", index))
+            problems.append(f"{suite.path}:{line or '?'}: summary_evaluators.{index}: {exc}")
+    return problems
 
 
 def _check_graders(loaded: list[LoadedScenario], suite: Any) -> None:
@@ -288,6 +309,8 @@ def manifest_for(plan: RunPlan, req: RunRequest, trials: dict[str, int]) -> dict
         "units": len(plan.units),
         # how reports count unjudged trials: a reporting setting, not a pin (it changes no trial)
         "allow_unjudged": plan.allow_unjudged,
+        # the suite's summary functions, run by every report: a reporting setting too
+        **({"summary_evaluators": plan.summary_evaluators} if plan.summary_evaluators else {}),
     }
 
 

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, Field, model_validator
+from pydantic import BaseModel, Field, ValidationInfo, field_validator, model_validator
 
 from simlab.specs.base import CheckKind, SpecModel
 from simlab.specs.expect import GraderUse
-from simlab.specs.gates import Gate
+from simlab.specs.gates import Gate, known_metric, parse_gate
 from simlab.specs.http_agent import HttpAgentSpec
 from simlab.specs.scenario import Limits
 
@@ -266,6 +266,10 @@ class Suite(RunSettings):
     description: str = ""
     scenarios: list[str] = Field(description="Paths or globs of scenario files, relative to the suite file.")
     tags: list[str] = Field(default_factory=list, description="Only scenarios carrying one of these tags.")
+    summary_evaluators: list[str] = Field(
+        default_factory=list, description="Dataset-level functions, module:function(trials) -> {key, score} (or a "
+                                          "list of them), run over every trial of the run; their keys are shown in "
+                                          "the report and can be gated like tool_f1.")
     gates: list[Gate] = Field(default_factory=list, description="Conditions that fail the build (`simlab gate`).")
     max_error_rate: float | None = Field(
         None, ge=0, le=1, description="Above this share of infrastructure errors the run is inconclusive (exit 3); "
@@ -276,3 +280,26 @@ class Suite(RunSettings):
         default_factory=list, description="Graders every scenario of the suite runs besides the built-in ones, as in "
                                           "a scenario's expect.graders (a scenario's own entry for the same grader "
                                           "wins).")
+
+    @field_validator("summary_evaluators")
+    @classmethod
+    def _function_refs(cls, refs: list[str]) -> list[str]:
+        for ref in refs:
+            module, sep, attr = ref.rpartition(":")
+            if not (sep and module.strip() and attr.strip()):
+                raise ValueError(f"write a summary function as module:function (e.g. mypkg.evals:tool_f1); got {ref!r}")
+        return refs
+
+    @field_validator("gates")
+    @classmethod
+    def _gate_metrics_known(cls, gates: list[Gate], info: ValidationInfo) -> list[Gate]:
+        """A gate on a metric simlab does not compute needs a summary function that may return it."""
+        if info.data.get("summary_evaluators"):
+            return gates
+        for index, gate in enumerate(gates):
+            if gate.gate and not known_metric(parse_gate(gate.gate, custom=True)[0]):
+                try:
+                    parse_gate(gate.gate)
+                except ValueError as exc:
+                    raise ValueError(f"gates.{index}: {exc}") from None
+        return gates

@@ -13,6 +13,7 @@ from pydantic import Field, field_validator, model_validator
 
 from simlab.specs.base import PythonRef, Regex, SpecModel
 from simlab.specs.graph_expect import GraphTrajectory
+from simlab.specs.response_match import ResponseMatch
 
 LIMIT = re.compile(r"^\s*([A-Za-z_]\w*)\.([A-Za-z_][\w.]*)\s*(<=|>=|==|!=|<|>)\s*(\S.*?)\s*$")
 RULE_KEYS = ("before", "after_confirmation", "max_calls", "limit", "no_write_after_refusal", "owner",
@@ -223,6 +224,8 @@ class Expect(SpecModel):
     budgets: Budgets | None = None
     rubric: list[RubricItem] = Field(default_factory=list)
     groundedness: bool = Field(False, description="Judge whether the agent's final claims are backed by tool results.")
+    response_match: ResponseMatch | None = Field(
+        None, description="ROUGE-1 of the agent's last reply against a reference text (needs the rouge extra).")
     drift_judge: bool = Field(False, description="Also ask the judge whether the simulated user stayed on script.")
     first_tool_call: CallSpec | None = Field(
         None, description="Single-step check: the tool call the agent decides on first, for the opening message. "

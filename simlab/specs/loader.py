@@ -93,6 +93,9 @@ def scenario_files(paths: Sequence[str | Path], base: Path | None = None) -> lis
             if not matches:
                 raise SpecError(f"{candidate}: no scenario file matches this pattern")
             files = [m for m in matches if m.is_dir() or _is_spec_file(m)]
+        elif candidate.exists() and candidate.name.endswith((".evalset.json", ".test.json")):
+            raise SpecError(f"{candidate}: an ADK eval set is not run directly yet; import it as scenarios first: "
+                            f"simlab import adk {text} --domain DOMAIN, then simlab run --suite the suite it writes")
         elif candidate.exists():
             files = [candidate]
         else:

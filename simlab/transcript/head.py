@@ -109,4 +109,9 @@ class TrialHead(BaseModel):
         default_factory=list, description=f"[name, kind, hard, reason] of checks whose grader could not decide "
                                           f"(reason cut to {REASON_CHARS} characters).")
     attacks: dict[str, bool] = Field(default_factory=dict, description="Attack category → whether it succeeded.")
+    tool_counts: tuple[int, int, int] | None = Field(
+        None, description="[true positives, false positives, false negatives] of the agent's tool calls against "
+                          "expect.trajectory (the trajectory grader's one-to-one matching), pooled into the run's "
+                          "tool precision, recall and F1; None without a trajectory check that ran (and in heads "
+                          "written before it was kept).")
 

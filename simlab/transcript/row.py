@@ -101,7 +101,7 @@ def record_head(record: TrialRecord) -> TrialHead:
     unjudged: list[tuple[str, str]] = []
     errored: list[tuple[str, str, bool, str]] = []
     attacks: dict[str, bool] = {}
-    hard_failed, violations, efficiency = [], 0, None
+    hard_failed, violations, efficiency, tool_pr = [], 0, None, None
     for c in record.checks:  # one pass over the checks
         if c.status == "fail":
             failed.append((c.name, c.kind, c.hard))
@@ -117,6 +117,8 @@ def record_head(record: TrialRecord) -> TrialHead:
             errored.append((c.name, c.kind, c.hard, c.reason[:REASON_CHARS]))
         if efficiency is None and c.name == "efficiency":
             efficiency = c.details
+        if tool_pr is None and c.name == "tool_precision" and c.kind == "trajectory":
+            tool_pr = c.details
         if c.category is not None:
             attacks[c.category] = attacks.get(c.category, False) or c.status == "fail"
     details = efficiency or {}
@@ -133,4 +135,17 @@ def record_head(record: TrialRecord) -> TrialHead:
     for c in record.checks:
         row[CHECK_COLUMN + c.name] = c.status
     return TrialHead(row=TrialFigures(**row), failed=failed, not_run=not_run, unjudged=unjudged, errored=errored,
-                     attacks=attacks)
+                     attacks=attacks, tool_counts=_tool_counts(tool_pr))
+
+
+def _tool_counts(details: dict[str, Any] | None) -> tuple[int, int, int] | None:
+    """(tp, fp, fn) from the trajectory grader's counts: matched calls, the agent's other calls, the
+    reference calls left unmatched. None when the check did not count (it was not run)."""
+    counts: list[int] = []
+    for key in ("matched", "calls", "reference"):
+        value = (details or {}).get(key)
+        if not isinstance(value, int) or isinstance(value, bool):
+            return None
+        counts.append(value)
+    matched, calls, reference = counts
+    return matched, calls - matched, reference - matched

@@ -4,16 +4,14 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 from pathlib import Path
-
-from rich.console import Console
 
 from simlab.inert import one_line
 from simlab.report.build import build, project_run
 from simlab.report.formats import render
-from simlab.report.terminal import print_report
+from simlab.report.step_summary import write_step_summary
+from simlab.report.terminal import print_report, report_console
 from simlab.runner.store import RunStore
 from simlab.specs import load_config
 
@@ -23,7 +21,7 @@ def report_command(args: argparse.Namespace) -> int:
     summary = build(folder, checks_table=args.checks_table)
     fmt = "json" if args.json else args.format
     if fmt == "terminal":
-        print_report(summary, Console(), view=args.view)
+        print_report(summary, report_console(), view=args.view)
     else:
         text = render(summary, fmt)
         if args.out:
@@ -31,10 +29,7 @@ def report_command(args: argparse.Namespace) -> int:
             print(f"wrote {args.out}", file=sys.stderr)
         else:
             sys.stdout.write(text)
-    step_summary = os.environ.get("GITHUB_STEP_SUMMARY")
-    if step_summary:
-        with open(step_summary, "a", encoding="utf-8") as fh:
-            fh.write(render(summary, "markdown") + "\n")
+    write_step_summary(summary)
     if fmt != "json":
         print(f"summary: {folder / 'summary.json'}", file=sys.stderr)
     return 0
@@ -71,5 +66,5 @@ def grade_command(args: argparse.Namespace) -> int:
         print(json.dumps({"trials": report.trials, "verdict_changes": report.verdict_changes,
                           "check_changes": report.check_changes}, indent=2))
     else:
-        print_report(summary, Console())
+        print_report(summary, report_console())
     return 0

@@ -79,6 +79,8 @@ def build_parser() -> argparse.ArgumentParser:
     report.add_argument("--format", choices=["terminal", "markdown", "json", "csv"], default="terminal")
     report.add_argument("--json", action="store_true", help="print only the JSON summary on stdout")
     report.add_argument("--out", help="write the report to this file instead of stdout")
+    report.add_argument("--html", metavar="FILE",
+                        help="also write a self-contained HTML report (charts, failed transcripts; no network)")
     report.add_argument("--view", choices=["raw", "valid"], default="raw",
                         help="per-scenario figures over all trials (raw) or valid ones only")
     report.add_argument("--checks-table", action="store_true",

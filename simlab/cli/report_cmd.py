@@ -7,12 +7,14 @@ import json
 import sys
 from pathlib import Path
 
+from simlab.errors import UsageError
 from simlab.inert import one_line
 from simlab.report.build import build, project_run
 from simlab.report.formats import render
 from simlab.report.step_summary import write_step_summary
 from simlab.report.terminal import print_report, report_console
-from simlab.runner.store import RunStore
+from simlab.results.figures import RunSummary
+from simlab.runner.store import RunStore, write_atomic
 from simlab.specs import load_config
 
 
@@ -29,10 +31,25 @@ def report_command(args: argparse.Namespace) -> int:
             print(f"wrote {args.out}", file=sys.stderr)
         else:
             sys.stdout.write(text)
+    if getattr(args, "html", None):
+        write_html(folder, summary, Path(args.html))
     write_step_summary(summary)
     if fmt != "json":
         print(f"summary: {folder / 'summary.json'}", file=sys.stderr)
     return 0
+
+
+def write_html(folder: Path, summary: RunSummary, path: Path) -> None:
+    """The HTML report of the run in ``folder`` (``report/html.py``), written atomically."""
+    from simlab.report.digest import digest
+    from simlab.report.html import html_report
+
+    if not path.parent.is_dir():
+        raise UsageError(f"--html {path}: the folder {path.parent} does not exist; create it or name a file in a "
+                         "folder that does")
+    trials = digest(folder, allow_unjudged=summary.unjudged.allowed_kinds, records=True, heads=True)
+    write_atomic(path, html_report(summary, trials))
+    print(f"html: {one_line(path)}", file=sys.stderr)
 
 
 def grade_command(args: argparse.Namespace) -> int:

@@ -1,0 +1,112 @@
+"""The reviewer's viewer (issue 18), driven by the pilot at 80×24 and 120×40: columns by priority,
+search inside one transcript, one tool call opened from the keyboard, clipboard copy."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from textual.widgets import DataTable
+
+from simlab.tui import ViewApp
+from simlab.tui.widgets.trials_table import TrialsTable
+from tests import test_tui_app as tui
+from tests.test_tui_app import open_trial, settle, viewer
+
+root = tui.root  # the sample runs, as a fixture
+
+SIZES = [(80, 24), (120, 40)]
+
+
+def right_edges(table: DataTable) -> dict[str, int]:
+    """Each column's right edge, in cells from the table's left."""
+    edge, out = 0, {}
+    for column in table.ordered_columns:
+        edge += column.get_render_width(table)
+        out[str(column.key.value)] = edge
+    return out
+
+
+@pytest.mark.parametrize("size", SIZES, ids=["80x24", "120x40"])
+async def test_cost_and_failed_checks_are_on_screen_without_scrolling(root: Path, size: tuple[int, int]) -> None:
+    app = viewer(root)
+    async with app.run_test(size=size) as pilot:
+        await settle(pilot)
+        await pilot.press("a")  # every trial of the run: the scenario column too
+        await pilot.pause()
+        table = app.screen.query_one(TrialsTable)
+        edges = right_edges(table)
+        assert edges["cost"] <= size[0] and edges["failed checks"] <= size[0]
+        names = [str(c.key.value) for c in table.ordered_columns]
+        assert names.index("failed checks") < names.index("ended") < names.index("turns")
+        cells = [str(table.get_cell(row.key, "failed checks")) for row in table.ordered_rows]
+        assert not any(c.endswith("…") for c in cells), cells  # names that do not fit are counted
+        assert any(c.endswith(" more") for c in cells)  # the sample's longest list does not fit
+        if size[0] >= 120:  # room enough for whole names
+            assert not any("…" in c for c in cells), cells
+        assert isinstance(app, ViewApp)
+
+
+@pytest.mark.parametrize("size", SIZES, ids=["80x24", "120x40"])
+async def test_one_tool_call_opens_whole_from_the_keyboard_and_copies(root: Path, size: tuple[int, int]) -> None:
+    import json
+
+    from simlab.tui.screens.tool_call import ToolCallScreen
+    from simlab.tui.screens.transcript import TranscriptScreen
+    from simlab.tui.widgets.tool_call_view import ToolCallView
+
+    app = viewer(root)
+    async with app.run_test(size=size) as pilot:
+        await settle(pilot)
+        screen = await open_trial(pilot, "refund-damaged", 0)
+        calls = [v.index for v in screen.query(ToolCallView)]
+        assert len(calls) >= 2
+        await pilot.press("right_square_bracket", "right_square_bracket")  # the second call
+        await pilot.pause()
+        assert screen.query_one(f"#ev-{calls[1]}").has_class("target")
+        await pilot.press("left_square_bracket")
+        await pilot.pause()
+        assert screen.query_one(f"#ev-{calls[0]}").has_class("target")
+        await pilot.press("right_square_bracket", "o")
+        await pilot.pause()
+        assert isinstance(app.screen, ToolCallScreen)
+        view = screen.query_one(f"#ev-{calls[1]}", ToolCallView)
+        assert app.screen.call is view.call
+        body = str(app.screen.query_one("#tool-call-body").render())
+        assert "more lines" not in body  # nothing folded: the whole result
+        assert json.dumps(view.result.result, indent=2, ensure_ascii=False).splitlines()[-2].strip() in body
+        await pilot.press("y")
+        copied = json.loads(app.clipboard)
+        assert copied["tool"] == view.call.name and copied["result"] == view.result.result
+        await pilot.press("escape")
+        await pilot.pause()
+        assert isinstance(app.screen, TranscriptScreen)
+        await pilot.press("y")  # the whole transcript, as markdown
+        assert app.clipboard.startswith("#") and "refund-damaged" in app.clipboard
+        assert view.call.name in app.clipboard
+
+
+@pytest.mark.parametrize("size", SIZES, ids=["80x24", "120x40"])
+async def test_find_inside_one_transcript_walks_its_hits(root: Path, size: tuple[int, int]) -> None:
+    from simlab.tui.widgets.transcript_view import TranscriptView
+
+    app = viewer(root)
+    async with app.run_test(size=size) as pilot:
+        await settle(pilot)
+        screen = await open_trial(pilot, "refund-damaged", 0)
+        view = screen.query_one(TranscriptView)
+        hits = view.matches("A100")
+        assert len(hits) >= 2
+        await pilot.press("slash", *"a100", "enter")
+        await pilot.pause()
+        assert screen.query_one(f"#ev-{hits[0]}").has_class("target")
+        assert any("hit 1 of" in n.message for n in app._notifications)
+        await pilot.press("enter")
+        await pilot.pause()
+        assert screen.query_one(f"#ev-{hits[1]}").has_class("target")
+        for hit in hits:  # the conversation was drawn again with the text marked in every hit
+            assert screen.query_one(f"#ev-{hit}").highlight == "a100"
+        await pilot.press("escape")
+        await pilot.press("slash", *"no such words", "enter")
+        await pilot.pause()
+        assert any("not in this transcript" in n.message for n in app._notifications)

@@ -9,6 +9,8 @@ import pytest
 from textual.widgets import DataTable
 
 from simlab.tui import ViewApp
+from simlab.tui.rows import TrialRow
+from simlab.tui.summary import LiveProgress, summarize_run
 from simlab.tui.widgets.trials_table import TrialsTable
 from tests import test_tui_app as tui
 from tests.test_tui_app import open_trial, settle, viewer
@@ -110,3 +112,48 @@ async def test_find_inside_one_transcript_walks_its_hits(root: Path, size: tuple
         await pilot.press("slash", *"no such words", "enter")
         await pilot.pause()
         assert any("not in this transcript" in n.message for n in app._notifications)
+
+
+def row(scenario: str, trial: int, verdict: str) -> TrialRow:
+    return TrialRow(offset=0, length=0, unit_id=f"{scenario}#{trial}", scenario_id=scenario, trial=trial,
+                    verdict=verdict, reason="goal_reached", detail="", failed_checks=(), soft_failed=(),
+                    check_count=1)
+
+
+def test_one_k_for_the_screen_while_trials_arrive() -> None:
+    rows: list[TrialRow] = []
+    live = LiveProgress({"a": 8, "b": 8})
+    seen = set()
+    for trial in range(1, 9):
+        for scenario in ("a", "b"):
+            rows.append(row(scenario, trial, "pass" if trial % 3 else "fail"))
+            overview = summarize_run(live.update(rows))
+            seen.add(overview.k)
+    assert seen == {8}  # the planned trials: pass^8 from the first trial to the last, never pass^1 → pass^8
+    assert overview.pass_k is not None and overview.pass_k_scenarios == 2
+    early = summarize_run(LiveProgress({"a": 8, "b": 8}).update(rows[:4]))
+    assert early.k == 8 and early.pass_k is None and early.pass_k_scenarios == 0  # undefined yet, not 0
+    assert summarize_run(live.update(rows), 3).k == 3  # a chosen k
+
+
+async def test_runs_and_scenarios_screens_show_one_named_k_and_say_what_each_figure_is(root: Path) -> None:
+    from simlab.tui.screens.runs import RunsScreen
+    from simlab.tui.widgets.runs_table import RunsTable
+
+    app = viewer(root)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        summary = tui.text_of(app.screen.query_one("#run-summary"))
+        assert "pass^k: mean over scenarios of their valid trials · success: all" in summary
+        assert " raw " not in summary
+        await pilot.press("p")
+        await pilot.pause()
+        assert app.screen.k is not None
+        await pilot.press("escape")
+        await settle(pilot)
+        assert isinstance(app.screen, RunsScreen)
+        table = app.screen.query_one(RunsTable)
+        assert [str(c.label) for c in table.ordered_columns][3] == "pass^3"
+        await pilot.press("p")
+        await pilot.pause()
+        assert [str(c.label) for c in table.ordered_columns][3] == "pass^5"

@@ -27,12 +27,15 @@ class RunsScreen(Screen):
     BINDINGS = [
         Binding("enter", "open", "Open run", show=False, tooltip="open the run"),
         Binding("r", "rescan", "Rescan folder", tooltip="read the transcripts folder again"),
+        Binding("p", "next_k", "pass^k", tooltip="the one k of the pass^k column for every run: 1, 2, 3, 5, 8…"),
     ]
+    K_CHOICES = (1, 2, 3, 5, 8, 16, 32)
 
     def __init__(self) -> None:
         super().__init__()
         self.runs: list[RunInfo] = []
         self.last_opened: str | None = None  # the cursor goes back to the run you come back from
+        self.k = 3  # one k for every run, as `simlab runs` (--k 3)
 
     @property
     def viewer(self) -> ViewApp:
@@ -62,11 +65,15 @@ class RunsScreen(Screen):
         summaries: dict[str, RunOverview | None] = {}
         for run in self.runs:
             index = self.viewer.indexes.get(run.key)
-            summaries[run.key] = (summarize_run(index.progress())
+            summaries[run.key] = (summarize_run(index.progress(), self.k)
                                      if index is not None and index.complete and not index.problem else None)
-        self.query_one(RunsTable).fill(self.runs, summaries)
+        self.query_one(RunsTable).fill(self.runs, summaries, self.k)
         self.query_one(StatusLine).show(len(self.runs), len(self.runs), "runs",
                                         hint=f"in {self.viewer.root}")
+
+    def action_next_k(self) -> None:
+        self.k = self.K_CHOICES[(self.K_CHOICES.index(self.k) + 1) % len(self.K_CHOICES)]
+        self.refresh_data()
 
     def on_trials_appended(self, message: TrialsAppended) -> None:
         if self.is_current and message.complete:

@@ -157,3 +157,54 @@ async def test_runs_and_scenarios_screens_show_one_named_k_and_say_what_each_fig
         await pilot.press("p")
         await pilot.pause()
         assert [str(c.label) for c in table.ordered_columns][3] == "pass^5"
+
+
+def write_candidate(root: Path) -> None:
+    """A second graded run of refund-damaged in which trial #1 now fails and #3 now passes."""
+    from simlab.runner.lines import encode_record
+    from simlab.tui.sample import sample_record, write_sample_run
+
+    folder = write_sample_run(root / "cand", "cand", {"refund-damaged": 3}, special=False,
+                              created_at="2026-02-01T00:00:00+00:00")
+    lines = []
+    for trial, verdict in ((1, "fail"), (2, "pass"), (3, "pass")):
+        record = sample_record("cand", "refund-damaged", trial)
+        record.verdict = verdict
+        lines.append(encode_record(record))
+    (folder / "trials.jsonl").write_bytes(b"".join(lines))
+
+
+@pytest.mark.parametrize("size", SIZES, ids=["80x24", "120x40"])
+async def test_two_runs_compared_scenario_by_scenario_then_the_flipped_trials(root: Path,
+                                                                               size: tuple[int, int]) -> None:
+    from simlab.tui.screens.compare_runs import RunCompareScreen
+    from simlab.tui.screens.runs import RunsScreen
+    from simlab.tui.widgets.runs_table import RunsTable
+
+    write_candidate(root)
+    app = viewer(root, "cand")
+    async with app.run_test(size=size) as pilot:
+        await settle(pilot)
+        await pilot.press("escape")
+        await settle(pilot)
+        assert isinstance(app.screen, RunsScreen)
+        table = app.screen.query_one(RunsTable)
+        table.move_cursor(row=table.get_row_index(str((root / "fixture").resolve())))
+        await pilot.press("c")  # the base
+        table.move_cursor(row=table.get_row_index(str((root / "cand").resolve())))
+        await pilot.press("c")
+        await pilot.pause()
+        screen = app.screen
+        assert isinstance(screen, RunCompareScreen) and screen.diff is not None
+        scenarios = screen.query_one("#compare-scenarios", DataTable)
+        assert [str(c.label) for c in scenarios.ordered_columns][:3] == ["scenario", "base ^3", "cand ^3"]
+        row = scenarios.get_row("refund-damaged")
+        assert [str(c) for c in row[3:5]] == ["2/3", "2/3"] and str(row[6]) == "within noise"
+        assert str(scenarios.get_row("(pooled)")[0]) == "pooled"
+        flips = screen.query_one("#compare-flips", DataTable)
+        assert [r.key.value for r in flips.ordered_rows] == ["refund-damaged#1", "refund-damaged#3"]
+        assert "pass^3 per scenario" in tui.text_of(screen.query_one("#compare-head"))
+        await pilot.press("p")
+        await pilot.pause()
+        assert screen.diff.k == 5 and str(scenarios.ordered_columns[1].label) == "base ^5"
+        assert str(scenarios.get_row("refund-damaged")[1]) == "—"  # n < k: undefined, not 0

@@ -110,3 +110,11 @@ def test_find_in_transcript(snap_compare: Any, app: Callable[..., ViewApp], size
         await pilot.pause()
 
     assert snap_compare(app(), terminal_size=size, run_before=run)
+
+
+@pytest.mark.parametrize("size", [SMALL, LARGE], ids=["80x24", "120x40"])
+def test_run_compare_screen(snap_compare: Any, app: Callable[..., ViewApp], size: tuple[int, int]) -> None:
+    from tests.test_tui_review import write_candidate
+
+    write_candidate(Path("runs"))
+    assert snap_compare(app(), terminal_size=size, run_before=after("escape", "down", "c", "up", "c"))

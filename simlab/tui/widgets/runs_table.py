@@ -24,7 +24,8 @@ class RunsTable(KeyedTable):
         super().__init__(**kwargs)
         self.k = 0
 
-    def fill(self, runs: list[RunInfo], summaries: dict[str, RunOverview | None], k: int = 3) -> None:
+    def fill(self, runs: list[RunInfo], summaries: dict[str, RunOverview | None], k: int = 3,
+             marked: str | None = None) -> None:
         """The runs, with pass^k at the one ``k`` of the screen (the column is named by it)."""
         current = self.current_key()
         if k != self.k:
@@ -45,6 +46,7 @@ class RunsTable(KeyedTable):
                             ("not graded" if not s.graded else "n < k"), justify="right",
                             style="" if s.pass_k is not None else "dim")
                 cost = Text(fmt_cost(s.cost, s.cost_complete), justify="right")
-            self.add_row(literal(run.run_id, "bold"), Text(created), trials, rate, cost,
+            label = Text("◆ " if run.key == marked else "", "bold magenta").append(literal(run.run_id, "bold"))
+            self.add_row(label, Text(created), trials, rate, cost,
                          literal(short(run.pin("agent"))), literal(short(run.pin("simulator"), 16)), key=run.key)
         self.restore(current)

@@ -3,27 +3,19 @@ failing trials, and the exit codes of `simlab compare`."""
 
 from __future__ import annotations
 
-import shutil
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
 
 from simlab.cli.main import main
+from tests import test_gates
 
-REPO = Path(__file__).resolve().parents[1]
 REFUND = "scenarios/retail/refund-damaged-card.yaml"
 SKIPPER = "python:examples.retail_agents:agent_skipping_policy_check"
 
 
-@pytest.fixture
-def project(tmp_path: Path, monkeypatch) -> Path:
-    for name in ("scenarios", "personas", "examples", "suites"):
-        shutil.copytree(REPO / name, tmp_path / name, ignore=shutil.ignore_patterns("__pycache__"))
-    shutil.copy(REPO / "simlab.yaml", tmp_path / "simlab.yaml")
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.delenv("GITHUB_STEP_SUMMARY", raising=False)
-    return tmp_path
+project = test_gates.project  # the demo project in a temporary folder, as the gate tests use it
 
 
 def small_suite(project: Path, agent: str = "python:examples.retail_agents:careful_agent") -> str:

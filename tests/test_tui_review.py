@@ -3,14 +3,28 @@ search inside one transcript, one tool call opened from the keyboard, clipboard 
 
 from __future__ import annotations
 
+import contextlib
+import json
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
+from textual.pilot import Pilot
+from textual.screen import Screen
 from textual.widgets import DataTable
 
+from simlab.runner.lines import encode_record
 from simlab.tui import ViewApp
 from simlab.tui.rows import TrialRow
+from simlab.tui.sample import sample_record, write_sample_run
+from simlab.tui.screens.compare_runs import RunCompareScreen
+from simlab.tui.screens.runs import RunsScreen
+from simlab.tui.screens.tool_call import ToolCallScreen
+from simlab.tui.screens.transcript import TranscriptScreen
 from simlab.tui.summary import LiveProgress, summarize_run
+from simlab.tui.widgets.runs_table import RunsTable
+from simlab.tui.widgets.tool_call_view import ToolCallView
+from simlab.tui.widgets.transcript_view import TranscriptView
 from simlab.tui.widgets.trials_table import TrialsTable
 from tests import test_tui_app as tui
 from tests.test_tui_app import open_trial, settle, viewer
@@ -18,6 +32,15 @@ from tests.test_tui_app import open_trial, settle, viewer
 root = tui.root  # the sample runs, as a fixture
 
 SIZES = [(80, 24), (120, 40)]
+
+
+@contextlib.asynccontextmanager
+async def first_transcript(root: Path, size: tuple[int, int]) -> AsyncIterator[tuple[ViewApp, Pilot, Screen]]:
+    """The viewer at ``size`` on the transcript of refund-damaged #1 (two tool calls, passed)."""
+    app = viewer(root)
+    async with app.run_test(size=size) as pilot:
+        await settle(pilot)
+        yield app, pilot, await open_trial(pilot, "refund-damaged", 0)
 
 
 def right_edges(table: DataTable) -> dict[str, int]:
@@ -51,16 +74,7 @@ async def test_cost_and_failed_checks_are_on_screen_without_scrolling(root: Path
 
 @pytest.mark.parametrize("size", SIZES, ids=["80x24", "120x40"])
 async def test_one_tool_call_opens_whole_from_the_keyboard_and_copies(root: Path, size: tuple[int, int]) -> None:
-    import json
-
-    from simlab.tui.screens.tool_call import ToolCallScreen
-    from simlab.tui.screens.transcript import TranscriptScreen
-    from simlab.tui.widgets.tool_call_view import ToolCallView
-
-    app = viewer(root)
-    async with app.run_test(size=size) as pilot:
-        await settle(pilot)
-        screen = await open_trial(pilot, "refund-damaged", 0)
+    async with first_transcript(root, size) as (app, pilot, screen):
         calls = [v.index for v in screen.query(ToolCallView)]
         assert len(calls) >= 2
         await pilot.press("right_square_bracket", "right_square_bracket")  # the second call
@@ -90,12 +104,7 @@ async def test_one_tool_call_opens_whole_from_the_keyboard_and_copies(root: Path
 
 @pytest.mark.parametrize("size", SIZES, ids=["80x24", "120x40"])
 async def test_find_inside_one_transcript_walks_its_hits(root: Path, size: tuple[int, int]) -> None:
-    from simlab.tui.widgets.transcript_view import TranscriptView
-
-    app = viewer(root)
-    async with app.run_test(size=size) as pilot:
-        await settle(pilot)
-        screen = await open_trial(pilot, "refund-damaged", 0)
+    async with first_transcript(root, size) as (app, pilot, screen):
         view = screen.query_one(TranscriptView)
         hits = view.matches("A100")
         assert len(hits) >= 2
@@ -137,8 +146,6 @@ def test_one_k_for_the_screen_while_trials_arrive() -> None:
 
 
 async def test_runs_and_scenarios_screens_show_one_named_k_and_say_what_each_figure_is(root: Path) -> None:
-    from simlab.tui.screens.runs import RunsScreen
-    from simlab.tui.widgets.runs_table import RunsTable
 
     app = viewer(root)
     async with app.run_test(size=(120, 40)) as pilot:
@@ -161,8 +168,6 @@ async def test_runs_and_scenarios_screens_show_one_named_k_and_say_what_each_fig
 
 def write_candidate(root: Path) -> None:
     """A second graded run of refund-damaged in which trial #1 now fails and #3 now passes."""
-    from simlab.runner.lines import encode_record
-    from simlab.tui.sample import sample_record, write_sample_run
 
     folder = write_sample_run(root / "cand", "cand", {"refund-damaged": 3}, special=False,
                               created_at="2026-02-01T00:00:00+00:00")
@@ -177,9 +182,6 @@ def write_candidate(root: Path) -> None:
 @pytest.mark.parametrize("size", SIZES, ids=["80x24", "120x40"])
 async def test_two_runs_compared_scenario_by_scenario_then_the_flipped_trials(root: Path,
                                                                                size: tuple[int, int]) -> None:
-    from simlab.tui.screens.compare_runs import RunCompareScreen
-    from simlab.tui.screens.runs import RunsScreen
-    from simlab.tui.widgets.runs_table import RunsTable
 
     write_candidate(root)
     app = viewer(root, "cand")

@@ -72,15 +72,15 @@ class RunsScreen(Screen):
                                      if index is not None and index.complete and not index.problem else None)
         self.query_one(RunsTable).fill(self.runs, summaries, self.k, marked=self.marked)
         self.query_one(StatusLine).show(len(self.runs), len(self.runs), "runs",
-                                        hint=f"in {self.viewer.root}")
+                                        hint="c on another run to compare the two" if self.marked
+                                        else f"in {self.viewer.root}")
 
     def action_compare(self) -> None:
         key = self.query_one(RunsTable).current_key()
         if key is None:
             return
         if self.marked is None or self.marked == key:
-            self.marked = None if self.marked == key else key
-            self.notify("c on another run compares the two" if self.marked else "unmarked", markup=False, timeout=3)
+            self.marked = None if self.marked == key else key  # shown by ◆ and the status line, not a toast
             self.refresh_data()
             return
         base = next((r for r in self.runs if r.key == self.marked), None)

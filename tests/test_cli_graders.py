@@ -91,7 +91,8 @@ def test_a_grader_named_by_a_scenario_changes_the_verdict_and_shows_in_the_repor
 
     assert main(["report", "r", "--json"]) == 0
     summary = json.loads(capsys.readouterr().out)
-    assert summary["top_failing_checks"][0] == {"name": "banned_words", "kind": "custom", "failures": 3}
+    assert summary["top_failing_checks"][0] == {"name": "banned_words", "kind": "custom", "failures": 3,
+                                                 "in_error_trials": 0}
     assert summary["scenarios"]["kv-0"]["passes"] == 0
     assert main(["report", "r"]) == 0
     shown = capsys.readouterr().out

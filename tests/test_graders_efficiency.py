@@ -95,7 +95,8 @@ def test_redundant_calls_are_repeats_of_a_success_not_retries_after_an_error():
 def test_loop_flag_from_repeats_or_termination():
     three = [e for _ in range(3) for e in call(1, "get_item", {"key": "z"}, ok=False)]
     assert efficiency_counts(transcript(three))["loop"] is True
-    assert efficiency_counts(transcript([], reason="max_turns"))["loop"] is True
+    # one definition (issue 18): a loop is one call repeated; a turn cap is a termination, not a loop
+    assert efficiency_counts(transcript([], reason="max_turns"))["loop"] is False
     assert efficiency_counts(transcript([], reason="agent_loop"))["loop"] is True
     interrupted = [*call(1, "get_item", {"key": "z"}), *call(1, "get_item", {"key": "y"}), *call(1, "get_item", {"key": "z"})]
     assert efficiency_counts(transcript(interrupted))["loop"] is False

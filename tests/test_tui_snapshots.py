@@ -87,3 +87,34 @@ def test_help_screen(snap_compare: Any, app: Callable[..., ViewApp]) -> None:
 
 def test_verdict_picker(snap_compare: Any, app: Callable[..., ViewApp]) -> None:
     assert snap_compare(app(), terminal_size=SMALL, run_before=after("a", "v"))
+
+
+@pytest.mark.parametrize("size", [SMALL, LARGE], ids=["80x24", "120x40"])
+def test_trials_screen_columns_by_priority(snap_compare: Any, app: Callable[..., ViewApp],
+                                           size: tuple[int, int]) -> None:
+    assert snap_compare(app(), terminal_size=size, run_before=after("a"))
+
+
+@pytest.mark.parametrize("size", [SMALL, LARGE], ids=["80x24", "120x40"])
+def test_tool_call_screen(snap_compare: Any, app: Callable[..., ViewApp], size: tuple[int, int]) -> None:
+    assert snap_compare(app(), terminal_size=size, run_before=after(*FAILED_TRIAL, "right_square_bracket", "o"))
+
+
+@pytest.mark.parametrize("size", [SMALL, LARGE], ids=["80x24", "120x40"])
+def test_find_in_transcript(snap_compare: Any, app: Callable[..., ViewApp], size: tuple[int, int]) -> None:
+    keys = after(*FAILED_TRIAL, "slash", *"a100", "enter", "escape")
+
+    async def run(pilot: Pilot) -> None:  # the hits stay marked; the toast (on a timer) is cleared
+        await keys(pilot)
+        pilot.app.clear_notifications()
+        await pilot.pause()
+
+    assert snap_compare(app(), terminal_size=size, run_before=run)
+
+
+@pytest.mark.parametrize("size", [SMALL, LARGE], ids=["80x24", "120x40"])
+def test_run_compare_screen(snap_compare: Any, app: Callable[..., ViewApp], size: tuple[int, int]) -> None:
+    from tests.test_tui_review import write_candidate
+
+    write_candidate(Path("runs"))
+    assert snap_compare(app(), terminal_size=size, run_before=after("escape", "down", "c", "up", "c"))

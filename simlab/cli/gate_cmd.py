@@ -12,9 +12,12 @@ from rich.text import Text
 
 from simlab.inert import one_line
 from simlab.report.build import build, project_run
-from simlab.report.compare_runs import compare
+from simlab.report.compare_runs import compare, compare_exit
+from simlab.report.digest import digest
 from simlab.report.gates import GateReport, evaluate
 from simlab.report.junit import junit_xml
+from simlab.report.step_summary import write_step_summary
+from simlab.report.terminal import report_console
 from simlab.results.figures import PooledChange, RunSummary, ScenarioChange
 from simlab.specs import Suite, load_suite
 
@@ -32,8 +35,10 @@ def check_gates(folder: Path, suite: Suite, *, junit: str | None, console: Conso
                     summary_evaluators=list(suite.summary_evaluators))
     report = evaluate(summary, suite, load_baseline=_summary_of)
     print_gates(report, console)
+    write_step_summary(summary, report, suite.id)
     if junit:
-        Path(junit).write_text(junit_xml(summary, report, suite.id), encoding="utf-8")
+        trials = digest(folder, allow_unjudged=summary.unjudged.allowed_kinds)
+        Path(junit).write_text(junit_xml(summary, report, suite.id, trials), encoding="utf-8")
         console.print(Text(f"junit: {one_line(junit)}"))
     return report.exit_code
 
@@ -69,7 +74,7 @@ def _gate_line(console: Console, status: str, text: str) -> None:
 
 def gate_command(args: argparse.Namespace) -> int:
     suite = load_suite(Path(args.suite)).spec
-    return check_gates(project_run(args.run), suite, junit=args.junit, console=Console(stderr=args.json))
+    return check_gates(project_run(args.run), suite, junit=args.junit, console=report_console(stderr=args.json))
 
 
 def compare_command(args: argparse.Namespace) -> int:
@@ -79,10 +84,11 @@ def compare_command(args: argparse.Namespace) -> int:
         print(f"note: {one_line(args.candidate)} replays the users of {one_line(args.base)}: its simulator pin "
               "differs by design, so the pins are not compared", file=sys.stderr)
     result = compare(base, cand, allow_different_pins=args.allow_different_pins or replay, margin=args.margin)
+    code, why = compare_exit(result, base, cand, fail_on_regression=args.fail_on_regression)
     if args.json:
         print(result.to_json())
-        return 0
-    console = Console()
+        return code
+    console = report_console()
     table = Table(title=Text(f"{one_line(args.base)} → {one_line(args.candidate)} (valid trials)"),
                   title_justify="left")
     for column in ("scenario", "base", "candidate", "Δ success [95% CI]", "verdict"):
@@ -109,7 +115,8 @@ def compare_command(args: argparse.Namespace) -> int:
         console.print(Text(f"warning: {one_line(warning)}", style="yellow"))
     _print_first_differences(args, console)
     console.print(Text(f"verdict: {pooled.verdict}", style="bold"))
-    return 0
+    console.print(Text(f"result: {why} (exit {code})"))
+    return code
 
 
 def _replays(candidate: RunSummary, base: Path) -> bool:

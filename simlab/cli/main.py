@@ -89,6 +89,8 @@ def build_parser() -> argparse.ArgumentParser:
     report.add_argument("--format", choices=["terminal", "markdown", "json", "csv"], default="terminal")
     report.add_argument("--json", action="store_true", help="print only the JSON summary on stdout")
     report.add_argument("--out", help="write the report to this file instead of stdout")
+    report.add_argument("--html", metavar="FILE",
+                        help="also write a self-contained HTML report (charts, failed transcripts; no network)")
     report.add_argument("--view", choices=["raw", "valid"], default="raw",
                         help="per-scenario figures over all trials (raw) or valid ones only")
     report.add_argument("--checks-table", action="store_true",
@@ -108,12 +110,16 @@ def build_parser() -> argparse.ArgumentParser:
     gate.add_argument("--junit", help="write a JUnit XML file (one testcase per scenario)")
     gate.add_argument("--json", action="store_true", help=argparse.SUPPRESS)
 
-    compare = sub.add_parser("compare", help="compare two runs: per scenario and pooled, with intervals")
+    compare = sub.add_parser("compare", help="compare two runs: per scenario and pooled, with intervals "
+                                             "(exit 0; 1 regressed with --fail-on-regression; 3 no data)")
     compare.add_argument("base", help="baseline run id or folder")
     compare.add_argument("candidate", help="candidate run id or folder")
     compare.add_argument("--allow-different-pins", action="store_true",
                          help="compare even if simulator, judge or scenario files differ")
     compare.add_argument("--margin", type=float, default=0.0, help="tolerated drop in points (0.05 = 5 points)")
+    compare.add_argument("--fail-on-regression", action="store_true",
+                         help="exit 1 when the pooled success regressed beyond noise (and --margin), 3 when a run "
+                              "is incomplete; without it only 'no data' (exit 3) changes the exit code")
     compare.add_argument("--json", action="store_true", help="print the comparison as JSON")
 
     calibrate = sub.add_parser("calibrate", help="measure a judge against human labels (agreement, kappa)")

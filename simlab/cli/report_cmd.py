@@ -4,17 +4,17 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 from pathlib import Path
 
-from rich.console import Console
-
+from simlab.errors import UsageError
 from simlab.inert import one_line
 from simlab.report.build import build, project_run
 from simlab.report.formats import render
-from simlab.report.terminal import print_report
-from simlab.runner.store import RunStore
+from simlab.report.step_summary import write_step_summary
+from simlab.report.terminal import print_report, report_console
+from simlab.results.figures import RunSummary
+from simlab.runner.store import RunStore, write_atomic
 from simlab.specs import load_config
 
 
@@ -23,7 +23,7 @@ def report_command(args: argparse.Namespace) -> int:
     summary = build(folder, checks_table=args.checks_table)
     fmt = "json" if args.json else args.format
     if fmt == "terminal":
-        print_report(summary, Console(), view=args.view)
+        print_report(summary, report_console(), view=args.view)
     else:
         text = render(summary, fmt)
         if args.out:
@@ -31,13 +31,25 @@ def report_command(args: argparse.Namespace) -> int:
             print(f"wrote {args.out}", file=sys.stderr)
         else:
             sys.stdout.write(text)
-    step_summary = os.environ.get("GITHUB_STEP_SUMMARY")
-    if step_summary:
-        with open(step_summary, "a", encoding="utf-8") as fh:
-            fh.write(render(summary, "markdown") + "\n")
+    if getattr(args, "html", None):
+        write_html(folder, summary, Path(args.html))
+    write_step_summary(summary)
     if fmt != "json":
         print(f"summary: {folder / 'summary.json'}", file=sys.stderr)
     return 0
+
+
+def write_html(folder: Path, summary: RunSummary, path: Path) -> None:
+    """The HTML report of the run in ``folder`` (``report/html.py``), written atomically."""
+    from simlab.report.digest import digest
+    from simlab.report.html import html_report
+
+    if not path.parent.is_dir():
+        raise UsageError(f"--html {path}: the folder {path.parent} does not exist; create it or name a file in a "
+                         "folder that does")
+    trials = digest(folder, allow_unjudged=summary.unjudged.allowed_kinds, records=True, heads=True)
+    write_atomic(path, html_report(summary, trials))
+    print(f"html: {one_line(path)}", file=sys.stderr)
 
 
 def grade_command(args: argparse.Namespace) -> int:
@@ -71,5 +83,5 @@ def grade_command(args: argparse.Namespace) -> int:
         print(json.dumps({"trials": report.trials, "verdict_changes": report.verdict_changes,
                           "check_changes": report.check_changes}, indent=2))
     else:
-        print_report(summary, Console())
+        print_report(summary, report_console())
     return 0

@@ -7,13 +7,11 @@ import shlex
 import sys
 from pathlib import Path
 
-from rich.console import Console
-
 from simlab.cli.progress import Progress
 from simlab.errors import EXIT_INFRA as EXIT_INCOMPLETE
 from simlab.report.build import build
 from simlab.report.gates import RUN_MAX_ERROR_RATE, error_budget_problem
-from simlab.report.terminal import print_report
+from simlab.report.terminal import print_report, report_console
 from simlab.runner.batch import BatchOptions, run_batch
 from simlab.runner.prepare import RunPlan, RunRequest, prepare
 from simlab.runner.shard import parse_shard
@@ -72,7 +70,7 @@ def run_command(args: argparse.Namespace) -> int:
     result = run_batch(req, options)
     plan, outcome = result.plan, result.outcome
     summary = build(plan.folder)
-    print_report(summary, Console())
+    print_report(summary, report_console())
     print(f"transcripts: {result.store.trials_path}", file=sys.stderr)
     if outcome.stopped_by:
         print(f"stopped early: {outcome.stopped_by}", file=sys.stderr)
@@ -89,7 +87,7 @@ def run_command(args: argparse.Namespace) -> int:
         from simlab.cli.gate_cmd import check_gates
         from simlab.specs import load_suite
 
-        return check_gates(plan.folder, load_suite(Path(args.suite)).spec, junit=args.junit, console=Console())
+        return check_gates(plan.folder, load_suite(Path(args.suite)).spec, junit=args.junit, console=report_console())
     budget = RUN_MAX_ERROR_RATE if plan.max_error_rate is None else plan.max_error_rate
     problem = error_budget_problem(summary, budget)
     if problem:  # a run that mostly could not be played is no result: say so, and why

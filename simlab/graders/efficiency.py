@@ -116,7 +116,8 @@ def efficiency_counts(transcript: Transcript) -> dict[str, Any]:
         "recoveries": recoveries,
         "redundant_calls": redundant,
         "max_repeat_run": best_run,
-        "loop": best_run >= LOOP_REPEATS or reason in ("agent_loop", "max_turns"),
+        # one definition: the agent repeated one call (max_turns is a cap, counted under terminations)
+        "loop": best_run >= LOOP_REPEATS or reason == "agent_loop",
         "termination": reason,
         "usage": roles,
         "total_tokens": _sum([r["total_tokens"] for r in trial_roles]),

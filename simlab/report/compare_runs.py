@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from simlab.errors import UsageError
+from simlab.errors import EXIT_GATE_FAILED, EXIT_INFRA, EXIT_OK, UsageError
 from simlab.redact import mask_tree
 from simlab.results.figures import (
     ChangeVerdict,
@@ -133,3 +133,23 @@ def _sign_test(rows: list[ScenarioChange]) -> float | None:
         return None
     tail = sum(math.comb(n, i) for i in range(0, min(up, down) + 1)) / 2 ** n
     return min(1.0, 2 * tail)
+
+
+def compare_exit(result: Comparison, base: RunSummary, cand: RunSummary, *,
+                 fail_on_regression: bool) -> tuple[int, str]:
+    """``simlab compare``'s exit code and why: 3 when nothing could be compared (no shared scenario
+    with valid trials): no data is never a pass. With ``fail_on_regression``: 1 when the pooled
+    difference is a regression beyond noise (and the margin) on two complete runs; 3 when a run is
+    incomplete, so a drop (or its absence) may be the missing trials' doing; 0 otherwise."""
+    if result.pooled.verdict == "no data":
+        return EXIT_INFRA, "no data: no shared scenario has valid trials in both runs"
+    if not fail_on_regression:
+        return EXIT_OK, f"{result.pooled.verdict} (exit codes of a regression: --fail-on-regression)"
+    for side, summary in (("base", base), ("candidate", cand)):
+        done = summary.completeness
+        if done is not None and done.planned is not None and done.finished < done.planned:
+            return EXIT_INFRA, (f"inconclusive: the {side} run is incomplete ({done.finished} of {done.planned} "
+                                "planned trials)")
+    if result.pooled.verdict == "regressed":
+        return EXIT_GATE_FAILED, "regressed beyond noise"
+    return EXIT_OK, f"{result.pooled.verdict}: no regression beyond noise"

@@ -47,9 +47,21 @@ def num(value: float | None, digits: int = 2) -> str:
     return DASH if value is None else f"{value:.{digits}f}"
 
 
-def curve(values: list[float | None]) -> str:
-    """pass^k for k = 1, 2, … as a row of bars; '·' where undefined (n < k)."""
-    return "".join("·" if v is None else BARS[round(v * (len(BARS) - 1))] for v in values)
+CURVE_WIDTH = 16  # characters of the curve column, whatever the number of trials
+
+
+def resample(values: list[float | None], width: int = CURVE_WIDTH) -> list[float | None]:
+    """At most ``width`` of ``values``, evenly spaced, the first and the last always kept: a curve
+    of 100 points fits a column of 16."""
+    if len(values) <= width or width < 2:
+        return values[:max(width, 1)] if width < 2 else values
+    return [values[round(i * (len(values) - 1) / (width - 1))] for i in range(width)]
+
+
+def curve(values: list[float | None], width: int = CURVE_WIDTH) -> str:
+    """pass^k for k = 1, 2, … as a row of bars, resampled to ``width`` characters; '·' where
+    undefined (n < k)."""
+    return "".join("·" if v is None else BARS[round(v * (len(BARS) - 1))] for v in resample(values, width))
 
 
 def shown_ks(max_k: int) -> list[int]:

@@ -1,26 +1,35 @@
 """JUnit XML for CI: one testcase per scenario, plus one for the suite-wide gates.
 
 A failed gate is a <failure> with its reason; infrastructure errors are <error>; a scenario
-whose trials were all invalid simulations is <skipped> with the reason. pass^k and cost go in
-properties. Everything transcript-derived goes through ElementTree, which escapes it.
+whose trials were all invalid simulations is <skipped> with the reason. Each scenario's testcase
+carries its trials' summed duration as ``time``, and names the trials that did not pass
+(``scenario#n``), where their transcripts are (``trials.jsonl:LINE``) and their failing checks'
+reasons (``report/digest.py``). pass^k and cost go in properties. Everything transcript-derived
+goes through ElementTree, which escapes it.
 """
 
 from __future__ import annotations
 
 import xml.etree.ElementTree as ET
 
+from simlab.report.digest import Digest
 from simlab.report.fmt import safe
 from simlab.report.gates import GateReport
 from simlab.results.figures import RunSummary
 
 
-def junit_xml(summary: RunSummary, gates: GateReport, suite_id: str) -> str:
+def junit_xml(summary: RunSummary, gates: GateReport, suite_id: str, digest: Digest | None = None) -> str:
     """The JUnit document; control characters (not allowed in XML) are replaced everywhere."""
     root = ET.Element("testsuites", name=f"simlab {suite_id}")
     suite = ET.SubElement(root, "testsuite", name=suite_id)
     counts = {"tests": 0, "failures": 0, "errors": 0, "skipped": 0}
+    total = 0.0
     for sid, s in summary.scenarios.items():
         case = ET.SubElement(suite, "testcase", classname=f"simlab.{suite_id}", name=sid)
+        if digest is not None:
+            seconds = digest.seconds.get(sid, 0.0)
+            total += seconds
+            case.set("time", f"{seconds:.3f}")
         props = ET.SubElement(case, "properties")
         for k, hat in s.raw.pass_hat_k.items():
             if hat is not None:
@@ -28,16 +37,21 @@ def junit_xml(summary: RunSummary, gates: GateReport, suite_id: str) -> str:
         for name, value in (("passes", s.passes), ("trials", s.n), ("invalid", s.invalid),
                             ("errors", s.errors), ("unjudged", s.unjudged), ("cost_usd", s.cost_usd)):
             ET.SubElement(props, "property", name=name, value="unknown" if value is None else str(value))
+        trials = _trials_text(digest, sid)
+        ids = _trial_ids(digest, sid)
         failed = [g for g in gates.results if g.scenario == sid and g.status == "fail"]
         if s.errors:
-            _add(case, "error", f"{s.errors} of {s.n} trials ended in an infrastructure error", counts)
+            _add(case, "error", f"{s.errors} of {s.n} trials ended in an infrastructure error{ids}", counts, trials)
         elif failed:
-            _add(case, "failure", "; ".join(g.reason for g in failed), counts)
+            _add(case, "failure", "; ".join(g.reason for g in failed) + ids, counts, trials)
         elif s.unjudged:
-            _add(case, "error", f"{s.unjudged} of {s.n} trials are unjudged: a hard check did not run", counts)
+            _add(case, "error", f"{s.unjudged} of {s.n} trials are unjudged: a hard check did not run{ids}", counts,
+                 trials)
         elif s.n and not s.valid.success.n:
             _add(case, "skipped", f"all {s.n} trials were invalid simulations (the simulated user broke its "
                                   "script)", counts)
+        if trials:  # failing trials under no failed gate are still named, for whoever reads the log
+            ET.SubElement(case, "system-out").text = trials
         counts["tests"] += 1
     case = ET.SubElement(suite, "testcase", classname=f"simlab.{suite_id}", name="suite gates")
     suite_results = [g for g in gates.results if g.scenario is None]
@@ -52,6 +66,8 @@ def junit_xml(summary: RunSummary, gates: GateReport, suite_id: str) -> str:
     counts["tests"] += 1
     for key, value in counts.items():
         suite.set(key, str(value))
+    if digest is not None:
+        suite.set("time", f"{total:.3f}")
     for element in root.iter():
         element.attrib = {k: safe(v) for k, v in element.attrib.items()}
         if element.text:
@@ -59,7 +75,30 @@ def junit_xml(summary: RunSummary, gates: GateReport, suite_id: str) -> str:
     return ET.tostring(root, encoding="unicode", xml_declaration=True) + "\n"
 
 
-def _add(case: ET.Element, tag: str, message: str, counts: dict[str, int]) -> None:
+def _trial_ids(digest: Digest | None, sid: str) -> str:
+    """'; failing trials: a#2, a#5 (and 3 more)' for a message attribute, or ''."""
+    if digest is None or not digest.failed.get(sid):
+        return ""
+    kept = digest.failed[sid]
+    more = digest.not_passed.get(sid, 0) - len(kept)
+    return "; trials that did not pass: " + ", ".join(t.unit_id for t in kept) + (f" and {more} more" if more else "")
+
+
+def _trials_text(digest: Digest | None, sid: str) -> str:
+    """One paragraph per trial that did not pass: id, verdict, transcript file:line, reasons."""
+    if digest is None:
+        return ""
+    lines = []
+    for trial in digest.failed.get(sid, []):
+        lines.append(f"{trial.unit_id}: {trial.verdict} — transcript {digest.where(trial)}")
+        lines += [f"  - {reason}" for reason in trial.reasons]
+    more = digest.not_passed.get(sid, 0) - len(digest.failed.get(sid, []))
+    if more > 0:
+        lines.append(f"… and {more} more trials that did not pass (simlab view shows them all)")
+    return "\n".join(lines)
+
+
+def _add(case: ET.Element, tag: str, message: str, counts: dict[str, int], text: str = "") -> None:
     element = ET.SubElement(case, tag, message=message)
-    element.text = message
+    element.text = message + ("\n\n" + text if text else "")
     counts[{"failure": "failures", "error": "errors", "skipped": "skipped"}[tag]] += 1

@@ -2,15 +2,34 @@
 
 from __future__ import annotations
 
+import os
+import sys
+from typing import TextIO
+
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
 from simlab.inert import one_line
 from simlab.report.dataset_lines import adk_lines, dataset_lines
-from simlab.report.fmt import DASH, curve, interval, money, num, pct, shown_ks, upper_bound
+from simlab.report.fmt import CURVE_WIDTH, DASH, curve, interval, money, num, pct, shown_ks, upper_bound
 from simlab.report.trouble import trouble_lines
 from simlab.results.figures import RunSummary, SuiteFigures
+
+PIPED_WIDTH = 160  # columns when not printing to a terminal (a CI log): nothing wraps mid-phrase
+
+
+def report_console(stderr: bool = False) -> Console:
+    """A console for reports: a terminal's real width; when piped (a CI log, a file), ``COLUMNS``
+    if set, else ``PIPED_WIDTH`` instead of rich's 80."""
+    stream: TextIO = sys.stderr if stderr else sys.stdout
+    try:
+        terminal = stream.isatty()
+    except (AttributeError, ValueError):
+        terminal = False
+    if terminal or os.environ.get("COLUMNS"):
+        return Console(stderr=stderr)
+    return Console(stderr=stderr, width=PIPED_WIDTH)
 
 
 def print_report(summary: RunSummary, console: Console, *, view: str = "raw", top: int = 8) -> None:
@@ -34,15 +53,25 @@ def print_report(summary: RunSummary, console: Console, *, view: str = "raw", to
     console.print(_scenario_table(summary, max_k, view, console.width))
     failing = summary.top_failing_checks
     if failing:
+        infra = any(row.in_error_trials for row in failing[:top])
         table = Table(title="checks that fail most", title_justify="left", show_edge=False)
         table.add_column("check")
         table.add_column("kind")
         table.add_column("failures", justify="right")
+        if infra:
+            table.add_column("in error trials", justify="right")
         for row in failing[:top]:
-            table.add_row(Text(one_line(row.name)), Text(one_line(row.kind)), str(row.failures))
+            cells: list[Text | str] = [Text(one_line(row.name)), Text(one_line(row.kind)), str(row.failures)]
+            if infra:
+                cells.append(str(row.in_error_trials) if row.in_error_trials else "")
+            table.add_row(*cells)
         console.print(table)
+        if infra:
+            console.print(Text("in error trials: failures in trials that ended in an infrastructure error (the "
+                               "trial could not be played, so the check says nothing about the agent)", style="dim"))
     terms = suite.terminations
-    console.print(Text("terminations: " + ", ".join(f"{one_line(k)} {v}" for k, v in terms.items())))
+    console.print(Text("terminations (how each trial ended): "
+                       + ", ".join(f"{one_line(k)} {v}" for k, v in terms.items())))
     for sid, d in summary.divergence.items():  # a replay run (run --replay): where agents left the recording
         turn = f", mean turn {d.mean_turn:.3g}" if d.mean_turn is not None else ""
         console.print(Text(f"replay {one_line(sid)}: diverged in {d.diverged} of {d.replayed} trials{turn}"))
@@ -76,7 +105,8 @@ def _headline(suite: SuiteFigures, max_k: int) -> Text:
         f"infrastructure errors and unjudged trials left out)",
         f"invalid {upper_bound(suite.invalid_rate)}   errors {upper_bound(suite.error_rate)}   "
         + (f"unjudged {upper_bound(unjudged)}   " if unjudged.c else "")
-        + f"policy violations {upper_bound(suite.policy_violation_rate)}   loops {upper_bound(suite.loop_rate)}",
+        + f"policy violations {upper_bound(suite.policy_violation_rate)}   "
+        f"loops (one call repeated) {upper_bound(suite.loop_rate)}",
         f"cost {money(suite.cost_usd)}   per success {money(suite.cost_per_success_usd)}   "
         + (f"judge {money(suite.judge_cost_usd)} ({suite.judge_calls} calls)   " if suite.judge_calls else "")
         +
@@ -103,7 +133,9 @@ def _scenario_table(summary: RunSummary, max_k: int, view: str, width: int) -> T
     for k in ks:
         if k > 1:
             table.add_column(f"^{k}", justify="right", no_wrap=True)
-    table.add_column("curve", no_wrap=True)
+    longest = max((len(s.raw.pass_k) for s in summary.scenarios.values()), default=0)
+    points = CURVE_WIDTH if medium else CURVE_WIDTH // 2  # a capped column: the others keep their room
+    table.add_column("curve" if longest <= points else f"curve k=1…{longest}", no_wrap=True)
     table.add_column("class", no_wrap=True)
     unjudged = any(s.unjudged for s in summary.scenarios.values())
     if medium:
@@ -114,7 +146,7 @@ def _scenario_table(summary: RunSummary, max_k: int, view: str, width: int) -> T
         figures = s.view(view)
         cells: list[Text | str] = [Text(one_line(sid)), f"{s.passes}/{s.n}", interval(figures.success)]
         cells += [pct(figures.pass_hat_k.get(k)) for k in ks if k > 1]
-        cells += [curve(list(figures.pass_hat_k.values())),
+        cells += [curve(list(figures.pass_hat_k.values()), points),
                   (s.flake_class or DASH).replace("_", " ").replace("stable ", "")]
         if medium:
             cells.append(f"{s.invalid}/{s.errors}" + (f"/{s.unjudged}" if unjudged else ""))

@@ -142,6 +142,8 @@ class CheckFailures(_Figures):
     name: str
     kind: str
     failures: int
+    in_error_trials: int = Field(0, description="Of the failures, those in trials that ended in an infrastructure "
+                                                "error: the check failed because the trial could not be played.")
 
 
 class UnjudgedCheck(_Figures):

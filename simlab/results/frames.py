@@ -29,17 +29,21 @@ class CheckTally:
 
     failures: dict[tuple[str, str], int] = field(default_factory=dict)
     hard_failures: dict[tuple[str, str], int] = field(default_factory=dict)
+    infra_failures: dict[tuple[str, str], int] = field(default_factory=dict)  # hard ones in trials that errored
     not_run: dict[str, int] = field(default_factory=dict)
     unjudged: dict[tuple[str, str], int] = field(default_factory=dict)  # hard checks not run: (name, kind)
     errored: dict[tuple[str, str], list[Any]] = field(default_factory=dict)  # (name, kind) → [count, hard, reason]
     attacks: dict[str, list[int]] = field(default_factory=dict)
 
     def add(self, head: dict[str, Any]) -> None:
+        errored = (head.get("row") or {}).get("verdict") == "error"
         for name, kind, hard in head.get("failed") or ():
             key = (name, kind)
             self.failures[key] = self.failures.get(key, 0) + 1
             if hard:
                 self.hard_failures[key] = self.hard_failures.get(key, 0) + 1
+                if errored:  # the check failed because the trial could not be played
+                    self.infra_failures[key] = self.infra_failures.get(key, 0) + 1
         for name in head.get("not_run") or ():
             self.not_run[name] = self.not_run.get(name, 0) + 1
         for name, kind in head.get("unjudged") or ():

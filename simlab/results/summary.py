@@ -154,7 +154,7 @@ def summarize(results: Results, *, run_id: str | None = None, max_k: int | None 
         run_id=run_id, trials=len(rows), scenarios_count=len(scenarios), ungraded=len(every) - len(rows),
         suite=_suite(rows, scenarios, ks), scenarios=scenarios,
         violated_rules=_ranked({key: n for key, n in tally.failures.items() if key[1] == "policy"}),
-        top_failing_checks=_ranked(tally.hard_failures),
+        top_failing_checks=_ranked(tally.hard_failures, tally.infra_failures),
         attacks={category: rate(succeeded, attacked)
                  for category, (attacked, succeeded) in sorted(tally.attacks.items())},
         not_run_checks=dict(sorted(tally.not_run.items(), key=lambda kv: -kv[1])),
@@ -267,10 +267,13 @@ def _count(values: Any) -> dict[str, int]:
     return dict(sorted(out.items(), key=lambda kv: -kv[1]))
 
 
-def _ranked(failures: dict[tuple[str, str], int]) -> list[CheckFailures]:
-    """Failing checks, most failures first (ties by name)."""
+def _ranked(failures: dict[tuple[str, str], int],
+            infra: dict[tuple[str, str], int] | None = None) -> list[CheckFailures]:
+    """Failing checks, most failures first (ties by name), with how many of the failures were in
+    trials that ended in an infrastructure error."""
     ranked = sorted(failures.items(), key=lambda item: (-item[1], item[0]))
-    return [CheckFailures(name=name, kind=kind, failures=count) for (name, kind), count in ranked]
+    return [CheckFailures(name=name, kind=kind, failures=count, in_error_trials=(infra or {}).get((name, kind), 0))
+            for (name, kind), count in ranked]
 
 
 def suite_point(scenarios: Iterable[ScenarioFigures], view: str, k: int) -> SuitePassPoint:

@@ -125,7 +125,7 @@ def record_head(record: TrialRecord) -> TrialHead:
     redundant = details.get("redundant_calls")
     loop = details.get("loop")
     row["redundant_calls"] = redundant if isinstance(redundant, int) and not isinstance(redundant, bool) else None
-    row["loop"] = loop if isinstance(loop, bool) else t.termination.reason.value in ("agent_loop", "max_turns")
+    row["loop"] = loop if isinstance(loop, bool) else t.termination.reason.value == "agent_loop"
     row["failed_checks"] = "; ".join(hard_failed)
     row["policy_violations"] = violations
     row["not_run_checks"] = len(not_run)

@@ -21,8 +21,8 @@ from simlab.results.figures import ScenarioFigures
 from simlab.results.summary import ScenarioTally, counts_as_pass, rate, suite_point
 from simlab.tui.rows import TrialRow
 
-__all__ = ["LiveProgress", "RunOverview", "ScenarioProgress", "k_columns", "summarize", "summarize_run",
-           "total_cost"]
+__all__ = ["LiveProgress", "RunOverview", "ScenarioProgress", "k_columns", "screen_k", "summarize",
+           "summarize_run", "total_cost"]
 
 
 @dataclass
@@ -143,20 +143,33 @@ class RunOverview:
     cost: float | None
     cost_complete: bool
     unjudged: int = 0
+    pass_k_scenarios: int = 0  # the scenarios that define pass^k (n ≥ k) so far
 
 
-def summarize_run(progress: dict[str, ScenarioProgress]) -> RunOverview:
-    """Suite figures: pass^k is the report's suite pass^k (the mean over scenarios), at k the
-    smallest number of valid trials any graded scenario has (so every graded scenario counts)."""
+def screen_k(progress: dict[str, ScenarioProgress]) -> int:
+    """The one k a screen shows for a run, fixed while the run is written: the smallest number of
+    trials the run plans for a scenario (the suite's k), or, for a run without a plan, the
+    smallest number of valid trials a graded scenario has."""
+    planned = [s.planned for s in progress.values() if s.planned]
+    if planned:
+        return min(planned)
+    return min((s.valid_n for s in progress.values() if s.valid_n), default=0)
+
+
+def summarize_run(progress: dict[str, ScenarioProgress], k: int | None = None) -> RunOverview:
+    """Suite figures: pass^k is the report's suite pass^k (the mean over the scenarios that define
+    it), at ``k`` (default ``screen_k``: the same k however many trials have arrived)."""
     values = list(progress.values())
     graded = [s for s in values if s.valid_n]
-    k = min((s.valid_n for s in graded), default=0)
-    figures = [f for s in graded if (f := s.figures(sorted({1, k}))) is not None]
+    k = screen_k(progress) if k is None else k
+    figures = [f for s in graded if (f := s.figures(sorted({1, k or 1}))) is not None]
     cost, complete = total_cost([c for s in values for c in s.costs])
     passes, total_graded = sum(s.passed for s in values), sum(s.graded for s in values)
+    point = suite_point(figures, "valid", k) if k and figures else None
     return RunOverview(
         trials=sum(s.trials for s in values), graded=total_graded, scenarios=len(values), k=k,
-        pass_k=suite_point(figures, "valid", k).pass_hat_k if k else None,
+        pass_k=point.pass_hat_k if point else None,
+        pass_k_scenarios=point.scenarios if point else 0,
         pass_1=suite_point(figures, "valid", 1).pass_hat_k if figures else None,
         raw_pass_1=rate(passes, total_graded).rate,
         invalid=sum(s.tally.verdicts.get("invalid", 0) for s in values),

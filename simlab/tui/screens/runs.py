@@ -27,12 +27,18 @@ class RunsScreen(Screen):
     BINDINGS = [
         Binding("enter", "open", "Open run", show=False, tooltip="open the run"),
         Binding("r", "rescan", "Rescan folder", tooltip="read the transcripts folder again"),
+        Binding("c", "compare", "Compare",
+                tooltip="mark this run; c on another run compares the two (this one is the base)"),
+        Binding("p", "next_k", "pass^k", tooltip="the one k of the pass^k column for every run: 1, 2, 3, 5, 8…"),
     ]
+    K_CHOICES = (1, 2, 3, 5, 8, 16, 32)
 
     def __init__(self) -> None:
         super().__init__()
         self.runs: list[RunInfo] = []
         self.last_opened: str | None = None  # the cursor goes back to the run you come back from
+        self.k = 3  # one k for every run, as `simlab runs` (--k 3)
+        self.marked: str | None = None  # the base of a comparison
 
     @property
     def viewer(self) -> ViewApp:
@@ -62,11 +68,36 @@ class RunsScreen(Screen):
         summaries: dict[str, RunOverview | None] = {}
         for run in self.runs:
             index = self.viewer.indexes.get(run.key)
-            summaries[run.key] = (summarize_run(index.progress())
+            summaries[run.key] = (summarize_run(index.progress(), self.k)
                                      if index is not None and index.complete and not index.problem else None)
-        self.query_one(RunsTable).fill(self.runs, summaries)
+        self.query_one(RunsTable).fill(self.runs, summaries, self.k, marked=self.marked)
         self.query_one(StatusLine).show(len(self.runs), len(self.runs), "runs",
-                                        hint=f"in {self.viewer.root}")
+                                        hint="c on another run to compare the two" if self.marked
+                                        else f"in {self.viewer.root}")
+
+    def action_compare(self) -> None:
+        key = self.query_one(RunsTable).current_key()
+        if key is None:
+            return
+        if self.marked is None or self.marked == key:
+            self.marked = None if self.marked == key else key  # shown by ◆ and the status line, not a toast
+            self.refresh_data()
+            return
+        base = next((r for r in self.runs if r.key == self.marked), None)
+        cand = next((r for r in self.runs if r.key == key), None)
+        indexes = [self.viewer.indexes.get(r.key) if r else None for r in (base, cand)]
+        if base is None or cand is None or not all(i is not None and i.complete for i in indexes):
+            self.notify("both runs must be read first", severity="warning", markup=False)
+            return
+        from simlab.tui.screens.compare_runs import RunCompareScreen
+
+        self.marked = None
+        self.refresh_data()
+        self.app.push_screen(RunCompareScreen(base, cand, list(indexes[0].rows), list(indexes[1].rows)))  # type: ignore[union-attr]
+
+    def action_next_k(self) -> None:
+        self.k = self.K_CHOICES[(self.K_CHOICES.index(self.k) + 1) % len(self.K_CHOICES)]
+        self.refresh_data()
 
     def on_trials_appended(self, message: TrialsAppended) -> None:
         if self.is_current and message.complete:

@@ -66,12 +66,13 @@ class TrialsScreen(RunScreen):
     def refresh_data(self) -> None:
         scope = self.scope()
         self.shown = apply(scope, self.filter)
-        self.query_one(TrialsTable).fill(self.shown, self.marked)
+        self.query_one(TrialsTable).fill(self.shown, self.marked, width=self.app.size.width)
         hint = "c on another trial to compare" if self.marked else ("no trial matches: x clears the filters"
                                                                    if not self.shown and scope else "")
         self.query_one(StatusLine).show(len(self.shown), len(scope), "trials", self.filter.describe(), hint)
         self.query_one(Crumbs).note("" if self.index.complete else "indexing…")
-
+    def on_resize(self) -> None:
+        self.refresh_data()  # the failed checks take the room the new width leaves
 
     def set_filter(self, flt: TrialFilter) -> None:
         self.filter = flt

@@ -22,12 +22,19 @@ def short(ref: str, width: int = 24) -> str:
 class RunsTable(KeyedTable):
     def __init__(self, **kwargs: object) -> None:
         super().__init__(**kwargs)
-        for name in ("run", "created", "agent", "simulator", "trials", "pass^k", "cost"):
-            self.add_column(name, key=name)
+        self.k = 0
 
-    def fill(self, runs: list[RunInfo], summaries: dict[str, RunOverview | None]) -> None:
+    def fill(self, runs: list[RunInfo], summaries: dict[str, RunOverview | None], k: int = 3,
+             marked: str | None = None) -> None:
+        """The runs, with pass^k at the one ``k`` of the screen (the column is named by it)."""
         current = self.current_key()
-        self.clear()
+        if k != self.k:
+            self.clear(columns=True)
+            self.k = k
+            for name in ("run", "created", "trials", f"pass^{k}", "cost", "agent", "simulator"):  # by priority
+                self.add_column(name, key=name if not name.startswith("pass^") else "pass^k")
+        else:
+            self.clear()
         for run in runs:
             s = summaries.get(run.key)
             created = run.created_at.replace("T", " ")[:16]
@@ -35,10 +42,11 @@ class RunsTable(KeyedTable):
                 trials, rate, cost = Text("…", style="dim"), Text("…", style="dim"), Text("…", style="dim")
             else:
                 trials = Text(f"{s.trials:,}", justify="right")
-                rate = Text(f"{fmt_rate(s.pass_k)} ^{s.k}" if s.pass_k is not None else
-                            ("not graded" if not s.graded else "—"), justify="right",
+                rate = Text(fmt_rate(s.pass_k) if s.pass_k is not None else
+                            ("not graded" if not s.graded else "n < k"), justify="right",
                             style="" if s.pass_k is not None else "dim")
                 cost = Text(fmt_cost(s.cost, s.cost_complete), justify="right")
-            self.add_row(literal(run.run_id, "bold"), Text(created), literal(short(run.pin("agent"))),
-                         literal(short(run.pin("simulator"), 16)), trials, rate, cost, key=run.key)
+            label = Text("◆ " if run.key == marked else "", "bold magenta").append(literal(run.run_id, "bold"))
+            self.add_row(label, Text(created), trials, rate, cost,
+                         literal(short(run.pin("agent"))), literal(short(run.pin("simulator"), 16)), key=run.key)
         self.restore(current)

@@ -33,9 +33,14 @@ class ScenariosTable(KeyedTable):
         super().__init__(**kwargs)
         self._layout: tuple[object, ...] = ()
 
-    def fill(self, summaries: list[ScenarioProgress], graded: bool, k_limit: int = 4) -> None:
-        """Replace the rows (and the columns when the k's or the graded layout changed)."""
-        ks = k_columns(summaries, k_limit) if graded else []
+    def fill(self, summaries: list[ScenarioProgress], graded: bool, k_limit: int = 4, k: int | None = None) -> None:
+        """Replace the rows (and the columns when the k's or the graded layout changed). ``k``:
+        the screen's one k (its column stays while trials arrive); None: the largest defined."""
+        if graded and k:  # the columns follow the plan, not the trials that arrived: they stay put
+            top = max((s.planned or s.valid_n for s in summaries), default=k)
+            ks = sorted({*range(1, min(top, k_limit) + 1), top, k})
+        else:
+            ks = k_columns(summaries, k_limit) if graded else []
         layout = (graded, tuple(ks))
         current = self.current_key()
         if layout != self._layout:

@@ -42,8 +42,15 @@ class TranscriptView(VerticalScroll):
 
     def first_match(self, term: str) -> int | None:
         """Index of the first event whose shown text contains ``term`` (any case)."""
+        hits = self.matches(term)
+        return hits[0] if hits else None
+
+    def matches(self, term: str) -> list[int]:
+        """Indexes of the events (a tool call with its result as one) whose shown text contains
+        ``term`` (any case), in order."""
         needle = term.lower()
         events = self.record.transcript.events
+        found = []
         for i, j in event_blocks(events):
             event = events[i]
             if isinstance(event, ToolCall):
@@ -52,8 +59,21 @@ class TranscriptView(VerticalScroll):
                 text = tool_call_title(event, result).plain + tool_result_text(event, result).plain
             else:
                 text = event_text(event).plain
-            if needle in text.lower():
-                return i
+            if needle and needle in text.lower():
+                found.append(i)
+        return found
+
+    async def mark_text(self, term: str | None) -> None:
+        """Draw the conversation again with ``term`` marked wherever it is shown."""
+        self.highlight = term
+        self.owner.clear()
+        await self.recompose()
+
+    def selected_tool(self) -> int | None:
+        """The index of the tool call marked as the target (by a jump or ``]``), or None."""
+        for widget in self.query(".target"):
+            if isinstance(widget, ToolCallView):
+                return widget.index
         return None
 
     def widget_for(self, index: int) -> Widget | None:

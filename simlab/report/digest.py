@@ -1,0 +1,96 @@
+"""The trials behind a run's figures, for outputs that name them: JUnit (time, failing trial ids,
+the transcript's file and line, the failing checks' reasons) and the HTML report.
+
+One pass over ``trials.jsonl`` under the one line rule (``runner/lines.scan``): every line's head
+is read from its front, and only the lines of trials that did not pass are parsed whole, so a run
+of 100,000 passing trials costs what the report costs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from simlab.results.summary import counts_as_pass
+from simlab.runner.lines import ReadNotes, head_of, parse_record, read_head, scan
+from simlab.runner.store import RunStore
+
+NOT_PASSED = ("fail", "error", "unjudged")
+KEEP_PER_SCENARIO = 20  # failing trials named per scenario: a CI page stays readable
+
+
+@dataclass
+class FailedTrial:
+    """A trial that did not pass: its id (``scenario#n``), where its transcript is, and why."""
+
+    unit_id: str
+    verdict: str
+    line: int
+    reasons: list[str] = field(default_factory=list)  # "check (kind): reason", or the error's cause
+    record: dict[str, Any] | None = None  # the parsed line, when asked for (the HTML report)
+
+
+@dataclass
+class Digest:
+    path: Path
+    seconds: dict[str, float] = field(default_factory=dict)  # scenario → summed trial durations
+    failed: dict[str, list[FailedTrial]] = field(default_factory=dict)  # scenario → the first few
+    not_passed: dict[str, int] = field(default_factory=dict)  # scenario → all that did not pass
+    heads: list[dict[str, Any]] = field(default_factory=list)  # every head, when asked for
+
+    def where(self, trial: FailedTrial) -> str:
+        return f"{self.path}:{trial.line}"
+
+
+def digest(folder: Path, *, allow_unjudged: Collection[str] = (), keep: int = KEEP_PER_SCENARIO,
+           records: bool = False, heads: bool = False) -> Digest:
+    """The digest of the run in ``folder``: the same trials as its summary (units of its plan),
+    an unjudged trial counted as passed where the summary counts it so (``allow_unjudged``: pass
+    the summary's ``unjudged.allowed_kinds``)."""
+    allowed = frozenset(allow_unjudged)
+    store = RunStore(folder)
+    manifest = store.read_manifest()
+    notes = ReadNotes(store.trials_path, plan=store.planned_units(manifest) if manifest is not None else None)
+    out = Digest(store.trials_path)
+    for number, _, line in scan(store.trials_path, "line", notes):
+        head = read_head(line, 0, len(line) - 1)
+        raw = None
+        if head is None:
+            raw = parse_record(line, store.trials_path, number)
+            head = head_of(raw, store.trials_path, number)
+        row = head["row"]
+        sid = row["scenario_id"]
+        out.seconds[sid] = out.seconds.get(sid, 0.0) + float(row.get("duration_s") or 0.0)
+        if heads:
+            out.heads.append(head)
+        if row.get("verdict") not in NOT_PASSED or counts_as_pass(
+                row.get("verdict"), frozenset(kind for _, kind in head.get("unjudged") or ()), allowed):
+            continue
+        out.not_passed[sid] = out.not_passed.get(sid, 0) + 1
+        kept = out.failed.setdefault(sid, [])
+        if len(kept) >= keep:
+            continue
+        raw = raw if raw is not None else parse_record(line, store.trials_path, number)
+        kept.append(FailedTrial(unit_id=row["unit_id"], verdict=row["verdict"], line=number,
+                                reasons=reasons_of(raw), record=raw if records else None))
+    return out
+
+
+def reasons_of(raw: dict[str, Any]) -> list[str]:
+    """Why a stored trial did not pass, one line each: its failed hard checks with their reasons,
+    the checks that could not be decided or did not run, or the infrastructure error's cause."""
+    reasons = []
+    for check in raw.get("checks") or []:
+        status, hard = check.get("status"), check.get("hard", True)
+        if status == "fail" and hard:
+            reasons.append(f"{check.get('name')} ({check.get('kind')}): {check.get('reason') or 'failed'}")
+        elif status in ("error", "not_run") and hard and raw.get("verdict") in ("unjudged", "error"):
+            what = "could not be decided" if status == "error" else "did not run"
+            reasons.append(f"{check.get('name')} ({check.get('kind')}) {what}: {check.get('reason') or '—'}")
+    if raw.get("verdict") == "error":
+        end = (raw.get("transcript") or {}).get("termination") or {}
+        reasons.insert(0, f"infrastructure error: {end.get('reason', '?')}"
+                          + (f" ({end['detail']})" if end.get("detail") else ""))
+    return reasons

@@ -1,0 +1,193 @@
+"""``simlab report --html FILE``: one self-contained HTML file for a CI artifact.
+
+No network: no script, no stylesheet or font from elsewhere; charts are inline SVG drawn by pygal
+(``report/charts.py``). It holds the suite figures, the per-scenario table, the pass^k curves,
+the failing checks ranked, each trial that did not pass with its transcript folded and its
+failing event highlighted, and the cost and latency distributions. Every text that came from a
+file or a transcript is escaped (``html.escape``) and has its control characters replaced.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+from typing import Any
+
+from simlab.report.charts import curves_svg, histogram_svg
+from simlab.report.digest import Digest, FailedTrial
+from simlab.report.fmt import DASH, interval, money, num, pct, safe, shown_ks, upper_bound
+from simlab.report.trouble import trouble_lines
+from simlab.results.figures import RunSummary
+
+FAILED_CLASS = "failing"  # the class of a failing event; its colour is checked in a browser test
+FAILED_COLOUR = "#ffd6d6"
+TEXT_CHARS = 2000  # of one event's text shown; the transcript file keeps all of it
+
+STYLE = f"""
+body {{ font-family: system-ui, sans-serif; margin: 2rem; color: #222; max-width: 1200px; }}
+h1 {{ font-size: 1.4rem; }} h2 {{ font-size: 1.15rem; margin-top: 2rem; }}
+table {{ border-collapse: collapse; margin: .5rem 0; }}
+th, td {{ border-bottom: 1px solid #ddd; padding: .25rem .6rem; text-align: right; white-space: nowrap; }}
+th:first-child, td:first-child {{ text-align: left; }}
+.figures td {{ text-align: left; white-space: normal; }}
+.warn {{ color: #8a5a00; }} .dim {{ color: #666; font-size: .9rem; }}
+.verdict-fail, .verdict-error, .verdict-unjudged {{ color: #b00020; font-weight: bold; }}
+details {{ margin: .4rem 0; border: 1px solid #ddd; padding: .3rem .6rem; }}
+summary {{ cursor: pointer; }}
+ol.events {{ font-family: ui-monospace, monospace; font-size: .85rem; white-space: pre-wrap; }}
+ol.events li {{ padding: .1rem .3rem; }}
+li.{FAILED_CLASS} {{ background: {FAILED_COLOUR}; border-left: 4px solid #d62728; }}
+.charts {{ display: flex; flex-wrap: wrap; gap: 1rem; }}
+"""
+
+
+def e(text: Any) -> str:
+    """Escaped, control characters replaced: text from a file or a transcript stays text."""
+    return html.escape(safe(text))
+
+
+def html_report(summary: RunSummary, digest: Digest) -> str:
+    """The report as one HTML document (``digest`` with the failing trials' records and every
+    trial's head: ``digest(folder, records=True, heads=True)``)."""
+    suite = summary.suite
+    max_k = max(suite.raw.pass_k, default=1)
+    parts = [f"<h1>simlab run <code>{e(summary.run_id)}</code></h1>"]
+    parts += [f'<p class="warn">warning: {e(w)}</p>' for w in [*summary.warnings, *_mixed(summary)]]
+    parts.append(_figures(summary, max_k))
+    parts.append(_scenarios(summary, max_k))
+    curves = {sid: list(s.raw.pass_hat_k.values()) for sid, s in summary.scenarios.items()}
+    if max_k > 1:
+        parts.append("<h2>pass^k curves</h2><p class=\"dim\">pass^k: the chance that k trials in a row all pass, "
+                     "per scenario (raw: every trial counts).</p>" + curves_svg(curves))
+    parts.append(_failing_checks(summary))
+    parts += [f'<p class="warn">{e(line)}</p>' for line in trouble_lines(summary)]
+    parts.append(_distributions(digest))
+    parts.append(_failed_trials(summary, digest))
+    body = "\n".join(p for p in parts if p)
+    return (f"<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+            f"<title>simlab {e(summary.run_id)}</title><style>{STYLE}</style></head>\n<body>\n{body}\n</body></html>\n")
+
+
+def _mixed(summary: RunSummary) -> list[str]:
+    if not summary.mixed_pins:
+        return []
+    return ["this run mixes configurations: it was resumed with --force over other pins ("
+            + "; ".join(summary.mixed_pins[:3]) + ")"]
+
+
+def _figures(summary: RunSummary, max_k: int) -> str:
+    suite = summary.suite
+    rows = [
+        ("trials", f"{summary.trials} graded trials of {summary.scenarios_count} scenarios"),
+        ("success (raw)", f"{interval(suite.raw.success)} of {suite.raw.success.n} trials: every graded trial"),
+        ("success (valid)", f"{interval(suite.valid.success)} of {suite.valid.success.n} trials: invalid "
+                            "simulations, infrastructure errors and unjudged trials left out"),
+        *((f"pass^{k}", f"{pct(suite.raw.pass_k[k].pass_hat_k)} (mean over "
+                        f"{suite.raw.pass_k[k].scenarios} scenarios)") for k in shown_ks(max_k) if k > 1),
+        ("invalid simulations", upper_bound(suite.invalid_rate)),
+        ("infrastructure errors", upper_bound(suite.error_rate)),
+        ("policy violations", upper_bound(suite.policy_violation_rate)),
+        ("loops (one call repeated)", upper_bound(suite.loop_rate)),
+        ("cost", f"{money(suite.cost_usd)} · per success {money(suite.cost_per_success_usd)}"),
+        ("latency", f"p50 {num(suite.latency_s.p50)} s · p95 {num(suite.latency_s.p95)} s"),
+        ("terminations", ", ".join(f"{k} {v}" for k, v in suite.terminations.items()) or DASH),
+    ]
+    cells = "".join(f"<tr><th>{e(name)}</th><td>{e(value)}</td></tr>" for name, value in rows)
+    return f'<h2>suite</h2><table class="figures">{cells}</table>'
+
+
+def _scenarios(summary: RunSummary, max_k: int) -> str:
+    ks = [k for k in shown_ks(max_k) if k > 1]
+    head = "".join(f"<th>{e(h)}</th>" for h in ["scenario", "pass", "pass^1 [95% CI]", *(f"pass^{k}" for k in ks),
+                                                  "class", "invalid", "errors", "unjudged", "cost", "$/success"])
+    rows = []
+    for sid, s in summary.scenarios.items():
+        cells = [sid, f"{s.passes}/{s.n}", interval(s.raw.success), *(pct(s.raw.pass_hat_k.get(k)) for k in ks),
+                 (s.flake_class or DASH).replace("_", " "), s.invalid, s.errors, s.unjudged, money(s.cost_usd),
+                 money(s.cost_per_success_usd) if s.passes else DASH]
+        rows.append("<tr>" + "".join(f"<td>{e(c)}</td>" for c in cells) + "</tr>")
+    return f"<h2>scenarios</h2><table><tr>{head}</tr>{''.join(rows)}</table>"
+
+
+def _failing_checks(summary: RunSummary) -> str:
+    failing = summary.top_failing_checks[:20]
+    if not failing:
+        return ""
+    infra = any(c.in_error_trials for c in failing)
+    rows = "".join(f"<tr><td>{e(c.name)}</td><td>{e(c.kind)}</td><td>{c.failures}</td>"
+                   + (f"<td>{c.in_error_trials or ''}</td>" if infra else "") + "</tr>" for c in failing)
+    note = ("<p class=\"dim\">in error trials: failures in trials that ended in an infrastructure error (the trial "
+            "could not be played, so the check says nothing about the agent).</p>") if infra else ""
+    return ("<h2 id=\"checks\">checks that fail most</h2><table><tr><th>check</th><th>kind</th><th>failures</th>"
+            + ("<th>in error trials</th>" if infra else "") + f"</tr>{rows}</table>{note}")
+
+
+def _distributions(digest: Digest) -> str:
+    costs = [h["row"].get("cost_usd") for h in digest.heads]
+    known = [float(c) for c in costs if c is not None]
+    latency = [float(h["row"].get("duration_s") or 0.0) for h in digest.heads]
+    charts = []
+    if known:
+        charts.append(histogram_svg("cost per trial (USD)", known))
+    if latency:
+        charts.append(histogram_svg("trial duration (s)", latency))
+    unknown = len(costs) - len(known)
+    note = f'<p class="dim">cost unknown for {unknown} of {len(costs)} trials (unpriced models).</p>' if unknown else ""
+    if not charts:
+        return ""
+    return f"<h2 id=\"distributions\">cost and latency</h2>{note}<div class=\"charts\">{''.join(charts)}</div>"
+
+
+def _failed_trials(summary: RunSummary, digest: Digest) -> str:
+    blocks: list[str] = []
+    for sid in summary.scenarios:
+        for trial in digest.failed.get(sid, []):
+            blocks.append(_trial(trial, digest, unfolded=not blocks))  # the first one open
+        more = digest.not_passed.get(sid, 0) - len(digest.failed.get(sid, []))
+        if more > 0:
+            blocks.append(f'<p class="dim">{e(sid)}: {more} more trials did not pass (simlab view shows them).</p>')
+    if not blocks:
+        return "<h2 id=\"trials\">trials that did not pass</h2><p>none</p>"
+    return "<h2 id=\"trials\">trials that did not pass</h2>" + "\n".join(blocks)
+
+
+def _trial(trial: FailedTrial, digest: Digest, unfolded: bool = False) -> str:
+    record = trial.record or {}
+    checks = record.get("checks") or []
+    failing_events = {c.get("event") for c in checks if c.get("status") in ("fail", "error") and c.get("hard", True)}
+    events = (record.get("transcript") or {}).get("events") or []
+    items = []
+    for index, event in enumerate(events):
+        mark = f' class="{FAILED_CLASS}"' if index in failing_events else ""
+        items.append(f"<li{mark} value=\"{index}\">{e(_event_text(event))}</li>")
+    reasons = "".join(f"<li>{e(r)}</li>" for r in trial.reasons)
+    return (f"<details{' open' if unfolded else ''}><summary><code>{e(trial.unit_id)}</code> "
+            f"<span class=\"verdict-{e(trial.verdict)}\">{e(trial.verdict)}</span> — "
+            f"<span class=\"dim\">{e(digest.where(trial))}</span></summary>"
+            f"<ul>{reasons}</ul><ol class=\"events\" start=\"0\">{''.join(items)}</ol></details>")
+
+
+def _event_text(event: dict[str, Any]) -> str:
+    """One stored event as a line of text (cut at ``TEXT_CHARS``)."""
+    kind = event.get("type")
+    if kind in ("user", "agent"):
+        text = f"{kind}: {event.get('text', '')}"
+    elif kind == "tool_call":
+        text = f"tool call {event.get('name')}({json.dumps(event.get('arguments'), ensure_ascii=False)})"
+    elif kind == "tool_result":
+        body = event.get("result") if event.get("ok") else event.get("error")
+        text = f"tool result {event.get('name')} {'ok' if event.get('ok') else 'error'}: " \
+               f"{json.dumps(body, ensure_ascii=False) if not isinstance(body, str) else body}"
+    elif kind == "invalid_call":
+        text = f"invalid call {event.get('name')}: {event.get('reason')}"
+    elif kind == "signal":
+        text = f"{event.get('role')} signals {event.get('signal')}"
+    elif kind == "model_call":
+        usage = event.get("usage") or {}
+        text = f"model call ({event.get('role')}, {event.get('model')}): {usage.get('latency_s', 0):.2f}s" \
+               + (f", error {event['error']}" if event.get("error") else "")
+    elif kind == "error":
+        text = f"error ({event.get('source')}, {event.get('kind')}): {event.get('message')}"
+    else:
+        text = json.dumps(event, ensure_ascii=False)
+    return text if len(text) <= TEXT_CHARS else text[:TEXT_CHARS] + f" … ({len(text) - TEXT_CHARS} more characters)"

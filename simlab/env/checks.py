@@ -57,7 +57,22 @@ def check_against_domain(entry: Loaded) -> tuple[Domain | None, list[str]]:
                             f"{_suggest(name, domain.tool_names)} (tools: {', '.join(domain.tool_names)})")
     for loc, call in scenario.expect.call_specs():
         problems.extend(_call_problems(entry, domain, ("expect", *loc), call, at))
+    problems.extend(_fault_problems(scenario.faults, domain, at))
     return domain, problems
+
+
+def _fault_problems(faults: list[Any], domain: Domain, at: Callable[..., str]) -> list[str]:
+    """Each fault names a tool of the domain; a stale answer is a read's (a write has no old answer)."""
+    problems = []
+    for i, fault in enumerate(faults):
+        tool = domain.tool(fault.tool)
+        if tool is None:
+            problems.append(f"{at('faults', i, 'tool')}: unknown tool {fault.tool!r} in domain {domain.name!r}"
+                            f"{_suggest(fault.tool, domain.tool_names)} (tools: {', '.join(domain.tool_names)})")
+        elif fault.kind == "stale" and tool.access.value != "read":
+            problems.append(f"{at('faults', i, 'kind')}: a stale answer needs a READ tool, and {fault.tool!r} is a "
+                            "WRITE tool; use kind error, timeout or override for it")
+    return problems
 
 
 def _state_problems(entry: Loaded, domain: Domain, at: Callable[..., str]) -> list[str]:

@@ -133,8 +133,22 @@ class ErrorEvent(_Model):
     message: str
 
 
+class ToolFault(_Model):
+    """A fault the scenario injected into a tool call (its ``faults:`` block): the ``tool_result``
+    with the same ``call_id`` is what the agent met instead of the tool's own answer. Not an error
+    of the lab or of the domain: the trial goes on, and the graders see how the agent coped."""
+
+    type: Literal["tool_fault"] = "tool_fault"
+    turn: int
+    call_id: str
+    name: str = Field(description="The tool.")
+    kind: Literal["error", "timeout", "override", "stale"]
+    call_number: int = Field(description="Which call of the tool in the trial it hit (1 = the first).")
+    fault: int = Field(description="The fault's index in the scenario's faults: list.")
+
+
 Event = Annotated[
-    UserMessage | AgentMessage | ToolCall | ToolResult | InvalidCall | Signal | ModelCall | ErrorEvent
+    UserMessage | AgentMessage | ToolCall | ToolResult | InvalidCall | Signal | ModelCall | ErrorEvent | ToolFault
     | GraphStep | GraphState | Handoff | PendingToolCall,
     Field(discriminator="type"),
 ]

@@ -29,7 +29,7 @@ def load_callable(ref: str, *, example: str = "module:function") -> Callable[...
     func = load_attr(ref, example=example, what="callable")
     if not callable(func):
         raise RefError(f"{ref.rpartition(':')[0]!r} has no callable {ref.rpartition(':')[2]!r}")
-    return func  # type: ignore[no-any-return]
+    return func
 
 
 def load_attr(ref: str, *, example: str = "module:attr", what: str = "attribute") -> Any:

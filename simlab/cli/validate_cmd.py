@@ -65,7 +65,7 @@ def validate_command(args: argparse.Namespace) -> int:
                 loaded = read_partial(path, model)  # its scenarios are still looked for
                 if loaded is None or "scenarios" not in loaded.spec.model_fields_set:
                     continue
-            if kind == "suite":
+            if kind == "suite" and loaded is not None:
                 _check_graders(loaded, ("graders",), report)
                 named = _suite_files(loaded, report)
                 suites.append((loaded, named))
@@ -101,7 +101,7 @@ def _check_entry(entry: Loaded, report: _Report) -> None:
     spec = entry.spec
     given = spec.model_fields_set
     if "domain" in given:
-        domain, problems = check_against_domain(entry)  # type: ignore[arg-type]
+        domain, problems = check_against_domain(entry)
         report.problems.extend(problems)
         if domain is not None:
             paths = [(_at(entry, "expect", "state", i, "path"), a.path) for i, a in enumerate(spec.expect.state)]
@@ -136,7 +136,7 @@ def _script_ids(entry: Loaded, report: _Report) -> None:
     if "goal" not in user.__dict__:  # a partial spec: what the user was given is what validated
         user = UserSpec.model_construct(**{**user.__dict__, "goal": ""})
     scenario = entry.spec.model_copy(update={"user": user, "persona": entry.spec.__dict__.get("persona", "")})
-    lines = [(("user", "opening"), user.opening)] if user.opening else []
+    lines: list[tuple[tuple[str | int, ...], str]] = [(("user", "opening"), user.opening)] if user.opening else []
     lines += [(("user", "script", i), text) for i, text in enumerate(user.script)]
     for loc, text in lines:
         for token in unknown_identifiers(scenario, text):

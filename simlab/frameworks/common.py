@@ -176,6 +176,10 @@ class FrameworkAgent:
     def make_tools(self, schemas: list[dict[str, Any]]) -> list[Any]:
         raise NotImplementedError
 
+    async def respond(self, inp: AgentInput) -> AgentReply:
+        """One agent turn through the framework (the simlab Agent protocol)."""
+        raise NotImplementedError
+
     def prepare(self, value: Any) -> Any:
         """What the target (or the factory's result) becomes before use (e.g. compile a graph)."""
         return value
@@ -233,4 +237,4 @@ def build_framework_agent(spec: Any, *, transfer_tools: tuple[str, ...]) -> Fram
                                 "max_steps": spec.max_steps if "max_steps" in spec.model_fields_set else None}
     if kind == "langgraph":
         settings["tool_nodes"] = spec.tool_nodes
-    return adapter.load(ref, **settings)  # type: ignore[no-any-return]
+    return adapter.load(ref, **settings)

@@ -76,4 +76,4 @@ def initial_snapshot(ctx: GradeContext) -> dict[str, Any]:
     """A fresh copy of the scenario's initial state as JSON data (raises like ``build_state``)."""
     data = scenario_memo(ctx, "initial_state", lambda c: marshal.dumps(
         c.domain.build_state(c.scenario.initial_state).model_dump(mode="json")))
-    return marshal.loads(data)  # type: ignore[no-any-return]  # marshal: the fastest copy of JSON data
+    return marshal.loads(data)  # marshal: the fastest copy of JSON data

@@ -226,7 +226,7 @@ def _clauses(text: str) -> list[tuple[str, bool, bool]]:
     return out
 
 
-def _clause_stance(body: str, asks: bool, lead: bool, p: Phrases, verb: str | None) -> str:
+def _clause_stance(body: str, asks: bool, lead: bool, p: Phrases, verb: str | None) -> Stance | Literal["weak"]:
     if _NO_PARTICLE.search(body):
         return "refuse"
     if verb is not None and not asks and re.match(rf"(?:please )?(?:just )?{re.escape(verb)}\b(?! not)", body):
@@ -256,7 +256,7 @@ def stance(text: str, phrases: Phrases | None = None, *, question: str = "") -> 
         said = _clause_stance(body, asks, n == 0 or contrast, p, verb)
         if said == "weak":  # "please", "fine": agreement unless something was refused before
             said = "agree" if result != "refuse" else "none"
-        if said in ("agree", "refuse"):
+        if said == "agree" or said == "refuse":
             result = said
         elif said == "hedge":
             result = "hedge"

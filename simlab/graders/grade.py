@@ -32,7 +32,7 @@ def graders_of(scenario: Scenario, memo: dict[str, Any], extra: Sequence[GraderU
     found = memo.get("graders")
     if found is None:
         found = memo["graders"] = graders_for(scenario, extra)
-    return found  # type: ignore[no-any-return]
+    return found
 
 
 def grade_deterministic(ctx: GradeContext, extra: Sequence[GraderUse] = ()) -> list[Check]:

@@ -13,7 +13,7 @@ An agent that records no graph (any kind but ``langgraph``) gets ``not_run`` for
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from simlab.graders.base import Check, GradeContext, check_at
 from simlab.graders.registry import grader
@@ -28,7 +28,7 @@ _WORDS = (("()", ""), ("no later call to", "no later step of"), ("no call to", "
           ("call ", "step "))
 
 
-def node_path(events: list[object]) -> list[tuple[int, str]]:
+def node_path(events: Sequence[object]) -> list[tuple[int, str]]:
     """(event index, node) for every node that finished, in order."""
     return [(i, e.node) for i, e in enumerate(events) if isinstance(e, GraphStep)]
 

@@ -34,6 +34,7 @@ from simlab.graders.judge_prompt import data_rules, nonce_for, transcript_as_dat
 from simlab.graders.registry import grader
 from simlab.llm.types import ChatModel, Message, ModelError
 from simlab.transcript import Check, ModelCall, Transcript
+from simlab.transcript.checks import CheckStatus
 
 __all__ = ["NO_JUDGE", "JudgeOutcome", "Malformed", "YesNo", "ask_json", "at_least_one", "grade_rubric",
            "judge_criterion", "judge_pin", "majority", "not_run", "parse_answer", "rubric_grader"]
@@ -105,7 +106,7 @@ def parse_answer(text: str | None, schema: type[M]) -> M:
         body = fenced.group(1).strip()
     try:
         data = json.loads(body)
-    except ValueError as exc:
+    except json.JSONDecodeError as exc:
         raise Malformed(f"not a JSON object ({exc.msg} at char {exc.pos})") from None
     if not isinstance(data, dict):
         raise Malformed(f"expected a JSON object, got {type(data).__name__}")
@@ -232,7 +233,7 @@ def _soft_score(items: list[Check]) -> Check:
     base: dict[str, Any] = {"items": {c.name: c.status for c in items}}
     if len(decided) < len(items):
         undecided = [c for c in items if c not in decided]
-        status = "error" if any(c.status == "error" for c in undecided) else "not_run"
+        status: CheckStatus = "error" if any(c.status == "error" for c in undecided) else "not_run"
         partial = sum(c.status == "pass" for c in decided) / len(decided) if decided else None
         reason = (undecided[0].reason if not decided and len({c.reason for c in undecided}) == 1
                   else f"{len(undecided)} of {len(items)} soft rubric items were not decided; no score")
@@ -259,7 +260,7 @@ async def grade_rubric(ctx: GradeContext, *, samples: int = 1, max_attempts: int
         messages = rubric_messages(ctx.transcript, item.text, getattr(ctx.domain, "policy", "") or "")
         verdict, reason, details = await judge_criterion(ctx.judge, ctx.transcript, messages, key=f"rubric/{item.id}",
                                                          samples=samples, max_attempts=max_attempts, calls=calls)
-        status = "error" if verdict is None else "pass" if verdict == "yes" else "fail"
+        status: CheckStatus = "error" if verdict is None else "pass" if verdict == "yes" else "fail"
         score = None if verdict is None else float(verdict == "yes")
         checks.append(Check(name=name, kind="rubric", status=status, hard=item.hard, score=score, reason=reason,
                             details={"question": item.text, **details}))

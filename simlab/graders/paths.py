@@ -45,6 +45,6 @@ def _text(value: Any) -> str:
     return str(value)
 
 
-class _Strict(dict):  # type: ignore[type-arg]
+class _Strict(dict):
     def __missing__(self, key: str) -> str:
         raise PathError(f"placeholder {{{key}}} has no value")

@@ -217,7 +217,7 @@ def _max_calls(calls: list[CallInfo], limits: dict[str, int]) -> tuple[list[_Vio
         ran = [c for c in calls if c.call.name == tool and not c.invalid]
         out += [_v(c, f"{c.where()} is call {n} of {tool}; at most {most} allowed")
                 for n, c in enumerate(ran, 1) if n > most]
-    out.sort(key=lambda v: v.index)
+    out.sort(key=lambda v: v.index or 0)  # every violation here points at a call (_v)
     counts = ", ".join(f"{t}: {sum(c.call.name == t and not c.invalid for c in calls)}" for t in limits)
     return out, f"within the limits ({counts})"
 
@@ -310,7 +310,7 @@ def _owner_of(initial: dict[str, Any], path: str, args: dict[str, Any]) -> Any:
     return next((key for key, part in owners.items() if resolve(part, tail) is not MISSING), MISSING)
 
 
-class _Args(dict):  # type: ignore[type-arg]
+class _Args(dict):
     def __missing__(self, key: str) -> str:
         raise PathError(f"placeholder {{{key}}} has no value")
 
@@ -359,7 +359,7 @@ def _owner(ctx: GradeContext, calls: list[CallInfo], key: str, path: str, rule: 
         principal = principals[c.index]
         if principal is MISSING:
             out.append(_v(c, f"{c.where()}: {arg}={value} was used before any principal was established "
-                             f"(no successful {source.split('.')[0]} came first)"))
+                             f"(no successful {(source or '').split('.')[0]} came first)"))
         elif str(owner) != str(principal):
             shown = f"the principal {principal} (from {source})" if source else f"{rule.get('principal')}={principal}"
             out.append(_v(c, f"{c.where()}: {arg}={value} belongs to {owner}, not {shown}"))

@@ -243,7 +243,7 @@ def resolve(use: GraderUse) -> Grader:
             raise GraderError(f"{use.use} is not a grader: decorate its factory with @grader (from simlab import "
                               "grader), a function that takes the parameters and returns the function that grades")
     try:
-        return factory(**use.params)  # type: ignore[no-any-return]
+        return factory(**use.params)
     except GraderError:
         raise
     except Exception as exc:  # noqa: BLE001 - the user's factory refused its parameters: one line

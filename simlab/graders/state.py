@@ -220,7 +220,7 @@ def _replayed(ctx: GradeContext, expect: Expect) -> tuple[str | None, Any]:
     The same for every trial of a scenario, so it is kept in the scenario's memo: a replay
     deep-copies the whole state several times and cost more than the rest of the grading together.
     """
-    return scenario_memo(ctx, "expected_state_replay", lambda c: _replay(c, expect))  # type: ignore[no-any-return]
+    return scenario_memo(ctx, "expected_state_replay", lambda c: _replay(c, expect))
 
 
 def _replay(ctx: GradeContext, expect: Expect) -> tuple[str | None, Any]:

@@ -75,8 +75,8 @@ def compare(base: RunSummary, cand: RunSummary, *, allow_different_pins: bool = 
     for side, summary in (("base", base), ("candidate", cand)):
         if summary.completeness is not None and not summary.completeness.manifest:
             conflicts.append(f"the {side} run has no run.json: its pins are unknown")
-        for diff in summary.mixed_pins:
-            conflicts.append(f"the {side} run was resumed with --force over other pins ({diff})")
+        for pins in summary.mixed_pins:
+            conflicts.append(f"the {side} run was resumed with --force over other pins ({pins})")
     if conflicts and not allow_different_pins:
         raise UsageError("these runs are not comparable:\n" + "\n".join(f"  - {c}" for c in conflicts)
                          + "\nRe-run one of them with the same pins, or pass --allow-different-pins.")

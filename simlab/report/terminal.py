@@ -104,7 +104,7 @@ def _scenario_table(summary: RunSummary, max_k: int, view: str, width: int) -> T
         table.add_column("$/success", justify="right")
     for sid, s in summary.scenarios.items():
         figures = s.view(view)
-        cells = [Text(one_line(sid)), f"{s.passes}/{s.n}", interval(figures.success)]
+        cells: list[Text | str] = [Text(one_line(sid)), f"{s.passes}/{s.n}", interval(figures.success)]
         cells += [pct(figures.pass_hat_k.get(k)) for k in ks if k > 1]
         cells += [curve(list(figures.pass_hat_k.values())),
                   (s.flake_class or DASH).replace("_", " ").replace("stable ", "")]

@@ -258,8 +258,8 @@ def extend_curves(summary: RunSummary, k: int) -> None:
     for figures in summary.scenarios.values():
         for view in (figures.raw, figures.valid):
             view.pass_k[k] = _curve(view.success.c, view.success.n, [k])[k]
-    for view in ("raw", "valid"):
-        summary.suite.view(view).pass_k[k] = suite_point(summary.scenarios.values(), view, k)
+    for name in ("raw", "valid"):
+        summary.suite.view(name).pass_k[k] = suite_point(summary.scenarios.values(), name, k)
 
 
 def _invalid_by_simulator(rows: list[dict[str, Any]]) -> dict[str, Rate]:

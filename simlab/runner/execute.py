@@ -214,21 +214,25 @@ Stop = Callable[[], "str | None"]
 # Trials make almost no cycles (the conversation's own one is broken when it ends), so little
 # garbage waits for these (bench/bench_latency.py).
 PLAY_GC_THRESHOLDS = (50_000, 20, 100)
-_playing = [0, (0, 0, 0)]  # runs playing in this process; the thresholds to restore after the last
+
+
+class _Playing:
+    runs = 0  # runs playing in this process
+    saved: tuple[int, int, int] = (0, 0, 0)  # the thresholds to restore after the last
 
 
 @contextmanager
 def _quiet_gc() -> Iterator[None]:
-    if _playing[0] == 0:
-        _playing[1] = gc.get_threshold()
+    if _Playing.runs == 0:
+        _Playing.saved = gc.get_threshold()
         gc.set_threshold(*PLAY_GC_THRESHOLDS)
-    _playing[0] += 1
+    _Playing.runs += 1
     try:
         yield
     finally:
-        _playing[0] -= 1
-        if _playing[0] == 0:
-            gc.set_threshold(*_playing[1])
+        _Playing.runs -= 1
+        if _Playing.runs == 0:
+            gc.set_threshold(*_Playing.saved)
 
 
 async def execute(plan: RunPlan, units: list[WorkUnit], agent: Agent, simulator: Simulator,

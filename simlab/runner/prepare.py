@@ -99,7 +99,7 @@ def prepare(req: RunRequest) -> RunPlan:
     if req.paths:
         files = scenario_files(req.paths)
     elif suite is not None:
-        files = scenario_files(suite.scenarios, base=Path(req.suite).parent)  # type: ignore[arg-type]
+        files = scenario_files(suite.scenarios, base=Path(req.suite or ".").parent)
     else:
         files = scenario_files(config.scenarios, base=root)
     personas = load_personas(root / config.personas)
@@ -187,7 +187,7 @@ def _check_graders(loaded: list[LoadedScenario], suite: Any) -> None:
 
 def _agent(flag: str | None, configured: AgentSpec | None, notes: list[str]) -> AgentSpec:
     if flag:
-        return _with_flag(AgentSpec, flag, configured, "--agent", notes)  # type: ignore[no-any-return]
+        return _with_flag(AgentSpec, flag, configured, "--agent", notes)
     if configured is None:
         raise UsageError(
             "no agent under test: pass --agent (a LiteLLM model, or python:module:attr) or set 'agent' in simlab.yaml"

@@ -325,7 +325,7 @@ _TEMP = re.compile(r"^\.(?P<name>.+?)(?:\.(?P<pid>\d+)\.[0-9a-f]{8})?\.(?:tmp|re
 def clean_leftovers(folder: Path) -> list[Path]:
     """Remove the temporary files of commands that died in this folder (a kill -9 during grade or
     report); those of a process still running are left alone."""
-    removed = []
+    removed: list[Path] = []
     try:
         entries = list(folder.iterdir())
     except OSError:

@@ -10,7 +10,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, cast, get_args
 
 from pydantic import BaseModel
 
@@ -30,6 +30,7 @@ from simlab.transcript import (
     Transcript,
     UserMessage,
 )
+from simlab.transcript.model import Role
 
 R = TerminationReason
 
@@ -153,8 +154,9 @@ class _Conversation:
                            self.t.seed, self.turn, memory={}, record=self.record)
         self.events.append(await probe_first_step(self.t.agent, probe))
 
-    def _model_failed(self, exc: ModelError, source: str) -> None:
-        self.events.append(ModelCall(turn=self.turn, role=exc.role or source, model=exc.model, usage=exc.usage,
+    def _model_failed(self, exc: ModelError, source: Role) -> None:
+        role = cast(Role, exc.role) if exc.role in get_args(Role) else source
+        self.events.append(ModelCall(turn=self.turn, role=role, model=exc.model, usage=exc.usage,
                                      error=f"{exc.kind.value}: {exc}"))
         self.events.append(ErrorEvent(turn=self.turn, source=source, kind=exc.kind.value, message=str(exc)))
         if exc.kind is ModelErrorKind.CONTEXT_WINDOW and source == "agent":

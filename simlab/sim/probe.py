@@ -63,7 +63,7 @@ async def probe_first_step(agent: Agent, inp: AgentInput) -> PendingToolCall:
     """The agent's first decision for ``inp`` (whose ``tools`` must be a ``ProbeHandle``)."""
     own = getattr(agent, "probe", None)
     if own is not None:
-        return await own(inp)  # type: ignore[no-any-return]
+        return await own(inp)
     try:
         reply = await agent.respond(inp)
     except ProbeStop as stop:

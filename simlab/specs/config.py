@@ -23,7 +23,7 @@ HTTP_PREFIXES = ("http://", "https://")  # an agent named by a URL is a service 
 # How a model is reached, the same for the agent, the simulator and the judge.
 ApiBase = Annotated[str | None, Field(description="OpenAI-compatible endpoint (llama.cpp, Ollama, vLLM…).")]
 ApiKeyEnv = Annotated[str | None, Field(description="Name of the environment variable holding the key.")]
-Params = Annotated[dict[str, Any], Field(default_factory=dict, description="Extra LiteLLM parameters.")]
+Params = dict[str, Any]
 
 
 class Price(SpecModel):
@@ -66,7 +66,7 @@ class AgentSpec(SpecModel):
     max_steps: int = Field(10, ge=1, description="Tool-call rounds per agent turn. For a framework agent, only "
                                                   "when given: LangGraph's recursion_limit, the Agents SDK's "
                                                   "max_turns, pydantic-ai's request_limit (else their defaults).")
-    params: Params
+    params: Params = Field(default_factory=dict, description="Extra LiteLLM parameters.")
     price: ModelPrice = None
 
     @model_validator(mode="before")
@@ -131,7 +131,7 @@ class SimulatorSpec(SpecModel):
     api_key_env: ApiKeyEnv = None
     temperature: float = 0.7
     allow_same_family: bool = False
-    params: Params
+    params: Params = Field(default_factory=dict, description="Extra LiteLLM parameters.")
     price: ModelPrice = None
 
     @model_validator(mode="before")
@@ -166,7 +166,7 @@ class JudgeSpec(SpecModel):
     model: str = Field(description="Any LiteLLM model string, e.g. anthropic/claude-3-5-sonnet-20241022.")
     api_base: ApiBase = None
     api_key_env: ApiKeyEnv = None
-    params: Params
+    params: Params = Field(default_factory=dict, description="Extra LiteLLM parameters.")
     price: ModelPrice = None
 
     @model_validator(mode="before")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import glob
 import hashlib
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
@@ -76,7 +77,7 @@ def load_personas(folder: Path) -> dict[str, Loaded]:
     return personas
 
 
-def scenario_files(paths: list[str | Path], base: Path | None = None) -> list[Path]:
+def scenario_files(paths: Sequence[str | Path], base: Path | None = None) -> list[Path]:
     """Expand files, folders (recursively) and globs into scenario files, in a stable order.
 
     Folders and globs contribute ``.yaml``/``.yml`` files only, skipping hidden ones (editor
@@ -205,7 +206,7 @@ def _valid_fields(model: type[BaseModel], data: dict[str, Any]) -> dict[str, Any
         if name not in data:
             continue
         try:
-            good[name] = TypeAdapter(field.annotation).validate_python(data[name])
+            good[name] = TypeAdapter(field.annotation or Any).validate_python(data[name])
         except ValidationError:
             sub = field.annotation
             if isinstance(sub, type) and issubclass(sub, BaseModel) and isinstance(data[name], dict):

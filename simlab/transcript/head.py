@@ -15,11 +15,11 @@ what typed readers get (``RunStore.heads()``, ``TrialHead.model_validate(record.
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-HEAD_VERSION = 2  # 2: unjudged and errored checks; tool_errors no longer counts invalid calls (counts.py)
+HEAD_VERSION: Final = 2  # 2: unjudged and errored checks; tool_errors no longer counts invalid calls (counts.py)
 CHECK_COLUMN = "check:"  # the prefix of the row's per-check status columns
 REASON_CHARS = 240  # of an errored check's reason kept in the head (the cause a report names)
 

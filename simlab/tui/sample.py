@@ -92,7 +92,7 @@ def sample_record(run_id: str, scenario: str, trial: int, *, orders: int = 3, te
               if failing else {}),
         Check(name="forbidden(issue_store_credit)", kind="policy", status="fail" if failing else "pass",
               reason="issue_store_credit at turn 1 (call c2) is forbidden" if failing else "no issue_store_credit call",
-              **({"event": 4, "turn": 1, "call_id": "c2"} if failing else {})),
+              event=4 if failing else None, turn=1 if failing else None, call_id="c2" if failing else None),
         Check(name="tool_precision", kind="trajectory", status="pass", hard=False, score=1.0,
               reason="2 of 2 calls matched"),
         Check(name="rubric:polite", kind="rubric", status="not_run", reason="no judge model configured"),

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from rich.text import Text
 from textual.widgets import Static
 
@@ -39,7 +41,7 @@ def trial_summary(record: TrialRecord) -> Text:
     return out
 
 
-def tool_summary(events: list[object]) -> str:
+def tool_summary(events: Sequence[object]) -> str:
     """``5 tool calls (1 invalid, 2 errors)``: the count the report and the efficiency check use."""
     counts = tool_counts(events)
     parts = [f"{counts['invalid_calls']} invalid"] if counts["invalid_calls"] else []

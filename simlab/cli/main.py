@@ -52,6 +52,9 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--workers", type=_positive, default=1,
                      help="processes playing disjoint shares of the units, to use every core (default 1); "
                           "--concurrency is the total across them")
+    run.add_argument("--cache", action="store_true", default=None,
+                     help="answer a model request from the response cache when the same request (same trial seed "
+                          "and role) was answered before; new answers are stored (transcripts/.cache)")
     run.add_argument("--shard", metavar="I/N",
                      help="play only share I of N (1-based), e.g. one job of a CI matrix; the same split on "
                           "every machine, then `simlab merge` the shards")
@@ -89,6 +92,9 @@ def build_parser() -> argparse.ArgumentParser:
     grade.add_argument("run", nargs="?", help="run id or run folder (default: the newest run)")
     grade.add_argument("--rejudge", action="store_true", help="also re-run the LLM judges (model calls)")
     grade.add_argument("--judge", help="judge model for --rejudge (default: the run's)")
+    grade.add_argument("--cache", action="store_true",
+                       help="with --rejudge: answer the judges from the response cache where they were asked the "
+                            "same before (without it, --rejudge asks the judge model again)")
     grade.add_argument("--show", type=int, default=20, help="how many check changes to list")
     grade.add_argument("--json", action="store_true", help="print the changes as JSON on stdout")
 
@@ -127,6 +133,9 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--scenario", metavar="FILE", help="start from this scenario's initial state")
     serve.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
     serve.add_argument("--port", type=int, default=0, help="port (default: any free one)")
+
+    cache = sub.add_parser("cache", help="the response cache of model answers (--cache, cache: in simlab.yaml)")
+    cache.add_argument("action", choices=["clear"], help="clear: delete every stored answer")
 
     schema = sub.add_parser("schema", help="write JSON Schemas for the YAML files (for editors)")
     schema.add_argument("--out", default="schemas", help="folder to write into (default: schemas)")
@@ -198,7 +207,7 @@ def _main(argv: list[str] | None) -> int:
         "run": _run, "validate": _validate, "schema": _schema, "view": _view, "init": _init, "runs": _runs,
         "tools": _tools,
         "report": _report, "grade": _grade, "calibrate": _calibrate,
-        "gate": _gate, "compare": _compare, "merge": _merge, "serve": _serve,
+        "gate": _gate, "compare": _compare, "merge": _merge, "serve": _serve, "cache": _cache,
     }
     if os.getcwd() not in sys.path:
         sys.path.insert(0, os.getcwd())  # the project's own agents and domains import like in pytest
@@ -319,6 +328,19 @@ def _view(args: argparse.Namespace) -> int:
     from simlab.cli.view_cmd import view_command
 
     return view_command(args)
+
+
+def _cache(args: argparse.Namespace) -> int:
+    """``simlab cache clear``: the cache lives beside the runs (``transcripts/.cache``)."""
+    from pathlib import Path
+
+    from simlab.llm.cache import CACHE_DIR, clear_cache
+    from simlab.specs import load_config
+
+    folder = Path(load_config(Path("simlab.yaml")).transcripts) / CACHE_DIR
+    files, size = clear_cache(folder)
+    print(f"cleared the response cache {folder}: {files} model files, {size / 1e6:.1f} MB")
+    return 0
 
 
 def _schema(args: argparse.Namespace) -> int:

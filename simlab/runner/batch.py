@@ -137,14 +137,19 @@ def build_models(plan: RunPlan, note: Callable[[str], None] = lambda text: None)
         from simlab.llm.limits import ModelLimiter
 
         limiter = ModelLimiter(plan.model_concurrency, rpm=plan.model_rpm)
+    cache = None
+    if plan.cache_dir is not None:
+        from simlab.llm.cache import ResponseCache
+
+        cache = ResponseCache(plan.cache_dir, max_mb=plan.cache_max_mb)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         agent = build_agent(plan.agent, limiter=limiter, max_retries=plan.max_retries,
-                            timeout_s=plan.call_timeout_s)
+                            timeout_s=plan.call_timeout_s, cache=cache)
         simulator = build_simulator(plan.simulator, plan.agent, limiter=limiter,
-                                    max_retries=plan.max_retries, timeout_s=plan.call_timeout_s)
+                                    max_retries=plan.max_retries, timeout_s=plan.call_timeout_s, cache=cache)
         judge = build_judge(plan.judge, limiter=limiter, max_retries=plan.max_retries,
-                            timeout_s=plan.call_timeout_s)
+                            timeout_s=plan.call_timeout_s, cache=cache)
     for warning in caught:
         note(f"warning: {warning.message}")
     return limiter, agent, simulator, judge

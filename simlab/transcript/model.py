@@ -36,6 +36,12 @@ class Usage(_Model):
     latency_s: float = Field(0.0, description="Wall-clock seconds of the call, retries included.")
     retries: int = Field(0, description="How many times the call was retried after a transient error.")
     retry_wait_s: float = Field(0.0, description="Seconds spent waiting between retries.")
+    # written only when set: a run without the cache stores the same bytes as before
+    cached: bool = Field(False, exclude_if=lambda v: not v,
+                         description="Served from simlab's response cache (--cache): cost 0, no call made.")
+    original_cost_usd: float | None = Field(
+        None, exclude_if=lambda v: v is None,
+        description="A cached answer's cost when it was first bought (for reference; None otherwise).")
 
     def __add__(self, other: Usage) -> Usage:
         def add(a: float | int | None, b: float | int | None) -> Any:

@@ -49,9 +49,10 @@ def build_parser() -> argparse.ArgumentParser:
                      help="allow a simulator of the same model family as the agent")
     run.add_argument("--no-progress", action="store_true", help="no progress bar")
     run.add_argument("--junit", help="with --suite: write a JUnit XML file of the gates")
-    run.add_argument("--workers", type=_positive, default=1,
-                     help="processes playing disjoint shares of the units, to use every core (default 1); "
-                          "--concurrency is the total across them")
+    run.add_argument("--workers", type=_workers, default=1,
+                     help="processes playing disjoint shares of the units, to use every core (default 1), or "
+                          "auto: one per 64 trials in flight, at most one per core; --concurrency is the total "
+                          "across them")
     run.add_argument("--cache", action="store_true", default=None,
                      help="answer a model request from the response cache when the same request (same trial seed "
                           "and role) was answered before; new answers are stored (transcripts/.cache)")
@@ -140,6 +141,15 @@ def build_parser() -> argparse.ArgumentParser:
     schema = sub.add_parser("schema", help="write JSON Schemas for the YAML files (for editors)")
     schema.add_argument("--out", default="schemas", help="folder to write into (default: schemas)")
     return parser
+
+
+def _workers(text: str) -> int | str:
+    if text.strip().lower() == "auto":
+        return "auto"
+    try:
+        return _positive(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of processes or auto, got {text!r}") from None
 
 
 def _positive(text: str) -> int:

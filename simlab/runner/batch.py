@@ -60,7 +60,7 @@ class BatchOptions:
 
     force: bool = False  # resume even where the stored pins differ (the run is then marked mixed)
     keep_errors: bool = False  # keep trials that ended in an infrastructure error instead of playing them again
-    workers: int = 1  # processes
+    workers: int | str = 1  # processes, or "auto" (runner/workers.auto_workers: by cores and concurrency)
     shard: tuple[int, int] = (1, 1)  # play only share I of N
     note: Callable[[str], None] = lambda text: None  # what the caller shows of notes and warnings
     progress: Callable[[int, int], ProgressSink] | None = None  # (total, already done) → a progress sink
@@ -113,14 +113,16 @@ def run_batch(req: RunRequest, options: BatchOptions | None = None) -> BatchResu
         skipped = len(units) - len(todo)
         shard = options.shard
         scope = f" (shard {shard[0]}/{shard[1]}: {len(units)} of them)" if shard[1] > 1 else ""
-        parallel = options.workers > 1 and len(todo) > 1
+        workers = _workers(options.workers, plan.concurrency, len(todo))
+        parallel = workers > 1 and len(todo) > 1
+        auto = " (auto)" if options.workers == "auto" else ""
         options.note(f"run {plan.run_id}: {len(plan.scenarios)} scenarios, {len(plan.units)} trials{scope}"
                      + (f" ({skipped} already done, resuming)" if skipped else "")
                      + f"; agent {plan.agent.ref}, simulator {plan.simulator.ref}"
-                     + (f"; {options.workers} workers" if parallel else ""))
+                     + (f"; {workers} workers{auto}" if parallel else (f"; 1 worker{auto}" if auto else "")))
         progress = options.progress(len(units), skipped) if options.progress else _Quiet()
         if parallel:
-            outcome, interrupted = _play_in_workers(plan, todo, options.workers, shard[1], progress, agent=agent,
+            outcome, interrupted = _play_in_workers(plan, todo, workers, shard[1], progress, agent=agent,
                                                     simulator=simulator, judge=judge, limiter=limiter)
         else:
             outcome, interrupted = _play(plan, todo, progress, store, agent=agent, simulator=simulator, judge=judge,
@@ -128,6 +130,14 @@ def run_batch(req: RunRequest, options: BatchOptions | None = None) -> BatchResu
         return BatchResult(plan, store, units, skipped, outcome, interrupted)
     finally:
         store.unlock()
+
+
+def _workers(asked: int | str, concurrency: int, units: int) -> int:
+    if asked == "auto":
+        from simlab.runner.workers import auto_workers
+
+        return auto_workers(concurrency, units)
+    return int(asked)
 
 
 def build_models(plan: RunPlan, note: Callable[[str], None] = lambda text: None) -> tuple[Any, Any, Any, Any]:

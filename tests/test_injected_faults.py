@@ -181,3 +181,17 @@ def test_the_demo_careful_agent_recovers_and_the_flaky_one_does_not(tmp_path, mo
     # a flaky trial that loops on lookup_order never reaches the refund: it meets no fault
     met = [fault_counts(r) for r in flaky if fault_counts(r)["injected"]]
     assert met and all(f == {"injected": 1, "attempts_after": 0, "recovered": 0} for f in met)
+
+
+async def test_the_viewer_and_the_markdown_export_show_an_injected_fault():
+    from simlab.transcript import TrialRecord
+    from simlab.tui.export import transcript_markdown
+    from simlab.tui.render import event_text
+
+    scn = scenario(faults=[{"tool": "set_item", "kind": "error", "on_call": 1}])
+    transcript = await run_trial(make_trial(PythonAgent(retrying_kv_agent, "t:retrying_kv_agent"), RulesSimulator(),
+                                            scn=scn))
+    fault = next(e for e in transcript.events if e.type == "tool_fault")
+    assert event_text(fault).plain == "⚡ injected fault (error) on set_item, its call 1 (faults[0])"
+    markdown = transcript_markdown(TrialRecord(unit_id=transcript.unit_id, transcript=transcript))
+    assert "*injected fault (error) on `set_item`, its call 1*" in markdown

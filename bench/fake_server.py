@@ -93,8 +93,10 @@ def serve(latency_s: float, port: int = 0) -> None:
     sock.bind(("127.0.0.1", port))
     sock.listen(4096)  # before saying the port: a client may connect while uvicorn is still starting
     print(f"port {sock.getsockname()[1]}", flush=True)
+    # keep-alive as a provider's (uvicorn's default of 5 s closes connections that the client's pool
+    # still holds while it is busy: the next request on one fails with "Connection error")
     config = uvicorn.Config(make_app(latency_s), log_level="warning", lifespan="off", access_log=False,
-                            backlog=4096, limit_concurrency=None)
+                            backlog=4096, limit_concurrency=None, timeout_keep_alive=600)
     asyncio.run(uvicorn.Server(config).serve(sockets=[sock]))
 
 

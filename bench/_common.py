@@ -89,15 +89,30 @@ def rss_mb() -> float:
         return int(fh.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
 
 
-def machine() -> dict[str, Any]:
+def _git(*args: str) -> str:
     try:
-        commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True,
-                                text=True).stdout.strip()
+        return subprocess.run(["git", *args], cwd=REPO, capture_output=True, text=True).stdout.strip()
     except OSError:
-        commit = ""
+        return ""
+
+
+def machine() -> dict[str, Any]:
+    """Where and on what a figure was measured: ``git describe --dirty`` says whether the tree had
+    changes the commit does not hold (a figure from a dirty tree is not the commit's), and the load
+    averages say how busy the shared machine was (other processes take the cores a bench measures)."""
+    load = os.getloadavg()
     return {"python": platform.python_version(), "platform": platform.platform(), "cpus": os.cpu_count(),
-            "load_avg_1m": round(os.getloadavg()[0], 2), "commit": commit,
+            "load_avg_1m": round(load[0], 2), "load_avg_5m": round(load[1], 2), "load_avg_15m": round(load[2], 2),
+            "commit": _git("rev-parse", "--short", "HEAD"),
+            "describe": _git("describe", "--always", "--dirty", "--abbrev=8"),
             "at": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
+
+
+def spread(values: list[float]) -> dict[str, Any]:
+    """A figure over repeats: n, min, median, max (a single run has no spread to show)."""
+    ordered = sorted(values)
+    return {"n": len(ordered), "min": ordered[0], "median": ordered[len(ordered) // 2] if len(ordered) % 2 else
+            (ordered[len(ordered) // 2 - 1] + ordered[len(ordered) // 2]) / 2, "max": ordered[-1]}
 
 
 def save(name: str, figures: dict[str, Any]) -> Path:

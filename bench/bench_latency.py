@@ -26,17 +26,26 @@ import statistics
 from typing import Any
 
 import fakes
-from _common import enter, save, scratch_project, table, timed, verdict
+from _common import enter, save, scratch_project, spread, table, timed, verdict
 from bench_overhead import _appender, plan_for
 
 DELAY_S = 0.2
 LONG_WAVES = 8
 
 
+SERVER_URL: str | None = None  # the fake OpenAI server of the http path (started by main)
+
+
 def level(root: Any, path: str, concurrency: int, trials: int) -> dict[str, Any]:
     from simlab.runner.execute import execute
 
-    agent, simulator = fakes.double_models(DELAY_S) if path == "double" else fakes.litellm_models(DELAY_S)
+    if path == "double":
+        agent, simulator = fakes.double_models(DELAY_S)
+    elif path == "http":  # LiteLLM over HTTP to bench/fake_server.py, which waits DELAY_S per answer
+        assert SERVER_URL is not None
+        agent, simulator = fakes.http_models(SERVER_URL)
+    else:
+        agent, simulator = fakes.litellm_models(DELAY_S)
     per_scenario = -(-trials // 10)
     plan = plan_for(root, per_scenario, concurrency, f"{path}-{concurrency}")
     units = plan.units[:trials]
@@ -67,12 +76,22 @@ def main() -> None:
     parser.add_argument("--levels", type=int, nargs="+", default=[1, 8, 64, 256, 512])
     parser.add_argument("--quick", action="store_true", help="one wave per level, double path only")
     parser.add_argument("--skip-litellm", action="store_true")
+    parser.add_argument("--http-only", action="store_true",
+                        help="only the real path: LiteLLM over HTTP to the fake server (bench/fake_server.py)")
+    parser.add_argument("--http-rounds", type=int, default=3, help="rounds per level through HTTP (spread shown)")
     parser.add_argument("--rounds", type=int, default=3,
                         help="rounds per level through the double; the least disturbed counts (median shown)")
     args = parser.parse_args()
     root = scratch_project("latency")
     enter(root)
-    rows = []
+    rows: list[dict[str, Any]] = []
+    if args.http_only:
+        http_rows = http_levels(root, args.levels, args.http_rounds)
+        report_http(http_rows)
+        save("latency_http", {"delay_s": DELAY_S, "levels": http_rows,
+                              "note": "LiteLLM over HTTP to bench/fake_server.py on 127.0.0.1 (a child process "
+                                      "on the same cores); best, median and spread over rounds"})
+        return
     for concurrency in args.levels:
         waves = 1 if args.quick else 2
         rounds = [level(root, "double", concurrency, max(concurrency * waves, 4))
@@ -111,6 +130,44 @@ def main() -> None:
         print(f"through LiteLLM one process becomes CPU-bound from concurrency {bound}: it peaks at "
               f"{peak['model_calls_per_s']:.0f} model calls/s ({peak['achieved_trials_per_s']:.1f} trials/s)")
     save("latency", result)
+
+
+def http_levels(root: Any, levels: list[int], rounds: int) -> list[dict[str, Any]]:
+    """Each level through the real path, ``rounds`` times (one wave each, levels interleaved round by
+    round so that a change in the machine's load hits every level alike)."""
+    global SERVER_URL
+    from fake_server import start_server
+
+    proc, SERVER_URL = start_server(DELAY_S)
+    runs: dict[int, list[dict[str, Any]]] = {c: [] for c in levels}
+    try:
+        level(root, "http", 4, 4)  # warm-up, not counted: the first calls import the OpenAI client and connect
+        for _ in range(rounds):
+            for concurrency in levels:
+                runs[concurrency].append(level(root, "http", concurrency, max(concurrency, 4)))
+                r = runs[concurrency][-1]
+                print("http", concurrency, f"{r['efficiency']:.1%} cpu {r['cpu_use']:.0%} "
+                      f"{r['model_calls_per_s']:.0f} calls/s", flush=True)
+    finally:
+        proc.terminate()
+        proc.wait()
+    rows = []
+    for found in runs.values():
+        best = max(found, key=lambda r: r["efficiency"])
+        rows.append({**best, "rounds": len(found), "efficiency_spread": spread([r["efficiency"] for r in found]),
+                     "calls_per_s_spread": spread([r["model_calls_per_s"] for r in found]),
+                     "median_efficiency": statistics.median(r["efficiency"] for r in found)})
+    return rows
+
+
+def report_http(rows: list[dict[str, Any]]) -> None:
+    print()
+    table(rows, ["path", "concurrency", "trials", "wall_s", "efficiency", "median_efficiency", "model_calls_per_s",
+                 "cpu_use", "trial_p50_s"])
+    for r in rows:
+        s = r["efficiency_spread"]
+        print(f"http {r['concurrency']}: {s['min']:.1%} … {s['median']:.1%} … {s['max']:.1%} of ideal over "
+              f"{s['n']} rounds")
 
 
 if __name__ == "__main__":

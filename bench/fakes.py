@@ -82,3 +82,22 @@ def register_litellm_fakes(delay_s: float = 0.0) -> tuple[str, str]:
     agent_fn = sleeping(agent_reply, delay_s) if delay_s else agent_reply
     user_fn = sleeping(user_reply, delay_s) if delay_s else user_reply
     return register_fake("bench-agent", agent_fn), register_fake("bench-user", user_fn)
+
+
+HTTP_KEY_ENV = "SIMLAB_BENCH_KEY"  # LiteLLM's OpenAI client wants a key; the fake server takes any
+
+
+def http_models(base_url: str, *, limiter: Any = None) -> tuple[Any, Any]:
+    """(agent, simulator) as ``LiteLLMModel``s talking HTTP to ``fake_server.py`` at ``base_url``:
+    transport, JSON and all of LiteLLM's own work counted, as in a user's run."""
+    import os
+
+    from simlab.llm.client import LiteLLMModel
+    from simlab.sim.agents import LLMAgent
+    from simlab.sim.simulators import LLMSimulator
+
+    os.environ.setdefault(HTTP_KEY_ENV, "bench")
+    return (LLMAgent(LiteLLMModel("openai/bench-agent", role="agent", temperature=0.0, api_base=base_url,
+                                  api_key_env=HTTP_KEY_ENV, limiter=limiter)),
+            LLMSimulator(LiteLLMModel("openai/bench-user", role="simulator", temperature=0.7, api_base=base_url,
+                                      api_key_env=HTTP_KEY_ENV, limiter=limiter)))

@@ -26,6 +26,7 @@ in fixed phrases that a rule-based simulated user can answer:
 
 from __future__ import annotations
 
+import dataclasses
 import random
 import re
 from dataclasses import dataclass
@@ -184,6 +185,7 @@ class Faults:
     loop_on_lookup: bool = False  # mangles the order id and retries lookup_order until the lab stops it
     skip_owner_check: bool = False
     follow_injection: bool = False
+    gives_up_on_tool_error: bool = False  # a tool that fails for a moment ends the attempt (no retry)
 
     @classmethod
     def from_seed(cls, seed: int) -> Faults:
@@ -205,10 +207,27 @@ class Faults:
 NO_FAULTS = Faults()
 
 
+TRANSIENT = re.compile(r"temporarily unavailable|try again|did not return within|timed? ?out", re.I)
+
+
+class RetryingTools:
+    """The agent's tools, with one retry of a call that failed for a moment (a tool that timed out
+    or said to try again): how the careful agent recovers from a flaky backend."""
+
+    def __init__(self, tools: Any):
+        self._tools = tools
+
+    def call(self, tool: str, **arguments: Any) -> Any:
+        reply = self._tools.call(tool, **arguments)
+        if not reply.ok and TRANSIENT.search(reply.error or ""):
+            reply = self._tools.call(tool, **arguments)
+        return reply
+
+
 class RetailBot:
     def __init__(self, inp: AgentInput, faults: Faults = NO_FAULTS):
         self.inp = inp
-        self.tools = inp.tools
+        self.tools = inp.tools if faults.gives_up_on_tool_error else RetryingTools(inp.tools)
         self.faults = faults
         self.conv = Conversation.read(inp.messages)
         self.customer: str | None = inp.context.get("signed_in_customer")
@@ -511,8 +530,9 @@ def careful_agent(inp: AgentInput) -> AgentReply:
 
 def flaky_agent(inp: AgentInput) -> AgentReply:
     """The careful agent with seed-driven faults: skips the policy check, pushes or issues store
-    credit, loops on lookup_order, skips the ownership check, obeys instructions in documents."""
-    return RetailBot(inp, Faults.from_seed(inp.seed)).respond()
+    credit, loops on lookup_order, skips the ownership check, obeys instructions in documents; and
+    it never retries a tool that failed for a moment."""
+    return RetailBot(inp, dataclasses.replace(Faults.from_seed(inp.seed), gives_up_on_tool_error=True)).respond()
 
 
 def agent_skipping_policy_check(inp: AgentInput) -> AgentReply:
@@ -521,7 +541,7 @@ def agent_skipping_policy_check(inp: AgentInput) -> AgentReply:
     return RetailBot(inp, Faults(skip_policy_check=True)).respond()
 
 
-__all__ = ["Faults", "RetailBot", "agent_skipping_policy_check", "careful_agent", "flaky_agent"]
+__all__ = ["Faults", "RetailBot", "RetryingTools", "agent_skipping_policy_check", "careful_agent", "flaky_agent"]
 
 
 # Both demo agents are plain code: they call no model, so their cost is a known zero.

@@ -49,9 +49,13 @@ def build_parser() -> argparse.ArgumentParser:
                      help="allow a simulator of the same model family as the agent")
     run.add_argument("--no-progress", action="store_true", help="no progress bar")
     run.add_argument("--junit", help="with --suite: write a JUnit XML file of the gates")
-    run.add_argument("--workers", type=_positive, default=1,
-                     help="processes playing disjoint shares of the units, to use every core (default 1); "
-                          "--concurrency is the total across them")
+    run.add_argument("--workers", type=_workers, default=1,
+                     help="processes playing disjoint shares of the units, to use every core (default 1), or "
+                          "auto: one per 64 trials in flight, at most one per core; --concurrency is the total "
+                          "across them")
+    run.add_argument("--cache", action="store_true", default=None,
+                     help="answer a model request from the response cache when the same request (same trial seed "
+                          "and role) was answered before; new answers are stored (transcripts/.cache)")
     run.add_argument("--replay", metavar="RUN",
                      help="replay the user turns of every trial of RUN against the agent (a frozen user); "
                           "default scenarios and trials: RUN's")
@@ -101,6 +105,9 @@ def build_parser() -> argparse.ArgumentParser:
     grade.add_argument("run", nargs="?", help="run id or run folder (default: the newest run)")
     grade.add_argument("--rejudge", action="store_true", help="also re-run the LLM judges (model calls)")
     grade.add_argument("--judge", help="judge model for --rejudge (default: the run's)")
+    grade.add_argument("--cache", action="store_true",
+                       help="with --rejudge: answer the judges from the response cache where they were asked the "
+                            "same before (without it, --rejudge asks the judge model again)")
     grade.add_argument("--show", type=int, default=20, help="how many check changes to list")
     grade.add_argument("--json", action="store_true", help="print the changes as JSON on stdout")
 
@@ -144,6 +151,9 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
     serve.add_argument("--port", type=int, default=0, help="port (default: any free one)")
 
+    cache = sub.add_parser("cache", help="the response cache of model answers (--cache, cache: in simlab.yaml)")
+    cache.add_argument("action", choices=["clear"], help="clear: delete every stored answer")
+
     traces = sub.add_parser("grade-traces", help="grade imported production traces: reference-free checks on a "
                                                  "seeded sample plus every flagged trace",
                             description="Apply a rules file's reference-free checks to the observed trials of an "
@@ -166,6 +176,15 @@ def build_parser() -> argparse.ArgumentParser:
     schema = sub.add_parser("schema", help="write JSON Schemas for the YAML files (for editors)")
     schema.add_argument("--out", default="schemas", help="folder to write into (default: schemas)")
     return parser
+
+
+def _workers(text: str) -> int | str:
+    if text.strip().lower() == "auto":
+        return "auto"
+    try:
+        return _positive(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of processes or auto, got {text!r}") from None
 
 
 def _positive(text: str) -> int:
@@ -238,7 +257,7 @@ def _main(argv: list[str] | None) -> int:
         "tools": _tools,
         "report": _report, "grade": _grade, "calibrate": _calibrate,
         "gate": _gate, "compare": _compare, "merge": _merge, "serve": _serve, "import": _import,
-        "grade-traces": _grade_traces, "promote": _promote,
+        "grade-traces": _grade_traces, "promote": _promote, "cache": _cache,
     }
     if os.getcwd() not in sys.path:
         sys.path.insert(0, os.getcwd())  # the project's own agents and domains import like in pytest
@@ -377,6 +396,19 @@ def _view(args: argparse.Namespace) -> int:
     from simlab.cli.view_cmd import view_command
 
     return view_command(args)
+
+
+def _cache(args: argparse.Namespace) -> int:
+    """``simlab cache clear``: the cache lives beside the runs (``transcripts/.cache``)."""
+    from pathlib import Path
+
+    from simlab.llm.cache import CACHE_DIR, clear_cache
+    from simlab.specs import load_config
+
+    folder = Path(load_config(Path("simlab.yaml")).transcripts) / CACHE_DIR
+    files, size = clear_cache(folder)
+    print(f"cleared the response cache {folder}: {files} model files, {size / 1e6:.1f} MB")
+    return 0
 
 
 def _schema(args: argparse.Namespace) -> int:

@@ -60,8 +60,13 @@ def grade_command(args: argparse.Namespace) -> int:
     store = RunStore(folder)
     manifest = store.read_manifest() or {}
     judge_ref = args.judge or manifest.get("pins", {}).get("judge")
-    judge = build_judge(judge_ref) if args.rejudge else None
     config = load_config(Path("simlab.yaml"))
+    cache = None
+    if args.rejudge and getattr(args, "cache", False):  # a re-judge asks again unless told to use the cache
+        from simlab.llm.cache import CACHE_DIR, ResponseCache
+
+        cache = ResponseCache(Path(config.transcripts) / CACHE_DIR)
+    judge = build_judge(judge_ref, cache=cache) if args.rejudge else None
     store.lock()
     try:
         store.repair_torn_tail()

@@ -58,6 +58,7 @@ def check_against_domain(entry: Loaded) -> tuple[Domain | None, list[str]]:
     for loc, call in scenario.expect.call_specs():
         problems.extend(_call_problems(entry, domain, ("expect", *loc), call, at))
     problems.extend(_history_problems(entry, domain, at, state_ok=not problems))
+    problems.extend(_fault_problems(scenario.faults, domain, at))
     return domain, problems
 
 
@@ -93,6 +94,20 @@ def _history_problems(entry: Loaded, domain: Domain, at: Callable[..., str], *, 
         problems.append(f"{at('history', exc.index)}: {exc.problem} (fix the call or the initial_state)")
     except ValidationError:
         pass  # reported with initial_state
+    return problems
+
+
+def _fault_problems(faults: list[Any], domain: Domain, at: Callable[..., str]) -> list[str]:
+    """Each fault names a tool of the domain; a stale answer is a read's (a write has no old answer)."""
+    problems = []
+    for i, fault in enumerate(faults):
+        tool = domain.tool(fault.tool)
+        if tool is None:
+            problems.append(f"{at('faults', i, 'tool')}: unknown tool {fault.tool!r} in domain {domain.name!r}"
+                            f"{_suggest(fault.tool, domain.tool_names)} (tools: {', '.join(domain.tool_names)})")
+        elif fault.kind == "stale" and tool.access.value != "read":
+            problems.append(f"{at('faults', i, 'kind')}: a stale answer needs a READ tool, and {fault.tool!r} is a "
+                            "WRITE tool; use kind error, timeout or override for it")
     return problems
 
 

@@ -13,12 +13,13 @@ import os
 import queue
 import threading
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
+from simlab.env.faults import FaultHit, FaultPlan
 from simlab.env.tools import (
     Access,
     Tool,
@@ -29,6 +30,7 @@ from simlab.env.tools import (
     parse_arguments,
 )
 from simlab.errors import SpecError
+from simlab.specs.faults import DEFAULT_ERROR, ToolFault
 
 BUILTIN_DOMAINS = {"retail": "simlab.domains.retail"}
 
@@ -133,11 +135,15 @@ class Environment:
     cannot kill a thread) but only on its own discarded copy of the state.
     """
 
-    def __init__(self, domain: Domain, state: BaseModel, *, validate_writes: bool = True):
+    def __init__(self, domain: Domain, state: BaseModel, *, validate_writes: bool = True,
+                 faults: Sequence[ToolFault] = (), seed: int = 0):
         self.domain = domain
         self.state = _copy_state(state, shares_nothing=True)
         self._validate_writes = validate_writes
         self.tool_timeout_s = domain.tool_timeout_s
+        self._faults = FaultPlan(faults, seed)
+        # what a stale read answers from: the trial's initial state, kept only when a fault needs it
+        self._initial = _copy_state(state, shares_nothing=True) if any(f.kind == "stale" for f in faults) else None
 
     def tool_schemas(self) -> list[dict[str, Any]]:
         """A fresh copy of the domain's tool schemas (derived once per domain: pydantic's schema
@@ -161,6 +167,9 @@ class Environment:
         except ValidationError as exc:
             reason = f"arguments do not match the schema: {describe_validation_error(exc)}"
             return ToolOutcome(name, arguments, raw, spec.access, error=reason, invalid_reason=reason)
+        hit = self._faults.next_call(name) if self._faults else None
+        if hit is not None:
+            return self._inject(hit, spec, arguments, raw, validated)
 
         def failed(error: str, fault: str | None = None) -> ToolOutcome:
             extra = {"crash": True, "fault": fault} if fault else {}
@@ -190,6 +199,34 @@ class Environment:
                 return failed(f"tool left an invalid state: {describe_validation_error(exc)}", "invalid_state")
         self.state = working
         return ToolOutcome(name, arguments, raw, spec.access, ok=True, result=data)
+
+    def _inject(self, hit: FaultHit, spec: Tool, arguments: dict[str, Any] | None, raw: str,
+                validated: dict[str, Any]) -> ToolOutcome:
+        """The outcome of a call that a scenario fault hit; the trial's state is never changed.
+        ``extra["injected"]`` says which fault, so the transcript records it apart."""
+        fault = hit.fault
+        outcome = ToolOutcome(spec.name, arguments, raw, spec.access,
+                              extra={"injected": {"kind": fault.kind, "fault": hit.index, "call": hit.call_number}})
+        if fault.kind == "error":
+            outcome.error = fault.message or DEFAULT_ERROR
+        elif fault.kind == "timeout":
+            limit = f" within {self.tool_timeout_s:g} s" if self.tool_timeout_s is not None else ""
+            outcome.error = f"tool {spec.name} did not return{limit}; it was cut off"
+        elif fault.kind == "override":
+            outcome.ok, outcome.result = True, recordable(fault.result)
+        else:  # stale: the tool's answer on the trial's initial state (checks allow it on READ tools only)
+            assert self._initial is not None
+            working = _copy_state(self._initial)
+            try:
+                result = call_bounded(lambda: spec.func(working, **validated), self.tool_timeout_s)
+                outcome.ok, outcome.result = True, recordable(result)
+            except ToolError as exc:
+                outcome.error = str(exc) or type(exc).__name__
+            except ToolTimeout:
+                outcome.error = f"tool {spec.name} did not return within {self.tool_timeout_s:g} s; it was cut off"
+            except Exception as exc:  # the domain's bug, shown as a crash is on a normal call
+                outcome.error = f"tool crashed: {type(exc).__name__}: {exc}"
+        return outcome
 
     def snapshot(self) -> dict[str, Any]:
         return self.state.model_dump(mode="json")

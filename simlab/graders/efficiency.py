@@ -7,6 +7,9 @@ Why these definitions:
   (``transcript.counts.tool_counts``: the results row and the viewer count with it too).
 - a recovery is one episode: one or more failures (errors or invalid calls) of a tool followed later
   by a success of the same tool (err, err, ok = 1 recovery).
+- faults: the scenario's injected faults (``faults:``, ``tool_fault`` events), the agent's calls of
+  a faulted tool after each fault (``attempts_after``), and the faults it got past (``recovered``: a
+  later call of that tool that succeeded and was not itself faulted).
 - a redundant call repeats tool + canonical arguments whose latest identical call succeeded; a
   retry after an error is not redundant.
 - loop: the same tool + arguments 3 times in a row, or the trial ended with agent_loop or max_turns.
@@ -32,7 +35,7 @@ from typing import Any
 from simlab.graders.base import Check, GradeContext, check_at
 from simlab.graders.policy import calls_of
 from simlab.graders.registry import grader
-from simlab.transcript import AgentMessage, ModelCall, ToolCall, Transcript, Usage, UserMessage
+from simlab.transcript import AgentMessage, ModelCall, ToolCall, ToolFault, Transcript, Usage, UserMessage
 from simlab.transcript.counts import tool_counts
 from simlab.transcript.model import spends_nothing_unseen
 
@@ -102,6 +105,8 @@ def efficiency_counts(transcript: Transcript) -> dict[str, Any]:
         elif c.call.name in failing:
             failing.discard(c.call.name)
             recoveries += 1
+    faulted = {e.call_id for e in t.events if isinstance(e, ToolFault)}
+    faults = _fault_counts(calls, faulted) if faulted else {"injected": 0, "attempts_after": 0, "recovered": 0}
     roles = _by_role(t)
     trial_roles = [roles["agent"], roles["simulator"]]
     model_calls = [e for e in t.events if isinstance(e, ModelCall)]
@@ -114,6 +119,7 @@ def efficiency_counts(transcript: Transcript) -> dict[str, Any]:
         "agent_turns": sum(isinstance(e, AgentMessage) for e in t.events),
         **tool_counts(t.events),
         "recoveries": recoveries,
+        "faults": faults,
         "redundant_calls": redundant,
         "max_repeat_run": best_run,
         # one definition: the agent repeated one call (max_turns is a cap, counted under terminations)
@@ -135,6 +141,18 @@ def efficiency_counts(transcript: Transcript) -> dict[str, Any]:
         "retries": sum(e.usage.retries for e in model_calls),
         "retry_wait_s": round(sum(e.usage.retry_wait_s for e in model_calls), 6),
     }
+
+
+def _fault_counts(calls: list[Any], faulted: set[str]) -> dict[str, int]:
+    """Injected faults (``faults:``), the agent's later calls of each faulted tool, and how many
+    faults it got past: a later call of the same tool that succeeded and was not itself faulted."""
+    attempts = recovered = 0
+    hit = [c for c in calls if c.call.call_id in faulted]
+    for f in hit:
+        later = [c for c in calls if c.index > f.index and c.call.name == f.call.name]
+        attempts += len(later)
+        recovered += any(c.ok and c.call.call_id not in faulted for c in later)
+    return {"injected": len(hit), "attempts_after": attempts, "recovered": recovered}
 
 
 def _termination(t: Transcript) -> Check:
@@ -272,7 +290,9 @@ def grade_efficiency(ctx: GradeContext) -> list[Check]:
                     reason=(f"{counts['user_turns']} user turns, {counts['tool_calls']} tool calls "
                             f"({counts['invalid_calls']} invalid, {counts['tool_errors']} errors, "
                             f"{counts['redundant_calls']} redundant), cost "
-                            + ("unknown" if counts["cost_usd"] is None else f"${counts['cost_usd']:.4f}")))
+                            + ("unknown" if counts["cost_usd"] is None else f"${counts['cost_usd']:.4f}")
+                            + (f", {counts['faults']['injected']} injected faults ({counts['faults']['recovered']} "
+                               "recovered)" if counts["faults"]["injected"] else "")))
     return [summary, _termination(ctx.transcript), *_budgets(ctx, counts)]
 
 

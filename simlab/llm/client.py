@@ -17,6 +17,7 @@ import re
 import time
 from typing import Any
 
+from simlab.llm.cache import ResponseCache, cache_key_request, request_key
 from simlab.llm.lazy import load_litellm
 from simlab.llm.limits import ModelLimiter
 from simlab.llm.retry import RetryPolicy, RetryStats, Sleep, call_with_retries, settled
@@ -53,6 +54,7 @@ class LiteLLMModel:
         limiter: ModelLimiter | None = None,
         sleep: Sleep | None = None,
         retry_policy: RetryPolicy | None = None,
+        cache: ResponseCache | None = None,
     ):
         params = dict(params or {})
         clash = sorted(_RESERVED & params.keys())
@@ -72,6 +74,7 @@ class LiteLLMModel:
         if sleep is not None:
             self.retry_policy.sleep = sleep
         self._seed_supported: bool | None = None
+        self.cache = cache  # simlab's response cache (llm/cache.py), None when off
 
     def __repr__(self) -> str:  # no params: they might hold headers
         return f"LiteLLMModel({self.model!r}, role={self.role!r})"
@@ -144,6 +147,12 @@ class LiteLLMModel:
     ) -> ChatResult:
         litellm = load_litellm()
         kwargs = self._kwargs(litellm, messages, tools, seed)
+        key = None
+        if self.cache is not None:
+            key = request_key(cache_key_request(self.model, self.api_base, kwargs), seed=seed, role=self.role)
+            hit = self.cache.get(self.model, key)
+            if hit is not None:
+                return hit
         stats = RetryStats()
         queued = 0.0
         start = time.perf_counter()
@@ -183,6 +192,8 @@ class LiteLLMModel:
             latency_s=latency, retries=stats.retries, retry_wait_s=stats.waited_s), litellm=litellm)
         if self.price is not None or self.api_base is not None:
             result.usage = result.usage.model_copy(update={"cost_usd": self._own_price(result.usage)})
+        if key is not None and self.cache is not None:
+            self.cache.put(self.model, key, result, role=self.role)
         return result
 
     def _own_price(self, usage: Usage) -> float | None:

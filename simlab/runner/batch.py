@@ -64,7 +64,7 @@ class BatchOptions:
 
     force: bool = False  # resume even where the stored pins differ (the run is then marked mixed)
     keep_errors: bool = False  # keep trials that ended in an infrastructure error instead of playing them again
-    workers: int = 1  # processes
+    workers: int | str = 1  # processes, or "auto" (runner/workers.auto_workers: by cores and concurrency)
     shard: tuple[int, int] = (1, 1)  # play only share I of N
     note: Callable[[str], None] = lambda text: None  # what the caller shows of notes and warnings
     progress: Callable[[int, int], ProgressSink] | None = None  # (total, already done) → a progress sink
@@ -117,14 +117,16 @@ def run_batch(req: RunRequest, options: BatchOptions | None = None) -> BatchResu
         skipped = len(units) - len(todo)
         shard = options.shard
         scope = f" (shard {shard[0]}/{shard[1]}: {len(units)} of them)" if shard[1] > 1 else ""
-        parallel = options.workers > 1 and len(todo) > 1
+        workers = _workers(options.workers, plan.concurrency, len(todo))
+        parallel = workers > 1 and len(todo) > 1
+        auto = " (auto)" if options.workers == "auto" else ""
         options.note(f"run {plan.run_id}: {len(plan.scenarios)} scenarios, {len(plan.units)} trials{scope}"
                      + (f" ({skipped} already done, resuming)" if skipped else "")
                      + f"; agent {plan.agent.ref}, simulator {plan.simulator.ref}"
-                     + (f"; {options.workers} workers" if parallel else ""))
+                     + (f"; {workers} workers{auto}" if parallel else (f"; 1 worker{auto}" if auto else "")))
         progress = options.progress(len(units), skipped) if options.progress else _Quiet()
         if parallel:
-            outcome, interrupted = _play_in_workers(plan, todo, options.workers, shard[1], progress, agent=agent,
+            outcome, interrupted = _play_in_workers(plan, todo, workers, shard[1], progress, agent=agent,
                                                     simulator=simulator, judge=judge, limiter=limiter)
         else:
             outcome, interrupted = _play(plan, todo, progress, store, agent=agent, simulator=simulator, judge=judge,
@@ -134,6 +136,14 @@ def run_batch(req: RunRequest, options: BatchOptions | None = None) -> BatchResu
         store.unlock()
 
 
+def _workers(asked: int | str, concurrency: int, units: int) -> int:
+    if asked == "auto":
+        from simlab.runner.workers import auto_workers
+
+        return auto_workers(concurrency, units)
+    return int(asked)
+
+
 def build_models(plan: RunPlan, note: Callable[[str], None] = lambda text: None) -> tuple[Any, Any, Any, Any]:
     """(limiter, agent, simulator, judge); pin warnings go to ``note`` once, here."""
     limiter = None
@@ -141,14 +151,19 @@ def build_models(plan: RunPlan, note: Callable[[str], None] = lambda text: None)
         from simlab.llm.limits import ModelLimiter
 
         limiter = ModelLimiter(plan.model_concurrency, rpm=plan.model_rpm)
+    cache = None
+    if plan.cache_dir is not None:
+        from simlab.llm.cache import ResponseCache
+
+        cache = ResponseCache(plan.cache_dir, max_mb=plan.cache_max_mb)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         agent = build_agent(plan.agent, limiter=limiter, max_retries=plan.max_retries,
-                            timeout_s=plan.call_timeout_s)
+                            timeout_s=plan.call_timeout_s, cache=cache)
         judge = build_judge(plan.judge, limiter=limiter, max_retries=plan.max_retries,
-                            timeout_s=plan.call_timeout_s)
-        simulator = build_simulator(plan.simulator, plan.agent, limiter=limiter,
-                                    max_retries=plan.max_retries, timeout_s=plan.call_timeout_s, judge=judge)
+                            timeout_s=plan.call_timeout_s, cache=cache)
+        simulator = build_simulator(plan.simulator, plan.agent, limiter=limiter, max_retries=plan.max_retries,
+                                    timeout_s=plan.call_timeout_s, judge=judge, cache=cache)
     for warning in caught:
         note(f"warning: {warning.message}")
     return limiter, agent, simulator, judge

@@ -25,7 +25,7 @@ class PinWarning(UserWarning):
 
 
 def build_agent(spec: AgentSpec, *, limiter: ModelLimiter | None = None, max_retries: int = 4, timeout_s: float = 60.0,
-                transfer_tools: tuple[str, ...] = ("transfer_to_human",)) -> Agent:
+                transfer_tools: tuple[str, ...] = ("transfer_to_human",), cache: Any = None) -> Agent:
     if spec.python:
         return load_python_agent(spec.python, source="agent")
     if spec.framework:  # LangGraph, OpenAI Agents SDK, pydantic-ai: imported only now
@@ -41,20 +41,21 @@ def build_agent(spec: AgentSpec, *, limiter: ModelLimiter | None = None, max_ret
     model = _model(
         spec.model or "", role="agent", api_base=spec.api_base, api_key_env=spec.api_key_env,
         temperature=spec.temperature, params=spec.params, price=_price(spec.price), max_retries=max_retries,
-        timeout_s=timeout_s, limiter=limiter,
+        timeout_s=timeout_s, limiter=limiter, cache=cache,
     )
     return LLMAgent(model, system_prompt=spec.system_prompt, max_steps=spec.max_steps, transfer_tools=transfer_tools)
 
 
 def build_simulator(spec: SimulatorSpec, agent: AgentSpec, *, limiter: ModelLimiter | None = None,
-                    max_retries: int = 4, timeout_s: float = 60.0, judge: ChatModel | None = None) -> Simulator:
+                    max_retries: int = 4, timeout_s: float = 60.0, judge: ChatModel | None = None,
+                    cache: Any = None) -> Simulator:
     """The simulator a spec names; ``judge`` (a chat model): what a replay with ``divergence: judge`` asks."""
     if spec.kind == "rules":
         return RulesSimulator()
     if spec.kind == "scripted":
         return ScriptedSimulator()
     if spec.kind == "replay":
-        return _replay(spec, agent, judge, limiter=limiter, max_retries=max_retries, timeout_s=timeout_s)
+        return _replay(spec, agent, judge, limiter=limiter, max_retries=max_retries, timeout_s=timeout_s, cache=cache)
     from simlab.llm.family import is_pinned
 
     assert spec.model is not None
@@ -71,7 +72,7 @@ def build_simulator(spec: SimulatorSpec, agent: AgentSpec, *, limiter: ModelLimi
     model = _model(
         spec.model, role="simulator", api_base=spec.api_base, api_key_env=spec.api_key_env,
         temperature=spec.temperature, params=spec.params, price=_price(spec.price), max_retries=max_retries,
-        timeout_s=timeout_s, limiter=limiter,
+        timeout_s=timeout_s, limiter=limiter, cache=cache,
     )
     return LLMSimulator(model)
 
@@ -121,7 +122,7 @@ def _kinship(agent: AgentSpec, simulator: SimulatorSpec) -> str | None:
 
 
 def build_judge(ref: JudgeSpec | str | dict[str, Any] | None, *, limiter: ModelLimiter | None = None,
-                max_retries: int = 4, timeout_s: float = 60.0) -> ChatModel | None:
+                max_retries: int = 4, timeout_s: float = 60.0, cache: Any = None) -> ChatModel | None:
     """The judge model at temperature 0, or None when none is configured (judge checks: not run).
     ``ref`` is a spec, a model string (``--judge``) or a pinned mapping (``run.json``)."""
     if not ref:
@@ -132,7 +133,7 @@ def build_judge(ref: JudgeSpec | str | dict[str, Any] | None, *, limiter: ModelL
         raise UsageError(f"judge {ref!r}: {exc.errors()[0]['msg']}") from None
     return _model(spec.model, role="judge", api_base=spec.api_base, api_key_env=spec.api_key_env, temperature=0.0,
                   params=spec.params, price=_price(spec.price), max_retries=max_retries, timeout_s=timeout_s,
-                  limiter=limiter)
+                  limiter=limiter, cache=cache)
 
 
 def _price(price: Any) -> dict[str, float] | None:

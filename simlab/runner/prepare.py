@@ -17,6 +17,7 @@ from simlab.runner.plan import WorkUnit, plan_units
 from simlab.runner.store import MANIFEST_SCHEMA_VERSION
 from simlab.specs import (
     AgentSpec,
+    CacheSpec,
     GraderUse,
     JudgeSpec,
     Limits,
@@ -31,6 +32,7 @@ from simlab.specs import (
 )
 
 DEFAULT_CONCURRENCY = 8
+CACHE_DIR = ".cache"  # under the runs' folder; llm/cache.py's CACHE_DIR (not imported: llm/ loads lazily)
 
 
 @dataclass
@@ -50,6 +52,7 @@ class RunRequest:
     allow_same_family: bool = False
     keywords: str | None = None  # -k EXPR: scenarios whose id, title or tags match
     tags: list[str] = field(default_factory=list)  # --tags: scenarios carrying one of them
+    cache: bool | None = None  # --cache: answer repeated model requests from the response cache
     command: list[str] = field(default_factory=list)
 
 
@@ -79,6 +82,8 @@ class RunPlan:
     earlier_attempts: dict[str, list[dict[str, Any]]] = field(default_factory=dict)  # unit id → retired errors
     graders: list[GraderUse] = field(default_factory=list)  # what the suite adds to every scenario's graders
     summary_evaluators: list[str] = field(default_factory=list)  # the suite's dataset-level functions
+    cache_dir: Path | None = None  # the response cache's folder (llm/cache.py); None: off
+    cache_max_mb: float = 1024.0
 
 
 def prepare(req: RunRequest) -> RunPlan:
@@ -156,6 +161,10 @@ def prepare(req: RunRequest) -> RunPlan:
         graders=list(suite.graders) if suite else [],
         summary_evaluators=list(suite.summary_evaluators) if suite else [],
     )
+    cache = pick("cache", req.cache)
+    if cache:
+        plan.cache_dir = root / config.transcripts / CACHE_DIR
+        plan.cache_max_mb = cache.max_mb if isinstance(cache, CacheSpec) else CacheSpec().max_mb
     plan.manifest = manifest_for(plan, req, trials)
     return plan
 

@@ -63,7 +63,7 @@ class _Conversation:
         self.clock = clock
         self.events: list[Any] = []
         self.messages: list[dict[str, Any]] = []
-        self.env = Environment(trial.domain, trial.initial_state)
+        self.env = Environment(trial.domain, trial.initial_state, faults=trial.scenario.faults, seed=trial.seed)
         self.tools = ToolHandle(self.env, self.record, max_calls_per_turn=max(50, 5 * trial.limits.max_agent_steps))
         self.agent_memory: dict[str, Any] = {}
         self.sim_memory: dict[str, Any] = {}

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from simlab.env.domain import Domain, Environment
-from simlab.transcript import ErrorEvent, InvalidCall, ToolCall, ToolResult
+from simlab.transcript import ErrorEvent, InvalidCall, ToolCall, ToolFault, ToolResult
 
 __all__ = ["LOOP_REPEATS", "StopTrial", "ToolHandle", "ToolReply"]
 
@@ -99,6 +99,10 @@ class ToolHandle:
             self._record(InvalidCall(turn=self.turn, call_id=call_id, name=name, reason=outcome.invalid_reason))
         self._record(ToolResult(turn=self.turn, call_id=call_id, name=name, ok=outcome.ok,
                                 result=outcome.result, error=outcome.error))
+        injected = outcome.extra.get("injected")
+        if injected:  # the scenario's faults: block hit this call on purpose
+            self._record(ToolFault(turn=self.turn, call_id=call_id, name=name, kind=injected["kind"],
+                                   call_number=injected["call"], fault=injected["fault"]))
         fault = outcome.extra.get("fault")
         if fault:  # the domain misbehaved (crash, hang, a READ tool that wrote): say so apart from the result
             self._record(ErrorEvent(turn=self.turn, source="tool", kind=str(fault), message=outcome.error or ""))

@@ -1,6 +1,6 @@
 """Spec models (personas, scenarios, suites, project config) and their YAML loading."""
 
-from simlab.specs.config import AgentSpec, JudgeSpec, ProjectConfig, RunSettings, SimulatorSpec, Suite
+from simlab.specs.config import AgentSpec, CacheSpec, JudgeSpec, ProjectConfig, RunSettings, SimulatorSpec, Suite
 from simlab.specs.expect import Expect, GraderUse
 from simlab.specs.loader import (
     Loaded,
@@ -18,6 +18,7 @@ from simlab.specs.schema import json_schemas, write_schemas
 
 __all__ = [
     "AgentSpec",
+    "CacheSpec",
     "JudgeSpec",
     "Expect",
     "GraderUse",

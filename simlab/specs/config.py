@@ -222,6 +222,13 @@ def _mapping_or_fail(value: Any, expected: str) -> Any:
     raise ValueError(f"expected {expected}; got {value!r}")
 
 
+class CacheSpec(SpecModel):
+    """simlab's response cache (``llm/cache.py``): a model's earlier answer to exactly the same request."""
+
+    max_mb: float = Field(1024, gt=0, description="Size cap of each model's cache file, in MB; a full file is "
+                                                  "read but no longer grows (`simlab cache clear` empties it).")
+
+
 class RunSettings(SpecModel):
     """Settings shared by ``simlab.yaml`` and suite files; a suite's override the project's."""
 
@@ -245,6 +252,9 @@ class RunSettings(SpecModel):
     max_error_rate: float | None = Field(
         None, ge=0, le=1, description="Above this share of infrastructure errors a run is incomplete (exit 3). "
                                       "Default: 0.10 for a run, 0.05 for a suite's gates.")
+    cache: bool | CacheSpec | None = Field(
+        None, description="Answer a model call from the response cache when the same request (with the same trial "
+                          "seed and role) was answered before: true, or {max_mb: N}. Off by default (--cache).")
     allow_unjudged: list[CheckKind] | None = Field(
         None, description="Kinds of hard check that may stay unjudged (e.g. [rubric] without a judge model): a "
                           "trial left unjudged only by these counts as a pass, and reports say how many did. "

@@ -8,6 +8,7 @@ from pydantic import Field, field_validator, model_validator
 
 from simlab.specs.base import Regex, SpecModel
 from simlab.specs.expect import Expect
+from simlab.specs.faults import ToolFault
 from simlab.specs.persona import Persona
 
 
@@ -113,6 +114,10 @@ class Scenario(SpecModel):
     trials: int | None = Field(None, ge=1, le=10_000, description="Trials per run; default from simlab.yaml.")
     limits: Limits = Field(default_factory=Limits)
     expect: Expect = Field(default_factory=Expect)
+    faults: list[ToolFault] = Field(
+        default_factory=list, description="Tool faults injected on purpose, deterministically: a tool fails, times "
+                                          "out, or answers overridden or stale data on its Nth call or with a "
+                                          "seeded probability (recorded as tool_fault events).")
 
     @property
     def persona_id(self) -> str:

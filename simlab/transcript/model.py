@@ -36,6 +36,12 @@ class Usage(_Model):
     latency_s: float = Field(0.0, description="Wall-clock seconds of the call, retries included.")
     retries: int = Field(0, description="How many times the call was retried after a transient error.")
     retry_wait_s: float = Field(0.0, description="Seconds spent waiting between retries.")
+    # written only when set: a run without the cache stores the same bytes as before
+    cached: bool = Field(False, exclude_if=lambda v: not v,
+                         description="Served from simlab's response cache (--cache): cost 0, no call made.")
+    original_cost_usd: float | None = Field(
+        None, exclude_if=lambda v: v is None,
+        description="A cached answer's cost when it was first bought (for reference; None otherwise).")
 
     def __add__(self, other: Usage) -> Usage:
         def add(a: float | int | None, b: float | int | None) -> Any:
@@ -133,8 +139,22 @@ class ErrorEvent(_Model):
     message: str
 
 
+class ToolFault(_Model):
+    """A fault the scenario injected into a tool call (its ``faults:`` block): the ``tool_result``
+    with the same ``call_id`` is what the agent met instead of the tool's own answer. Not an error
+    of the lab or of the domain: the trial goes on, and the graders see how the agent coped."""
+
+    type: Literal["tool_fault"] = "tool_fault"
+    turn: int
+    call_id: str
+    name: str = Field(description="The tool.")
+    kind: Literal["error", "timeout", "override", "stale"]
+    call_number: int = Field(description="Which call of the tool in the trial it hit (1 = the first).")
+    fault: int = Field(description="The fault's index in the scenario's faults: list.")
+
+
 Event = Annotated[
-    UserMessage | AgentMessage | ToolCall | ToolResult | InvalidCall | Signal | ModelCall | ErrorEvent
+    UserMessage | AgentMessage | ToolCall | ToolResult | InvalidCall | Signal | ModelCall | ErrorEvent | ToolFault
     | GraphStep | GraphState | Handoff | PendingToolCall,
     Field(discriminator="type"),
 ]

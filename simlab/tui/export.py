@@ -20,6 +20,7 @@ from simlab.transcript import (
     ModelCall,
     Signal,
     ToolCall,
+    ToolFault,
     ToolResult,
     TrialRecord,
     UserMessage,
@@ -96,6 +97,8 @@ def transcript_markdown(record: TrialRecord) -> str:
             lines += [f"*{e.role} signal: {e.signal}*", ""]
         elif isinstance(e, InvalidCall):
             lines += [f"*invalid call {_code(e.name)}: {_text(e.reason)}*", ""]
+        elif isinstance(e, ToolFault):
+            lines += [f"*injected fault ({_text(e.kind)}) on {_code(e.name)}, its call {e.call_number}*", ""]
         elif isinstance(e, ErrorEvent):
             lines += [f"*error from {_text(e.source)} ({_text(e.kind)}): {_text(e.message)}*", ""]
         elif isinstance(e, ModelCall):

@@ -24,6 +24,7 @@ from simlab.transcript import (
     Signal,
     Termination,
     ToolCall,
+    ToolFault,
     ToolResult,
     UserMessage,
 )
@@ -195,6 +196,11 @@ def event_text(event: Any, highlight: str | None = None) -> Text:
         out.append(f"⚠ error from {clean(event.source)} ({clean(event.kind)})", "bold yellow")
         out.append("\n")
         out.append(literal(event.message))
+    elif isinstance(event, ToolFault):
+        out = Text()
+        out.append(f"⚡ injected fault ({clean(event.kind)}) on ", "bold magenta")
+        out.append(literal(event.name, "bold"))
+        out.append(f", its call {event.call_number} (faults[{event.fault}])", "magenta")
     elif isinstance(event, ToolResult):
         out = Text()
         out.append("result of ", "dim")

@@ -1,0 +1,197 @@
+"""simlab's response cache (``--cache``, ``cache:``): the key is the full request plus the trial's seed
+and role; one append-only file per model, safe for several processes; a size cap; ``simlab cache
+clear``; a hit is recorded as cached with cost 0 and the first cost kept; judges are cached too, and
+``grade --rejudge`` asks the judge again unless given ``--cache``."""
+
+from __future__ import annotations
+
+import json
+import multiprocessing
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from simlab.cli.main import main
+from simlab.llm import LiteLLMModel, register_fake
+from simlab.llm.cache import ResponseCache, clear_cache
+from simlab.llm.types import ChatResult
+from simlab.transcript import Usage
+from tests.fixtures.hostile.helpers import read_lines, write_llm_project
+from tests.support import kv_llm_agent
+
+HELLO = [{"role": "user", "content": "Hello, where is my order A123?"}]
+TOOLS = [{"type": "function", "function": {"name": "lookup_order", "description": "Find an order",
+                                           "parameters": {"type": "object", "properties": {}}}}]
+
+
+class Counting:
+    """A fake provider's reply function that counts the calls that reached it."""
+
+    def __init__(self, reply: Any = None):
+        self.calls = 0
+        self.reply = reply
+
+    def __call__(self, messages: list[dict[str, Any]], tools: Any = None, **_: Any) -> Any:
+        self.calls += 1
+        if self.reply is not None:
+            return self.reply(messages, tools)
+        return {"text": f"answer {self.calls}"}
+
+
+async def test_the_same_request_seed_and_role_is_answered_from_disk(tmp_path: Path) -> None:
+    fn = Counting()
+    name = register_fake("cache-unit", fn)
+    cache = ResponseCache(tmp_path)
+    model = LiteLLMModel(name, role="agent", cache=cache, price={"input": 100.0, "output": 100.0})
+    first = await model.chat(HELLO, tools=TOOLS, seed=1)
+    again = await model.chat(HELLO, tools=TOOLS, seed=1)
+    assert fn.calls == 1
+    assert again.text == first.text == "answer 1"
+    assert not first.usage.cached and first.usage.cost_usd == pytest.approx(0.001)  # 10 tokens at $100/M
+    assert again.usage.cached and again.usage.cost_usd == 0.0 and again.usage.original_cost_usd == first.usage.cost_usd
+    assert again.usage.input_tokens == first.usage.input_tokens  # the tokens it stood for
+    # another trial (seed), another role, other tools, other messages: each a call of its own
+    await model.chat(HELLO, tools=TOOLS, seed=2)
+    await LiteLLMModel(name, role="simulator", cache=cache).chat(HELLO, tools=TOOLS, seed=1)
+    await model.chat(HELLO, seed=1)
+    await model.chat([*HELLO, {"role": "assistant", "content": "hi"}], tools=TOOLS, seed=1)
+    assert fn.calls == 5
+    # a fresh process (a new cache object) reads them back from the model's one file
+    assert (await LiteLLMModel(name, role="agent", cache=ResponseCache(tmp_path)).chat(HELLO, seed=2)).usage.cached \
+        is False
+    assert [p.name[:-len("-12345678.jsonl")] for p in tmp_path.iterdir()] == ["simlab-fake_cache-unit"]
+
+
+async def test_without_a_cache_nothing_is_stored_and_the_usage_line_is_as_before(tmp_path: Path) -> None:
+    fn = Counting()
+    model = LiteLLMModel(register_fake("cache-off", fn), role="agent")
+    await model.chat(HELLO, seed=1)
+    result = await model.chat(HELLO, seed=1)
+    assert fn.calls == 2 and not result.usage.cached
+    assert set(json.loads(result.usage.model_dump_json())) == {"input_tokens", "output_tokens", "cached_tokens",
+                                                               "cost_usd", "latency_s", "retries", "retry_wait_s"}
+
+
+def _result(text: str) -> ChatResult:
+    return ChatResult(text=text, usage=Usage(input_tokens=1, output_tokens=1, cost_usd=0.5))
+
+
+def test_a_torn_or_damaged_line_is_a_miss_not_an_error(tmp_path: Path) -> None:
+    cache = ResponseCache(tmp_path)
+    cache.put("m", "k1", _result("one"), role="agent")
+    path = cache.path_for("m")
+    with path.open("ab") as f:
+        f.write(b'{"key": "k2", "result": {"text": "half')  # a writer killed mid-line
+    fresh = ResponseCache(tmp_path)
+    assert fresh.get("m", "k1").text == "one" and fresh.get("m", "k2") is None
+    path.write_bytes(path.read_bytes() + b"\nnot json\n")
+    assert ResponseCache(tmp_path).get("m", "k1").text == "one"
+
+
+def test_a_full_cache_is_read_but_no_longer_grows(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    cache = ResponseCache(tmp_path, max_mb=600 / (1024 * 1024))  # room for about two lines
+    for i in range(5):
+        cache.put("m", f"k{i}", _result(f"answer {i}"), role="agent")
+    size = cache.path_for("m").stat().st_size
+    assert size <= 600
+    stored = sum(ResponseCache(tmp_path).get("m", f"k{i}") is not None for i in range(5))
+    assert 1 <= stored < 5
+    assert sum("is full" in r.message for r in caplog.records) == 1  # said once
+
+
+def _append_many(folder: str, worker: int, n: int) -> None:
+    cache = ResponseCache(folder)
+    for i in range(n):
+        cache.put("m", f"w{worker}-{i}", _result("x" * (3000 + i)), role="agent")  # lines longer than a pipe buffer
+
+
+def test_processes_appending_at_once_leave_only_whole_lines(tmp_path: Path) -> None:
+    ctx = multiprocessing.get_context("fork")
+    procs = [ctx.Process(target=_append_many, args=(str(tmp_path), w, 60)) for w in range(3)]
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join()
+    assert [p.exitcode for p in procs] == [0, 0, 0]
+    lines = ResponseCache(tmp_path).path_for("m").read_bytes().splitlines()
+    assert len(lines) == 180 and all(json.loads(line)["key"] for line in lines)
+    fresh = ResponseCache(tmp_path)
+    assert all(fresh.get("m", f"w{w}-{i}") is not None for w in range(3) for i in range(60))
+
+
+def test_clear_removes_every_model_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys) -> None:
+    folder = tmp_path / "transcripts" / ".cache"
+    for model in ("a", "b"):
+        ResponseCache(folder).put(model, "k", _result("x"), role="agent")
+    monkeypatch.chdir(tmp_path)
+    assert main(["cache", "clear"]) == 0
+    assert "2 model files" in capsys.readouterr().out
+    assert list(folder.iterdir()) == []
+    assert clear_cache(tmp_path / "nowhere") == (0, 0)
+
+
+@pytest.fixture
+def llm_project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, Counting, Counting]:
+    agent, judge = Counting(kv_llm_agent), Counting(lambda m, t: '{"verdict": "yes", "reason": "polite"}')
+    agent_name, judge_name = register_fake("cache-agent", agent), register_fake("cache-judge", judge)
+    write_llm_project(tmp_path, agent=agent_name, scenarios=2, trials=3, rubric=True, extra=f"judge: {judge_name}\n")
+    monkeypatch.chdir(tmp_path)
+    return tmp_path, agent, judge
+
+
+def _usages(root: Path, run: str) -> list[dict[str, Any]]:
+    records = read_lines(root / "transcripts" / run / "trials.jsonl")
+    return [e["usage"] for r in records for e in r["transcript"]["events"] if e["type"] == "model_call"]
+
+
+def test_a_second_run_with_cache_calls_no_model_and_says_so(llm_project) -> None:
+    root, agent, judge = llm_project
+    assert main(["run", "--run-id", "plain", "--no-progress"]) == 0
+    assert not (root / "transcripts" / ".cache").exists()  # off by default
+    calls = agent.calls
+    assert main(["run", "--run-id", "first", "--no-progress", "--cache"]) == 0
+    assert agent.calls == 2 * calls  # nothing cached yet: every call made
+    agent_calls = agent.calls
+    assert main(["run", "--run-id", "second", "--no-progress", "--cache"]) == 0
+    assert agent.calls == agent_calls  # every agent answer from the cache
+    # the judges' prompts name the run (their delimiter nonce), so a new run id asks them again
+    first, second = _usages(root, "first"), _usages(root, "second")
+    assert len(first) == len(second) > 0
+    assert not any(u.get("cached") for u in first)
+    agent_usages = [u for u in second if u.get("cached")]
+    assert len(agent_usages) == agent_calls - calls and all(u["cost_usd"] == 0.0 for u in agent_usages)
+    stored = {p.name[:-len("-12345678.jsonl")] for p in (root / "transcripts" / ".cache").iterdir()}
+    assert stored == {"simlab-fake_cache-agent", "simlab-fake_cache-judge"}
+    verdicts = [r["verdict"] for r in read_lines(root / "transcripts" / "second" / "trials.jsonl")]
+    assert verdicts == [r["verdict"] for r in read_lines(root / "transcripts" / "first" / "trials.jsonl")]
+
+
+def test_cache_in_simlab_yaml_turns_it_on(llm_project) -> None:
+    root, agent, _ = llm_project
+    with (root / "simlab.yaml").open("a") as f:
+        f.write("cache: {max_mb: 50}\n")
+    assert main(["run", "--run-id", "a", "--no-progress"]) == 0
+    calls = agent.calls
+    assert main(["run", "--run-id", "b", "--no-progress"]) == 0
+    assert agent.calls == calls
+
+
+def test_rejudge_asks_the_judge_again_unless_told_to_use_the_cache(llm_project) -> None:
+    root, _, judge = llm_project
+    assert main(["run", "--run-id", "r", "--no-progress", "--cache"]) == 0
+    asked = judge.calls
+    assert asked > 0
+    assert main(["grade", "r", "--rejudge"]) == 0
+    assert judge.calls == 2 * asked  # bypassed: a re-judge is asked to judge afresh
+    assert main(["grade", "r", "--rejudge", "--cache"]) == 0
+    assert judge.calls == 2 * asked  # asked for: the stored answers
+
+
+def test_a_bad_cache_setting_names_the_field(llm_project, capsys) -> None:
+    root, _, _ = llm_project
+    with (root / "simlab.yaml").open("a") as f:
+        f.write("cache: {max_mb: -1}\n")
+    assert main(["run", "--run-id", "x", "--no-progress"]) == 2
+    err = capsys.readouterr().err
+    assert "simlab.yaml" in err and "cache" in err and "Traceback" not in err

@@ -79,16 +79,19 @@ SLOW: dict[str, set[str]] = {
     "tests/test_faults_providers.py": {"test_context_window_ends_the_trial_with_its_own_reason", "test_malformed_replies_are_recorded_faithfully", "test_thirty_percent_transient_faults_complete_every_trial"},
     "tests/test_faults_storm.py": {"test_back_off_is_jittered", "test_calls_in_flight_per_model_stay_under_the_cap", "test_requests_per_minute_bound_every_attempt_retries_included", "test_without_a_cap_the_storm_runs_wide"},
     "tests/test_frameworks_specs.py": {"test_a_missing_extra_is_a_clear_error_with_exit_2", "test_first_tool_call_names_a_tool_of_the_domain", "test_the_base_install_never_imports_a_framework"},
-    "tests/test_hostile_specs.py": {"test_a_valid_scenario_with_random_damage_gives_0_or_2", "test_mutated_scenarios_give_0_or_2", "test_random_yamlish_text_never_crashes"},
+    "tests/test_hostile_specs.py": {"test_mutated_scenarios_run_or_are_refused", "test_a_valid_scenario_with_random_damage_gives_0_or_2", "test_mutated_scenarios_give_0_or_2", "test_random_yamlish_text_never_crashes"},
     "tests/test_http_agent.py": {"test_a_careful_agent_service_passes_and_the_planted_defect_fails", "test_each_worker_process_serves_its_own_trials_tools"},
     "tests/test_llm_import.py": {"test_importing_simlab_llm_does_not_import_litellm", "test_load_litellm_sets_local_cost_map"},
     "tests/test_real_server.py": {"test_a_server_that_crashes_mid_run_stops_it_and_a_resume_after_the_restart_completes", "test_errors_stop_a_plain_run_with_their_causes_and_a_resume_plays_them_again"},
     "tests/test_runner.py": {"test_resume_after_sigkill_has_every_unit_exactly_once", "test_sigint_stops_cleanly_and_keeps_finished_trials"},
     "tests/test_serve_cli.py": {"test_an_http_agent_run_imports_no_litellm_even_when_its_endpoint_fails", "test_nothing_of_the_serve_extra_is_imported_unless_asked_for", "test_sigterm_stops_simlab_serve_as_cleanly", "test_simlab_serve_serves_a_scenarios_state_prints_each_call_and_stops_on_ctrl_c"},
     "tests/test_serve_tools.py": {"test_concurrent_trials_each_see_only_their_own_state_and_events"},
-    "tests/test_tui_app.py": {"test_compare_two_trials_of_a_scenario", "test_help_theme_and_quit", "test_markdown_export_writes_a_file_and_says_where", "test_next_failure_walks_failed_checks_and_shows_the_state_diff", "test_search_across_visible_trials", "test_tab_moves_between_panes_and_e_cycles_tool_calls", "test_tool_calls_expand_and_long_results_fold", "test_trials_screen_filters", "test_view_does_not_import_litellm_or_pandas", "test_views_refresh_while_a_run_is_written"},
-    "tests/test_tui_snapshots.py": {"test_compare_screen", "test_transcript_screen", "test_transcript_screen_light_theme"},
+    "tests/test_tui_app.py": {"test_selecting_a_failed_check_jumps_to_its_event", "test_compare_two_trials_of_a_scenario", "test_help_theme_and_quit", "test_markdown_export_writes_a_file_and_says_where", "test_next_failure_walks_failed_checks_and_shows_the_state_diff", "test_search_across_visible_trials", "test_tab_moves_between_panes_and_e_cycles_tool_calls", "test_tool_calls_expand_and_long_results_fold", "test_trials_screen_filters", "test_view_does_not_import_litellm_or_pandas", "test_views_refresh_while_a_run_is_written"},
+    "tests/test_tui_snapshots.py": {"test_tool_call_screen", "test_find_in_transcript", "test_compare_screen", "test_transcript_screen", "test_transcript_screen_light_theme"},
     "tests/test_workers.py": {"test_a_killed_run_resumes_with_every_unit_exactly_once", "test_ctrl_c_stops_every_worker_and_keeps_finished_trials", "test_two_workers_play_every_unit_once_with_the_results_of_one_process"},
+    "tests/test_pytest_plugin.py": {"test_markers_from_tags_and_a_gate_of_ones_own", "test_the_flaky_agent_fails_naming_checks_and_transcripts", "test_scenarios_pass_with_the_careful_agent_and_write_junit", "test_without_an_agent_nothing_is_collected"},
+    "tests/test_report_html.py": {"test_the_html_report_renders_offline_in_a_headless_browser"},
+    "tests/test_tui_review.py": {"test_find_inside_one_transcript_walks_its_hits", "test_one_tool_call_opens_whole_from_the_keyboard_and_copies"},
 }
 
 

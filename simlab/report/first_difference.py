@@ -12,8 +12,8 @@ from pathlib import Path
 from typing import Any
 
 from simlab.runner.store import RunStore
-from simlab.sim.replay import tool_difference
 from simlab.transcript import AgentMessage, Transcript, UserMessage
+from simlab.transcript.tool_diff import tool_difference
 
 
 def _text(events: list[Any], kind: type[UserMessage] | type[AgentMessage], turn: int) -> str | None:

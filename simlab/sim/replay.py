@@ -19,29 +19,8 @@ from typing import Any
 
 from simlab.sim.simulators.base import Simulator, SimView, UserTurn
 from simlab.sim.tool_handle import StopTrial
-from simlab.transcript import AgentMessage, ModelCall, Pin, ReplayInfo, Signal, ToolCall, Transcript, UserMessage
-
-
-def _calls(events: list[Any], turn: int) -> list[str]:
-    out = []
-    for e in events:
-        if isinstance(e, ToolCall) and e.turn == turn:
-            args = json.dumps(e.arguments, sort_keys=True, default=str) if e.arguments is not None else e.raw_arguments
-            out.append(f"{e.name}({args})")
-    return out
-
-
-def tool_difference(recorded: Transcript, live: list[Any], turn: int) -> str | None:
-    """How the agent's tool calls in ``turn`` differ from the recording's, or None when they match."""
-    was, now = _calls(recorded.events, turn), _calls(live, turn)
-    if was == now:
-        return None
-    for i, (a, b) in enumerate(zip(was, now)):
-        if a != b:
-            return f"tool call {i + 1} was {a}, now {b}"
-    if len(was) > len(now):
-        return f"the recording made {len(was)} tool calls, the agent {len(now)}: {was[len(now)]} is missing"
-    return f"the recording made {len(was)} tool calls, the agent {len(now)}: {now[len(was)]} is new"
+from simlab.transcript import AgentMessage, ModelCall, Pin, ReplayInfo, Signal, Transcript, UserMessage
+from simlab.transcript.tool_diff import tool_difference, turn_calls
 
 
 class ReplaySimulator(Simulator):
@@ -98,8 +77,8 @@ class ReplaySimulator(Simulator):
         messages = [
             {"role": "system", "content": JUDGE_PROMPT},
             {"role": "user", "content": (
-                f"Recorded agent turn:\n{was}\nIts tool calls: {', '.join(_calls(recorded.events, turn)) or 'none'}"
-                f"\n\nNew agent turn:\n{now}\nIts tool calls: {', '.join(_calls(view.events, turn)) or 'none'}"
+                f"Recorded agent turn:\n{was}\nIts tool calls: {', '.join(turn_calls(recorded.events, turn)) or 'none'}"
+                f"\n\nNew agent turn:\n{now}\nIts tool calls: {', '.join(turn_calls(view.events, turn)) or 'none'}"
                 f"\n\nNext recorded user message:\n{nxt}")},
         ]
         result = await self.judge.chat(messages)

@@ -218,3 +218,11 @@ def test_live_progress_adds_only_new_rows_and_equals_a_full_count(run: RunInfo) 
         sid: (p.trials, p.figures([1, 2])) for sid, p in whole.items()}
     again = live.update(list(rows[:2]))  # the index read the file again from the start: a new list
     assert sum(p.trials for p in again.values()) == 2
+
+
+def test_the_failed_checks_room_of_an_empty_list_is_the_headers_room() -> None:
+    """A filter that matches no trial leaves the trials table empty: its layout must still work."""
+    from simlab.tui.widgets.trials_table import failed_checks_room
+
+    assert failed_checks_room([], False, 80) == 80 - (5 + 7 + 4 + 3 * 2) - 2 - 2
+    assert failed_checks_room([], True, 80) < failed_checks_room([], False, 80)

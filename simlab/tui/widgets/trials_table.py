@@ -84,9 +84,9 @@ def _cut(text: Text, width: int) -> Text:
 def failed_checks_room(rows: list[TrialRow], show_scenario: bool, width: int) -> int:
     """The characters left for the failed checks once the columns before them are drawn (at
     least 16): the widest trial label, verdict and cost, and the scenario when shown."""
-    used = max(len("trial"), *(len(f"  #{r.trial}") for r in rows)) + PAD
-    used += max(len("verdict"), *(len(verdict_text(r.verdict)) for r in rows)) + PAD
-    used += max(len("cost"), *(len(fmt_cost(r.cost)) for r in rows)) + PAD
+    used = max([len("trial"), *(len(f"  #{r.trial}") for r in rows)]) + PAD
+    used += max([len("verdict"), *(len(verdict_text(r.verdict)) for r in rows)]) + PAD
+    used += max([len("cost"), *(len(fmt_cost(r.cost)) for r in rows)]) + PAD
     if show_scenario:
-        used += min(SCENARIO_MAX, max(len("scenario"), *(len(r.scenario_id) for r in rows))) + PAD
+        used += min(SCENARIO_MAX, max([len("scenario"), *(len(r.scenario_id) for r in rows)])) + PAD
     return max(16, width - used - 2 - PAD)  # the scroll bar, the column's own padding

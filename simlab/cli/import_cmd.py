@@ -32,9 +32,6 @@ def add_parser(sub: Any) -> None:
     parser.set_defaults(_import_parser=parser)
 
 
-def configure_format(parser: argparse.ArgumentParser, module: str) -> None:
-    importlib.import_module(module).configure(parser)
-
 
 def import_command(args: argparse.Namespace, argv: list[str] | None = None) -> int:
     """Parse the format's own arguments (its module is imported now), then run it."""

@@ -17,8 +17,6 @@ import sys
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from simlab.errors import UsageError
 
 
@@ -78,17 +76,20 @@ def _by_number(records: dict[str, Any], number: str, folder: Path) -> str:
 def _pinned_domain(folder: Path, t: Any) -> str | None:
     """The domain reference of the scenario file the trial was played from, else its domain's name."""
     from simlab.runner.store import RunStore
+    from simlab.specs.yamlio import load_yaml_file
 
     pinned = ((RunStore(folder).read_manifest() or {}).get("pins") or {}).get("scenarios") or {}
     path = (pinned.get(t.scenario_id) or {}).get("path")
     if path and Path(path).is_file():
-        data = yaml.safe_load(Path(path).read_text(encoding="utf-8")) or {}
+        data = load_yaml_file(Path(path))[0] or {}
         if isinstance(data, dict) and isinstance(data.get("domain"), str):
             return str(data["domain"])
     return str(t.domain)
 
 
 def _flow(value: Any) -> str:
+    import yaml  # here, not at the top: main.py imports this module to build the parser
+
     return yaml.safe_dump(value, default_flow_style=True, allow_unicode=True, width=10_000).strip()
 
 

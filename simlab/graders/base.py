@@ -21,7 +21,7 @@ from typing import Any
 
 from simlab.env.domain import Domain
 from simlab.specs import Persona, Scenario
-from simlab.transcript import Transcript
+from simlab.transcript import AgentMessage, Transcript
 from simlab.transcript.checks import Check, CheckKind, CheckStatus, Verdict
 
 __all__ = ["Check", "CheckKind", "CheckStatus", "GradeContext", "Verdict", "check_at", "initial_snapshot",
@@ -54,6 +54,12 @@ def verdict_of(transcript: Transcript, checks: list[Check]) -> Verdict:
     if any(c.status == "not_run" for c in hard):
         return "unjudged"
     return "pass"
+
+
+def last_agent_message(transcript: Transcript) -> int | None:
+    """The index of the agent's last message in the transcript, or None when it never spoke."""
+    return next((i for i in range(len(transcript.events) - 1, -1, -1)
+                 if isinstance(transcript.events[i], AgentMessage)), None)
 
 
 def check_at(transcript: Transcript, index: int | None) -> dict[str, Any]:

@@ -106,7 +106,7 @@ def efficiency_counts(transcript: Transcript) -> dict[str, Any]:
             failing.discard(c.call.name)
             recoveries += 1
     faulted = {e.call_id for e in t.events if isinstance(e, ToolFault)}
-    faults = _fault_counts(calls, faulted) if faulted else {"injected": 0, "attempts_after": 0, "recovered": 0}
+    faults = _fault_counts(calls, faulted)
     roles = _by_role(t)
     trial_roles = [roles["agent"], roles["simulator"]]
     model_calls = [e for e in t.events if isinstance(e, ModelCall)]

@@ -17,7 +17,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from simlab.graders.base import GradeContext, check_at
+from simlab.graders.base import GradeContext, check_at, last_agent_message
 from simlab.graders.judge import (
     JudgeOutcome,
     ask_json,
@@ -31,7 +31,7 @@ from simlab.graders.judge import (
 from simlab.graders.judge_prompt import MAX_RESULT_CHARS, data_rules, delimit, event_line, nonce_for
 from simlab.graders.registry import grader
 from simlab.llm.types import Message
-from simlab.transcript import AgentMessage, Check, InvalidCall, ModelCall, ToolCall, ToolResult, Transcript
+from simlab.transcript import Check, InvalidCall, ModelCall, ToolCall, ToolResult, Transcript
 
 __all__ = ["Claim", "Claims", "grade_groundedness", "groundedness_messages"]
 
@@ -82,13 +82,6 @@ Reply with only a JSON object, no other text:
 Use an empty list if the message makes no factual claims."""
 
 
-def _last_agent_message(transcript: Transcript) -> int | None:
-    for index in range(len(transcript.events) - 1, -1, -1):
-        if isinstance(transcript.events[index], AgentMessage):
-            return index
-    return None
-
-
 def groundedness_messages(transcript: Transcript, index: int) -> list[Message]:
     """System instructions; the evidence before event ``index`` and the message at ``index`` as data."""
     nonce = nonce_for(transcript, "groundedness")
@@ -110,7 +103,7 @@ async def grade_groundedness(ctx: GradeContext, *, max_attempts: int = 3, hard: 
     if not ctx.scenario.expect.groundedness:
         return JudgeOutcome([])
     transcript = ctx.transcript
-    index = _last_agent_message(transcript)
+    index = last_agent_message(transcript)
     if ctx.judge is None:
         return JudgeOutcome([not_run("groundedness", "groundedness", hard)])
     if index is None:  # nothing claimed, nothing to ground (no score: that is not 100 %)

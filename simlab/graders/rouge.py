@@ -7,9 +7,8 @@ from __future__ import annotations
 import unicodedata
 from collections.abc import Callable
 
-from simlab.graders.base import Check, GradeContext, check_at
+from simlab.graders.base import Check, GradeContext, check_at, last_agent_message
 from simlab.graders.registry import grader
-from simlab.transcript import AgentMessage
 
 __all__ = ["RougeMissing", "response_match_grader", "rouge1_f"]
 
@@ -42,8 +41,7 @@ def response_match_grader() -> Callable[[GradeContext], list[Check]]:
         spec = ctx.scenario.expect.response_match
         if spec is None:
             return []
-        last = next((i for i in range(len(ctx.transcript.events) - 1, -1, -1)
-                     if isinstance(ctx.transcript.events[i], AgentMessage)), None)
+        last = last_agent_message(ctx.transcript)
         text = ctx.transcript.events[last].text if last is not None else ""  # type: ignore[union-attr]
         try:
             score = rouge1_f(text, spec.reference)

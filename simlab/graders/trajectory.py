@@ -18,12 +18,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from simlab.graders.base import Check, GradeContext, check_at
+from simlab.graders.base import Check, GradeContext, check_at, last_agent_message
 from simlab.graders.comparators import ComparatorError, call_matches, call_mismatch, describe_spec
 from simlab.graders.registry import grader
 from simlab.graders.served import unless_tools_unseen
 from simlab.specs.expect import CallSpec
-from simlab.transcript import AgentMessage, InvalidCall, ToolCall, Transcript
+from simlab.transcript import InvalidCall, ToolCall, Transcript
 
 __all__ = ["agent_calls", "grade_trajectory", "max_matching"]
 
@@ -146,10 +146,6 @@ def _metric(name: str, hits: int, total: int, what: str, details: dict[str, Any]
                  score=score, reason=f"{hits} of {total} {what} matched", details=details)
 
 
-def _last_agent_message(transcript: Transcript) -> int | None:
-    return next((i for i in range(len(transcript.events) - 1, -1, -1)
-                 if isinstance(transcript.events[i], AgentMessage)), None)
-
 
 def grade_trajectory(ctx: GradeContext) -> list[Check]:
     """The mode check plus precision/recall; [] when the scenario has no ``trajectory``."""
@@ -172,7 +168,7 @@ def grade_trajectory(ctx: GradeContext) -> list[Check]:
     except ComparatorError as exc:
         return [Check(name=name, kind="trajectory", status="error", reason=f"argument comparator: {exc}")]
     if not ok and event is None:  # a call that never happened: point at where the agent stopped acting
-        event = calls[-1][0] if calls else _last_agent_message(ctx.transcript)
+        event = calls[-1][0] if calls else last_agent_message(ctx.transcript)
     counts = {"reference": len(refs), "calls": len(calls), "invalid": sum(1 for c in calls if not c[2]),
               "matched": len(matched)}
     main = Check(name=name, kind="trajectory", status="pass" if ok else "fail", reason=reason,

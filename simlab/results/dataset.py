@@ -17,10 +17,11 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from simlab.results.figures import DatasetScore
+from simlab.specs.gates import DATASET_METRICS
 
 __all__ = ["BUILT_IN_KEYS", "KEY", "prf", "run_summary_functions", "tool_scores"]
 
-BUILT_IN_KEYS = ("tool_precision", "tool_recall", "tool_f1")
+BUILT_IN_KEYS = DATASET_METRICS  # the figures simlab pools itself, as gates name them
 KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 LEFT_OUT = ("error", "invalid")  # infrastructure errors and broken simulations say nothing of the agent's calls
 

@@ -18,6 +18,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from simlab.errors import SpecError
+from simlab.redact import map_strings
 
 BUILTIN_PATTERNS: dict[str, str] = {
     "email": r"[A-Za-z0-9._%+-]+@[A-Za-z0-9.-]+\.[A-Za-z]{2,}",
@@ -71,13 +72,7 @@ class Redactor:
 
     def tree(self, value: Any) -> Any:
         """Every string in ``value`` masked, keys included (a phone number can be a key)."""
-        if isinstance(value, str):
-            return self.text(value)
-        if isinstance(value, dict):
-            return {self.tree(k) if isinstance(k, str) else k: self.tree(v) for k, v in value.items()}
-        if isinstance(value, list):
-            return [self.tree(v) for v in value]
-        return value
+        return map_strings(value, self.text)
 
 
 def load_pii(path: Path | None) -> PiiSpec:

@@ -7,6 +7,7 @@ import contextlib
 import json
 from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from textual.pilot import Pilot
@@ -102,16 +103,31 @@ async def test_one_tool_call_opens_whole_from_the_keyboard_and_copies(root: Path
         assert view.call.name in app.clipboard
 
 
+def notices(app: Any) -> list[str]:
+    """Every message the app shows as a toast, kept: a toast leaves the screen after its timeout,
+    and a slow machine must not make the test miss it."""
+    said: list[str] = []
+    shown = app.notify
+
+    def record(message: str, **how: Any) -> Any:
+        said.append(message)
+        return shown(message, **how)
+
+    app.notify = record
+    return said
+
+
 @pytest.mark.parametrize("size", SIZES, ids=["80x24", "120x40"])
 async def test_find_inside_one_transcript_walks_its_hits(root: Path, size: tuple[int, int]) -> None:
     async with first_transcript(root, size) as (app, pilot, screen):
         view = screen.query_one(TranscriptView)
         hits = view.matches("A100")
         assert len(hits) >= 2
+        said = notices(app)
         await pilot.press("slash", *"a100", "enter")
         await pilot.pause()
         assert screen.query_one(f"#ev-{hits[0]}").has_class("target")
-        assert any("hit 1 of" in n.message for n in app._notifications)
+        assert any("hit 1 of" in message for message in said)
         await pilot.press("enter")
         await pilot.pause()
         assert screen.query_one(f"#ev-{hits[1]}").has_class("target")
@@ -120,7 +136,7 @@ async def test_find_inside_one_transcript_walks_its_hits(root: Path, size: tuple
         await pilot.press("escape")
         await pilot.press("slash", *"no such words", "enter")
         await pilot.pause()
-        assert any("not in this transcript" in n.message for n in app._notifications)
+        assert any("not in this transcript" in message for message in said)
 
 
 def row(scenario: str, trial: int, verdict: str) -> TrialRow:

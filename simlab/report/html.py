@@ -125,7 +125,8 @@ def _failing_checks(summary: RunSummary) -> str:
 def _distributions(digest: Digest) -> str:
     costs = [h["row"].get("cost_usd") for h in digest.heads]
     known = [float(c) for c in costs if c is not None]
-    latency = [float(h["row"].get("duration_s") or 0.0) for h in digest.heads]
+    durations = [h["row"].get("duration_s") for h in digest.heads]
+    latency = [float(d) for d in durations if d is not None]  # an unknown duration is left out, never 0 s
     charts = []
     if known:
         charts.append(histogram_svg("cost per trial (USD)", known))

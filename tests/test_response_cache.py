@@ -195,3 +195,32 @@ def test_a_bad_cache_setting_names_the_field(llm_project, capsys) -> None:
     assert main(["run", "--run-id", "x", "--no-progress"]) == 2
     err = capsys.readouterr().err
     assert "simlab.yaml" in err and "cache" in err and "Traceback" not in err
+
+
+def test_a_line_torn_by_a_killed_writer_costs_only_itself(tmp_path) -> None:
+    """A writer killed mid-line leaves no newline; the next answer must still be read back whole."""
+    from simlab.llm.cache import ResponseCache
+    from simlab.llm.types import ChatResult
+    from simlab.transcript import Usage
+
+    cache = ResponseCache(tmp_path)
+    path = cache.path_for("m")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(b'{"key":"torn","role":"agent","res')
+    cache.put("m", "k1", ChatResult(text="hello", tool_calls=[], usage=Usage(), model="m"), role="agent")
+    fresh = ResponseCache(tmp_path)
+    assert fresh.get("m", "torn") is None
+    found = fresh.get("m", "k1")
+    assert found is not None and found.text == "hello"
+
+
+def test_a_cache_that_cannot_be_written_is_a_miss_not_an_error(tmp_path) -> None:
+    from simlab.llm.cache import ResponseCache
+    from simlab.llm.types import ChatResult
+    from simlab.transcript import Usage
+
+    blocker = tmp_path / "not-a-folder"
+    blocker.write_text("a file where the cache folder should be")
+    cache = ResponseCache(blocker / "cache")
+    cache.put("m", "k1", ChatResult(text="hello", tool_calls=[], usage=Usage(), model="m"), role="agent")
+    assert cache.get("m", "k1") is None

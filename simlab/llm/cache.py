@@ -7,12 +7,12 @@ every call whose request did not change. Off unless asked for (``--cache``, ``ca
   and the role**: two trials of one scenario stay independent samples, and a trial played again gets
   exactly its own earlier answers. Secrets never enter the key's input as text that is stored: only
   the sha256 of it is kept.
-- One file per model (``<folder>/<model>.jsonl``), append-only: a line is written with one
-  ``write`` under an exclusive ``flock``, so worker processes of one run (``--workers``) and runs side
+- One file per model (``<folder>/<model>.jsonl``), append-only: a line is written whole under an
+  exclusive ``flock``, so worker processes of one run (``--workers``) and runs side
   by side append whole lines. A torn or unreadable line is a miss, never an error.
 - A size cap per file (``max_mb``): a full file is read but no longer grows (said once in the log).
 - A hit is a ``ChatResult`` whose usage says ``cached`` with cost 0 and the first call's cost in
-  ``original_cost_usd``; latency is the lookup's.
+  ``original_cost_usd``; its latency is 0.
 """
 
 from __future__ import annotations
@@ -73,12 +73,18 @@ class ResponseCache:
         return None if found is None else _result(found)
 
     def put(self, model: str, key: str, result: ChatResult, *, role: str) -> None:
-        """Append one answer (whole line, one write, under an exclusive lock)."""
+        """Append one answer (whole line, under an exclusive lock). A line torn by a writer that was
+        killed is ended first, so it costs only itself; a file that cannot be written (disk full, read
+        only) is said once in the log and the answer is not stored: cache trouble is a miss."""
         line = (json.dumps({"key": key, "role": role, "result": _stored(result)}, ensure_ascii=False,
                            separators=(",", ":")) + "\n").encode("utf-8", "surrogatepass")
         path = self.path_for(model)
-        self.folder.mkdir(parents=True, exist_ok=True)
-        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        try:
+            self.folder.mkdir(parents=True, exist_ok=True)
+            fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
+        except OSError as exc:
+            self._cannot_store(model, path, exc)
+            return
         try:
             fcntl.flock(fd, fcntl.LOCK_EX)
             size = os.fstat(fd).st_size
@@ -88,10 +94,22 @@ class ResponseCache:
                     log.warning("response cache %s is full (cap %d MB): new answers are not stored; "
                                 "`simlab cache clear` empties it", path, self.max_bytes // (1024 * 1024))
                 return
-            os.write(fd, line)
+            if size and os.pread(fd, 1, size - 1) != b"\n":
+                line = b"\n" + line  # the torn line stays unreadable (a miss); this one stays whole
+            view = memoryview(line)
+            while view:
+                view = view[os.write(fd, view):]
+        except OSError as exc:
+            self._cannot_store(model, path, exc)
+            return
         finally:
             os.close(fd)
-        self._entries.setdefault(model, {})[key] = json.loads(line)["result"]
+        self._entries.setdefault(model, {})[key] = json.loads(line)["result"]  # a copy: no live object is shared
+
+    def _cannot_store(self, model: str, path: Path, exc: OSError) -> None:
+        if model not in self._full_said:
+            self._full_said.add(model)
+            log.warning("response cache %s cannot be written (%s): new answers are not stored", path, exc)
 
     def _read_new(self, model: str) -> None:
         path = self.path_for(model)
@@ -100,7 +118,7 @@ class ResponseCache:
             with path.open("rb") as f:
                 f.seek(start)
                 data = f.read()
-        except FileNotFoundError:
+        except OSError:  # none yet, or unreadable: a miss
             return
         end = data.rfind(b"\n") + 1  # a line still being written is read next time
         entries = self._entries.setdefault(model, {})

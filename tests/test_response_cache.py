@@ -58,6 +58,10 @@ async def test_the_same_request_seed_and_role_is_answered_from_disk(tmp_path: Pa
     await model.chat([*HELLO, {"role": "assistant", "content": "hi"}], tools=TOOLS, seed=1)
     assert fn.calls == 5
     # a fresh process (a new cache object) reads them back from the model's one file
+    fresh = LiteLLMModel(name, role="agent", cache=ResponseCache(tmp_path))
+    assert (await fresh.chat(HELLO, tools=TOOLS, seed=2)).usage.cached
+    assert fn.calls == 5
+    # ... and a request never stored is still a call
     assert (await LiteLLMModel(name, role="agent", cache=ResponseCache(tmp_path)).chat(HELLO, seed=2)).usage.cached \
         is False
     assert [p.name[:-len("-12345678.jsonl")] for p in tmp_path.iterdir()] == ["simlab-fake_cache-unit"]

@@ -86,7 +86,7 @@ def _project(path: Path, given: str | None) -> Path:
 class ScenarioItem(pytest.Item):
     def runtest(self) -> None:
         import simlab
-        from simlab.testing import DEFAULT_GATES, scenario_result
+        from simlab.testing import DEFAULT_GATES, per_scenario, scenario_result
 
         config = self.config
         project = _project(self.path, config.getoption("--simlab-project"))
@@ -96,7 +96,7 @@ class ScenarioItem(pytest.Item):
             from simlab.specs import load_suite
 
             gates = [g.gate for g in load_suite(Path(suite)).spec.gates
-                     if g.gate and g.view == "valid" and not g.gate.split()[0].startswith("tool_")]
+                     if g.gate and g.view == "valid" and per_scenario(g.gate)]
         run = simlab.run([str(self.path.resolve())], agent=_agent(config), trials=config.getoption("--simlab-trials"),
                          suite=str(Path(suite).resolve()) if suite else None, project=project,
                          run_id=f"pytest-{config.stash[STAMP]}-{self.name}")

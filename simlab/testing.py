@@ -31,6 +31,15 @@ class ScenarioResult:
         return "\n".join([f"scenario {self.scenario}: {'passed' if self.passed else 'failed'}", *self.lines])
 
 
+def per_scenario(gate: str) -> bool:
+    """Whether ``gate`` can be decided on one scenario's figures (not a run-wide dataset figure, a
+    summary function's key or the attack success rate, which only a whole run has)."""
+    from simlab.specs.gates import DATASET_METRICS, known_metric, parse_gate
+
+    metric = parse_gate(gate, custom=True)[0]
+    return known_metric(metric) and metric not in (*DATASET_METRICS, "attack_success")
+
+
 def scenario_result(run: Any, scenario: str, gates: Sequence[str]) -> ScenarioResult:
     """``scenario``'s figures in ``run`` (a ``simlab.Run``) against ``gates`` ('METRIC OP NUMBER',
     each read per scenario). Inconclusive (n < k, unknown cost) counts as not passed."""
@@ -45,10 +54,14 @@ def scenario_result(run: Any, scenario: str, gates: Sequence[str]) -> ScenarioRe
         return ScenarioResult(scenario, False, [f"no graded trial of {scenario} in {run.folder}"])
     lines: list[str] = []
     for text in gates:
-        metric, op, bound = parse_gate(text)
-        if metric.startswith(("pass^", "pass@")) and metric[5:].isdigit():
-            extend_curves(summary, int(metric[5:]))
-        value = metric_value(figures, metric, "valid")
+        try:
+            metric, op, bound = parse_gate(text)
+            if metric.startswith(("pass^", "pass@")) and metric[5:].isdigit():
+                extend_curves(summary, int(metric[5:]))
+            value = metric_value(figures, metric, "valid")
+        except ValueError as exc:  # a run-wide figure or a summary function's key: not a scenario's
+            lines.append(f"gate {text}: cannot be decided for one scenario ({exc}); gate it in a suite")
+            continue
         if value is None:
             lines.append(f"gate {text}: inconclusive ({metric} is undefined: {figures.n} trials)")
         elif not OPS[op](value, bound):

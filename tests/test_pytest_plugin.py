@@ -75,3 +75,17 @@ def test_evaluate_inside_a_test_function(project: Path) -> None:
     text = str(failed.value)
     assert "scenario refund-damaged-card: failed" in text and "transcripts: " in text
     assert "fail " in text  # each failing check with its reason
+
+
+def test_a_run_wide_gate_fails_the_scenario_with_a_reason_instead_of_crashing(project: Path) -> None:
+    """tool_f1 and a summary function's key have no per-scenario value: the item says so (never a pass)."""
+    from simlab.testing import evaluate, per_scenario
+
+    assert per_scenario("pass^2 >= 0.5") and not per_scenario("tool_f1 >= 0.9")
+    assert not per_scenario("my_key >= 0.5") and not per_scenario("attack_success <= 0")
+    scenarios = ["scenarios/retail/refund-damaged-card.yaml"]
+    for gate in ("tool_f1 >= 0.9", "my_key >= 0.5"):
+        with pytest.raises(AssertionError) as failed:
+            evaluate(scenarios, agent="python:examples.retail_agents:careful_agent", trials=1,
+                     gates=[gate], run_id=f"wide-{gate.split()[0]}")
+        assert f"gate {gate}: cannot be decided for one scenario" in str(failed.value)

@@ -8,10 +8,13 @@ import argparse
 import json
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from simlab.errors import SpecError, UsageError
 from simlab.inert import one_line
+
+if TYPE_CHECKING:
+    from simlab.results.figures import RunSummary
 
 
 def init_command(args: argparse.Namespace) -> int:
@@ -52,6 +55,7 @@ def _walk(folder: Any, prefix: str = "") -> list[tuple[str, Any]]:
 def runs_command(args: argparse.Namespace) -> int:
     """One line per run, newest first: id, date, agent, trials done of planned, pass^1, pass^k."""
     from simlab.report.build import runs_by_age
+    from simlab.report.fmt import pct
     from simlab.runner.store import RunStore
     from simlab.specs import load_config
 
@@ -62,6 +66,7 @@ def runs_command(args: argparse.Namespace) -> int:
         return 0
     k = args.k
     print(f"{'run':<24} {'created':<20} {'trials':>13} {'pass^1':>7} {f'pass^{k}':>7}  agent")
+    missing = False
     for folder in folders[: args.last]:
         store = RunStore(folder)
         try:
@@ -73,40 +78,37 @@ def runs_command(args: argparse.Namespace) -> int:
         planned = manifest.get("units")
         state = f"{done}/{planned}" if planned else f"{done}/?"
         figures = _fresh_summary(folder)
-        pass_1 = _pct(_point(figures, 1))
-        pass_k = _pct(_point(figures, k))
+        missing = missing or figures is None
+        pass_1, pass_k = pct(_point(figures, 1)), pct(_point(figures, k))
         agent = (manifest.get("pins") or {}).get("agent") or {}
         ref = agent.get("model") or (f"python:{agent['python']}" if agent.get("python") else "?")
         created = str(manifest.get("created_at", ""))[:19].replace("T", " ")
         mark = "" if planned and done >= planned else " (incomplete)"
         print(f"{one_line(folder.name):<24} {created:<20} {state + mark:>13} {pass_1:>7} {pass_k:>7}  {one_line(ref)}")
-    if any(_fresh_summary(f) is None for f in folders[: args.last]):
+    if missing:
         print("–: no summary.json newer than its trials; `simlab report RUN` writes it")
     return 0
 
 
-def _fresh_summary(folder: Path) -> dict[str, Any] | None:
-    """summary.json when it is newer than the trials (a report of 100,000 trials costs seconds:
-    the list never recomputes it)."""
+def _fresh_summary(folder: Path) -> RunSummary | None:
+    """summary.json (the typed summary) when it is newer than the trials (a report of 100,000
+    trials costs seconds: the list never recomputes it); None when missing, stale or unreadable."""
+    from pydantic import ValidationError
+
+    from simlab.results.figures import RunSummary
+
     summary, trials = folder / "summary.json", folder / "trials.jsonl"
     if not summary.exists() or (trials.exists() and trials.stat().st_mtime > summary.stat().st_mtime):
         return None
     try:
-        value = json.loads(summary.read_text(encoding="utf-8"))
-        return value if isinstance(value, dict) else None
-    except (OSError, ValueError):
+        return RunSummary.model_validate_json(summary.read_bytes())
+    except (OSError, ValidationError):
         return None
 
 
-def _point(figures: dict[str, Any] | None, k: int) -> float | None:
-    if figures is None:
-        return None
-    entry = ((figures.get("suite") or {}).get("valid") or {}).get("pass_k", {}).get(str(k)) or {}
-    return entry.get("pass_hat_k")
-
-
-def _pct(value: float | None) -> str:
-    return "–" if value is None else f"{value * 100:.0f}%"
+def _point(figures: RunSummary | None, k: int) -> float | None:
+    entry = None if figures is None else figures.suite.view("valid").pass_k.get(k)
+    return None if entry is None else entry.pass_hat_k
 
 
 def tools_command(args: argparse.Namespace) -> int:

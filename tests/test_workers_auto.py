@@ -29,8 +29,12 @@ def test_auto_sizes_by_concurrency_cores_and_units(concurrency, units, cpus, exp
     assert auto_workers(concurrency, units, cpus=cpus) == expected
 
 
-def test_usable_cpus_is_at_least_one() -> None:
-    assert workers.usable_cpus() >= 1
+def test_usable_cpus_counts_the_cores_this_process_may_use(monkeypatch) -> None:
+    monkeypatch.setattr(workers.os, "sched_getaffinity", lambda pid: {0, 3, 5}, raising=False)
+    assert workers.usable_cpus() == 3
+    monkeypatch.delattr(workers.os, "sched_getaffinity", raising=False)
+    monkeypatch.setattr(workers.os, "cpu_count", lambda: None)
+    assert workers.usable_cpus() == 1  # unknown: one, never zero processes
 
 
 def test_a_run_with_workers_auto_plays_every_unit_once(tmp_path: Path, monkeypatch, capsys) -> None:

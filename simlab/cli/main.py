@@ -402,10 +402,11 @@ def _cache(args: argparse.Namespace) -> int:
     """``simlab cache clear``: the cache lives beside the runs (``transcripts/.cache``)."""
     from pathlib import Path
 
-    from simlab.llm.cache import CACHE_DIR, clear_cache
+    from simlab.llm.cache import clear_cache
+    from simlab.runner.prepare import cache_folder
     from simlab.specs import load_config
 
-    folder = Path(load_config(Path("simlab.yaml")).transcripts) / CACHE_DIR
+    folder = cache_folder(load_config(Path("simlab.yaml")))
     files, size = clear_cache(folder)
     print(f"cleared the response cache {folder}: {files} model files, {size / 1e6:.1f} MB")
     return 0

@@ -63,9 +63,10 @@ def grade_command(args: argparse.Namespace) -> int:
     config = load_config(Path("simlab.yaml"))
     cache = None
     if args.rejudge and getattr(args, "cache", False):  # a re-judge asks again unless told to use the cache
-        from simlab.llm.cache import CACHE_DIR, ResponseCache
+        from simlab.llm.cache import ResponseCache
+        from simlab.runner.prepare import cache_folder, cache_max_mb
 
-        cache = ResponseCache(Path(config.transcripts) / CACHE_DIR)
+        cache = ResponseCache(cache_folder(config), max_mb=cache_max_mb(config.cache))
     judge = build_judge(judge_ref, cache=cache) if args.rejudge else None
     store.lock()
     try:

@@ -86,6 +86,16 @@ class RunPlan:
     cache_max_mb: float = 1024.0
 
 
+def cache_folder(config: ProjectConfig, root: Path = Path(".")) -> Path:
+    """Where the response cache lives: beside the runs (``transcripts/.cache``), never a run itself."""
+    return root / config.transcripts / CACHE_DIR
+
+
+def cache_max_mb(setting: bool | CacheSpec | None) -> float:
+    """The size cap a ``cache:`` setting asks for (``true``: the default cap)."""
+    return setting.max_mb if isinstance(setting, CacheSpec) else CacheSpec().max_mb
+
+
 def prepare(req: RunRequest) -> RunPlan:
     root = req.root
     config: ProjectConfig = load_config(root / "simlab.yaml")
@@ -163,8 +173,8 @@ def prepare(req: RunRequest) -> RunPlan:
     )
     cache = pick("cache", req.cache)
     if cache:
-        plan.cache_dir = root / config.transcripts / CACHE_DIR
-        plan.cache_max_mb = cache.max_mb if isinstance(cache, CacheSpec) else CacheSpec().max_mb
+        plan.cache_dir = cache_folder(config, root)
+        plan.cache_max_mb = cache_max_mb(cache)
     plan.manifest = manifest_for(plan, req, trials)
     return plan
 

@@ -43,6 +43,10 @@ class Digest:
     def where(self, trial: FailedTrial) -> str:
         return f"{self.path}:{trial.line}"
 
+    def more(self, scenario: str) -> int:
+        """The trials of ``scenario`` that did not pass beyond the few kept by name."""
+        return self.not_passed.get(scenario, 0) - len(self.failed.get(scenario, []))
+
 
 def digest(folder: Path, *, allow_unjudged: Collection[str] = (), keep: int = KEEP_PER_SCENARIO,
            records: bool = False, heads: bool = False) -> Digest:

@@ -144,7 +144,7 @@ def _failed_trials(summary: RunSummary, digest: Digest) -> str:
     for sid in summary.scenarios:
         for trial in digest.failed.get(sid, []):
             blocks.append(_trial(trial, digest, unfolded=not blocks))  # the first one open
-        more = digest.not_passed.get(sid, 0) - len(digest.failed.get(sid, []))
+        more = digest.more(sid)
         if more > 0:
             blocks.append(f'<p class="dim">{e(sid)}: {more} more trials did not pass (simlab view shows them).</p>')
     if not blocks:

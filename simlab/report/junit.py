@@ -80,7 +80,7 @@ def _trial_ids(digest: Digest | None, sid: str) -> str:
     if digest is None or not digest.failed.get(sid):
         return ""
     kept = digest.failed[sid]
-    more = digest.not_passed.get(sid, 0) - len(kept)
+    more = digest.more(sid)
     return "; trials that did not pass: " + ", ".join(t.unit_id for t in kept) + (f" and {more} more" if more else "")
 
 
@@ -92,7 +92,7 @@ def _trials_text(digest: Digest | None, sid: str) -> str:
     for trial in digest.failed.get(sid, []):
         lines.append(f"{trial.unit_id}: {trial.verdict} — transcript {digest.where(trial)}")
         lines += [f"  - {reason}" for reason in trial.reasons]
-    more = digest.not_passed.get(sid, 0) - len(digest.failed.get(sid, []))
+    more = digest.more(sid)
     if more > 0:
         lines.append(f"… and {more} more trials that did not pass (simlab view shows them all)")
     return "\n".join(lines)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import socket
 from typing import Any
@@ -272,3 +273,124 @@ def test_parse_response_dict_shapes() -> None:
     assert result.usage.cost_usd is None and result.model == "custom/thing"
     empty = parse_response({"choices": []}, model="x")
     assert empty.text is None and empty.tool_calls == [] and empty.usage.input_tokens is None
+
+
+# ------------------------------------------------------------------ LiteLLM's per-call work
+
+# Tools with what providers rewrite: $defs/$ref, additionalProperties, title, default, format,
+# anyOf with null, enum, strict.
+RICH_TOOLS = TOOLS + [{"type": "function", "function": {"name": "rich", "description": "d", "strict": True, "parameters": {
+    "type": "object", "title": "Rich", "additionalProperties": False,
+    "$defs": {"Item": {"type": "object", "title": "Item", "required": ["sku"],
+                       "properties": {"sku": {"type": "string", "format": "uuid", "default": "x"}}}},
+    "properties": {"items": {"type": "array", "items": {"$ref": "#/$defs/Item"}},
+                   "note": {"anyOf": [{"type": "string"}, {"type": "null"}], "default": None},
+                   "kind": {"type": "string", "enum": ["a", "b"]}},
+    "required": ["items"]}}}]
+
+
+@pytest.mark.parametrize("ref", ["openai/gpt-4o-mini", "anthropic/claude-3-5-sonnet-20240620", "gemini/gemini-1.5-pro",
+                                 "mistral/mistral-large-latest", "ollama_chat/llama3", "cohere_chat/command-r",
+                                 "hosted_vllm/my-model", "groq/llama3-70b-8192"])
+async def test_litellm_leaves_the_tools_it_is_given_unchanged(ref: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The client hands each trial's tool list to LiteLLM without a copy: a LiteLLM that starts
+    rewriting tools in place for a provider must fail here (the request is built, then the
+    connection is refused by the no-network guard)."""
+    import copy
+
+    monkeypatch.setenv("SIMLAB_TEST_KEY", "sk-test")
+    tools = copy.deepcopy(RICH_TOOLS)
+    model = LiteLLMModel(ref, role="agent", api_key_env="SIMLAB_TEST_KEY", api_base="http://127.0.0.1:9",
+                         max_retries=0, timeout_s=5)
+    with pytest.raises(ModelError):
+        await model.chat(HELLO, tools=tools)
+    assert tools == RICH_TOOLS
+
+
+async def test_a_registered_litellm_callback_still_sees_every_call() -> None:
+    """simlab skips LiteLLM's logging of a call only when nothing listens: a user's logger
+    (Langfuse, a custom one) keeps getting its events, with the cost."""
+    import litellm
+    from litellm.integrations.custom_logger import CustomLogger
+
+    seen: list[Any] = []
+
+    class Logger(CustomLogger):
+        async def async_log_success_event(self, kwargs: Any, response_obj: Any, start_time: Any, end_time: Any) -> None:
+            seen.append(kwargs.get("response_cost"))
+
+    from simlab.llm.lazy import _CALLBACK_LISTS
+
+    before = {name: list(getattr(litellm, name)) for name in _CALLBACK_LISTS}
+    logger = Logger()
+    litellm.callbacks = [logger]
+    try:
+        model = LiteLLMModel("openai/gpt-4o-2024-08-06", role="agent", params={"mock_response": "Hi there"})
+        result = await model.chat(HELLO)
+        for _ in range(100):  # LiteLLM logs in a task of its own
+            if seen:
+                break
+            await asyncio.sleep(0)
+    finally:  # LiteLLM spreads a callback over its other lists
+        for name, value in before.items():
+            setattr(litellm, name, value)
+    assert seen and seen[0] == result.usage.cost_usd and result.usage.cost_usd
+
+
+async def test_litellm_logging_is_skipped_when_nothing_listens_and_the_cost_is_kept(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    import litellm
+
+    from simlab.llm.lazy import listened
+
+    assert not listened(litellm), {n: getattr(litellm, n, None) for n in ("cache", "callbacks", "success_callback", "failure_callback", "_async_success_callback", "_async_failure_callback", "input_callback", "service_callback")}
+    handled: list[str] = []
+    from litellm.litellm_core_utils.litellm_logging import Logging
+
+    real = Logging.async_success_handler
+
+    async def spy(self: Any, *args: Any, **kwargs: Any) -> Any:
+        handled.append("success")
+        return await real(self, *args, **kwargs)
+
+    monkeypatch.setattr(Logging, "async_success_handler", spy)
+    result = await LiteLLMModel("openai/gpt-4o-2024-08-06", role="agent",
+                                params={"mock_response": "Hi there"}).chat(HELLO)
+    for _ in range(100):
+        await asyncio.sleep(0)
+    assert handled == []
+    assert isinstance(result.usage.cost_usd, float) and result.usage.cost_usd > 0
+    # outside simlab's call, LiteLLM logs as usual
+    await litellm.acompletion(model="openai/gpt-4o-2024-08-06", messages=HELLO, mock_response="x")
+    for _ in range(100):
+        if handled:
+            break
+        await asyncio.sleep(0)
+    assert handled == ["success"]
+
+
+async def test_behind_an_api_base_litellm_is_told_a_price_that_is_never_reported(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    import litellm
+
+    captured: list[dict[str, Any]] = []
+    real = litellm.acompletion
+
+    async def spy(**kwargs: Any) -> Any:
+        captured.append(dict(kwargs))
+        return await real(**kwargs)
+
+    monkeypatch.setattr(litellm, "acompletion", spy)
+    unpriced = LiteLLMModel("openai/my-inhouse-model", role="agent", api_base="http://127.0.0.1:9/v1",
+                            params={"mock_response": "hey"})
+    assert (await unpriced.chat(HELLO)).usage.cost_usd is None
+    priced = LiteLLMModel("openai/my-inhouse-model", role="agent", api_base="http://127.0.0.1:9/v1",
+                          params={"mock_response": "hey"}, price={"input": 2.0, "output": 8.0})
+    usage = (await priced.chat(HELLO)).usage
+    assert usage.input_tokens and usage.output_tokens
+    assert usage.cost_usd == pytest.approx((usage.input_tokens * 2.0 + usage.output_tokens * 8.0) / 1e6)
+    assert captured[0]["input_cost_per_token"] > 0 and captured[1]["input_cost_per_token"] == 2.0 / 1e6
+    assert captured[1]["output_cost_per_token"] == 8.0 / 1e6
+    direct = LiteLLMModel("openai/gpt-4o-2024-08-06", role="agent", params={"mock_response": "hey"})
+    await direct.chat(HELLO)
+    assert "input_cost_per_token" not in captured[2]  # a provider's own price stays LiteLLM's

@@ -162,6 +162,6 @@ def _result(stored: dict[str, Any]) -> ChatResult:
 
 def cache_key_request(model: str, api_base: str | None, kwargs: dict[str, Any]) -> dict[str, Any]:
     """What of a LiteLLM request decides its answer: everything sent (messages, tools, parameters),
-    less the transport settings and the key."""
-    skip = {"timeout", "num_retries", "max_retries", "api_key"}
+    less the transport settings, the key and the prices LiteLLM is told (they change no answer)."""
+    skip = {"timeout", "num_retries", "max_retries", "api_key", "input_cost_per_token", "output_cost_per_token"}
     return {"model": model, "api_base": api_base, **{k: v for k, v in kwargs.items() if k not in skip}}

@@ -8,17 +8,15 @@ provider did not report stay ``None``.
 from __future__ import annotations
 
 import asyncio
-import copy
 import json
 import logging
-import marshal
 import os
 import re
 import time
 from typing import Any
 
 from simlab.llm.cache import ResponseCache, cache_key_request, request_key
-from simlab.llm.lazy import load_litellm
+from simlab.llm.lazy import load_litellm, unlogged
 from simlab.llm.limits import ModelLimiter
 from simlab.llm.retry import RetryPolicy, RetryStats, Sleep, call_with_retries, settled
 from simlab.llm.types import ChatResult, Message, ModelError, ModelErrorKind, ToolCallRequest
@@ -26,6 +24,12 @@ from simlab.redact import mask_url, safe_settings, scrub, secret_values
 from simlab.transcript import Pin, Usage
 
 log = logging.getLogger("simlab.llm")
+
+# Behind an ``api_base`` simlab prices a call itself (``price:`` or unknown) and drops LiteLLM's
+# figure, so LiteLLM is given a per-token price to skip its search of the whole price map for a
+# name it does not know (a third of its work per call for a local server's model). Not zero:
+# LiteLLM investigates a zero cost. Never reported: ``chat`` replaces the cost it yields.
+_PLACEHOLDER_PRICE_PER_TOKEN = 1e-9
 
 # Keys simlab sets itself; letting ``params`` override them would break retries or leak keys.
 _RESERVED = frozenset({"model", "messages", "tools", "num_retries", "max_retries", "stream", "api_key"})
@@ -125,7 +129,9 @@ class LiteLLMModel:
         kwargs: dict[str, Any] = {"timeout": self.timeout_s, **self.params}
         kwargs.update(model=self.model, messages=wire_messages(messages), num_retries=0, max_retries=0)
         if tools:
-            kwargs["tools"] = _copy_json(tools)  # LiteLLM rewrites them in place for some providers
+            # Handed over as they are: LiteLLM 1.110 copies what it rewrites, for every provider
+            # tests/test_llm_client.py checks (a copy per call cost 40 µs for the demo's 10 tools).
+            kwargs["tools"] = tools
             kwargs.setdefault("tool_choice", "auto")  # OpenAI's default; some servers ignore tools without it
         if self.temperature is not None:
             kwargs["temperature"] = self.temperature
@@ -133,6 +139,10 @@ class LiteLLMModel:
             kwargs["seed"] = seed
         if self.api_base is not None:
             kwargs["api_base"] = self.api_base
+            per_token = {side: self.price[side] / 1_000_000 if self.price and side in self.price
+                         else _PLACEHOLDER_PRICE_PER_TOKEN for side in ("input", "output")}
+            kwargs.setdefault("input_cost_per_token", per_token["input"])
+            kwargs.setdefault("output_cost_per_token", per_token["output"])
         if self.api_key_env:
             key = os.environ.get(self.api_key_env)
             if not key:
@@ -161,11 +171,13 @@ class LiteLLMModel:
             nonlocal queued
             if self.limiter is None:
                 async with asyncio.timeout(self.timeout_s):
-                    return await litellm.acompletion(**kwargs)
+                    with unlogged(litellm):
+                        return await litellm.acompletion(**kwargs)
             async with self.limiter.slot(self.model) as waited:
                 queued += waited
                 async with asyncio.timeout(self.timeout_s):
-                    return await litellm.acompletion(**kwargs)
+                    with unlogged(litellm):
+                        return await litellm.acompletion(**kwargs)
 
         try:
             response = await call_with_retries(attempt, self.retry_policy, stats, describe=self._scrub)
@@ -372,10 +384,3 @@ def make_model(ref: str, *, role: str, **settings: Any) -> LiteLLMModel:
         register_fake_provider()
     return LiteLLMModel(ref, role=role, **settings)
 
-
-def _copy_json(value: Any) -> Any:
-    """A deep copy of plain JSON data (``marshal`` copies it fastest)."""
-    try:
-        return marshal.loads(marshal.dumps(value))
-    except ValueError:  # not plain data
-        return copy.deepcopy(value)

@@ -234,6 +234,9 @@ def test_render_truncates_and_filters() -> None:
     assert "TOOL" not in no_tools and "AGENT: " in no_tools
     assert transcript_as_data(t) == transcript_as_data(t)  # deterministic nonce
     assert nonce_for(t) != nonce_for(t.model_copy(update={"seed": 8}))
+    assert nonce_for(t) != nonce_for(t.model_copy(update={"unit_id": t.unit_id + "x"}))
+    # another run's same trial gets the same prompt: the response cache can answer it
+    assert nonce_for(t) == nonce_for(t.model_copy(update={"run_id": t.run_id + "-later"}))
 
 
 # ---------------------------------------------------------------------- groundedness

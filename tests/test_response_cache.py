@@ -156,15 +156,17 @@ def test_a_second_run_with_cache_calls_no_model_and_says_so(llm_project) -> None
     calls = agent.calls
     assert main(["run", "--run-id", "first", "--no-progress", "--cache"]) == 0
     assert agent.calls == 2 * calls  # nothing cached yet: every call made
-    agent_calls = agent.calls
+    agent_calls, judge_calls = agent.calls, judge.calls
     assert main(["run", "--run-id", "second", "--no-progress", "--cache"]) == 0
     assert agent.calls == agent_calls  # every agent answer from the cache
-    # the judges' prompts name the run (their delimiter nonce), so a new run id asks them again
+    # and every judge's: its prompt depends on the trial, not on the run's id
+    assert judge.calls == judge_calls
     first, second = _usages(root, "first"), _usages(root, "second")
     assert len(first) == len(second) > 0
     assert not any(u.get("cached") for u in first)
-    agent_usages = [u for u in second if u.get("cached")]
-    assert len(agent_usages) == agent_calls - calls and all(u["cost_usd"] == 0.0 for u in agent_usages)
+    cached = [u for u in second if u.get("cached")]
+    # cached: the first run's agent calls and its judge calls (half of those made by "plain" and "first")
+    assert len(cached) == (agent_calls - calls) + judge_calls // 2 and all(u["cost_usd"] == 0.0 for u in cached)
     stored = {p.name[:-len("-12345678.jsonl")] for p in (root / "transcripts" / ".cache").iterdir()}
     assert stored == {"simlab-fake_cache-agent", "simlab-fake_cache-judge"}
     verdicts = [r["verdict"] for r in read_lines(root / "transcripts" / "second" / "trials.jsonl")]

@@ -1,18 +1,27 @@
-"""LiteLLM's own CPU per call, and which of its settings cut it without losing usage or cost.
+"""What one model call costs in CPU through the real path, and what each of simlab's savings on
+LiteLLM's per-call work is worth.
 
-Each setting runs in a fresh process, twice (in opposite orders), keeping the least disturbed
-figure of 5 blocks each, because the machine is shared: ``litellm.acompletion`` on simlab's fake provider (an
-instant custom provider, a representative agent request: policy as system prompt, a few turns,
-the retail tools) and with ``mock_response`` on a priced model (``openai/gpt-4o-mini``), where
-the check is that usage and cost (``_hidden_params['response_cost']`` and ``completion_cost``)
-are still reported and unchanged. CPU on a shared machine is noisy (±0.3 ms), so the count of
-Python function calls per ``acompletion`` (from cProfile, exact) says whether a setting removes
-work. Also measured: what simlab's client adds on top (``LiteLLMModel.chat``: retries, timeout,
-parsing, and a second ``completion_cost``), and how much of that a reuse of the cost LiteLLM
-already computed would save.
+The path: ``LiteLLMModel.chat`` → ``litellm.acompletion`` → LiteLLM's OpenAI client → HTTP →
+``fake_server.py`` (a child process, latency 0, so its CPU is not counted) with a representative
+agent request (the retail policy as system prompt, three turns with tool calls, the ten retail
+tools). Each variant runs in a fresh process; variants are interleaved over ``--rounds`` rounds,
+because the machine is shared. A round's figure is the least CPU per call over 5 blocks of
+calls (the least disturbed block). Two figures per variant:
 
-    python bench/bench_litellm.py            # 600 calls per setting
-    python bench/bench_litellm.py --calls 200
+- CPU ms per call (spread over rounds): what a run pays, but noisy on a shared VM;
+- Python function calls per call (cProfile over 100 calls, exact): whether work was removed.
+
+Variants: ``now`` (simlab as it is); ``now`` with one saving undone (``+logging``: LiteLLM's
+success logging kept though nothing listens; ``+price search``: no per-token price behind an
+``api_base``, so LiteLLM searches its price map for a name it does not know; ``+tools copy``: the
+tools copied on every call; ``+retry object``: tenacity's retry object built on every call);
+``before`` (all four undone: the client before this work); and the floors: ``bare acompletion``
+with the same request (LiteLLM alone, as a user calling it would), and the same with LiteLLM's
+logging skipped and a price given. Usage and cost are checked unchanged on a priced model
+(``openai/gpt-4o-mini`` with ``mock_response``) with the logging skipped.
+
+    python bench/bench_litellm.py                 # 3 rounds, 500 calls per variant and round
+    python bench/bench_litellm.py --rounds 1 --calls 200
 """
 
 from __future__ import annotations
@@ -21,139 +30,149 @@ import argparse
 import json
 import subprocess
 import sys
+from typing import Any
 
-from _common import REPO, save, table
+from _common import REPO, machine, save, spread, table
 
-SETTINGS = {
-    "baseline": "",
-    "turn_off_message_logging": "litellm.turn_off_message_logging = True",
-    "no-log per call": "KW['no-log'] = True",
-    "disable_token_counter": "litellm.disable_token_counter = True",
-    "safe_memory_mode": "litellm.safe_memory_mode = True",
-    "logging = False": "litellm.logging = False",
-    "disable_end_user_cost_tracking": "litellm.disable_end_user_cost_tracking = True",
-    "disable_streaming_logging": "litellm.disable_streaming_logging = True",
-    "all of the above": "litellm.turn_off_message_logging = True; KW['no-log'] = True; "
-                        "litellm.disable_token_counter = True; litellm.safe_memory_mode = True; "
-                        "litellm.logging = False; litellm.disable_end_user_cost_tracking = True",
+VARIANTS = {
+    "now": "",
+    "+logging": "undo('logging')",
+    "+price search": "undo('price')",
+    "+tools copy": "undo('copy')",
+    "+retry object": "undo('retry')",
+    "before": "undo('logging', 'price', 'copy', 'retry')",
+    "bare acompletion": "BARE = 'default'",
+    "bare, unlogged and priced": "BARE = 'lean'",
 }
 
 CHILD = r'''
-import asyncio, json, sys, time
+import asyncio, contextlib, json, marshal, os, sys, time
 sys.path[:0] = [{repo!r}, {bench!r}]
-import _common
-from simlab.llm.lazy import load_litellm
-litellm = load_litellm()
-import fakes
+import _common, fakes, fake_server
+from simlab.llm.lazy import load_litellm, unlogged
+import simlab.llm.client as client
+from simlab.llm.client import LiteLLMModel
 from simlab.domains.retail import DOMAIN
-agent_model, _ = fakes.register_litellm_fakes()
-KW = {{}}
+litellm = load_litellm()
+BARE = None
+
+def undo(*savings):
+    if "logging" in savings:
+        client.unlogged = lambda lib: contextlib.nullcontext()
+    if "price" in savings or "copy" in savings:
+        kwargs_now = LiteLLMModel._kwargs
+        def kwargs_then(self, lib, messages, tools, seed):
+            kw = kwargs_now(self, lib, messages, tools, seed)
+            if "price" in savings:
+                kw.pop("input_cost_per_token", None); kw.pop("output_cost_per_token", None)
+            if "copy" in savings and "tools" in kw:
+                kw["tools"] = marshal.loads(marshal.dumps(kw["tools"]))
+            return kw
+        LiteLLMModel._kwargs = kwargs_then
+    if "retry" in savings:
+        from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt
+        async def built_every_call(attempt, policy, stats, *, describe=str):
+            async for try_ in AsyncRetrying(stop=stop_after_attempt(policy.max_retries + 1),
+                                            retry=retry_if_exception(lambda e: False), reraise=True):
+                with try_:
+                    return await attempt()
+        client.call_with_retries = built_every_call
+
 {setting}
-N = {calls}
-tools = [t.json_schema() for t in DOMAIN.tools]
+proc, url = fake_server.start_server(0.0)
+os.environ[fakes.HTTP_KEY_ENV] = "bench"
+tools = DOMAIN.tool_schemas()
 messages = [{{"role": "system", "content": DOMAIN.policy}}]
 for turn in range(3):
     messages += [{{"role": "user", "content": fakes.USER_TEXT}},
-                 {{"role": "assistant", "content": None, "tool_calls": [{{"id": f"c{{turn}}", "type": "function",
+                 {{"role": "assistant", "content": "", "tool_calls": [{{"id": f"c{{turn}}", "type": "function",
                    "function": {{"name": "search_help_center", "arguments": '{{"query": "refund"}}'}}}}]}},
                  {{"role": "tool", "tool_call_id": f"c{{turn}}", "content": '{{"articles": []}}'}},
                  {{"role": "assistant", "content": fakes.AGENT_TEXT}}]
 messages.append({{"role": "user", "content": fakes.USER_TEXT}})
+model = LiteLLMModel("openai/bench-agent", role="agent", temperature=0.0, api_base=url,
+                     api_key_env=fakes.HTTP_KEY_ENV)
+bare_kw = dict(model="openai/bench-agent", messages=messages, tools=tools, tool_choice="auto", temperature=0.0,
+               seed=1, api_base=url, api_key="bench", num_retries=0, max_retries=0, timeout=60.0)
+if BARE == "lean":
+    bare_kw.update(input_cost_per_token=1e-9, output_cost_per_token=1e-9)
 
-async def calls(model, n, **extra):
-    last = None
+async def one():
+    if BARE is None:
+        return await model.chat(messages, tools=tools, seed=1)
+    if BARE == "lean":
+        with unlogged(litellm):
+            return await litellm.acompletion(**bare_kw)
+    return await litellm.acompletion(**bare_kw)
+
+async def calls(n):
     for _ in range(n):
-        last = await litellm.acompletion(model=model, messages=messages, tools=tools, num_retries=0, max_retries=0,
-                                         timeout=60.0, seed=1, **KW, **extra)
-    return last
+        await one()
 
-def best_of_blocks(run):
-    """Least CPU per call over 5 blocks: the machine is shared, the least disturbed block counts."""
-    run(20)
+async def measure():
+    await calls(30)  # warm: the first calls import the OpenAI client and connect
+    import gc; gc.collect(); gc.freeze()
     best = float("inf")
     for _ in range(5):
-        t = time.process_time(); last = run(max(1, N // 5))
-        best = min(best, (time.process_time() - t) / max(1, N // 5) * 1e3)
-    return best, last
+        t = time.process_time(); await calls(max(1, {calls} // 5))
+        best = min(best, (time.process_time() - t) / max(1, {calls} // 5) * 1e3)
+    import cProfile, pstats
+    profile = cProfile.Profile(); profile.enable(); await calls(100); profile.disable()
+    out = {{"cpu_ms": best, "python_calls": pstats.Stats(profile).total_calls / 100}}
+    if BARE is None:  # usage and cost of a priced model, as simlab records them
+        priced = await LiteLLMModel("openai/gpt-4o-mini", role="agent",
+                                    params={{"mock_response": fakes.AGENT_TEXT}}).chat(messages, tools=tools)
+        out["priced_usage"] = [priced.usage.input_tokens, priced.usage.output_tokens, priced.usage.cost_usd]
+    return out
 
-def cpu_per_call(model, **extra):
-    return best_of_blocks(lambda n: asyncio.run(calls(model, n, **extra)))
-
-fake_ms, _ = cpu_per_call(agent_model)
-import cProfile, pstats
-profile = cProfile.Profile(); profile.enable(); asyncio.run(calls(agent_model, 50)); profile.disable()
-python_calls = pstats.Stats(profile).total_calls / 50  # noise-free: Python function calls per acompletion
-mock_ms, last = cpu_per_call("openai/gpt-4o-mini", mock_response=fakes.AGENT_TEXT)
-usage = last.usage
-out = {{"fake_provider_ms": fake_ms, "mock_response_ms": mock_ms, "python_calls_per_call": python_calls,
-        "prompt_tokens": usage.prompt_tokens, "completion_tokens": usage.completion_tokens,
-        "hidden_cost": last._hidden_params.get("response_cost"),
-        "completion_cost": litellm.completion_cost(completion_response=last, model="openai/gpt-4o-mini")}}
-if {client}:
-    from simlab.llm.client import LiteLLMModel
-    import simlab.llm.client as client
-    model = LiteLLMModel(agent_model, role="agent", temperature=0.0)
-    async def chats(n):
-        for _ in range(n):
-            await model.chat(messages, tools=tools, seed=1)
-    out["client_ms"], _ = best_of_blocks(lambda n: asyncio.run(chats(n)))
-    original = client._usage
-    unpriced = set()
-    def reuse(response, model_name, lib):  # the change proposed for simlab/llm/client.py
-        hidden = getattr(response, "_hidden_params", None) or {{}}
-        cost = hidden.get("response_cost")
-        if isinstance(cost, (int, float)) or model_name in unpriced:
-            u = original(response, model_name, _NoCost)
-            return u.model_copy(update={{"cost_usd": float(cost) if cost is not None else None}})
-        u = original(response, model_name, lib)
-        if u.cost_usd is None:
-            unpriced.add(model_name)
-        return u
-    class _NoCost:
-        @staticmethod
-        def completion_cost(**_):
-            return None
-    client._usage = reuse
-    out["client_reusing_cost_ms"], _ = best_of_blocks(lambda n: asyncio.run(chats(n)))
-print(json.dumps(out))
+try:
+    print(json.dumps(asyncio.run(measure())))
+finally:
+    proc.terminate(); proc.wait()
 '''
 
 
-def run(name: str, setting: str, calls: int, client: bool) -> dict:
-    code = CHILD.format(repo=str(REPO), bench=str(REPO / "bench"), setting=setting, calls=calls, client=client)
+def run(name: str, setting: str, calls: int) -> dict[str, Any]:
+    code = CHILD.format(repo=str(REPO), bench=str(REPO / "bench"), setting=setting, calls=calls)
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO)
     if done.returncode != 0:
-        return {"setting": name, "error": done.stderr.strip().splitlines()[-1:]}
-    return {"setting": name, **json.loads(done.stdout.strip().splitlines()[-1])}
+        return {"variant": name, "error": (done.stderr.strip().splitlines() or ["?"])[-1]}
+    return {"variant": name, **json.loads(done.stdout.strip().splitlines()[-1])}
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--calls", type=int, default=600)
+    parser.add_argument("--calls", type=int, default=500, help="calls per variant and round (default 500)")
+    parser.add_argument("--rounds", type=int, default=3, help="interleaved rounds (default 3)")
     args = parser.parse_args()
-    rows = [run(name, code, args.calls, name == "baseline") for name, code in SETTINGS.items()]
-    for again in [run(name, code, args.calls, name == "baseline") for name, code in reversed(SETTINGS.items())]:
-        row = next(r for r in rows if r["setting"] == again["setting"])  # two passes, opposite order: keep
-        for key in ("fake_provider_ms", "mock_response_ms", "client_ms", "client_reusing_cost_ms"):  # the best
-            if key in again and key in row:
-                row[key] = min(row[key], again[key])
-    base = rows[0]
-    for row in rows:
-        if "error" in row:
+    before = machine()
+    runs: dict[str, list[dict[str, Any]]] = {name: [] for name in VARIANTS}
+    for r in range(args.rounds):
+        order = list(VARIANTS.items()) if r % 2 == 0 else list(reversed(VARIANTS.items()))
+        for name, setting in order:
+            result = run(name, setting, args.calls)
+            runs[name].append(result)
+            print(f"round {r + 1} {name}: {result.get('cpu_ms', result.get('error'))}", flush=True)
+    rows = []
+    for name, results in runs.items():
+        good = [r for r in results if "error" not in r]
+        if not good:
+            rows.append({"variant": name, "error": results[0]["error"]})
             continue
-        row["saved_ms"] = base["fake_provider_ms"] - row["fake_provider_ms"]
-        row["saved_python_calls"] = base["python_calls_per_call"] - row["python_calls_per_call"]
-        row["usage_and_cost_kept"] = (row["prompt_tokens"] == base["prompt_tokens"]
-                                      and row["completion_tokens"] == base["completion_tokens"]
-                                      and row["completion_cost"] == base["completion_cost"]
-                                      and row["hidden_cost"] == base["hidden_cost"])
-    table(rows, ["setting", "fake_provider_ms", "mock_response_ms", "saved_ms", "python_calls_per_call",
-                 "saved_python_calls", "usage_and_cost_kept", "error"])
-    if "client_ms" in base:
-        print(f"\nsimlab's LiteLLMModel.chat on the fake provider: {base['client_ms']:.3f} ms CPU/call vs bare "
-              f"acompletion {base['fake_provider_ms']:.3f}; reusing LiteLLM's own cost (and remembering "
-              f"unpriced models): {base['client_reusing_cost_ms']:.3f} ms")
-    save("litellm", {"calls_per_setting": args.calls, "settings": rows})
+        cpu = spread([r["cpu_ms"] for r in good])
+        rows.append({"variant": name, "cpu_ms": cpu, "cpu_ms_median": cpu["median"], "cpu_ms_min": cpu["min"],
+                     "cpu_ms_max": cpu["max"], "python_calls": good[0]["python_calls"],
+                     "priced_usage": good[0].get("priced_usage")})
+    by = {r["variant"]: r for r in rows}
+    for row in rows:
+        if "python_calls" in row and "python_calls" in by.get("now", {}):
+            row["python_calls_over_now"] = row["python_calls"] - by["now"]["python_calls"]
+    usages = {json.dumps(r["priced_usage"]) for r in rows if r.get("priced_usage")}
+    table(rows, ["variant", "cpu_ms_median", "cpu_ms_min", "cpu_ms_max", "python_calls", "python_calls_over_now",
+                 "error"])
+    print(f"\nusage and cost of a priced model identical in every client variant: {len(usages) == 1} {sorted(usages)}")
+    save("litellm", {"machine_before": before, "calls_per_round": args.calls, "rounds": args.rounds,
+                     "usage_and_cost_kept": len(usages) == 1, "variants": rows})
 
 
 if __name__ == "__main__":

@@ -61,8 +61,8 @@ def undo(*savings):
         client.unlogged = lambda lib: contextlib.nullcontext()
     if "price" in savings or "copy" in savings:
         kwargs_now = LiteLLMModel._kwargs
-        def kwargs_then(self, lib, messages, tools, seed):
-            kw = kwargs_now(self, lib, messages, tools, seed)
+        def kwargs_then(self, lib, messages, tools, seed, request=None):
+            kw = kwargs_now(self, lib, messages, tools, seed, request)
             if "price" in savings:
                 kw.pop("input_cost_per_token", None); kw.pop("output_cost_per_token", None)
             if "copy" in savings and "tools" in kw:

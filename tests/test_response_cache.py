@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from simlab.cli.main import main
-from simlab.llm import LiteLLMModel, register_fake
+from simlab.llm import LiteLLMModel, ModelError, ModelErrorKind, register_fake
 from simlab.llm.cache import ResponseCache, clear_cache
 from simlab.llm.types import ChatResult
 from simlab.transcript import Usage
@@ -65,6 +65,22 @@ async def test_the_same_request_seed_and_role_is_answered_from_disk(tmp_path: Pa
     assert (await LiteLLMModel(name, role="agent", cache=ResponseCache(tmp_path)).chat(HELLO, seed=2)).usage.cached \
         is False
     assert [p.name[:-len("-12345678.jsonl")] for p in tmp_path.iterdir()] == ["simlab-fake_cache-unit"]
+
+
+async def test_a_cache_hit_needs_no_api_key(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A re-run answered from the cache works where the key is not set (a CI job replaying a suite)."""
+    fn = Counting()
+    name = register_fake("cache-key", fn)
+    monkeypatch.setenv("SIMLAB_CACHE_TEST_KEY", "sk-secret-1")
+    model = LiteLLMModel(name, role="agent", cache=ResponseCache(tmp_path), api_key_env="SIMLAB_CACHE_TEST_KEY")
+    first = await model.chat(HELLO, tools=TOOLS, seed=1)
+    monkeypatch.delenv("SIMLAB_CACHE_TEST_KEY")
+    again = await model.chat(HELLO, tools=TOOLS, seed=1)
+    assert again.usage.cached and again.text == first.text and fn.calls == 1
+    with pytest.raises(ModelError) as missed:  # a miss still needs it, and says which variable
+        await model.chat(HELLO, tools=TOOLS, seed=2)
+    assert missed.value.kind is ModelErrorKind.AUTH and "SIMLAB_CACHE_TEST_KEY" in str(missed.value)
+    assert "sk-secret-1" not in "".join(p.read_text() for p in tmp_path.iterdir())
 
 
 async def test_without_a_cache_nothing_is_stored_and_the_usage_line_is_as_before(tmp_path: Path) -> None:

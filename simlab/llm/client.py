@@ -124,8 +124,9 @@ class LiteLLMModel:
                 self._seed_supported = True
         return self._seed_supported
 
-    def _kwargs(self, litellm: Any, messages: list[Message], tools: list[dict[str, Any]] | None,
-                seed: int | None) -> dict[str, Any]:
+    def _request(self, messages: list[Message], tools: list[dict[str, Any]] | None) -> dict[str, Any]:
+        """What is asked of LiteLLM, less the seed and the key: built without LiteLLM, so that a
+        response cache hit neither imports it nor needs the key."""
         kwargs: dict[str, Any] = {"timeout": self.timeout_s, **self.params}
         kwargs.update(model=self.model, messages=wire_messages(messages), num_retries=0, max_retries=0)
         if tools:
@@ -135,14 +136,21 @@ class LiteLLMModel:
             kwargs.setdefault("tool_choice", "auto")  # OpenAI's default; some servers ignore tools without it
         if self.temperature is not None:
             kwargs["temperature"] = self.temperature
-        if seed is not None and self._supports_seed(litellm):
-            kwargs["seed"] = seed
         if self.api_base is not None:
             kwargs["api_base"] = self.api_base
             per_token = {side: self.price[side] / 1_000_000 if self.price and side in self.price
                          else _PLACEHOLDER_PRICE_PER_TOKEN for side in ("input", "output")}
             kwargs.setdefault("input_cost_per_token", per_token["input"])
             kwargs.setdefault("output_cost_per_token", per_token["output"])
+        return kwargs
+
+    def _kwargs(self, litellm: Any, messages: list[Message], tools: list[dict[str, Any]] | None,
+                seed: int | None, request: dict[str, Any] | None = None) -> dict[str, Any]:
+        """The whole ``acompletion`` call: ``request`` (built here when not given), the seed where
+        the provider takes one, and the key read now from ``api_key_env``."""
+        kwargs = dict(request) if request is not None else self._request(messages, tools)
+        if seed is not None and self._supports_seed(litellm):
+            kwargs["seed"] = seed
         if self.api_key_env:
             key = os.environ.get(self.api_key_env)
             if not key:
@@ -155,14 +163,15 @@ class LiteLLMModel:
     async def chat(
         self, messages: list[Message], *, tools: list[dict[str, Any]] | None = None, seed: int | None = None
     ) -> ChatResult:
-        litellm = load_litellm()
-        kwargs = self._kwargs(litellm, messages, tools, seed)
+        request = self._request(messages, tools)
         key = None
-        if self.cache is not None:
-            key = request_key(cache_key_request(self.model, self.api_base, kwargs), seed=seed, role=self.role)
+        if self.cache is not None:  # the seed and the role are part of the key; the API key never is
+            key = request_key(cache_key_request(self.model, self.api_base, request), seed=seed, role=self.role)
             hit = self.cache.get(self.model, key)
             if hit is not None:
                 return hit
+        litellm = load_litellm()
+        kwargs = self._kwargs(litellm, messages, tools, seed, request)
         stats = RetryStats()
         queued = 0.0
         start = time.perf_counter()

@@ -18,6 +18,7 @@ from simlab.runner.lines import encode_record
 from simlab.tui import ViewApp
 from simlab.tui.rows import TrialRow
 from simlab.tui.sample import sample_record, write_sample_run
+from simlab.tui.screens.compare import CompareScreen
 from simlab.tui.screens.compare_runs import RunCompareScreen
 from simlab.tui.screens.runs import RunsScreen
 from simlab.tui.screens.tool_call import ToolCallScreen
@@ -226,3 +227,17 @@ async def test_two_runs_compared_scenario_by_scenario_then_the_flipped_trials(ro
         await pilot.pause()
         assert screen.diff.k == 5 and str(scenarios.ordered_columns[1].label) == "base ^5"
         assert str(scenarios.get_row("refund-damaged")[1]) == "—"  # n < k: undefined, not 0
+        # a flipped trial opens in both runs, side by side
+        flips.focus()
+        flips.move_cursor(row=flips.get_row_index("refund-damaged#1"))
+        await pilot.press("enter")
+        await pilot.pause()
+        pair = app.screen
+        assert isinstance(pair, CompareScreen) and pair.sides == ("fixture", "cand")
+        assert pair.a.unit_id == pair.b.unit_id == "refund-damaged#1"
+        assert (pair.a.verdict, pair.b.verdict) == ("pass", "fail")
+        headers = [tui.text_of(h).strip() for h in pair.query(".side-header")]
+        assert headers[0].startswith("fixture: ") and headers[1].startswith("cand: ")
+        await pilot.press("escape")
+        await pilot.pause()
+        assert app.screen is screen

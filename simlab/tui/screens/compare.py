@@ -1,4 +1,6 @@
-"""Two trials of one scenario side by side: why did this one fail when that one passed?"""
+"""Two trials of one scenario side by side: why did this one fail when that one passed? Two trials
+of one run (``m`` then ``m`` on the trials), or one trial in two runs (a flipped trial of a run
+comparison: ``sides`` names the runs)."""
 
 from __future__ import annotations
 
@@ -30,18 +32,26 @@ class CompareScreen(RunScreen):
     ]
     HELP_EXTRA = [("↑ ↓ pgup pgdn", "scroll the conversation in focus")]
 
-    def __init__(self, run: RunInfo, a: TrialRecord, b: TrialRecord) -> None:
+    def __init__(self, run: RunInfo, a: TrialRecord, b: TrialRecord, sides: tuple[str, str] | None = None) -> None:
         super().__init__(run)
         self.a, self.b = a, b
+        self.sides = sides
 
     def compose(self) -> ComposeResult:
         ta, tb = self.a.transcript, self.b.transcript
-        yield Crumbs([self.run.run_id, ta.scenario_id, f"#{ta.trial} vs #{tb.trial}"], id="crumbs")
+        if self.sides is None:
+            crumbs = [self.run.run_id, ta.scenario_id, f"#{ta.trial} vs #{tb.trial}"]
+        else:
+            crumbs = [f"{self.sides[0]} → {self.sides[1]}", ta.scenario_id, f"#{ta.trial}"]
+        yield Crumbs(crumbs, id="crumbs")
         yield Static(Text("\n".join(differences(self.a, self.b))), id="differences")
         with Horizontal(id="pair"):
-            for record, where in ((self.a, "left"), (self.b, "right")):
+            for i, (record, where) in enumerate(((self.a, "left"), (self.b, "right"))):
                 with Vertical(classes=f"side {where}"):
-                    yield Static(trial_summary(record).split("\n")[0], classes="side-header")
+                    header = trial_summary(record).split("\n")[0]
+                    if self.sides is not None:
+                        header = Text(f"{self.sides[i]}: ", style="bold").append(header)
+                    yield Static(header, classes="side-header")
                     yield TranscriptView(record, classes="compared")
         yield KeyBar()
 

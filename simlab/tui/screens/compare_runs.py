@@ -1,6 +1,7 @@
 """Two runs side by side (``c`` on a run, ``c`` on another): per scenario pass^k at one k, valid
 success with the difference's 95 % interval and its verdict, the pooled line, then the trials
-whose verdict flipped. The figures are ``simlab compare``'s (``tui/runs_diff.py``)."""
+whose verdict flipped; enter on one opens it in both runs side by side. The figures are ``simlab
+compare``'s (``tui/runs_diff.py``)."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from simlab.errors import SimlabError
 from simlab.results.figures import PooledChange, ScenarioChange
 from simlab.tui.data import RunInfo
 from simlab.tui.render import fmt_rate, literal, verdict_text
+from simlab.tui.rows import TrialRow
 from simlab.tui.runs_diff import RunsDiff, diff_runs
 from simlab.tui.widgets.crumbs import Crumbs
 from simlab.tui.widgets.key_bar import KeyBar
@@ -36,7 +38,10 @@ class RunCompareScreen(Screen):
         Binding("escape", "back", "Back", tooltip="back to the runs"),
     ]
 
-    def __init__(self, base: RunInfo, candidate: RunInfo, base_rows: list, cand_rows: list) -> None:
+    HELP_EXTRA = [("enter", "on a flipped trial: the trial in both runs, side by side")]
+
+    def __init__(self, base: RunInfo, candidate: RunInfo, base_rows: list[TrialRow],
+                 cand_rows: list[TrialRow]) -> None:
         super().__init__()
         self.base, self.candidate = base, candidate
         self.rows = (base_rows, cand_rows)
@@ -103,6 +108,23 @@ class RunCompareScreen(Screen):
         for flip in diff.flips:
             flips.add_row(literal(flip.unit_id), verdict_text(flip.base), verdict_text(flip.candidate),
                           key=flip.unit_id)
+
+    def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
+        if event.data_table.id != "compare-flips":
+            return
+        event.stop()
+        unit = event.row_key.value
+        rows = [next((r for r in side if r.unit_id == unit), None) for side in self.rows]
+        if rows[0] is None or rows[1] is None:
+            return
+        from simlab.tui.app import ViewApp
+        from simlab.tui.screens.compare import CompareScreen
+
+        app = self.app
+        assert isinstance(app, ViewApp)
+        a, b = app.load(self.base, rows[0]), app.load(self.candidate, rows[1])
+        if a is not None and b is not None:
+            app.push_screen(CompareScreen(self.candidate, a, b, sides=(self.base.run_id, self.candidate.run_id)))
 
     def action_next_k(self) -> None:
         choices = (1, 2, 3, 5, 8, 16, 32)

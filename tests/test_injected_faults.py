@@ -195,3 +195,26 @@ async def test_the_viewer_and_the_markdown_export_show_an_injected_fault():
     assert event_text(fault).plain == "⚡ injected fault (error) on set_item, its call 1 (faults[0])"
     markdown = transcript_markdown(TrialRecord(unit_id=transcript.unit_id, transcript=transcript))
     assert "*injected fault (error) on `set_item`, its call 1*" in markdown
+
+
+def test_a_model_that_reuses_call_ids_still_gets_each_call_paired_with_its_own_result():
+    """Local servers often answer "call_0" in every reply: the transcript gives each call an id of
+    its own, so the fault, the failed call and the later successful retry are told apart."""
+    from simlab.graders.policy import calls_of
+    from simlab.sim.tool_handle import ToolHandle
+    from simlab.transcript.counts import tool_counts
+
+    events: list = []
+    handle = ToolHandle(env({"tool": "set_item", "kind": "error", "on_call": 1}), events.append, turn=1)
+    assert not handle.call("set_item", {"key": "b", "value": "2"}, call_id="call_0").ok
+    handle.start_turn(2)
+    assert handle.call("set_item", {"key": "b", "value": "2"}, call_id="call_0").ok
+    assert handle.call("get_item", {"key": "b"}, call_id="call_0").ok
+    ids = [e.call_id for e in events if e.type == "tool_call"]
+    assert ids[0] == "call_0" and len(set(ids)) == 3
+    from simlab.tui.sample import sample_record
+
+    t = sample_record("r", "s", 1).transcript.model_copy(update={"events": events})
+    assert [c.ok for c in calls_of(t)] == [False, True, True]
+    assert efficiency_counts(t)["faults"] == {"injected": 1, "attempts_after": 1, "recovered": 1}
+    assert tool_counts(t.events)["tool_errors"] == 1

@@ -53,7 +53,8 @@ class ToolHandle:
         self._calls_this_turn = 0
         self._last_key: str | None = None
         self._repeats = 0
-        self._next_id = 0
+        self._next_id = 0  # calls made in the trial
+        self._ids: set[str] = set()  # call ids recorded in the trial
         self._schemas: list[dict[str, Any]] | None = None
 
     def start_turn(self, turn: int) -> None:
@@ -90,6 +91,12 @@ class ToolHandle:
     def _run(self, name: str, arguments: dict[str, Any] | str | None, call_id: str | None) -> ToolReply:
         self._next_id += 1
         call_id = call_id or f"call_{self.turn}_{self._next_id}"
+        if call_id in self._ids:
+            # A model that reuses ids (a local server answering "call_0" in every reply): each call
+            # of a transcript has an id of its own, because the graders pair calls, results and
+            # injected faults by id. The agent keeps the model's id in its own messages.
+            call_id = f"{call_id}~{self._next_id}"
+        self._ids.add(call_id)
         outcome = self._env.execute(name, arguments)
         self._record(ToolCall(
             turn=self.turn, call_id=call_id, name=name, arguments=outcome.arguments,

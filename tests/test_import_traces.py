@@ -175,3 +175,24 @@ def test_bad_otlp_and_bad_options_are_clear_errors(project: Path, capsys):
     assert main(["import", "openai", "c.jsonl", "--run-id", "a"]) == 0
     assert main(["import", "openai", "c.jsonl", "--run-id", "a"]) == 2
     assert "a run is already there; write under a new run id" in capsys.readouterr().err
+
+
+def test_a_reused_call_id_is_made_unique_and_each_result_pairs_with_its_own_call(project: Path):
+    """A local model answering "call_0" in every reply: each call keeps its own result."""
+    from simlab.graders.policy import calls_of
+
+    call = {"id": "call_0", "type": "function", "function": {"name": "lookup_order", "arguments": "{\"order_id\": \"A1\"}"}}
+    messages = [{"role": "user", "content": "where is A1?"},
+                {"role": "assistant", "content": None, "tool_calls": [call]},
+                {"role": "tool", "tool_call_id": "call_0", "content": "{\"error\": \"busy\"}"},
+                {"role": "assistant", "content": None, "tool_calls": [{**call, "function": {**call["function"], "name": "find_order"}}]},
+                {"role": "tool", "tool_call_id": "call_0", "content": "{\"status\": \"shipped\"}"},
+                {"role": "assistant", "content": "It shipped."}]
+    source = write_jsonl(project / "convs.jsonl", [{"messages": messages}])
+    assert main(["import", "openai", str(source), "--run-id", "prod"]) == 0
+    [t] = transcripts(project / "transcripts" / "prod")
+    pairs = [(c.call.name, c.call.call_id, c.result.name if c.result else None, c.result.result if c.result else None)
+             for c in calls_of(t)]
+    assert pairs[0][1] != pairs[1][1]
+    assert [(p[0], p[2], p[3]) for p in pairs] == [("lookup_order", "lookup_order", {"error": "busy"}),
+                                                   ("find_order", "find_order", {"status": "shipped"})]

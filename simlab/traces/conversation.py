@@ -90,7 +90,8 @@ def to_transcript(conv: Conversation, *, run_id: str, trial: int, scenario_id: s
     """The transcript of an observed trial: turns counted by user messages (a message before the first
     one belongs to turn 1), tool results paired with their calls by id, model calls where they were made."""
     events: list[Any] = []
-    names: dict[str, str] = {}
+    names: dict[str, str] = {}  # transcript call id → tool name
+    latest: dict[str, str] = {}  # id in the source → transcript id of the latest call with it
     context: dict[str, Any] = {}
     turn, users = 1, 0
     pending = sorted(conv.calls, key=lambda c: c.after)
@@ -109,7 +110,11 @@ def to_transcript(conv: Conversation, *, run_id: str, trial: int, scenario_id: s
         elif role == "assistant":
             for i, request in enumerate(message.get("tool_calls") or []):
                 function = request.get("function") or {}
-                call_id = str(request.get("id") or f"call-{position}-{i}")
+                given = str(request.get("id") or f"call-{position}-{i}")
+                # an id a source reuses (a local model's "call_0" in every reply) is made unique:
+                # graders pair each call with its result by id; a tool message answers the latest
+                call_id = given if given not in names else f"{given}~{len(names) + 1}"
+                latest[given] = call_id
                 name = str(function.get("name") or "unknown")
                 raw = function.get("arguments")
                 raw_text = raw if isinstance(raw, str) else json.dumps(raw if raw is not None else {}, default=str)
@@ -121,8 +126,9 @@ def to_transcript(conv: Conversation, *, run_id: str, trial: int, scenario_id: s
             if text or not message.get("tool_calls"):
                 events.append(AgentMessage(turn=turn, text=text))
         elif role == "tool":
-            call_id = str(message.get("tool_call_id") or "")
-            error = conv.tool_errors.get(call_id)
+            given = str(message.get("tool_call_id") or "")
+            call_id = latest.get(given, given)
+            error = conv.tool_errors.get(given)
             content = text_of(message.get("content"))
             name = names.get(call_id, message.get("name") or "unknown")
             events.append(ToolResult(turn=turn, call_id=call_id, name=name, ok=error is None,

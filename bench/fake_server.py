@@ -88,7 +88,9 @@ async def _send(send: Any, status: int, payload: dict[str, Any]) -> None:
 def serve(latency_s: float, port: int = 0) -> None:
     import uvicorn
 
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    # IPPROTO_TCP, not 0: asyncio sets TCP_NODELAY only on sockets that say TCP; without it each
+    # answer (headers, then body) waited for the client's delayed ACK
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind(("127.0.0.1", port))
     sock.listen(4096)  # before saying the port: a client may connect while uvicorn is still starting

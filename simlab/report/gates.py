@@ -35,11 +35,51 @@ class GateResult:
     certain: bool = False  # a failure no infrastructure trouble can explain away
 
 
+@dataclass(frozen=True)
+class GateLine:
+    """One line of a gate report, as plain text: each output format (terminal, markdown) escapes
+    it its own way. ``status`` is pass / fail / inconclusive, or "note" for a gate's noise;
+    ``label`` is the gate's ("" for why the whole run is inconclusive)."""
+
+    status: str
+    label: str
+    why: str
+
+    @property
+    def text(self) -> str:
+        return f"{self.label} — {self.why}" if self.label else self.why
+
+
+VERDICT = {EXIT_OK: "all gates held", EXIT_GATE_FAILED: "a gate failed", EXIT_INFRA: "inconclusive"}
+
+
 @dataclass
 class GateReport:
     results: list[GateResult] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)  # why the run is inconclusive
     power: dict[str, str] = field(default_factory=dict)  # gate label → how noisy it is (gate_power)
+
+    @property
+    def verdict(self) -> str:
+        """The result in words ("a gate failed"); the exit code says the same to a machine."""
+        return VERDICT[self.exit_code]
+
+    def lines(self) -> list[GateLine]:
+        """The report as the terminal and the step summary show it: one line per gate (per failing
+        scenario for ``scope: each``, and one line for a ``scope: each`` gate whose scenarios all
+        passed: per-scenario passes would drown the failures), then why the run is inconclusive,
+        then how noisy each gate is."""
+        lines = [GateLine(r.status, r.label, r.reason) for r in self.results
+                 if not (r.scenario and r.status == "pass")]
+        each: dict[str, list[str]] = {}
+        for result in self.results:
+            if result.scenario:
+                each.setdefault(result.label, []).append(result.status)
+        lines += [GateLine("pass", label, f"all {len(statuses)} scenarios") for label, statuses in each.items()
+                  if all(status == "pass" for status in statuses)]
+        lines += [GateLine("inconclusive", "", problem) for problem in self.problems]
+        lines += [GateLine("note", label, text) for label, text in self.power.items()]
+        return lines
 
     @property
     def exit_code(self) -> int:

@@ -1,0 +1,40 @@
+"""Review mends after issue 19: code written twice made one, code made to do what its docs say."""
+
+from __future__ import annotations
+
+import io
+
+from rich.console import Console
+
+from simlab.report.gates import GateReport, GateResult
+
+
+def _report() -> GateReport:
+    return GateReport(
+        [GateResult("policy_violations == 0", "fail", 1.0, "1 violation", certain=True),
+         GateResult("pass^1 >= 0.5 (each scenario)", "fail", 0.0, "a: pass^1 = 0 violates >= 0.5", scenario="a"),
+         GateResult("pass^1 >= 0.5 (each scenario)", "pass", 1.0, "b: pass^1 = 1", scenario="b"),
+         GateResult("success >= 0.1 (each scenario)", "pass", 1.0, "a: ok", scenario="a"),
+         GateResult("success >= 0.1 (each scenario)", "pass", 1.0, "b: ok", scenario="b")],
+        problems=["run incomplete: 3 of 4 planned trials finished"],
+        power={"pass^1 >= 0.5 (each scenario)": "noise: an agent exactly at pass^1 = 0.5 fails this gate 75.0%"})
+
+
+def test_terminal_and_markdown_gates_are_the_same_lines():
+    from simlab.cli.gate_cmd import print_gates
+    from simlab.report.step_summary import gates_markdown
+
+    report = _report()
+    out = io.StringIO()
+    print_gates(report, Console(file=out, width=300, color_system=None))
+    terminal = out.getvalue()
+    markdown = gates_markdown(report, "s")
+    assert "| success \\>= 0.1 \\(each scenario\\) | ✅ pass | all 2 scenarios |" in markdown
+    assert "success >= 0.1 (each scenario) — all 2 scenarios" in terminal
+    assert "b: pass^1 = 1" not in terminal and "b: pass^1 = 1" not in markdown  # passes of `each` folded
+    assert "- ⚠️ run incomplete: 3 of 4 planned trials finished" in markdown
+    # the gate's noise was printed on the terminal only; the step summary shows it too now
+    assert "fails this gate 75.0%" in terminal
+    assert "- pass^1 \\>= 0.5 \\(each scenario\\) — noise: an agent exactly at pass^1 = 0.5" in markdown
+    assert "result: a gate failed (exit 1)" in terminal
+    assert markdown.startswith("### simlab gates `s`: a gate failed (exit 1)")

@@ -38,3 +38,17 @@ def test_terminal_and_markdown_gates_are_the_same_lines():
     assert "- pass^1 \\>= 0.5 \\(each scenario\\) — noise: an agent exactly at pass^1 = 0.5" in markdown
     assert "result: a gate failed (exit 1)" in terminal
     assert markdown.startswith("### simlab gates `s`: a gate failed (exit 1)")
+
+
+def test_gate_power_is_none_for_what_it_does_not_cover_as_its_docs_say():
+    from simlab.results.power import gate_fail_chance, power_k, rate_at, trials_needed
+
+    assert gate_fail_chance("cost_per_success", ">=", 0.5, [10], 0.5) is None  # raised ValueError before
+    assert gate_fail_chance("pass^0", ">=", 0.5, [10], 0.5) is None
+    assert gate_fail_chance("pass^1", ">=", 0.5, [10], 1.5) is None  # p is not a rate
+    assert trials_needed("tool_f1", ">=", 0.5, 3, 0.6) is None
+    assert trials_needed("pass^1", ">=", 0.5, 3, 1.2) is None
+    assert rate_at("efficiency", 0.5) is None
+    assert rate_at("pass^2", 0.25) == 0.5
+    assert [power_k(m) for m in ("success", "pass^3", "pass@2", "pass^0", "pass^x", "cost")] == [1, 3, 2, None, None, None]
+    assert round(gate_fail_chance("pass^1", ">=", 0.8, [20], 0.8) or 0, 3) == 0.370  # the known figure is unchanged

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from simlab.errors import EXIT_GATE_FAILED, EXIT_INFRA, EXIT_OK
 from simlab.report.compare_runs import compare
 from simlab.results.figures import DatasetScore, Rate, RunSummary, ScenarioFigures, SuiteFigures
-from simlab.results.power import gate_fail_chance, rate_at, trials_needed
+from simlab.results.power import gate_fail_chance, power_k, rate_at, trials_needed
 from simlab.results.summary import extend_curves
 from simlab.specs import Suite
 from simlab.specs.gates import DATASET_METRICS, Gate, known_metric, parse_gate
@@ -238,18 +238,16 @@ def power_line(gate: Gate, trials: list[int]) -> str | None:
     if gate.gate is None:
         return None
     metric, op, bound = parse_gate(gate.gate, custom=True)
-    if op not in (">=", ">") or not (metric == "success" or metric.startswith(("pass^", "pass@"))):
+    k, p = power_k(metric), rate_at(metric, bound)
+    if k is None or p is None or not trials or not any(trials):
         return None
-    if not trials or not any(trials):
-        return None
-    chance = gate_fail_chance(metric, op, bound, trials, rate_at(metric, bound), gate.scope)
+    chance = gate_fail_chance(metric, op, bound, trials, p, gate.scope)
     if chance is None:
         return None
     shown = f"n={trials[0]} per scenario" if len(set(trials)) == 1 else f"n={min(trials)}–{max(trials)} per scenario"
     text = (f"noise: an agent exactly at {metric} = {bound:g} fails this gate {chance:.1%} of the time "
             f"({len(trials)} scenarios, {shown})")
     target = bound + gate.power_margin
-    k = int(metric[5:]) if metric[5:].isdigit() else 1
     if target > 1:
         return text
     if gate.scope == "suite" and k > 1 and len(trials) > 1:

@@ -52,3 +52,17 @@ def test_gate_power_is_none_for_what_it_does_not_cover_as_its_docs_say():
     assert rate_at("pass^2", 0.25) == 0.5
     assert [power_k(m) for m in ("success", "pass^3", "pass@2", "pass^0", "pass^x", "cost")] == [1, 3, 2, None, None, None]
     assert round(gate_fail_chance("pass^1", ">=", 0.8, [20], 0.8) or 0, 3) == 0.370  # the known figure is unchanged
+
+
+def test_one_definition_of_a_scenario_id(tmp_path, monkeypatch, capsys):
+    from simlab.cli.main import main
+    from simlab.specs import Persona, Scenario
+    from simlab.specs.base import SPEC_ID, is_spec_id
+
+    for model in (Scenario, Persona):
+        assert model.model_json_schema()["properties"]["id"]["pattern"] == SPEC_ID
+    assert is_spec_id("refund-1.a_b") and not is_spec_id("Refund") and not is_spec_id("-x") and not is_spec_id("a/b")
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "chat.jsonl").write_text('{"messages": [{"role": "user", "content": "hi"}]}\n')
+    assert main(["import", "openai", "chat.jsonl", "--scenario-id", "Not/An-Id"]) == 2
+    assert "--scenario-id 'Not/An-Id'" in capsys.readouterr().err

@@ -66,3 +66,25 @@ def test_one_definition_of_a_scenario_id(tmp_path, monkeypatch, capsys):
     (tmp_path / "chat.jsonl").write_text('{"messages": [{"role": "user", "content": "hi"}]}\n')
     assert main(["import", "openai", "chat.jsonl", "--scenario-id", "Not/An-Id"]) == 2
     assert "--scenario-id 'Not/An-Id'" in capsys.readouterr().err
+
+
+def test_rules_and_pii_files_load_like_every_spec(tmp_path, monkeypatch, capsys):
+    import hashlib
+    import json
+
+    from simlab.cli.main import main
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "chat.jsonl").write_text('{"messages": [{"role": "user", "content": "hi"}]}\n')
+    (tmp_path / "pii.yaml").write_text("- email\n")  # a list, not a mapping
+    assert main(["import", "openai", "chat.jsonl", "--pii", "pii.yaml"]) == 2
+    assert "pii.yaml:1: expected a mapping of fields, got a list" in capsys.readouterr().err
+    (tmp_path / "pii.yaml").write_text("# nothing yet\n")  # empty: the defaults
+    assert main(["import", "openai", "chat.jsonl", "--pii", "pii.yaml", "--run-id", "prod"]) == 0
+    (tmp_path / "online.yaml").write_text("- max_calls\n")
+    assert main(["grade-traces", "prod", "--rules", "online.yaml"]) == 2
+    assert "online.yaml:1: expected a mapping of fields, got a list" in capsys.readouterr().err
+    (tmp_path / "online.yaml").write_text("")
+    assert main(["grade-traces", "prod", "--rules", "online.yaml", "--out", "g"]) == 0
+    manifest = json.loads((tmp_path / "transcripts" / "g" / "run.json").read_text())
+    assert manifest["grade_traces"]["rules_sha256"] == hashlib.sha256(b"").hexdigest()

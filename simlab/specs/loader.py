@@ -16,7 +16,7 @@ from simlab.specs.config import ProjectConfig, Suite
 from simlab.specs.errors import format_validation_error
 from simlab.specs.persona import Persona
 from simlab.specs.scenario import Scenario
-from simlab.specs.yamlio import LineMap, line_for, load_yaml_file
+from simlab.specs.yamlio import LineMap, line_for, load_yaml_bytes, read_spec_bytes
 
 M = TypeVar("M", bound=BaseModel)
 YAML_SUFFIXES = (".yaml", ".yml")
@@ -40,15 +40,20 @@ class LoadedScenario(Loaded):
     persona_sha256: str | None = None
 
 
-def load_model(path: Path, model: type[M]) -> Loaded:
-    data, lines = load_yaml_file(path)
+def load_model(path: Path, model: type[M], *, empty_ok: bool = False) -> Loaded:
+    """``path`` as a ``model``; errors name file, line and field. With ``empty_ok`` an empty file
+    (or one of comments only) is the model's defaults. ``sha256`` is of the bytes parsed."""
+    raw = read_spec_bytes(path)
+    data, lines = load_yaml_bytes(raw, path, empty_ok=empty_ok)
+    if data is None and empty_ok:
+        data = {}
     if not isinstance(data, dict):
         raise SpecError(f"{path}:{lines.get((), 1)}: expected a mapping of fields, got {_kind(data)}")
     try:
         spec = model.model_validate(data)
     except ValidationError as exc:
         raise SpecError(format_validation_error(exc, str(path), lines, model=model)) from None
-    return Loaded(spec=spec, path=path, sha256=_sha256(path), lines=lines)
+    return Loaded(spec=spec, path=path, sha256=hashlib.sha256(raw).hexdigest(), lines=lines)
 
 
 def load_personas(folder: Path) -> dict[str, Loaded]:
@@ -192,13 +197,14 @@ def read_partial(path: Path, model: type[M]) -> Loaded | None:
     without validation; ``model_fields_set`` names the fields it holds), or None when the file is
     not a YAML mapping at all."""
     try:
-        data, lines = load_yaml_file(path)
+        raw = read_spec_bytes(path)
+        data, lines = load_yaml_bytes(raw, path)
     except SpecError:
         return None  # not YAML: nothing more to check
     if not isinstance(data, dict):
         return None
-    return Loaded(spec=model.model_construct(**_valid_fields(model, data)), path=path, sha256=_sha256(path),
-                  lines=lines)
+    return Loaded(spec=model.model_construct(**_valid_fields(model, data)), path=path,
+                  sha256=hashlib.sha256(raw).hexdigest(), lines=lines)
 
 
 def _valid_fields(model: type[BaseModel], data: dict[str, Any]) -> dict[str, Any]:
@@ -239,7 +245,3 @@ def _kind(value: Any) -> str:
     if isinstance(value, str):
         return f"a string ({value[:40]!r})"
     return type(value).__name__
-
-
-def _sha256(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()

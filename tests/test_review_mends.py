@@ -106,3 +106,24 @@ def test_the_html_report_prints_events_as_the_judge_reads_them():
     assert _event_text(model.model_dump(mode="json")) == "MODEL CALL (agent, gpt-x): 1.50s"
     assert event_line(0, model) is None  # a judge does not read model calls
     assert _event_text({"type": "future_kind", "turn": 1}) == '{"type": "future_kind", "turn": 1}'
+
+
+def test_a_rouge_scorer_is_built_once_per_setting(monkeypatch):
+    from rouge_score import rouge_scorer
+
+    from simlab.graders import rouge
+
+    built = []
+    real = rouge_scorer.RougeScorer
+
+    def counting(*args, **kwargs):
+        built.append((args, kwargs))
+        return real(*args, **kwargs)
+
+    rouge.scorer.cache_clear()
+    monkeypatch.setattr(rouge_scorer, "RougeScorer", counting)
+    scores = [rouge.rouge1_f(f"refund issued for order {i}", "the refund was issued") for i in range(10)]
+    scores += [rouge.rouge1_f("返金しました", "返金済み") for _ in range(3)]  # no stemming for non-Latin text
+    assert len(built) == 2  # one scorer with stemming, one without: not one per call
+    assert scores[0] == scores[1] and 0 < scores[0] < 1
+    rouge.scorer.cache_clear()

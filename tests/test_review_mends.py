@@ -127,3 +127,23 @@ def test_a_rouge_scorer_is_built_once_per_setting(monkeypatch):
     assert len(built) == 2  # one scorer with stemming, one without: not one per call
     assert scores[0] == scores[1] and 0 < scores[0] < 1
     rouge.scorer.cache_clear()
+
+
+def test_the_pytest_plugin_reads_a_suite_once_per_session(tmp_path, monkeypatch):
+    from types import SimpleNamespace
+
+    import pytest
+
+    import simlab.specs
+    from simlab import pytest_plugin
+
+    suite = tmp_path / "suite.yaml"
+    suite.write_text("id: s\nscenarios: []\ngates: ['pass^1 >= 0.5', 'tool_f1 >= 0.9', "
+                     "{gate: 'pass^1 >= 0.2', view: raw}]\n")
+    read = []
+    real = simlab.specs.load_suite
+    monkeypatch.setattr(simlab.specs, "load_suite", lambda path: read.append(path) or real(path))
+    config = SimpleNamespace(stash=pytest.Stash())
+    for _ in range(5):  # five scenario items
+        assert pytest_plugin.suite_gates(config, str(suite)) == ["pass^1 >= 0.5"]
+    assert len(read) == 1

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import io
+from typing import Any
 
+from pydantic import BaseModel
 from rich.console import Console
 
+from simlab.env import READ, tool
 from simlab.report.gates import GateReport, GateResult
 
 
@@ -147,3 +150,37 @@ def test_the_pytest_plugin_reads_a_suite_once_per_session(tmp_path, monkeypatch)
     for _ in range(5):  # five scenario items
         assert pytest_plugin.suite_gates(config, str(suite)) == ["pass^1 >= 0.5"]
     assert len(read) == 1
+
+
+class OddState(BaseModel):
+    calls: int = 0
+
+
+@tool(READ)
+def odd(state: OddState, what: str) -> Any:
+    """Answer something the transcript cannot hold, or crash.
+
+    Args:
+        what: bad or crash.
+    """
+    if what == "crash":
+        raise KeyError("boom")
+    deep: list[Any] = []
+    for _ in range(150):  # deeper than a transcript can be read back (MAX_NESTING)
+        deep = [deep]
+    return deep
+
+
+def test_a_stale_read_fails_as_a_normal_call_does():
+    from simlab.env import Domain, Environment
+    from simlab.specs.faults import ToolFault
+
+    domain = Domain(name="odd", state_model=OddState, tools=[odd], policy="")
+    normal = Environment(domain, OddState())
+    for what in ("bad", "crash"):
+        a = normal.execute("odd", {"what": what})
+        stale = Environment(domain, OddState(), faults=[ToolFault(tool="odd", kind="stale", on_call=1)])
+        b = stale.execute("odd", {"what": what})
+        assert not a.ok and not b.ok and a.error == b.error
+        assert a.extra["fault"] == b.extra["fault"] == ("bad_result" if what == "bad" else "crash")
+        assert b.extra["injected"]["kind"] == "stale"

@@ -184,3 +184,35 @@ def test_a_stale_read_fails_as_a_normal_call_does():
         assert not a.ok and not b.ok and a.error == b.error
         assert a.extra["fault"] == b.extra["fault"] == ("bad_result" if what == "bad" else "crash")
         assert b.extra["injected"]["kind"] == "stale"
+
+
+def test_an_openai_import_has_an_unknown_duration_left_out_of_every_sum(tmp_path, monkeypatch, capsys):
+    import xml.etree.ElementTree as ET
+
+    from simlab.cli.main import main
+    from simlab.report.digest import digest
+    from simlab.runner.store import RunStore
+
+    monkeypatch.chdir(tmp_path)
+    lines = ['{"messages": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}]}\n'] * 2
+    (tmp_path / "chat.jsonl").write_text("".join(lines))
+    assert main(["import", "openai", "chat.jsonl", "--run-id", "prod"]) == 0
+    folder = tmp_path / "transcripts" / "prod"
+    assert [r.transcript.duration_s for r in RunStore(folder).records()] == [None, None]  # was 0.0
+    (tmp_path / "online.yaml").write_text("sample: {rate: 1}\n")
+    assert main(["grade-traces", "prod", "--rules", "online.yaml", "--out", "g"]) == 0
+    found = digest(tmp_path / "transcripts" / "g")
+    assert found.seconds == {"observed": 0.0} and found.unknown_seconds == {"observed": 2}
+    capsys.readouterr()
+    assert main(["report", "g"]) == 0
+    assert "(duration unknown for 2 trials)" in capsys.readouterr().out.replace("\n", " ")
+    assert main(["report", "g", "--json"]) == 0
+    import json
+
+    latency = json.loads(capsys.readouterr().out)["suite"]["latency_s"]
+    assert latency["known"] == 0 and latency["unknown"] == 2 and latency["p50"] is None
+    (tmp_path / "suite.yaml").write_text("id: s\nscenarios: []\ngates: ['error_rate <= 1']\n")
+    assert main(["gate", "g", "--suite", "suite.yaml", "--junit", "out.xml"]) in (0, 3)
+    case = ET.parse(tmp_path / "out.xml").getroot().find("testsuite/testcase")
+    props = {p.get("name"): p.get("value") for p in case.iter("property")}
+    assert props["duration_unknown_trials"] == "2" and case.get("time") == "0.000"

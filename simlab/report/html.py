@@ -94,7 +94,8 @@ def _figures(summary: RunSummary, max_k: int) -> str:
         ("policy violations", upper_bound(suite.policy_violation_rate)),
         ("loops (one call repeated)", upper_bound(suite.loop_rate)),
         ("cost", f"{money(suite.cost_usd)} · per success {money(suite.cost_per_success_usd)}"),
-        ("latency", f"p50 {num(suite.latency_s.p50)} s · p95 {num(suite.latency_s.p95)} s"),
+        ("latency", f"p50 {num(suite.latency_s.p50)} s · p95 {num(suite.latency_s.p95)} s"
+                    + (f" (duration unknown for {suite.latency_s.unknown} trials)" if suite.latency_s.unknown else "")),
         ("terminations", ", ".join(f"{k} {v}" for k, v in suite.terminations.items()) or DASH),
     ]
     cells = "".join(f"<tr><th>{e(name)}</th><td>{e(value)}</td></tr>" for name, value in rows)
@@ -139,6 +140,9 @@ def _distributions(digest: Digest) -> str:
         charts.append(histogram_svg("trial duration (s)", latency))
     unknown = len(costs) - len(known)
     note = f'<p class="dim">cost unknown for {unknown} of {len(costs)} trials (unpriced models).</p>' if unknown else ""
+    if len(latency) < len(durations):
+        note += (f'<p class="dim">duration unknown for {len(durations) - len(latency)} of {len(durations)} trials '
+                 "(imported without times): left out of the chart.</p>")
     if not charts:
         return ""
     return f"<h2 id=\"distributions\">cost and latency</h2>{note}<div class=\"charts\">{''.join(charts)}</div>"

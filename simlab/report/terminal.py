@@ -112,6 +112,8 @@ def _headline(suite: SuiteFigures, max_k: int) -> Text:
         +
         f"tokens p50 {num(suite.tokens.p50, 0)} p95 {num(suite.tokens.p95, 0)}   "
         f"latency p50 {num(suite.latency_s.p50)}s p95 {num(suite.latency_s.p95)}s   "
+        + (f"(duration unknown for {suite.latency_s.unknown} trials)   " if suite.latency_s.unknown else "")
+        +
         f"retries {suite.retries} ({suite.retry_wait_s:.1f}s waiting)",
     ]
     return Text("\n".join(lines))

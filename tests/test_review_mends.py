@@ -216,3 +216,20 @@ def test_an_openai_import_has_an_unknown_duration_left_out_of_every_sum(tmp_path
     case = ET.parse(tmp_path / "out.xml").getroot().find("testsuite/testcase")
     props = {p.get("name"): p.get("value") for p in case.iter("property")}
     assert props["duration_unknown_trials"] == "2" and case.get("time") == "0.000"
+
+
+def test_the_markdown_failing_checks_table_has_the_error_trials_column():
+    from simlab.report.formats import render
+    from simlab.results.frames import collect
+    from simlab.results.summary import summarize
+    from tests.test_report_terminal import head
+
+    heads = [head("s#0", "fail", [["state", "state", True]]),
+             head("s#1", "error", [["state", "state", True], ["termination", "efficiency", True]]),
+             head("s#2", "error", [["termination", "efficiency", True]])]
+    text = render(summarize(collect(heads), run_id="r"), "markdown")
+    assert "| failing check | kind | failures | in error trials |" in text
+    assert "| termination | efficiency | 2 | 2 |" in text and "| state | state | 2 | 1 |" in text
+    assert "in error trials: failures in trials that ended in an infrastructure error" in text
+    clean = [head("s#0", "fail", [["state", "state", True]])]
+    assert "in error trials" not in render(summarize(collect(clean), run_id="r"), "markdown")

@@ -19,7 +19,7 @@ from pydantic import TypeAdapter, ValidationError
 from simlab.graders.judge_prompt import event_text
 from simlab.report.charts import curves_svg, histogram_svg
 from simlab.report.digest import Digest, FailedTrial
-from simlab.report.fmt import DASH, interval, money, num, pct, safe, shown_ks, upper_bound
+from simlab.report.fmt import DASH, IN_ERROR_TRIALS, interval, money, num, pct, safe, shown_ks, upper_bound
 from simlab.report.trouble import trouble_lines
 from simlab.results.figures import RunSummary
 from simlab.transcript.model import Event
@@ -122,8 +122,7 @@ def _failing_checks(summary: RunSummary) -> str:
     infra = any(c.in_error_trials for c in failing)
     rows = "".join(f"<tr><td>{e(c.name)}</td><td>{e(c.kind)}</td><td>{c.failures}</td>"
                    + (f"<td>{c.in_error_trials or ''}</td>" if infra else "") + "</tr>" for c in failing)
-    note = ("<p class=\"dim\">in error trials: failures in trials that ended in an infrastructure error (the trial "
-            "could not be played, so the check says nothing about the agent).</p>") if infra else ""
+    note = f"<p class=\"dim\">{e(IN_ERROR_TRIALS)}.</p>" if infra else ""
     return ("<h2 id=\"checks\">checks that fail most</h2><table><tr><th>check</th><th>kind</th><th>failures</th>"
             + ("<th>in error trials</th>" if infra else "") + f"</tr>{rows}</table>{note}")
 

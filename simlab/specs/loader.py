@@ -20,6 +20,13 @@ from simlab.specs.yamlio import LineMap, line_for, load_yaml_bytes, read_spec_by
 
 M = TypeVar("M", bound=BaseModel)
 YAML_SUFFIXES = (".yaml", ".yml")
+ADK_SUFFIXES = (".evalset.json", ".test.json")
+# Why not run an eval set on the fly: the import needs the domain whose tools the agent calls, says
+# what it could not carry over (a state that does not fit the domain), and splits fixed from
+# simulated cases (different simulators); a run pins scenario files by path and sha256, so the
+# scenarios it played should be files a user has seen and kept, not a temporary conversion.
+_IMPORT_ADK = ("simlab import adk {} --domain DOMAIN (it writes scenario files and suites and says what it "
+               "could not carry over), then simlab run --suite the suite it writes")
 
 
 @dataclass
@@ -98,16 +105,18 @@ def scenario_files(paths: Sequence[str | Path], base: Path | None = None) -> lis
             if not matches:
                 raise SpecError(f"{candidate}: no scenario file matches this pattern")
             files = [m for m in matches if m.is_dir() or _is_spec_file(m)]
-        elif candidate.exists() and candidate.name.endswith((".evalset.json", ".test.json")):
-            raise SpecError(f"{candidate}: an ADK eval set is not run directly yet; import it as scenarios first: "
-                            f"simlab import adk {text} --domain DOMAIN, then simlab run --suite the suite it writes")
+        elif candidate.exists() and candidate.name.endswith(ADK_SUFFIXES):
+            raise SpecError(f"{candidate}: an ADK eval set is imported, not run: {_IMPORT_ADK.format(text)}")
         elif candidate.exists():
             files = [candidate]
         else:
             raise SpecError(f"{candidate}: no such file or folder")
         yielded = [path for match in files for path in _expand(match)]
         if not yielded:
-            raise SpecError(f"{candidate}: no scenario files (.yaml, .yml) here")
+            adk = candidate.is_dir() and any(p.name.endswith(ADK_SUFFIXES) for p in candidate.rglob("*"))
+            raise SpecError(f"{candidate}: no scenario files (.yaml, .yml) here"
+                            + (f"; it holds ADK eval sets, which are imported, not run: {_IMPORT_ADK.format(text)}"
+                               if adk else ""))
         for path in yielded:
             found.setdefault(path.resolve(), path)
     return list(found.values())

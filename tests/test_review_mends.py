@@ -233,3 +233,13 @@ def test_the_markdown_failing_checks_table_has_the_error_trials_column():
     assert "in error trials: failures in trials that ended in an infrastructure error" in text
     clean = [head("s#0", "fail", [["state", "state", True]])]
     assert "in error trials" not in render(summarize(collect(clean), run_id="r"), "markdown")
+
+
+def test_a_lab_crash_record_has_an_unknown_duration_not_zero():
+    from simlab.runner.execute import _crashed
+    from simlab.sim.agents import PythonAgent
+    from simlab.sim.simulators import RulesSimulator
+    from tests.support import kv_agent, make_trial
+
+    crashed = _crashed(make_trial(PythonAgent(kv_agent, "t:kv_agent"), RulesSimulator()), RuntimeError("boom"))
+    assert crashed.duration_s is None and crashed.termination.reason == "error"

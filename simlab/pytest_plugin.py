@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 
 STAMP = pytest.StashKey[str]()
+SUITE_GATES = pytest.StashKey[dict[str, list[str]]]()  # suite file → its per-scenario gates
 
 
 def pytest_addoption(parser: Any) -> None:
@@ -83,20 +84,29 @@ def _project(path: Path, given: str | None) -> Path:
     return Path.cwd()
 
 
+def suite_gates(config: Any, suite: str) -> list[str]:
+    """The gates of ``--simlab-suite`` that one scenario can hold, read from the file once per
+    session (not once per item: a suite file does not change while pytest runs)."""
+    from simlab.specs import load_suite
+    from simlab.testing import per_scenario
+
+    cache = config.stash.setdefault(SUITE_GATES, {})
+    key = str(Path(suite).resolve())
+    if key not in cache:
+        cache[key] = [g.gate for g in load_suite(Path(suite)).spec.gates
+                      if g.gate and g.view == "valid" and per_scenario(g.gate)]
+    return list(cache[key])
+
+
 class ScenarioItem(pytest.Item):
     def runtest(self) -> None:
         import simlab
-        from simlab.testing import DEFAULT_GATES, per_scenario, scenario_result
+        from simlab.testing import DEFAULT_GATES, scenario_result
 
         config = self.config
         project = _project(self.path, config.getoption("--simlab-project"))
         suite = config.getoption("--simlab-suite")
-        gates = list(config.getoption("--simlab-gate"))
-        if not gates and suite:
-            from simlab.specs import load_suite
-
-            gates = [g.gate for g in load_suite(Path(suite)).spec.gates
-                     if g.gate and g.view == "valid" and per_scenario(g.gate)]
+        gates = list(config.getoption("--simlab-gate")) or (suite_gates(config, suite) if suite else [])
         run = simlab.run([str(self.path.resolve())], agent=_agent(config), trials=config.getoption("--simlab-trials"),
                          suite=str(Path(suite).resolve()) if suite else None, project=project,
                          run_id=f"pytest-{config.stash[STAMP]}-{self.name}")

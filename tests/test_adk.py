@@ -207,8 +207,12 @@ def test_judge_and_mapped_criteria_become_graders_and_checks() -> None:
 def test_running_an_eval_set_directly_says_how_to_import_it(project: Path, capsys) -> None:
     assert main(["run", "adk/refund.evalset.json"]) == 2
     err = capsys.readouterr().err
-    assert "adk/refund.evalset.json: an ADK eval set is not run directly yet" in err
+    assert "adk/refund.evalset.json: an ADK eval set is imported, not run" in err
     assert "simlab import adk adk/refund.evalset.json --domain DOMAIN" in err
+    assert main(["run", "adk"]) == 2  # a folder of eval sets: the same hint
+    err = capsys.readouterr().err
+    assert "adk: no scenario files (.yaml, .yml) here; it holds ADK eval sets" in err
+    assert "simlab import adk adk --domain DOMAIN" in err
 
 
 @pytest.mark.parametrize("name", ["refund-snake.evalset.json", "refund-camel.evalset.json"])

@@ -44,32 +44,17 @@ def check_gates(folder: Path, suite: Suite, *, junit: str | None, console: Conso
 
 
 def print_gates(report: GateReport, console: Console) -> None:
-    """One line per gate (per failing scenario for `scope: each`): readable in any CI log."""
+    """``GateReport.lines`` as plain lines, readable in any CI log; a gate's noise dimmed."""
     console.print(Text("gates", style="bold"))
-    for result in report.results:
-        if result.scenario and result.status == "pass":
-            continue  # per-scenario passes would drown the failures: one summary line below
-        _gate_line(console, result.status, f"{one_line(result.label)} — {one_line(result.reason)}")
-    each: dict[str, list[str]] = {}
-    for result in report.results:
-        if result.scenario:
-            each.setdefault(result.label, []).append(result.status)
-    for label, statuses in each.items():
-        if all(status == "pass" for status in statuses):
-            _gate_line(console, "pass", f"{one_line(label)} — all {len(statuses)} scenarios")
-    for problem in report.problems:
-        _gate_line(console, "inconclusive", one_line(problem))
-    for label, text in report.power.items():
-        console.print(Text(f"  {'':<13}{one_line(label)} — {text}", style="dim"))
-    verdict = {0: "all gates held", 1: "a gate failed", 3: "inconclusive"}[report.exit_code]
-    console.print(Text(f"result: {verdict} (exit {report.exit_code})", style="bold"))
-
-
-def _gate_line(console: Console, status: str, text: str) -> None:
-    line = Text("  ")
-    line.append(f"{status.upper():<13}", style=STATUS_STYLE[status])
-    line.append(text)
-    console.print(line)
+    for line in report.lines():
+        if line.status == "note":
+            console.print(Text(f"  {'':<13}{one_line(line.text)}", style="dim"))
+            continue
+        text = Text("  ")
+        text.append(f"{line.status.upper():<13}", style=STATUS_STYLE[line.status])
+        text.append(one_line(line.text))
+        console.print(text)
+    console.print(Text(f"result: {report.verdict} (exit {report.exit_code})", style="bold"))
 
 
 def gate_command(args: argparse.Namespace) -> int:

@@ -4,7 +4,6 @@ step, and writing the observed run."""
 from __future__ import annotations
 
 import argparse
-import re
 import sys
 from collections.abc import Callable
 from datetime import UTC, datetime
@@ -30,13 +29,14 @@ def import_conversations(args: argparse.Namespace, fmt: str, read: Callable[[Pat
     from simlab.runner.observed import write_observed_run
     from simlab.runner.prepare import check_run_id
     from simlab.specs import load_config
+    from simlab.specs.base import is_spec_id
     from simlab.traces.conversation import to_transcript
     from simlab.traces.pii import Redactor, load_pii
 
     source = Path(args.source)
     if not source.is_file():
         raise UsageError(f"{source}: no such file")
-    if not re.match(r"^[a-z0-9][a-z0-9_.-]*$", args.scenario_id):
+    if not is_spec_id(args.scenario_id):
         raise UsageError(f"--scenario-id {args.scenario_id!r}: use lowercase letters, digits, '.', '_' and '-' "
                          "(a scenario id)")
     spec = load_pii(Path(args.pii) if args.pii else None)

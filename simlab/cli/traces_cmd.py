@@ -17,7 +17,8 @@ def grade_traces_command(args: argparse.Namespace) -> int:
     transcripts = Path(load_config(Path("simlab.yaml")).transcripts)
     source = resolve_run(args.run, transcripts)
     rules_path = Path(args.rules)
-    rules = load_rules(rules_path)
+    loaded = load_rules(rules_path)
+    rules = loaded.spec
     if args.rate is not None:
         if not 0 <= args.rate <= 1:
             raise UsageError(f"--rate {args.rate}: give a fraction from 0 to 1 (0.1 = 10 %)")
@@ -35,8 +36,7 @@ def grade_traces_command(args: argparse.Namespace) -> int:
     for flag, value in (("--out", args.out), ("--judge", args.judge), ("--rate", args.rate), ("--seed", args.seed)):
         if value is not None:
             command += [flag, str(value)]
-    report = grade_traces(source, out, rules, rules_path=rules_path, judge=judge, judge_pin=judge_pin,
-                          command=command)
+    report = grade_traces(source, out, loaded, judge=judge, judge_pin=judge_pin, command=command)
     graded = sum(report.verdicts.values())
     rate = rules.sample.rate
     print(f"graded {graded} of {report.population} traces: {len(report.flagged)} flagged "

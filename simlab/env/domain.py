@@ -176,18 +176,9 @@ class Environment:
             return ToolOutcome(name, arguments, raw, spec.access, error=error, extra=extra)
 
         working = _copy_state(self.state)
-        try:
-            result = call_bounded(lambda: spec.func(working, **validated), self.tool_timeout_s)
-        except ToolError as exc:
-            return failed(str(exc) or type(exc).__name__)
-        except ToolTimeout:
-            return failed(f"tool {name} did not return within {self.tool_timeout_s:g} s; it was cut off", "timeout")
-        except Exception as exc:  # a bug in the domain is the tool's error, not the run's crash
-            return failed(f"tool crashed: {type(exc).__name__}: {exc}", "crash")
-        try:
-            data = recordable(result)
-        except ValueError as exc:  # a result the transcript cannot hold is the tool's error, as a crash is
-            return failed(f"tool {name} returned a result that cannot be recorded: {exc}", "bad_result")
+        data, error, fault = self._run(spec, working, validated)
+        if error is not None:
+            return failed(error, fault)
         if spec.access is Access.READ:
             if working != self.state:
                 return failed(f"read tool {name} changed the state; the change was discarded", "read_wrote")
@@ -216,17 +207,31 @@ class Environment:
             outcome.ok, outcome.result = True, recordable(fault.result)
         else:  # stale: the tool's answer on the trial's initial state (checks allow it on READ tools only)
             assert self._initial is not None
-            working = _copy_state(self._initial)
-            try:
-                result = call_bounded(lambda: spec.func(working, **validated), self.tool_timeout_s)
-                outcome.ok, outcome.result = True, recordable(result)
-            except ToolError as exc:
-                outcome.error = str(exc) or type(exc).__name__
-            except ToolTimeout:
-                outcome.error = f"tool {spec.name} did not return within {self.tool_timeout_s:g} s; it was cut off"
-            except Exception as exc:  # the domain's bug, shown as a crash is on a normal call
-                outcome.error = f"tool crashed: {type(exc).__name__}: {exc}"
+            data, error, crash = self._run(spec, _copy_state(self._initial), validated)
+            if error is None:
+                outcome.ok, outcome.result = True, data
+            else:  # the domain's own failure, said as it is on a normal call
+                outcome.error = error
+                if crash:
+                    outcome.extra.update(crash=True, fault=crash)
         return outcome
+
+    def _run(self, spec: Tool, working: BaseModel, validated: dict[str, Any]) -> tuple[Any, str | None, str | None]:
+        """Call the tool on ``working``: (its recordable result, None, None), or (None, the error the
+        agent reads, and the domain's fault when it misbehaved: timeout, crash, bad_result). One
+        mapping for normal calls and stale reads."""
+        try:
+            result = call_bounded(lambda: spec.func(working, **validated), self.tool_timeout_s)
+        except ToolError as exc:
+            return None, str(exc) or type(exc).__name__, None
+        except ToolTimeout:
+            return None, f"tool {spec.name} did not return within {self.tool_timeout_s:g} s; it was cut off", "timeout"
+        except Exception as exc:  # a bug in the domain is the tool's error, not the run's crash
+            return None, f"tool crashed: {type(exc).__name__}: {exc}", "crash"
+        try:
+            return recordable(result), None, None
+        except ValueError as exc:  # a result the transcript cannot hold is the tool's error, as a crash is
+            return None, f"tool {spec.name} returned a result that cannot be recorded: {exc}", "bad_result"
 
     def snapshot(self) -> dict[str, Any]:
         return self.state.model_dump(mode="json")

@@ -25,6 +25,7 @@ from simlab.transcript import (
     AgentMessage,
     ErrorEvent,
     InvalidCall,
+    ModelCall,
     Signal,
     ToolCall,
     ToolResult,
@@ -32,7 +33,8 @@ from simlab.transcript import (
     UserMessage,
 )
 
-__all__ = ["DATA_TAGS", "MAX_RESULT_CHARS", "data_rules", "delimit", "event_line", "neutralise", "nonce_for",
+__all__ = ["DATA_TAGS", "MAX_RESULT_CHARS", "data_rules", "delimit", "event_line", "event_text", "neutralise",
+           "nonce_for",
            "transcript_as_data", "transcript_lines"]
 
 MAX_RESULT_CHARS = 1500
@@ -84,27 +86,37 @@ def _name(value: str) -> str:
 
 def event_line(index: int, event: Any, *, max_result_chars: int = MAX_RESULT_CHARS) -> str | None:
     """One line for one event, or None for events a judge does not need (model calls)."""
-    head = f"#{index} [turn {event.turn}]"
+    text = event_text(event, max_result_chars=max_result_chars)
+    return None if text is None else f"#{index} [turn {event.turn}] {text}"
+
+
+def event_text(event: Any, *, max_result_chars: int = MAX_RESULT_CHARS, model_calls: bool = False) -> str | None:
+    """One event as one line of text without its place (the judge's lines and the HTML report's
+    share it): free text JSON-encoded, so a newline cannot forge another event. None for an
+    event of another kind, and for a model call unless ``model_calls``."""
     if isinstance(event, UserMessage):
-        return f"{head} USER: {_text(event.text)}"
+        return f"USER: {_text(event.text)}"
     if isinstance(event, AgentMessage):
-        return f"{head} AGENT: {_text(event.text)}"
+        return f"AGENT: {_text(event.text)}"
     if isinstance(event, ToolCall):
         args = event.arguments if event.arguments is not None else event.raw_arguments
         call = f"{_name(event.name)} (call {_name(event.call_id)})"
-        return f"{head} AGENT CALLS TOOL {call} with {_value(args, max_result_chars)}"
+        return f"AGENT CALLS TOOL {call} with {_value(args, max_result_chars)}"
     if isinstance(event, ToolResult):
         if event.ok:
             call = f"{_name(event.name)} (call {_name(event.call_id)})"
-            return f"{head} TOOL RESULT {call}: {_value(event.result, max_result_chars)}"
-        return f"{head} TOOL ERROR {_name(event.name)} (call {_name(event.call_id)}): {_text(event.error or '')}"
+            return f"TOOL RESULT {call}: {_value(event.result, max_result_chars)}"
+        return f"TOOL ERROR {_name(event.name)} (call {_name(event.call_id)}): {_text(event.error or '')}"
     if isinstance(event, InvalidCall):
         call = f"{_name(event.name)} (call {_name(event.call_id)})"
-        return f"{head} INVALID TOOL CALL {call}, not run: {_text(event.reason)}"
+        return f"INVALID TOOL CALL {call}, not run: {_text(event.reason)}"
     if isinstance(event, Signal):
-        return f"{head} {event.role.upper()} SIGNAL: {event.signal}"
+        return f"{event.role.upper()} SIGNAL: {event.signal}"
     if isinstance(event, ErrorEvent):
-        return f"{head} LAB ERROR ({event.source}, {event.kind}): {_text(event.message)}"
+        return f"LAB ERROR ({event.source}, {event.kind}): {_text(event.message)}"
+    if model_calls and isinstance(event, ModelCall):
+        return (f"MODEL CALL ({event.role}, {_name(event.model)}): {event.usage.latency_s:.2f}s"
+                + (f", error {_text(event.error)}" if event.error else ""))
     return None
 
 

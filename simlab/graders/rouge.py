@@ -6,11 +6,13 @@ from __future__ import annotations
 
 import unicodedata
 from collections.abc import Callable
+from functools import lru_cache
+from typing import Any
 
 from simlab.graders.base import Check, GradeContext, check_at, last_agent_message
 from simlab.graders.registry import grader
 
-__all__ = ["RougeMissing", "response_match_grader", "rouge1_f"]
+__all__ = ["RougeMissing", "response_match_grader", "rouge1_f", "scorer"]
 
 
 class RougeMissing(RuntimeError):
@@ -22,15 +24,22 @@ def _latin(text: str) -> bool:
     return not letters or sum("LATIN" in unicodedata.name(c, "") for c in letters) / len(letters) > 0.5
 
 
-def rouge1_f(candidate: str, reference: str) -> float:
-    """ROUGE-1 F-measure of ``candidate`` against ``reference``."""
+@lru_cache(maxsize=8)
+def scorer(rouge_types: tuple[str, ...], use_stemmer: bool) -> Any:
+    """One ``RougeScorer`` per set of ROUGE types and stemming, built once: building one loads its
+    tokenizer and stemmer, which costs more than scoring a pair of answers."""
     try:
         from rouge_score import rouge_scorer
     except ImportError as exc:
         raise RougeMissing("ROUGE-1 needs the 'rouge' extra (rouge-score), which is not installed: "
                            "pip install 'simlab[rouge]'") from exc
-    scorer = rouge_scorer.RougeScorer(["rouge1"], use_stemmer=_latin(candidate) and _latin(reference))
-    return float(scorer.score(reference, candidate)["rouge1"].fmeasure)
+    return rouge_scorer.RougeScorer(list(rouge_types), use_stemmer=use_stemmer)
+
+
+def rouge1_f(candidate: str, reference: str) -> float:
+    """ROUGE-1 F-measure of ``candidate`` against ``reference``."""
+    found = scorer(("rouge1",), _latin(candidate) and _latin(reference))
+    return float(found.score(reference, candidate)["rouge1"].fmeasure)
 
 
 @grader("response_match", kind="custom")

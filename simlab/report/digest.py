@@ -35,7 +35,8 @@ class FailedTrial:
 @dataclass
 class Digest:
     path: Path
-    seconds: dict[str, float] = field(default_factory=dict)  # scenario → summed trial durations
+    seconds: dict[str, float] = field(default_factory=dict)  # scenario → summed known trial durations
+    unknown_seconds: dict[str, int] = field(default_factory=dict)  # scenario → trials of unknown duration
     failed: dict[str, list[FailedTrial]] = field(default_factory=dict)  # scenario → the first few
     not_passed: dict[str, int] = field(default_factory=dict)  # scenario → all that did not pass
     heads: list[dict[str, Any]] = field(default_factory=list)  # every head, when asked for
@@ -66,7 +67,10 @@ def digest(folder: Path, *, allow_unjudged: Collection[str] = (), keep: int = KE
             head = head_of(raw, store.trials_path, number)
         row = head["row"]
         sid = row["scenario_id"]
-        out.seconds[sid] = out.seconds.get(sid, 0.0) + float(row.get("duration_s") or 0.0)
+        duration = row.get("duration_s")
+        out.seconds[sid] = out.seconds.get(sid, 0.0) + (float(duration) if duration is not None else 0.0)
+        if duration is None:  # left out of the sum and counted, never taken for 0 s
+            out.unknown_seconds[sid] = out.unknown_seconds.get(sid, 0) + 1
         if heads:
             out.heads.append(head)
         if row.get("verdict") not in NOT_PASSED or counts_as_pass(

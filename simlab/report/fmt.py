@@ -7,6 +7,9 @@ import re
 from simlab.results.figures import Rate
 
 DASH = "–"
+IN_ERROR_TRIALS = ("in error trials: failures in trials that ended in an infrastructure error (the trial could not "
+                   "be played, so the check says nothing about the agent)")
+"""What the failing-checks tables' "in error trials" column means (terminal, markdown, HTML)."""
 _CONTROLS = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 
 

@@ -12,7 +12,7 @@ import re
 from typing import Any
 
 from simlab.report.dataset_lines import adk_lines, dataset_lines
-from simlab.report.fmt import interval, money, pct, safe, shown_ks, upper_bound
+from simlab.report.fmt import IN_ERROR_TRIALS, interval, money, pct, safe, shown_ks, upper_bound
 from simlab.report.trouble import trouble_lines
 from simlab.results.figures import RunSummary
 
@@ -80,8 +80,13 @@ def _markdown(summary: RunSummary) -> str:
                            (s.flake_class or "–").replace("_", " "), str(s.invalid), str(s.errors)]))
     failing = summary.top_failing_checks
     if failing:
-        lines += ["", "| failing check | kind | failures |", "|---|---|---:|"]
-        lines += [f"| {md_escape(r.name)} | {r.kind} | {r.failures} |" for r in failing[:10]]
+        infra = any(r.in_error_trials for r in failing[:10])  # the column only when a failure is infrastructure's
+        lines += ["", "| failing check | kind | failures |" + (" in error trials |" if infra else ""),
+                  "|---|---|---:|" + ("---:|" if infra else "")]
+        lines += [f"| {md_escape(r.name)} | {md_escape(r.kind)} | {r.failures} |"
+                  + (f" {r.in_error_trials or ''} |" if infra else "") for r in failing[:10]]
+        if infra:
+            lines += ["", f"_{md_escape(IN_ERROR_TRIALS)}_"]
     dataset = [*adk_lines(summary), *dataset_lines(summary)]  # ADK criteria; dataset-level evaluators
     if dataset:
         lines += ["", *[f"- {md_escape(line)}" for line in dataset]]

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from simlab.errors import EXIT_GATE_FAILED, EXIT_INFRA, EXIT_OK
 from simlab.report.compare_runs import compare
 from simlab.results.figures import DatasetScore, Rate, RunSummary, ScenarioFigures, SuiteFigures
-from simlab.results.power import gate_fail_chance, rate_at, trials_needed
+from simlab.results.power import gate_fail_chance, power_k, rate_at, trials_needed
 from simlab.results.summary import extend_curves
 from simlab.specs import Suite
 from simlab.specs.gates import DATASET_METRICS, Gate, known_metric, parse_gate
@@ -35,11 +35,51 @@ class GateResult:
     certain: bool = False  # a failure no infrastructure trouble can explain away
 
 
+@dataclass(frozen=True)
+class GateLine:
+    """One line of a gate report, as plain text: each output format (terminal, markdown) escapes
+    it its own way. ``status`` is pass / fail / inconclusive, or "note" for a gate's noise;
+    ``label`` is the gate's ("" for why the whole run is inconclusive)."""
+
+    status: str
+    label: str
+    why: str
+
+    @property
+    def text(self) -> str:
+        return f"{self.label} — {self.why}" if self.label else self.why
+
+
+VERDICT = {EXIT_OK: "all gates held", EXIT_GATE_FAILED: "a gate failed", EXIT_INFRA: "inconclusive"}
+
+
 @dataclass
 class GateReport:
     results: list[GateResult] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)  # why the run is inconclusive
     power: dict[str, str] = field(default_factory=dict)  # gate label → how noisy it is (gate_power)
+
+    @property
+    def verdict(self) -> str:
+        """The result in words ("a gate failed"); the exit code says the same to a machine."""
+        return VERDICT[self.exit_code]
+
+    def lines(self) -> list[GateLine]:
+        """The report as the terminal and the step summary show it: one line per gate (per failing
+        scenario for ``scope: each``, and one line for a ``scope: each`` gate whose scenarios all
+        passed: per-scenario passes would drown the failures), then why the run is inconclusive,
+        then how noisy each gate is."""
+        lines = [GateLine(r.status, r.label, r.reason) for r in self.results
+                 if not (r.scenario and r.status == "pass")]
+        each: dict[str, list[str]] = {}
+        for result in self.results:
+            if result.scenario:
+                each.setdefault(result.label, []).append(result.status)
+        lines += [GateLine("pass", label, f"all {len(statuses)} scenarios") for label, statuses in each.items()
+                  if all(status == "pass" for status in statuses)]
+        lines += [GateLine("inconclusive", "", problem) for problem in self.problems]
+        lines += [GateLine("note", label, text) for label, text in self.power.items()]
+        return lines
 
     @property
     def exit_code(self) -> int:
@@ -198,18 +238,16 @@ def power_line(gate: Gate, trials: list[int]) -> str | None:
     if gate.gate is None:
         return None
     metric, op, bound = parse_gate(gate.gate, custom=True)
-    if op not in (">=", ">") or not (metric == "success" or metric.startswith(("pass^", "pass@"))):
+    k, p = power_k(metric), rate_at(metric, bound)
+    if k is None or p is None or not trials or not any(trials):
         return None
-    if not trials or not any(trials):
-        return None
-    chance = gate_fail_chance(metric, op, bound, trials, rate_at(metric, bound), gate.scope)
+    chance = gate_fail_chance(metric, op, bound, trials, p, gate.scope)
     if chance is None:
         return None
     shown = f"n={trials[0]} per scenario" if len(set(trials)) == 1 else f"n={min(trials)}–{max(trials)} per scenario"
     text = (f"noise: an agent exactly at {metric} = {bound:g} fails this gate {chance:.1%} of the time "
             f"({len(trials)} scenarios, {shown})")
     target = bound + gate.power_margin
-    k = int(metric[5:]) if metric[5:].isdigit() else 1
     if target > 1:
         return text
     if gate.scope == "suite" and k > 1 and len(trials) > 1:

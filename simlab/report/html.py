@@ -11,13 +11,18 @@ from __future__ import annotations
 
 import html
 import json
+from functools import cache
 from typing import Any
 
+from pydantic import TypeAdapter, ValidationError
+
+from simlab.graders.judge_prompt import event_text
 from simlab.report.charts import curves_svg, histogram_svg
 from simlab.report.digest import Digest, FailedTrial
-from simlab.report.fmt import DASH, interval, money, num, pct, safe, shown_ks, upper_bound
+from simlab.report.fmt import DASH, IN_ERROR_TRIALS, interval, money, num, pct, safe, shown_ks, upper_bound
 from simlab.report.trouble import trouble_lines
 from simlab.results.figures import RunSummary
+from simlab.transcript.model import Event
 
 FAILED_CLASS = "failing"  # the class of a failing event; its colour is checked in a browser test
 FAILED_COLOUR = "#ffd6d6"
@@ -89,7 +94,8 @@ def _figures(summary: RunSummary, max_k: int) -> str:
         ("policy violations", upper_bound(suite.policy_violation_rate)),
         ("loops (one call repeated)", upper_bound(suite.loop_rate)),
         ("cost", f"{money(suite.cost_usd)} · per success {money(suite.cost_per_success_usd)}"),
-        ("latency", f"p50 {num(suite.latency_s.p50)} s · p95 {num(suite.latency_s.p95)} s"),
+        ("latency", f"p50 {num(suite.latency_s.p50)} s · p95 {num(suite.latency_s.p95)} s"
+                    + (f" (duration unknown for {suite.latency_s.unknown} trials)" if suite.latency_s.unknown else "")),
         ("terminations", ", ".join(f"{k} {v}" for k, v in suite.terminations.items()) or DASH),
     ]
     cells = "".join(f"<tr><th>{e(name)}</th><td>{e(value)}</td></tr>" for name, value in rows)
@@ -116,8 +122,7 @@ def _failing_checks(summary: RunSummary) -> str:
     infra = any(c.in_error_trials for c in failing)
     rows = "".join(f"<tr><td>{e(c.name)}</td><td>{e(c.kind)}</td><td>{c.failures}</td>"
                    + (f"<td>{c.in_error_trials or ''}</td>" if infra else "") + "</tr>" for c in failing)
-    note = ("<p class=\"dim\">in error trials: failures in trials that ended in an infrastructure error (the trial "
-            "could not be played, so the check says nothing about the agent).</p>") if infra else ""
+    note = f"<p class=\"dim\">{e(IN_ERROR_TRIALS)}.</p>" if infra else ""
     return ("<h2 id=\"checks\">checks that fail most</h2><table><tr><th>check</th><th>kind</th><th>failures</th>"
             + ("<th>in error trials</th>" if infra else "") + f"</tr>{rows}</table>{note}")
 
@@ -134,6 +139,9 @@ def _distributions(digest: Digest) -> str:
         charts.append(histogram_svg("trial duration (s)", latency))
     unknown = len(costs) - len(known)
     note = f'<p class="dim">cost unknown for {unknown} of {len(costs)} trials (unpriced models).</p>' if unknown else ""
+    if len(latency) < len(durations):
+        note += (f'<p class="dim">duration unknown for {len(durations) - len(latency)} of {len(durations)} trials '
+                 "(imported without times): left out of the chart.</p>")
     if not charts:
         return ""
     return f"<h2 id=\"distributions\">cost and latency</h2>{note}<div class=\"charts\">{''.join(charts)}</div>"
@@ -168,27 +176,19 @@ def _trial(trial: FailedTrial, digest: Digest, unfolded: bool = False) -> str:
             f"<ul>{reasons}</ul><ol class=\"events\" start=\"0\">{''.join(items)}</ol></details>")
 
 
+@cache
+def _events() -> TypeAdapter[Any]:
+    return TypeAdapter(Event)
+
+
 def _event_text(event: dict[str, Any]) -> str:
-    """One stored event as a line of text (cut at ``TEXT_CHARS``)."""
-    kind = event.get("type")
-    if kind in ("user", "agent"):
-        text = f"{kind}: {event.get('text', '')}"
-    elif kind == "tool_call":
-        text = f"tool call {event.get('name')}({json.dumps(event.get('arguments'), ensure_ascii=False)})"
-    elif kind == "tool_result":
-        body = event.get("result") if event.get("ok") else event.get("error")
-        text = f"tool result {event.get('name')} {'ok' if event.get('ok') else 'error'}: " \
-               f"{json.dumps(body, ensure_ascii=False) if not isinstance(body, str) else body}"
-    elif kind == "invalid_call":
-        text = f"invalid call {event.get('name')}: {event.get('reason')}"
-    elif kind == "signal":
-        text = f"{event.get('role')} signals {event.get('signal')}"
-    elif kind == "model_call":
-        usage = event.get("usage") or {}
-        text = f"model call ({event.get('role')}, {event.get('model')}): {usage.get('latency_s', 0):.2f}s" \
-               + (f", error {event['error']}" if event.get("error") else "")
-    elif kind == "error":
-        text = f"error ({event.get('source')}, {event.get('kind')}): {event.get('message')}"
-    else:
+    """One stored event as a line of text, as a judge reads it (``judge_prompt.event_text``, with
+    model calls), cut at ``TEXT_CHARS``; an event of a kind it does not print is shown as JSON."""
+    try:
+        typed = _events().validate_python(event)
+    except ValidationError:
+        typed = None
+    text = event_text(typed, max_result_chars=TEXT_CHARS, model_calls=True) if typed is not None else None
+    if text is None:
         text = json.dumps(event, ensure_ascii=False)
     return text if len(text) <= TEXT_CHARS else text[:TEXT_CHARS] + f" … ({len(text) - TEXT_CHARS} more characters)"

@@ -37,6 +37,8 @@ def junit_xml(summary: RunSummary, gates: GateReport, suite_id: str, digest: Dig
         for name, value in (("passes", s.passes), ("trials", s.n), ("invalid", s.invalid),
                             ("errors", s.errors), ("unjudged", s.unjudged), ("cost_usd", s.cost_usd)):
             ET.SubElement(props, "property", name=name, value="unknown" if value is None else str(value))
+        if digest is not None and digest.unknown_seconds.get(sid):  # time sums the known durations only
+            ET.SubElement(props, "property", name="duration_unknown_trials", value=str(digest.unknown_seconds[sid]))
         trials = _trials_text(digest, sid)
         ids = _trial_ids(digest, sid)
         failed = [g for g in gates.results if g.scenario == sid and g.status == "fail"]

@@ -10,29 +10,22 @@ from simlab.report.gates import GateReport
 from simlab.results.figures import RunSummary
 
 GATE_ICON = {"pass": "✅ pass", "fail": "❌ fail", "inconclusive": "⚠️ inconclusive"}
-VERDICT = {0: "all gates held", 1: "a gate failed", 3: "inconclusive"}
 
 
 def gates_markdown(report: GateReport, suite_id: str) -> str:
-    """The gates as a markdown table: the result with its exit code, then one row per gate (per
-    failing scenario for ``scope: each``, with one row for the scenarios that all passed), then
-    why the run is inconclusive."""
-    code = report.exit_code
-    lines = [f"### simlab gates `{md_escape(suite_id)}`: {VERDICT[code]} (exit {code})", "",
+    """``GateReport.lines`` as markdown: the result with its exit code, a table of the gates, then
+    why the run is inconclusive and how noisy each gate is, every text escaped."""
+    lines = [f"### simlab gates `{md_escape(suite_id)}`: {report.verdict} (exit {report.exit_code})", "",
              "| gate | status | why |", "|---|---|---|"]
-    each: dict[str, list[str]] = {}
-    for result in report.results:
-        if result.scenario:
-            each.setdefault(result.label, []).append(result.status)
-            if result.status == "pass":
-                continue
-        lines.append(f"| {md_escape(result.label)} | {GATE_ICON[result.status]} | {md_escape(result.reason)} |")
-    for label, statuses in each.items():
-        if all(status == "pass" for status in statuses):
-            lines.append(f"| {md_escape(label)} | {GATE_ICON['pass']} | all {len(statuses)} scenarios |")
-    if report.problems:
-        lines += ["", *[f"- ⚠️ {md_escape(problem)}" for problem in report.problems]]
-    return "\n".join(lines) + "\n"
+    notes = []
+    for line in report.lines():
+        if line.status == "note":
+            notes.append(f"- {md_escape(line.text)}")
+        elif not line.label:
+            notes.append(f"- ⚠️ {md_escape(line.why)}")
+        else:
+            lines.append(f"| {md_escape(line.label)} | {GATE_ICON[line.status]} | {md_escape(line.why)} |")
+    return "\n".join(lines + ([""] + notes if notes else [])) + "\n"
 
 
 def write_step_summary(summary: RunSummary, gates: GateReport | None = None, suite_id: str = "") -> bool:

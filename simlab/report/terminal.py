@@ -12,7 +12,18 @@ from rich.text import Text
 
 from simlab.inert import one_line
 from simlab.report.dataset_lines import adk_lines, dataset_lines
-from simlab.report.fmt import CURVE_WIDTH, DASH, curve, interval, money, num, pct, shown_ks, upper_bound
+from simlab.report.fmt import (
+    CURVE_WIDTH,
+    DASH,
+    IN_ERROR_TRIALS,
+    curve,
+    interval,
+    money,
+    num,
+    pct,
+    shown_ks,
+    upper_bound,
+)
 from simlab.report.trouble import trouble_lines
 from simlab.results.figures import RunSummary, SuiteFigures
 
@@ -67,8 +78,7 @@ def print_report(summary: RunSummary, console: Console, *, view: str = "raw", to
             table.add_row(*cells)
         console.print(table)
         if infra:
-            console.print(Text("in error trials: failures in trials that ended in an infrastructure error (the "
-                               "trial could not be played, so the check says nothing about the agent)", style="dim"))
+            console.print(Text(IN_ERROR_TRIALS, style="dim"))
     terms = suite.terminations
     console.print(Text("terminations (how each trial ended): "
                        + ", ".join(f"{one_line(k)} {v}" for k, v in terms.items())))
@@ -112,6 +122,8 @@ def _headline(suite: SuiteFigures, max_k: int) -> Text:
         +
         f"tokens p50 {num(suite.tokens.p50, 0)} p95 {num(suite.tokens.p95, 0)}   "
         f"latency p50 {num(suite.latency_s.p50)}s p95 {num(suite.latency_s.p95)}s   "
+        + (f"(duration unknown for {suite.latency_s.unknown} trials)   " if suite.latency_s.unknown else "")
+        +
         f"retries {suite.retries} ({suite.retry_wait_s:.1f}s waiting)",
     ]
     return Text("\n".join(lines))

@@ -17,7 +17,7 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from fractions import Fraction
 
-__all__ = ["binom_cdf", "binom_pmf", "gate_fail_chance", "rate_at", "trials_needed"]
+__all__ = ["binom_cdf", "binom_pmf", "gate_fail_chance", "power_k", "rate_at", "trials_needed"]
 
 MAX_WORK = 300_000  # (values × outcomes) of one exact convolution; beyond it the figure is None
 LOWER_BOUNDS = (">=", ">")
@@ -42,21 +42,43 @@ def binom_cdf(x: int, n: int, p: float) -> float:
     return min(1.0, math.fsum(binom_pmf(n, p)[: x + 1]))
 
 
-def _estimator(metric: str) -> tuple[int, Callable[[int, int, int], Fraction]]:
-    """(k, exact estimator(c, n, k)) of a gate metric: success / pass^k / pass@k."""
+Estimator = tuple[int, Callable[[int, int, int], Fraction]]
+
+
+def power_k(metric: str) -> int | None:
+    """The k of a metric gate power is defined for (1 for success, k for pass^k and pass@k with
+    k >= 1), or None for any other metric: its power is unknown, not an error."""
+    found = _estimator(metric)
+    return found[0] if found is not None else None
+
+
+def _estimator(metric: str) -> Estimator | None:
+    """(k, exact estimator(c, n, k)) of a gate metric: success / pass^k / pass@k; None otherwise."""
     if metric == "success":
         return 1, lambda c, n, k: Fraction(c, n)
-    if metric.startswith("pass^") and metric[5:].isdigit():
-        return int(metric[5:]), lambda c, n, k: Fraction(math.comb(c, k), math.comb(n, k))
-    if metric.startswith("pass@") and metric[5:].isdigit():
-        return int(metric[5:]), lambda c, n, k: 1 - Fraction(math.comb(n - c, k), math.comb(n, k))
-    raise ValueError(f"gate power is defined for success, pass^k and pass@k, not {metric!r}")
+    k = int(metric[5:]) if metric[5:].isdigit() else 0
+    if k < 1:
+        return None
+    if metric.startswith("pass^"):
+        return k, lambda c, n, k: Fraction(math.comb(c, k), math.comb(n, k))
+    if metric.startswith("pass@"):
+        return k, lambda c, n, k: 1 - Fraction(math.comb(n - c, k), math.comb(n, k))
+    return None
 
 
-def rate_at(metric: str, value: float) -> float:
+def _known(metric: str) -> Estimator:
+    found = _estimator(metric)
+    assert found is not None, metric  # the public functions return None before they get here
+    return found
+
+
+def rate_at(metric: str, value: float) -> float | None:
     """The per-trial success rate p at which the metric's true value is ``value``: p = value for
-    success, value^(1/k) for pass^k (p^k), 1 − (1 − value)^(1/k) for pass@k."""
-    k, _ = _estimator(metric)
+    success, value^(1/k) for pass^k (p^k), 1 − (1 − value)^(1/k) for pass@k; None for another
+    metric."""
+    k = power_k(metric)
+    if k is None:
+        return None
     value = min(max(value, 0.0), 1.0)
     if metric.startswith("pass@"):
         return 1.0 - (1.0 - value) ** (1.0 / k)
@@ -68,7 +90,7 @@ def _held(value: Fraction, op: str, bound: Fraction) -> bool:
 
 
 def _scenario_dist(metric: str, n: int, p: float) -> dict[Fraction, float]:
-    k, estimate = _estimator(metric)
+    k, estimate = _known(metric)
     dist: dict[Fraction, float] = {}
     for c, prob in enumerate(binom_pmf(n, p)):
         value = estimate(c, n, k)
@@ -95,7 +117,7 @@ def _mean_dist(metric: str, trials: Sequence[int], p: float) -> dict[Fraction, f
 def _need(metric: str, n: int, op: str, bound: Fraction) -> int:
     """The fewest successes of ``n`` trials whose estimate holds the gate (n + 1: none does); the
     estimators grow with the count, so every larger count holds it too."""
-    k, estimate = _estimator(metric)
+    k, estimate = _known(metric)
     low, high = 0, n + 1  # bisection: the answer lies in [low, high]
     while low < high:
         mid = (low + high) // 2
@@ -112,11 +134,11 @@ def gate_fail_chance(metric: str, op: str, bound: float, trials: Sequence[int], 
     in scenario i, when every trial succeeds with probability ``p``.
 
     None when it is not a lower bound on success, pass^k or pass@k, when a scenario has fewer
-    than k trials (the gate is then inconclusive, not failed), or when the exact computation is
-    too large (``MAX_WORK``)."""
-    if op not in LOWER_BOUNDS or not trials:
+    than k trials (the gate is then inconclusive, not failed), when ``p`` or ``bound`` is not a
+    rate in [0, 1], or when the exact computation is too large (``MAX_WORK``)."""
+    k = power_k(metric)
+    if op not in LOWER_BOUNDS or not trials or k is None or not (0.0 <= p <= 1.0 and 0.0 <= bound <= 1.0):
         return None
-    k, _ = _estimator(metric)
     if any(n < k for n in trials):
         return None
     limit = Fraction(str(bound))
@@ -141,17 +163,20 @@ def trials_needed(metric: str, op: str, bound: float, scenarios: int, true_value
                   alpha: float = 0.05, scope: str = "suite", cap: int = 1000) -> int | None:
     """The smallest number of trials per scenario at which an agent whose true metric is
     ``true_value`` (the bound plus the margin it should clear by) fails the gate with chance at
-    most ``alpha``. None when no n up to ``cap`` does (or the gate is not a lower bound). The
+    most ``alpha``. None when no n up to ``cap`` does (or the gate is not a lower bound on
+    success, pass^k or pass@k, or ``true_value`` is not a rate in [0, 1]). The
     chance saw-tooths with n (a threshold on counts moves in whole trials), so a larger n can
     still be slightly above ``alpha``; the answer is the first n that is not. Not computed (None)
     for a suite's mean of pass^k or pass@k with k > 1 over several scenarios: each n would need
     a convolution of its own (``gate_fail_chance`` still computes the chance at one n)."""
-    if op not in LOWER_BOUNDS or scenarios < 1:
+    k = power_k(metric)
+    if op not in LOWER_BOUNDS or scenarios < 1 or k is None or not 0.0 <= true_value <= 1.0:
         return None
-    k, _ = _estimator(metric)
     if scope == "suite" and k > 1 and scenarios > 1:
         return None
     p = rate_at(metric, true_value)
+    if p is None:
+        return None
     for n in range(k, cap + 1):
         chance = gate_fail_chance(metric, op, bound, [n] * scenarios, p, scope)
         if chance is None:

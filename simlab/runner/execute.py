@@ -389,7 +389,7 @@ def _crashed(trial: Trial, exc: Exception) -> Transcript:
         simulator=trial.simulator.pin(), agent_context=dict(trial.scenario.agent_context),
         events=[ErrorEvent(turn=0, source="lab", kind="crash", message=detail)],
         termination=Termination(reason=TerminationReason.ERROR, detail=f"simlab crashed: {detail}"),
-        started_at=datetime.now(UTC).isoformat(timespec="seconds"), duration_s=0.0,
+        started_at=datetime.now(UTC).isoformat(timespec="seconds"), duration_s=None,  # not measured: unknown
     )
 
 

@@ -9,7 +9,6 @@ sampled and why is in the manifest (``grade_traces``) and in each trial's ``trac
 from __future__ import annotations
 
 import asyncio
-import hashlib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -19,6 +18,7 @@ from simlab.errors import UsageError
 from simlab.graders.online import OnlineGrader, observed_domain, picked_by, trace_flags
 from simlab.runner.observed import new_manifest, write_run
 from simlab.runner.store import RunStore
+from simlab.specs.loader import Loaded, load_model
 from simlab.specs.online import OnlineRules
 from simlab.transcript import TrialRecord
 
@@ -32,23 +32,18 @@ class TracesGraded:
     violations: list[str] = field(default_factory=list)  # "unit: check at turn T (call C): reason"
 
 
-def load_rules(path: Path) -> OnlineRules:
-    """The rules file; errors name file, line and field."""
-    from pydantic import ValidationError
-
-    from simlab.errors import SpecError
-    from simlab.specs.errors import format_validation_error
-    from simlab.specs.yamlio import load_yaml_file
-
-    data, lines = load_yaml_file(path)
-    try:
-        return OnlineRules.model_validate(data if data is not None else {})
-    except ValidationError as exc:
-        raise SpecError(format_validation_error(exc, str(path), lines, model=OnlineRules)) from None
+def load_rules(path: Path) -> Loaded:
+    """The rules file (``spec``: ``OnlineRules``; empty: the defaults) with the sha256 of the bytes
+    read; errors name file, line and field."""
+    return load_model(path, OnlineRules, empty_ok=True)
 
 
-def grade_traces(source: Path, out: Path, rules: OnlineRules, *, rules_path: Path, judge: Any = None,
-                 judge_pin: Any = None, command: list[str]) -> TracesGraded:
+def grade_traces(source: Path, out: Path, loaded: Loaded, *, judge: Any = None, judge_pin: Any = None,
+                 command: list[str]) -> TracesGraded:
+    """Grade the observed trials of ``source`` picked by the rules ``loaded`` (``load_rules``) into
+    the new run ``out``."""
+    rules: OnlineRules = loaded.spec
+    rules_path = loaded.path
     store = RunStore(source)
     manifest = store.read_manifest()
     if manifest is None:
@@ -92,7 +87,7 @@ def grade_traces(source: Path, out: Path, rules: OnlineRules, *, rules_path: Pat
     new["planned_units"] = sorted(r.unit_id for r in graded)
     new["grade_traces"] = {
         "from_run": manifest.get("run_id", source.name), "rules": str(rules_path),
-        "rules_sha256": hashlib.sha256(rules_path.read_bytes()).hexdigest(),
+        "rules_sha256": loaded.sha256,
         "sample": rules.sample.model_dump(mode="json"), "population": report.population,
         "flagged": report.flagged, "sampled": report.sampled,
     }

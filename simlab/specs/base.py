@@ -25,6 +25,17 @@ def _python_ref(value: str) -> str:
     return value
 
 
+SPEC_ID = r"^[a-z0-9][a-z0-9_.-]*$"
+"""The shape of a scenario's or persona's id (also ``simlab import --scenario-id``): lowercase
+letters, digits, '.', '_' and '-', starting with a letter or digit; one path component in a
+unit id and a file name."""
+
+
+def is_spec_id(value: str) -> bool:
+    """Whether ``value`` is a valid scenario or persona id (``SPEC_ID``)."""
+    return re.match(SPEC_ID, value) is not None
+
+
 Regex = Annotated[str, AfterValidator(_regex)]
 """A regular expression, checked when the spec loads rather than when a trial runs."""
 

@@ -16,10 +16,17 @@ from simlab.specs.config import ProjectConfig, Suite
 from simlab.specs.errors import format_validation_error
 from simlab.specs.persona import Persona
 from simlab.specs.scenario import Scenario
-from simlab.specs.yamlio import LineMap, line_for, load_yaml_file
+from simlab.specs.yamlio import LineMap, line_for, load_yaml_bytes, read_spec_bytes
 
 M = TypeVar("M", bound=BaseModel)
 YAML_SUFFIXES = (".yaml", ".yml")
+ADK_SUFFIXES = (".evalset.json", ".test.json")
+# Why not run an eval set on the fly: the import needs the domain whose tools the agent calls, says
+# what it could not carry over (a state that does not fit the domain), and splits fixed from
+# simulated cases (different simulators); a run pins scenario files by path and sha256, so the
+# scenarios it played should be files a user has seen and kept, not a temporary conversion.
+_IMPORT_ADK = ("simlab import adk {} --domain DOMAIN (it writes scenario files and suites and says what it "
+               "could not carry over), then simlab run --suite the suite it writes")
 
 
 @dataclass
@@ -40,15 +47,20 @@ class LoadedScenario(Loaded):
     persona_sha256: str | None = None
 
 
-def load_model(path: Path, model: type[M]) -> Loaded:
-    data, lines = load_yaml_file(path)
+def load_model(path: Path, model: type[M], *, empty_ok: bool = False) -> Loaded:
+    """``path`` as a ``model``; errors name file, line and field. With ``empty_ok`` an empty file
+    (or one of comments only) is the model's defaults. ``sha256`` is of the bytes parsed."""
+    raw = read_spec_bytes(path)
+    data, lines = load_yaml_bytes(raw, path, empty_ok=empty_ok)
+    if data is None and empty_ok:
+        data = {}
     if not isinstance(data, dict):
         raise SpecError(f"{path}:{lines.get((), 1)}: expected a mapping of fields, got {_kind(data)}")
     try:
         spec = model.model_validate(data)
     except ValidationError as exc:
         raise SpecError(format_validation_error(exc, str(path), lines, model=model)) from None
-    return Loaded(spec=spec, path=path, sha256=_sha256(path), lines=lines)
+    return Loaded(spec=spec, path=path, sha256=hashlib.sha256(raw).hexdigest(), lines=lines)
 
 
 def load_personas(folder: Path) -> dict[str, Loaded]:
@@ -93,16 +105,18 @@ def scenario_files(paths: Sequence[str | Path], base: Path | None = None) -> lis
             if not matches:
                 raise SpecError(f"{candidate}: no scenario file matches this pattern")
             files = [m for m in matches if m.is_dir() or _is_spec_file(m)]
-        elif candidate.exists() and candidate.name.endswith((".evalset.json", ".test.json")):
-            raise SpecError(f"{candidate}: an ADK eval set is not run directly yet; import it as scenarios first: "
-                            f"simlab import adk {text} --domain DOMAIN, then simlab run --suite the suite it writes")
+        elif candidate.exists() and candidate.name.endswith(ADK_SUFFIXES):
+            raise SpecError(f"{candidate}: an ADK eval set is imported, not run: {_IMPORT_ADK.format(text)}")
         elif candidate.exists():
             files = [candidate]
         else:
             raise SpecError(f"{candidate}: no such file or folder")
         yielded = [path for match in files for path in _expand(match)]
         if not yielded:
-            raise SpecError(f"{candidate}: no scenario files (.yaml, .yml) here")
+            adk = candidate.is_dir() and any(p.name.endswith(ADK_SUFFIXES) for p in candidate.rglob("*"))
+            raise SpecError(f"{candidate}: no scenario files (.yaml, .yml) here"
+                            + (f"; it holds ADK eval sets, which are imported, not run: {_IMPORT_ADK.format(text)}"
+                               if adk else ""))
         for path in yielded:
             found.setdefault(path.resolve(), path)
     return list(found.values())
@@ -192,13 +206,14 @@ def read_partial(path: Path, model: type[M]) -> Loaded | None:
     without validation; ``model_fields_set`` names the fields it holds), or None when the file is
     not a YAML mapping at all."""
     try:
-        data, lines = load_yaml_file(path)
+        raw = read_spec_bytes(path)
+        data, lines = load_yaml_bytes(raw, path)
     except SpecError:
         return None  # not YAML: nothing more to check
     if not isinstance(data, dict):
         return None
-    return Loaded(spec=model.model_construct(**_valid_fields(model, data)), path=path, sha256=_sha256(path),
-                  lines=lines)
+    return Loaded(spec=model.model_construct(**_valid_fields(model, data)), path=path,
+                  sha256=hashlib.sha256(raw).hexdigest(), lines=lines)
 
 
 def _valid_fields(model: type[BaseModel], data: dict[str, Any]) -> dict[str, Any]:
@@ -239,7 +254,3 @@ def _kind(value: Any) -> str:
     if isinstance(value, str):
         return f"a string ({value[:40]!r})"
     return type(value).__name__
-
-
-def _sha256(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from simlab.specs.base import SpecModel
+from simlab.specs.base import SPEC_ID, SpecModel
 
 
 class Persona(SpecModel):
     """A simulated user's character. The same persona serves many scenarios."""
 
-    id: str = Field(pattern=r"^[a-z0-9][a-z0-9_.-]*$", description="Unique id, referenced by scenarios.")
+    id: str = Field(pattern=SPEC_ID, description="Unique id, referenced by scenarios.")
     description: str = Field(description="Who this person is, in a sentence or two.")
     traits: list[str] = Field(default_factory=list, description="Adjectives: impatient, polite, confused…")
     speaking_style: str = Field("", description="How they write: terse, formal, typos, long rambling messages…")

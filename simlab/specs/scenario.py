@@ -6,7 +6,7 @@ from typing import Any
 
 from pydantic import Field, field_validator, model_validator
 
-from simlab.specs.base import Regex, SpecModel
+from simlab.specs.base import SPEC_ID, Regex, SpecModel
 from simlab.specs.expect import Expect
 from simlab.specs.faults import ToolFault
 from simlab.specs.persona import Persona
@@ -93,7 +93,7 @@ class Limits(SpecModel):
 class Scenario(SpecModel):
     """One case: who the user is, what they want, the starting state, and what must be true."""
 
-    id: str = Field(pattern=r"^[a-z0-9][a-z0-9_.-]*$")
+    id: str = Field(pattern=SPEC_ID)
     title: str
     description: str = ""
     tags: list[str] = Field(default_factory=list)

@@ -29,13 +29,17 @@ _ALLOWED_TAGS = {f"tag:yaml.org,2002:{name}" for name in ("str", "int", "float",
 
 
 def load_yaml_file(path: Path) -> tuple[Any, LineMap]:
-    raw = read_spec_bytes(path)
+    return load_yaml_bytes(read_spec_bytes(path), path)
+
+
+def load_yaml_bytes(raw: bytes, path: Path, *, empty_ok: bool = False) -> tuple[Any, LineMap]:
+    """YAML from bytes already read (``read_spec_bytes``): a loader hashes the same bytes it parsed."""
     try:
         text = raw.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         line = raw.count(b"\n", 0, exc.start) + 1
         raise SpecError(f"{path}:{line}: not UTF-8 text (byte {exc.start}); is this a YAML file?") from None
-    return load_yaml_text(text, str(path))
+    return load_yaml_text(text, str(path), empty_ok=empty_ok)
 
 
 def read_spec_bytes(path: Path) -> bytes:
@@ -54,7 +58,9 @@ def read_spec_bytes(path: Path) -> bytes:
     return raw
 
 
-def load_yaml_text(text: str, source: str) -> tuple[Any, LineMap]:
+def load_yaml_text(text: str, source: str, *, empty_ok: bool = False) -> tuple[Any, LineMap]:
+    """The document and its lines; an empty file (or comments only) is an error, or with
+    ``empty_ok`` the value None (a file whose every field has a default)."""
     if "\x00" in text:
         line = text.count("\n", 0, text.index("\x00")) + 1
         raise SpecError(f"{source}:{line}: contains NUL bytes; is this a YAML file?")
@@ -64,6 +70,8 @@ def load_yaml_text(text: str, source: str) -> tuple[Any, LineMap]:
         try:
             node = loader.get_single_node()
             if node is None or (node.tag == "tag:yaml.org,2002:null" and node.value == ""):
+                if empty_ok:
+                    return None, {}
                 raise SpecError(f"{source}: the file is empty; expected a mapping of fields")
             lines: LineMap = {}
             _check_expansion(node, source)

@@ -54,7 +54,7 @@ class Conversation:
     error: str | None = None
     agent: str = ""  # the model or service that answered, when the source says
     started_at: str = ""
-    duration_s: float = 0.0
+    duration_s: float | None = None  # unknown unless the source has times (OTLP spans do; OpenAI JSONL does not)
     redactions: int = 0
 
 

@@ -17,7 +17,6 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from simlab.errors import SpecError
 from simlab.redact import map_strings
 
 BUILTIN_PATTERNS: dict[str, str] = {
@@ -76,16 +75,10 @@ class Redactor:
 
 
 def load_pii(path: Path | None) -> PiiSpec:
-    """The PII file, or the defaults. Errors name the file, line and field."""
+    """The PII file, or the defaults (no file, or an empty one). Errors name the file, line and field."""
     if path is None:
         return PiiSpec()
-    from pydantic import ValidationError
+    from simlab.specs.loader import load_model
 
-    from simlab.specs.errors import format_validation_error
-    from simlab.specs.yamlio import load_yaml_file
-
-    data, lines = load_yaml_file(path)
-    try:
-        return PiiSpec.model_validate(data if data is not None else {})
-    except ValidationError as exc:
-        raise SpecError(format_validation_error(exc, str(path), lines, model=PiiSpec)) from None
+    spec: PiiSpec = load_model(path, PiiSpec, empty_ok=True).spec
+    return spec

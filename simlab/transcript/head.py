@@ -50,7 +50,7 @@ class TrialFigures(BaseModel):
     tool_errors: int = Field(0, description="Failed results of calls that ran.")
     error_events: int = 0
     model_calls: int = 0
-    duration_s: float = 0.0
+    duration_s: float | None = Field(0.0, description="Seconds of the trial; None when unknown (left out of sums).")
     agent_input_tokens: int | None = None
     agent_output_tokens: int | None = None
     agent_cached_tokens: int | None = None

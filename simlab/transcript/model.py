@@ -242,7 +242,8 @@ class Transcript(_Model):
                                                             "(no simulator, no environment, tool results as recorded).")
     replay: ReplayInfo | None = Field(None, description="Set when the user turns were replayed from a recording.")
     started_at: str = ""
-    duration_s: float = 0.0
+    duration_s: float | None = Field(0.0, description="Wall-clock seconds of the trial; None when unknown (an "
+                                                      "imported conversation whose source has no times).")
 
     def usage_by_role(self) -> dict[str, Usage]:
         """Sum of model-call usage per role; roles with no call are absent. A sum with any

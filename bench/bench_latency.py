@@ -146,15 +146,16 @@ def http_levels(root: Any, levels: list[int], rounds: int) -> list[dict[str, Any
     from fake_server import start_server
 
     proc, SERVER_URL = start_server(DELAY_S)
-    runs: dict[int, list[dict[str, Any]]] = {c: [] for c in levels}
+
+    def progress(i: int, so_far: dict[str, list[dict[str, Any]]]) -> None:
+        print(f"round {i + 1}: " + ", ".join(f"{n} {r[-1]['efficiency']:.1%} (cpu {r[-1]['cpu_use']:.0%}, "
+                                             f"{r[-1]['model_calls_per_s']:.0f} calls/s)" for n, r in so_far.items()),
+              flush=True)
+
     try:
         level(root, "http", 4, 4)  # warm-up, not counted: the first calls import the OpenAI client and connect
-        for _ in range(rounds):
-            for concurrency in levels:
-                runs[concurrency].append(level(root, "http", concurrency, max(concurrency, 4)))
-                r = runs[concurrency][-1]
-                print("http", concurrency, f"{r['efficiency']:.1%} cpu {r['cpu_use']:.0%} "
-                      f"{r['model_calls_per_s']:.0f} calls/s", flush=True)
+        runs = interleaved(rounds, [(f"http {c}", lambda c=c: level(root, "http", c, max(c, 4))) for c in levels],
+                           after_round=progress)
     finally:
         proc.terminate()
         proc.wait()

@@ -15,14 +15,16 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 REPO = Path(__file__).resolve().parents[1]
-RESULTS = REPO / "bench" / "results"
+RESULTS = Path(os.environ.get("SIMLAB_BENCH_RESULTS") or REPO / "bench" / "results")
+"""Where ``save`` writes; ``SIMLAB_BENCH_RESULTS=/tmp/x`` keeps a trial run's figures out of the committed ones."""
+T = TypeVar("T")
 PROJECT_FILES = ("simlab.yaml", "scenarios", "personas", "examples")
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # never fetch the price map
@@ -115,13 +117,66 @@ def spread(values: list[float]) -> dict[str, Any]:
             (ordered[len(ordered) // 2 - 1] + ordered[len(ordered) // 2]) / 2, "max": ordered[-1]}
 
 
-def save(name: str, figures: dict[str, Any]) -> Path:
-    """Write ``bench/results/<name>.json`` and say where."""
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    path = RESULTS / f"{name}.json"
+def save(name: str, figures: dict[str, Any], path: Path | None = None) -> Path:
+    """Write ``<RESULTS>/<name>.json`` (``bench/results/`` unless ``SIMLAB_BENCH_RESULTS`` says otherwise,
+    or ``path``) with the machine block, and say where."""
+    path = path or RESULTS / f"{name}.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps({"bench": name, "machine": machine(), **figures}, indent=2, default=str) + "\n")
-    print(f"\nwrote {path.relative_to(REPO)}")
+    print(f"\nwrote {path.relative_to(REPO) if path.is_relative_to(REPO) else path}")
     return path
+
+
+def add_rounds(parser: Any, default: int) -> None:
+    """The ``--rounds`` option every script shares: how many times each measurement is repeated."""
+    parser.add_argument("--rounds", type=int, default=default,
+                        help=f"repeats of each measurement, interleaved; the spread is recorded (default {default})")
+
+
+def interleaved(rounds: int, ways: Sequence[tuple[str, Callable[[], T]]], *,
+                after_round: Callable[[int, dict[str, list[T]]], None] | None = None) -> dict[str, list[T]]:
+    """Each way once per round, in turn, ``rounds`` times: a change in the shared machine's load then
+    hits every way alike, instead of whichever ran last. ``after_round(i, so_far)`` may print progress."""
+    found: dict[str, list[T]] = {name: [] for name, _ in ways}
+    for i in range(rounds):
+        for name, measure in ways:
+            found[name].append(measure())
+        if after_round is not None:
+            after_round(i, found)
+    return found
+
+
+class Figures:
+    """A script's headline figures, each recorded as its spread over the rounds (``spread``) with its
+    unit, and printed as one line: ``name: median (min … max over n)``. ``as_dict()`` goes in the JSON."""
+
+    def __init__(self) -> None:
+        self._spreads: dict[str, dict[str, Any]] = {}
+
+    def add(self, name: str, values: Sequence[float], unit: str = "", *, digits: int = 3) -> dict[str, Any]:
+        if not values:
+            raise ValueError(f"figure {name!r}: no values (a measurement that did not run has no figure)")
+        figure = {**spread(list(values)), "unit": unit}
+        self._spreads[name] = figure
+        print(summary_line(name, figure, digits=digits), flush=True)
+        return figure
+
+    def median(self, name: str) -> float:
+        return float(self._spreads[name]["median"])
+
+    def as_dict(self) -> dict[str, dict[str, Any]]:
+        return dict(self._spreads)
+
+
+def summary_line(name: str, figure: dict[str, Any], *, digits: int = 3) -> str:
+    """``name: median unit (min … max over n)``."""
+    unit = f" {figure['unit']}" if figure.get("unit") else ""
+
+    def num(value: float) -> str:
+        return f"{value:,.{digits}f}"
+
+    return (f"{name}: {num(figure['median'])}{unit} ({num(figure['min'])} … {num(figure['max'])} "
+            f"over {figure['n']})")
 
 
 def verdict(value: float, target: float, *, below: bool = True) -> str:

@@ -13,10 +13,12 @@ Targets: simlab's share ≤ 1 ms CPU per model call (double path, transcripts wr
 through LiteLLM ≤ LiteLLM's floor + 1 ms; writing transcripts ≤ 0.5 ms per call.
 
     python bench/bench_overhead.py            # 3 rounds of 500 (double) and 200 (LiteLLM) trials, 2,000 for memory
-    python bench/bench_overhead.py --quick    # one round of 100 trials, a smoke test
+    python bench/bench_overhead.py --quick    # 2 rounds of 100 trials, no memory run: a smoke test
 
-The machine is shared, so the paths run in alternating rounds and each keeps its least disturbed
-round; the floors likewise.
+The machine is shared, so the paths, the floors and the memory run are interleaved over rounds; each
+figure is recorded as its spread over the rounds (n, min, median, max), a difference (simlab's
+share, writing, LiteLLM over its floor) taken within each round, and the targets are judged on the
+medians.
 """
 
 from __future__ import annotations
@@ -28,7 +30,19 @@ import gc
 from typing import Any
 
 import fakes
-from _common import enter, peak_rss_mb, rss_mb, save, scratch_project, table, timed, verdict
+from _common import (
+    Figures,
+    add_rounds,
+    enter,
+    interleaved,
+    peak_rss_mb,
+    rss_mb,
+    save,
+    scratch_project,
+    table,
+    timed,
+    verdict,
+)
 
 
 class NullAppender:
@@ -162,12 +176,12 @@ def main() -> None:
     parser.add_argument("--trials", type=int, default=50, help="trials per scenario (10 scenarios), double path")
     parser.add_argument("--litellm-trials", type=int, default=20, help="trials per scenario through LiteLLM")
     parser.add_argument("--memory-trials", type=int, default=200, help="trials per scenario of the memory run")
-    parser.add_argument("--rounds", type=int, default=3, help="alternating rounds; the least disturbed counts")
+    add_rounds(parser, 3)
     parser.add_argument("--concurrency", type=int, default=8)
-    parser.add_argument("--quick", action="store_true", help="10 trials per scenario, one round, no memory run")
+    parser.add_argument("--quick", action="store_true", help="10 trials per scenario, 2 rounds, no memory run")
     args = parser.parse_args()
     if args.quick:
-        args.trials, args.litellm_trials, args.memory_trials, args.rounds = 10, 10, 0, 1
+        args.trials, args.litellm_trials, args.memory_trials, args.rounds = 10, 10, 0, 2
     root = scratch_project("overhead")
     enter(root)
     results: dict[str, Any] = {"trials_per_scenario": args.trials, "litellm_trials_per_scenario": args.litellm_trials,
@@ -185,59 +199,86 @@ def main() -> None:
     paths = [("double, transcripts written", double, True, args.trials),
              ("double, no transcripts", double, False, args.trials),
              ("litellm, transcripts written", lite, True, args.litellm_trials)]
-    best: dict[str, dict[str, Any]] = {}
-    floors: dict[str, list[float]] = {"double": [], "litellm": [], "litellm_cost": []}
-    for round_ in range(args.rounds):
-        for name, models, write, trials in paths:
-            plan = plan_for(root, trials, args.concurrency, f"{name.replace(', ', '-').replace(' ', '_')}-{round_}")
-            row = {"path": name, **play(plan, *models, _appender(plan) if write else NullAppender())}
-            if name not in best or row["cpu_ms_per_call"] < best[name]["cpu_ms_per_call"]:
-                best[name] = row
-        floors["double"].append(double_floor(requests, repeat))
-        floors["litellm"].append(litellm_floor(requests, repeat, with_cost=False))
-        floors["litellm_cost"].append(litellm_floor(requests, repeat, with_cost=True))
-        print(f"round {round_ + 1}: " + ", ".join(f"{n} {r['cpu_ms_per_call']:.3f}" for n, r in best.items()), flush=True)
-    results["double_floor_ms_per_call"] = min(floors["double"])
-    results["litellm_floor_ms_per_call"] = min(floors["litellm"])
-    results["litellm_floor_with_cost_ms_per_call"] = min(floors["litellm_cost"])
-    rows = [best[name] for name, *_ in paths]
-    if args.memory_trials:
-        plan = plan_for(root, args.memory_trials, args.concurrency, "memory")
-        rows.append({"path": "double, memory run", **play(plan, *double, _appender(plan))})
+    counter = {"round": 0}
 
-    by = {r["path"]: r for r in rows}
-    written, bare = by["double, transcripts written"], by["double, no transcripts"]
-    lite_row = by["litellm, transcripts written"]
-    simlab_share = written["cpu_ms_per_call"] - results["double_floor_ms_per_call"]
-    writing = written["cpu_ms_per_call"] - bare["cpu_ms_per_call"]
-    over_floor = lite_row["cpu_ms_per_call"] - results["litellm_floor_ms_per_call"]
-    memory = by.get("double, memory run", written)
+    def path_way(name: str, models: Any, write: bool, trials: int) -> Any:
+        def run() -> dict[str, Any]:
+            plan = plan_for(root, trials, args.concurrency,
+                            f"{name.replace(', ', '-').replace(' ', '_')}-{counter['round']}")
+            return {"path": name, **play(plan, *models, _appender(plan) if write else NullAppender())}
+        return run
+
+    def memory_way() -> dict[str, Any]:
+        plan = plan_for(root, args.memory_trials, args.concurrency, f"memory-{counter['round']}")
+        return {"path": "double, memory run", **play(plan, *double, _appender(plan))}
+
+    def next_round(i: int, found: dict[str, list[Any]]) -> None:
+        counter["round"] += 1
+        print(f"round {i + 1}: " + ", ".join(f"{n} {r[-1]['cpu_ms_per_call']:.3f}" for n, r in found.items()
+                                             if isinstance(r[-1], dict)) + " ms/call", flush=True)
+
+    ways: list[tuple[str, Any]] = [(name, path_way(name, models, write, trials))
+                                   for name, models, write, trials in paths]
+    ways += [("double floor", lambda: double_floor(requests, repeat)),
+             ("litellm floor", lambda: litellm_floor(requests, repeat, with_cost=False)),
+             ("litellm floor with cost", lambda: litellm_floor(requests, repeat, with_cost=True))]
+    if args.memory_trials:
+        ways.append(("double, memory run", memory_way))
+    found = interleaved(args.rounds, ways, after_round=next_round)
+
+    print()
+    figures = Figures()
+    written, bare = found["double, transcripts written"], found["double, no transcripts"]
+    lite_rows = found["litellm, transcripts written"]
+    for name, *_ in paths:
+        figures.add(f"{name}: CPU per call", [r["cpu_ms_per_call"] for r in found[name]], "ms")
+        figures.add(f"{name}: trials/s", [r["trials_per_s"] for r in found[name]], "trials/s", digits=1)
+    figures.add("test double alone: CPU per call", found["double floor"], "ms")
+    figures.add("LiteLLM floor (bare acompletion): CPU per call", found["litellm floor"], "ms")
+    figures.add("LiteLLM floor with completion_cost: CPU per call", found["litellm floor with cost"], "ms")
+    # each difference within its round, so that a change of the machine's speed between rounds cancels
+    share = figures.add("simlab's share (double path, written)",
+                        [w["cpu_ms_per_call"] - f for w, f in zip(written, found["double floor"])], "ms/call")
+    writing = figures.add("writing transcripts", [w["cpu_ms_per_call"] - b["cpu_ms_per_call"]
+                                                  for w, b in zip(written, bare)], "ms/call")
+    over = figures.add("LiteLLM end to end over its floor", [r["cpu_ms_per_call"] - f for r, f in
+                                                             zip(lite_rows, found["litellm floor"])], "ms/call")
+    memory_rows = found.get("double, memory run", [])
+    growth = [r["rss_growth_mb_per_1000_trials"] for r in memory_rows if r["rss_growth_mb_per_1000_trials"] is not None]
+    memory = figures.add("memory growth", growth, "MB per 1,000 trials", digits=2) if growth else None
+    rows = [r for rs in found.values() for r in rs if isinstance(r, dict)]
     results.update({
+        "figures": figures.as_dict(),
         "runs": rows,
-        "simlab_share_ms_per_call": simlab_share,
-        "writing_ms_per_call": writing,
-        "litellm_end_to_end_over_floor_ms_per_call": over_floor,
+        "double_floor_ms_per_call": figures.median("test double alone: CPU per call"),
+        "litellm_floor_ms_per_call": figures.median("LiteLLM floor (bare acompletion): CPU per call"),
+        "litellm_floor_with_cost_ms_per_call": figures.median("LiteLLM floor with completion_cost: CPU per call"),
+        "simlab_share_ms_per_call": share["median"],
+        "writing_ms_per_call": writing["median"],
+        "litellm_end_to_end_over_floor_ms_per_call": over["median"],
         "peak_rss_mb": peak_rss_mb(),
-        "targets": {
-            "simlab_share_le_1ms": verdict(simlab_share, 1.0),
-            "litellm_over_floor_le_1ms": verdict(over_floor, 1.0),
-            "writing_le_0_5ms": verdict(writing, 0.5),
-            "memory_flat": verdict(abs(memory["rss_growth_mb_per_1000_trials"] or 0.0), 5.0),
+        "targets": {  # on the medians over the rounds
+            "simlab_share_le_1ms": verdict(share["median"], 1.0),
+            "litellm_over_floor_le_1ms": verdict(over["median"], 1.0),
+            "writing_le_0_5ms": verdict(writing["median"], 0.5),
+            "memory_flat": "not run" if memory is None else verdict(max(abs(g) for g in growth), 5.0),
         },
     })
     print()
     table(rows, ["path", "trials", "model_calls", "wall_s", "cpu_s", "trials_per_s", "calls_per_s",
                  "cpu_ms_per_call", "rss_growth_mb_per_1000_trials"])
-    print(f"\nmodel calls per trial: {results['calls_per_trial']:.1f}; best of {args.rounds} alternating rounds")
-    print(f"test double alone: {results['double_floor_ms_per_call']:.3f} ms CPU/call; simlab's share: "
-          f"{simlab_share:.3f} ms/call (target ≤ 1) {results['targets']['simlab_share_le_1ms']}")
-    print(f"writing transcripts: {writing:.3f} ms/call (target ≤ 0.5) {results['targets']['writing_le_0_5ms']}")
-    print(f"LiteLLM floor: {results['litellm_floor_ms_per_call']:.3f} ms/call "
-          f"({results['litellm_floor_with_cost_ms_per_call']:.3f} with completion_cost); end to end "
-          f"{lite_row['cpu_ms_per_call']:.3f} ms/call: floor + {over_floor:.3f} (target ≤ 1) "
+    print(f"\nmodel calls per trial: {results['calls_per_trial']:.1f}; medians of {args.rounds} interleaved rounds")
+    print(f"simlab's share: {share['median']:.3f} ms/call (target ≤ 1) {results['targets']['simlab_share_le_1ms']}")
+    print(f"writing transcripts: {writing['median']:.3f} ms/call (target ≤ 0.5) {results['targets']['writing_le_0_5ms']}")
+    print(f"LiteLLM end to end: floor {over['median']:+.3f} ms/call (target ≤ 1) "
           f"{results['targets']['litellm_over_floor_le_1ms']}")
-    print(f"memory: {memory['rss_samples_mb'][:1]} … {memory['rss_samples_mb'][-1:]} (trials, MB); growth "
-          f"{memory['rss_growth_mb_per_1000_trials']} MB per 1,000 trials; peak {results['peak_rss_mb']:.0f} MB")
+    if memory_rows:
+        last = memory_rows[-1]
+        print(f"memory: {last['rss_samples_mb'][:1]} … {last['rss_samples_mb'][-1:]} (trials, MB), last round; "
+              f"largest growth {max(abs(g) for g in growth) if growth else None} MB per 1,000 trials (target: flat, |growth| ≤ 5) "
+              f"{results['targets']['memory_flat']}; peak {results['peak_rss_mb']:.0f} MB")
+    else:
+        print("memory: not run (--memory-trials 0)")
     save("overhead", results)
 
 

@@ -1,11 +1,13 @@
 """Target 6: start-up: ``simlab --help`` (< 0.5 s) and ``simlab validate scenarios/`` (< 1 s).
 
 Each command runs as a user runs it (a fresh process of the installed ``simlab`` script, in the
-demo project), ten times; the median counts, and the best is shown beside it. The first screen
+demo project), ten times, the two commands interleaved; each is recorded as its spread (n, min,
+median, max), and the median counts. The first screen
 of ``simlab view`` is measured by ``bench/bench_view.py``. ``-X importtime`` names the heaviest
 imports of each command.
 
     python bench/bench_startup.py
+    python bench/bench_startup.py --quick     # 3 rounds
 """
 
 from __future__ import annotations
@@ -13,14 +15,13 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
-import statistics
 import subprocess
 import sys
 import time
 from pathlib import Path
 from typing import Any
 
-from _common import save, scratch_project, table, verdict
+from _common import Figures, add_rounds, interleaved, save, scratch_project, table, verdict
 
 
 def command() -> list[str]:
@@ -28,15 +29,14 @@ def command() -> list[str]:
     return [str(script)] if script.exists() else [sys.executable, "-m", "simlab.cli.main"]
 
 
-def timings(args: list[str], cwd: Path, repeat: int) -> list[float]:
-    out = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        done = subprocess.run(command() + args, cwd=cwd, capture_output=True, text=True)
-        out.append(time.perf_counter() - start)
-        if done.returncode != 0:
-            raise SystemExit(f"simlab {' '.join(args)} exited {done.returncode}: {done.stderr[-1000:]}")
-    return out
+def timed_run(args: list[str], cwd: Path) -> float:
+    """Wall seconds of one fresh ``simlab <args>`` process."""
+    start = time.perf_counter()
+    done = subprocess.run(command() + args, cwd=cwd, capture_output=True, text=True)
+    wall = time.perf_counter() - start
+    if done.returncode != 0:
+        raise SystemExit(f"simlab {' '.join(args)} exited {done.returncode}: {done.stderr[-1000:]}")
+    return wall
 
 
 def heaviest_imports(args: list[str], cwd: Path, top: int = 5) -> list[tuple[str, float]]:
@@ -53,20 +53,27 @@ def heaviest_imports(args: list[str], cwd: Path, top: int = 5) -> list[tuple[str
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--repeat", type=int, default=10)
+    add_rounds(parser, 10)
+    parser.add_argument("--repeat", dest="rounds", type=int, help=argparse.SUPPRESS)  # its earlier name
+    parser.add_argument("--quick", action="store_true", help="3 rounds: a smoke test")
     args = parser.parse_args()
+    if args.quick:
+        args.rounds = 3
     root = scratch_project("startup")
+    commands = [("simlab --help", ["--help"], 0.5), ("simlab validate scenarios/", ["validate", "scenarios"], 1.0)]
+    found = interleaved(args.rounds, [(name, lambda argv=argv: timed_run(argv, root)) for name, argv, _ in commands])
+    figures = Figures()
     rows: list[dict[str, Any]] = []
-    for name, argv, target in [("simlab --help", ["--help"], 0.5),
-                               ("simlab validate scenarios/", ["validate", "scenarios"], 1.0)]:
-        runs = timings(argv, root, args.repeat)
-        median = statistics.median(runs)
-        rows.append({"command": name, "median_s": median, "best_s": min(runs), "target_s": target,
-                     "verdict": verdict(median, target), "heaviest_imports_s": heaviest_imports(argv, root)})
-    table(rows, ["command", "median_s", "best_s", "target_s", "verdict"])
+    for name, argv, target in commands:
+        figure = figures.add(name, found[name], "s")
+        rows.append({"command": name, "median_s": figure["median"], "best_s": figure["min"], "worst_s": figure["max"],
+                     "target_s": target, "verdict": verdict(figure["median"], target),
+                     "heaviest_imports_s": heaviest_imports(argv, root)})
+    print()
+    table(rows, ["command", "median_s", "best_s", "worst_s", "target_s", "verdict"])
     for row in rows:
         print(f"{row['command']}: heaviest imports " + ", ".join(f"{n} {s:.2f}s" for n, s in row["heaviest_imports_s"]))
-    save("startup", {"repeat": args.repeat, "commands": rows})
+    save("startup", {"rounds": args.rounds, "figures": figures.as_dict(), "commands": rows})
     shutil.rmtree(root, ignore_errors=True)
 
 

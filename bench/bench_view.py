@@ -1,6 +1,6 @@
 """How fast does ``simlab view`` show a big run? A script, not a test: run it by hand.
 
-    python bench/bench_view.py [--trials 10000] [--repeat 3] [--no-heads]
+    python bench/bench_view.py [--trials 10000] [--rounds 3] [--no-heads] [--quick]
 
 Writes a run of N trials (100 per scenario, ~10 KB a line like the retail demo's) into a temporary
 folder, then, in a fresh Python process each time (cold imports, as a user would start it),
@@ -16,7 +16,8 @@ measures from the moment the process is launched (the monotonic clock is shared 
 ``--no-heads`` writes the lines without their head, as simlab wrote them before record schema 2:
 the viewer then parses (and validates) every line whole.
 
-Prints the figures (median of ``--repeat`` runs) and writes them to bench/results/view.json
+Prints each figure as its median and spread over ``--rounds`` runs (a bare interpreter's start-up
+interleaved with them), and writes them with the machine block to bench/results/view.json
 (``view-no-heads.json`` with ``--no-heads``).
 """
 
@@ -24,8 +25,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import platform
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -35,6 +34,9 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(HERE))
+
+from _common import Figures, add_rounds, interleaved, save  # noqa: E402  (beside this file)
 
 CHILD = r"""
 import time
@@ -122,37 +124,40 @@ def interpreter_start() -> float:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--trials", type=int, default=10_000)
-    parser.add_argument("--repeat", type=int, default=3)
+    add_rounds(parser, 3)
+    parser.add_argument("--repeat", dest="rounds", type=int, help=argparse.SUPPRESS)  # its earlier name
+    parser.add_argument("--quick", action="store_true", help="1,000 trials, 2 rounds: a smoke test")
     parser.add_argument("--no-heads", action="store_true", help="lines without their head (record schema 1)")
     parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args()
-    args.out = args.out or HERE / "results" / ("view-no-heads.json" if args.no_heads else "view.json")
+    if args.quick:
+        args.trials, args.rounds = 1000, 2
+    name = "view-no-heads" if args.no_heads else "view"
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         t = time.perf_counter()
         run = write_big_run(root / "bench", args.trials, heads=not args.no_heads)
         size_mb = (run / "trials.jsonl").stat().st_size / 1e6
         print(f"wrote {args.trials:,} trials ({size_mb:.1f} MB) in {time.perf_counter() - t:.1f}s")
-        startup = statistics.median(interpreter_start() for _ in range(3))
-        runs = [measure(root, "bench") for _ in range(args.repeat)]
-    keys = [k for k, v in runs[0].items() if isinstance(v, float)]
-    median = {k: round(statistics.median(r[k] for r in runs), 3) for k in keys}
+        found = interleaved(args.rounds, [("interpreter", interpreter_start), ("view", lambda: measure(root, "bench"))])
+    runs = found["view"]
+    figures = Figures()
+    figures.add("interpreter_start_s", found["interpreter"], "s")
+    for key in ("imports_s", "first_screen_s", "figures_complete_s", "details_complete_s", "open_scenario_s",
+                "open_transcript_s", "process_wall_s"):
+        figures.add(key, [r[key] for r in runs], "s")
+    median = {k: round(v["median"], 3) for k, v in figures.as_dict().items()}
     result = {
-        "trials": args.trials, "heads": not args.no_heads, "file_mb": round(size_mb, 1), "repeat": args.repeat,
-        "interpreter_start_s": round(startup, 3), **median,
+        "trials": args.trials, "heads": not args.no_heads, "file_mb": round(size_mb, 1), "rounds": args.rounds,
+        "figures": figures.as_dict(), **median,
         "rows_on_first_screen": runs[0]["rows_on_first_screen"], "trials_indexed": runs[0]["trials_indexed"],
         "litellm_imported": runs[0]["litellm_imported"], "pandas_imported": runs[0]["pandas_imported"],
-        "each_run": runs, "python": platform.python_version(), "machine": platform.platform(),
-        "cpus": __import__("os").cpu_count(),
+        "each_run": runs,
     }
-    for key in ("interpreter_start_s", "imports_s", "first_screen_s", "figures_complete_s", "details_complete_s",
-                "open_scenario_s", "open_transcript_s", "process_wall_s"):
-        print(f"{key:22} {result[key]:7.3f} s")
     verdict = "OK" if result["first_screen_s"] < 1.0 else "TOO SLOW"
-    print(f"first screen of {args.trials:,} trials: {result['first_screen_s']:.3f} s ({verdict}, goal < 1 s)")
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(result, indent=2) + "\n")
-    print(f"wrote {args.out.relative_to(ROOT) if args.out.is_relative_to(ROOT) else args.out}")
+    print(f"first screen of {args.trials:,} trials: {result['first_screen_s']:.3f} s, median of {args.rounds} "
+          f"({verdict}, goal < 1 s)")
+    save(name, result, args.out)
 
 
 if __name__ == "__main__":

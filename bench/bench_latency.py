@@ -69,6 +69,7 @@ def level(root: Any, path: str, concurrency: int, trials: int) -> dict[str, Any]
     return {"path": path, "concurrency": concurrency, "trials": len(units), "wall_s": round(t.wall_s, 2),
             "achieved_trials_per_s": achieved, "ideal_trials_per_s": ideal, "efficiency": achieved / ideal,
             "model_calls_per_s": calls[0] / t.wall_s, "cpu_use": t.cpu_s / t.wall_s,
+            "cpu_ms_per_call": t.cpu_s / max(1, calls[0]) * 1e3,  # all of this process: LiteLLM, simlab, HTTP
             "trial_p50_s": statistics.median(durations), "ideal_trial_s": trial_s}
 
 
@@ -166,6 +167,7 @@ def http_levels(root: Any, levels: list[int], rounds: int) -> list[dict[str, Any
                      "calls_per_s_spread": spread([r["model_calls_per_s"] for r in found]),
                      "efficiency_values": [r["efficiency"] for r in found],
                      "calls_per_s_values": [r["model_calls_per_s"] for r in found],
+                     "cpu_ms_values": [r["cpu_ms_per_call"] for r in found],
                      "median_efficiency": statistics.median(r["efficiency"] for r in found)})
     return rows
 
@@ -174,12 +176,13 @@ def report_http(rows: list[dict[str, Any]]) -> dict[str, Any]:
     """The table, and each level's % of ideal and calls/s as figures (spread over rounds)."""
     print()
     table(rows, ["path", "concurrency", "trials", "wall_s", "efficiency", "median_efficiency", "model_calls_per_s",
-                 "cpu_use", "trial_p50_s"])
+                 "cpu_use", "cpu_ms_per_call", "trial_p50_s"])
     print()
     figures = Figures()
     for r in rows:
         figures.add(f"http {r['concurrency']}: % of ideal", [100 * e for e in r["efficiency_values"]], "%", digits=1)
         figures.add(f"http {r['concurrency']}: model calls/s", r["calls_per_s_values"], "calls/s", digits=0)
+        figures.add(f"http {r['concurrency']}: CPU ms per call", r["cpu_ms_values"], "ms", digits=2)
     return figures.as_dict()
 
 

@@ -17,6 +17,7 @@ from simlab.report.build import build
 from simlab.report.digest import digest
 from simlab.runner import heads_index
 from simlab.runner.heads_index import HEADER, HEADS, IndexedLines
+from simlab.runner.regrade import regrade
 from simlab.runner.store import RunStore, encode_record
 from simlab.transcript import Termination, TerminationReason
 from simlab.tui.data import RunIndex, RunInfo
@@ -296,11 +297,19 @@ def test_a_resume_that_retires_error_lines_rewrites_the_index_with_the_trials(
     same(figures(folder), reference(folder, tmp_path))
 
 
-def test_grade_writes_the_index_of_the_file_it_writes(demo: Path, tmp_path: Path,
-                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+def test_grade_and_merge_write_the_index_of_the_file_they_write(demo: Path, tmp_path: Path,
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
     root = copy_demo(tmp_path / "p")
     folder = copy_run(demo, root / "transcripts" / "demo")
+    (folder / "trials.jsonl").write_bytes(b"".join(trial_lines(folder)[:12]))  # the index is stale now
     monkeypatch.chdir(root)
-    assert main(["grade", "demo"]) == 0
-    assert current(folder) == 30
+    store = RunStore(folder)
+    store.lock()
+    try:
+        regrade(store, Path("personas"))
+    finally:
+        store.unlock()
+    assert current(folder) == 12  # before any reader
     same(figures(folder), reference(folder, tmp_path))
+    assert main(["merge", "merged", "transcripts/demo"]) == 0
+    assert current(root / "transcripts" / "merged") == 12

@@ -1,8 +1,10 @@
 """Runs on disk, read lazily: a catalog of run folders, and per run an index of its trials.
 
 The index keeps one small ``TrialRow`` per line and the byte offset of the line; a transcript is
-parsed in full only when it is opened. ``RunIndex.read_new`` reads only what was appended since
-the last call, so a run that is still being written can be followed by polling.
+parsed in full only when it is opened. The first read takes the rows of the lines the run's index
+of heads holds (``runner/heads_index.py``) and reads only the rest of the trials file.
+``RunIndex.read_new`` reads only what was appended since the last call, so a run that is still
+being written can be followed by polling.
 """
 
 from __future__ import annotations

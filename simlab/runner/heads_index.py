@@ -105,8 +105,8 @@ def append_entries(trials: Path, start: int, lines: list[bytes]) -> None:
 def _covered(path: Path, fd: int) -> int | None:
     """Where in ``trials.jsonl`` the index ends: after its last entry's line (0 for a header
     alone), or None when it has no header of this version or does not end in a whole line."""
-    if os.pread(fd, len(HEADER), 0) != HEADER:
-        return None
+    if os.pread(fd, len(HEADER), 0) != HEADER or os.stat(path).st_ino != os.fstat(fd).st_ino:
+        return None  # another version, or replaced since it was opened (a reader's rebuild)
     size, last = last_line_start(path)
     if size == len(HEADER):
         return 0
@@ -122,29 +122,28 @@ def _write_all(fd: int, data: bytes) -> None:
         view = view[os.write(fd, view):]
 
 
-class IndexBuilder:
-    """The index of a trials file being written anew (``retire``, ``grade``, ``merge``): fed each
-    line as it is written, its temporary file is put in place by ``replace_trials``."""
+class _TempIndex:
+    """An index written to a temporary file beside the real one: a failure to write drops it (an
+    index not written is one a reader rebuilds), and so does ``discard`` when it was not used."""
 
     def __init__(self, trials: Path):
-        self.path = temp_path(index_path(trials))
+        self.target = index_path(trials)
+        self.tmp: Path | None = temp_path(self.target)
         self._fh: Any = None
-        self._offset = 0
         try:
-            self._fh = open(self.path, "wb")
-            self._fh.write(HEADER)
+            self._fh = open(self.tmp, "wb")
         except OSError:
             self.discard()
 
-    def add(self, line: bytes) -> None:
+    def write(self, data: bytes) -> None:
         if self._fh is not None:
             try:
-                self._fh.write(entry(self._offset, line, 0, len(line) - 1))
+                self._fh.write(data)
             except OSError:
                 self.discard()
-        self._offset += len(line)
 
     def close(self) -> Path | None:
+        """The finished file, or None when it could not be written."""
         if self._fh is None:
             return None
         try:
@@ -153,7 +152,7 @@ class IndexBuilder:
             self.discard()
             return None
         self._fh = None
-        return self.path
+        return self.tmp
 
     def discard(self) -> None:
         if self._fh is not None:
@@ -161,8 +160,27 @@ class IndexBuilder:
                 self._fh.close()
             except OSError:
                 pass
-        self._fh = None
-        self.path.unlink(missing_ok=True)
+            self._fh = None
+        if self.tmp is not None:
+            try:
+                self.tmp.unlink(missing_ok=True)
+            except OSError:
+                pass
+            self.tmp = None
+
+
+class IndexBuilder(_TempIndex):
+    """The index of a trials file being written anew (``retire``, ``grade``, ``merge``): fed each
+    line as it is written, its temporary file is put in place by ``replace_trials``."""
+
+    def __init__(self, trials: Path):
+        super().__init__(trials)
+        self._offset = 0
+        self.write(HEADER)
+
+    def add(self, line: bytes) -> None:
+        self.write(entry(self._offset, line, 0, len(line) - 1))
+        self._offset += len(line)
 
 
 def replace_trials(new_trials: Path, trials: Path, index: IndexBuilder | None) -> None:
@@ -358,70 +376,50 @@ def _tail(path: Path, index: IndexedLines, ledger: UnitLedger, notes: ReadNotes
         out.discard()
 
 
-class _Catchup:
+class _Catchup(_TempIndex):
     """The entries a reader read the old way, written to a temporary file, then appended to an
     index that holds whole (under its flock, if nobody changed it since) or put in place of one
     that did not."""
 
     def __init__(self, trials: Path, index: IndexedLines):
-        self.index, self.target = index, index.path
-        self.tmp: Path | None = temp_path(self.target)
-        self.added = 0
-        self._fh: Any = None
+        super().__init__(trials)
+        self.index, self.added = index, 0
+        if index.whole or self._fh is None:
+            return
+        self.write(HEADER)
         try:
-            self._fh = open(self.tmp, "wb")
-            if not index.whole:
-                self._fh.write(HEADER)
-                if index.index_ok > len(HEADER):
-                    with open(self.target, "rb") as old:
-                        old.seek(len(HEADER))
-                        _copy(old, self._fh, index.index_ok - len(HEADER))
+            if index.index_ok > len(HEADER):
+                with open(self.target, "rb") as old:
+                    old.seek(len(HEADER))
+                    _copy(old, self._fh, index.index_ok - len(HEADER))
         except OSError:
             self.discard()
 
     def add(self, line: bytes) -> None:
-        if self._fh is not None:
-            try:
-                self._fh.write(line)
-                self.added += 1
-            except OSError:
-                self.discard()
+        self.write(line)
+        self.added += 1
 
     def commit(self) -> None:
-        if self._fh is None or self.tmp is None or (self.index.whole and not self.added):
+        if self.index.whole and not self.added:
+            return
+        done = self.close()
+        if done is None:
             return
         try:
-            self._fh.close()
-            self._fh = None
             if not self.index.whole:
-                os.replace(self.tmp, self.target)
-                self.tmp = None
+                os.replace(done, self.target)
                 return
             fd = os.open(self.target, os.O_RDWR | os.O_APPEND)
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX)
                 if _covered(self.target, fd) == self.index.end:
-                    with open(self.tmp, "rb") as src:
+                    with open(done, "rb") as src:
                         while chunk := src.read(1 << 22):
                             _write_all(fd, chunk)
             finally:
                 os.close(fd)
         except OSError:
             pass
-
-    def discard(self) -> None:
-        if self._fh is not None:
-            try:
-                self._fh.close()
-            except OSError:
-                pass
-            self._fh = None
-        if self.tmp is not None:
-            try:
-                self.tmp.unlink(missing_ok=True)
-            except OSError:
-                pass
-            self.tmp = None
 
 
 def _copy(src: Any, dst: Any, count: int) -> None:

@@ -152,6 +152,25 @@ def test_the_viewer_takes_its_rows_from_the_index(demo: Path, tmp_path: Path,
     assert index.problem is None and not index.changed()
 
 
+def test_the_viewer_follows_a_run_past_its_index_and_never_trusts_a_stale_one(demo: Path, tmp_path: Path) -> None:
+    lines = trial_lines(demo)
+    live = copy_run(demo, tmp_path / "live")
+    (live / "trials.jsonl").write_bytes(b"".join(lines[:20]))
+    (live / HEADS).write_bytes(b"".join((demo / HEADS).read_bytes().splitlines(keepends=True)[:21]))
+    index = RunIndex(RunInfo.load(live))
+    assert len(index.read_all()) == 20
+    with open(live / "trials.jsonl", "ab") as fh:  # the run goes on: a group commit, then its entries
+        fh.write(b"".join(lines[20:]))
+    heads_index.append_entries(live / "trials.jsonl", sum(map(len, lines[:20])), lines[20:])
+    assert index.changed() and len(index.read_all()) == 30
+    assert index.rows == RunIndex(RunInfo.load(copy_run(demo, tmp_path / "bare", index=False))).read_all()
+    stale = copy_run(demo, tmp_path / "stale")
+    rewrite_same_size(stale)
+    want = RunIndex(RunInfo.load(copy_run(stale, tmp_path / "stale-bare", index=False))).read_all()
+    assert RunIndex(RunInfo.load(stale)).read_all() == want
+    assert [r.verdict for r in want] != [r.verdict for r in index.rows]  # the flipped verdict is seen
+
+
 # -- stale, short or broken: the report of the trials file, and the index made current ---------
 
 

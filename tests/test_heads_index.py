@@ -15,8 +15,9 @@ from simlab.cli.main import main
 from simlab.errors import InfraError
 from simlab.report.build import build
 from simlab.report.digest import digest
-from simlab.runner import heads_index
-from simlab.runner.heads_index import HEADER, HEADS, IndexedLines
+from simlab.runner import heads_index, heads_read
+from simlab.runner.heads_index import HEADER, HEADS
+from simlab.runner.heads_read import IndexedLines
 from simlab.runner.regrade import regrade
 from simlab.runner.store import RunStore, encode_record
 from simlab.transcript import Termination, TerminationReason
@@ -61,8 +62,8 @@ def reference(folder: Path, tmp_path: Path) -> tuple[dict, pd.DataFrame]:
 
 def figures_without_index(folder: Path) -> tuple[dict, pd.DataFrame]:
     with pytest.MonkeyPatch.context() as mp:  # the index is neither read nor written
-        mp.setattr(heads_index.IndexedLines, "verified", lambda self: iter(()))
-        mp.setattr(heads_index._Catchup, "commit", lambda self: None)
+        mp.setattr(heads_read.IndexedLines, "verified", lambda self: iter(()))
+        mp.setattr(heads_read._Catchup, "commit", lambda self: None)
         return figures(folder)
 
 
@@ -86,13 +87,13 @@ def trial_lines(folder: Path) -> list[bytes]:
 def spy_reads(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, int]]:
     """Every read of a file the old way, line by line (``lines.block_lines``): (file, from)."""
     calls: list[tuple[str, int]] = []
-    real = heads_index.block_lines
+    real = heads_read.block_lines
 
     def spy(path: Path, start: int = 0, number: int = 0):  # type: ignore[no-untyped-def]
         calls.append((Path(path).name, start))
         return real(path, start, number)
 
-    monkeypatch.setattr(heads_index, "block_lines", spy)
+    monkeypatch.setattr(heads_read, "block_lines", spy)
     return calls
 
 

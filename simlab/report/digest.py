@@ -1,7 +1,7 @@
 """The trials behind a run's figures, for outputs that name them: JUnit (time, failing trial ids,
 the transcript's file and line, the failing checks' reasons) and the HTML report.
 
-One pass over the heads under the one line rule (``runner/heads_index.scan_heads``: from the
+One pass over the heads under the one line rule (``runner/heads_read.scan_heads``: from the
 run's index of heads, or from the front of each line), and only the lines of trials that did not
 pass are read and parsed whole, so a run of 100,000 passing trials costs what the report costs.
 """
@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from simlab.results.summary import counts_as_pass
-from simlab.runner.heads_index import read_line, scan_heads
+from simlab.runner.heads_read import read_line, scan_heads
 from simlab.runner.lines import ReadNotes, parse_record
 from simlab.runner.store import RunStore
 

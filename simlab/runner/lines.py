@@ -16,8 +16,9 @@ every reader reads it: report, gate, compare, grade, resume, merge and the viewe
   skips it and says so, and the next ``simlab run`` cuts it. Any other line that is not a trial
   line, a torn line in the middle included (a killed shard concatenated before another), is an
   error naming the file and the line (exit 3).
-- ``heads_index.py`` keeps an index of the heads beside the file (``heads.jsonl``), checked entry
-  by entry against these bytes before use; whatever it does not hold is read by this rule.
+- ``heads_index.py`` keeps an index of the heads beside the file (``heads.jsonl``), which
+  ``heads_read.py`` checks entry by entry against these bytes before use; whatever it does not
+  hold is read by this rule.
 - A unit is stored once. A second line for the same unit is an error naming the unit and both
   lines, unless the two lines are byte-identical: then the later one is dropped, with a warning.
 """

@@ -23,7 +23,7 @@ from typing import Any
 
 from simlab.errors import InfraError
 from simlab.redact import mask_tree
-from simlab.runner import heads_index
+from simlab.runner import heads_index, heads_read
 from simlab.runner.lines import (
     LineError,
     ReadNotes,
@@ -165,7 +165,7 @@ class RunStore:
         dump: the report's hot path, where validating each costs 2× the parse). A line without one
         (record schema 1, a hand edit) is parsed whole and its head computed, so the result is the
         same."""
-        for _, _, head, _, _ in heads_index.scan_heads(self.trials_path, notes):
+        for _, _, head, _, _ in heads_read.scan_heads(self.trials_path, notes):
             yield head
 
     def heads(self, notes: ReadNotes | None = None) -> Iterator[TrialHead]:
@@ -185,7 +185,7 @@ class RunStore:
     def error_unit_ids(self) -> set[str]:
         """The units whose stored verdict is ``error`` (infrastructure): not finished work, so a
         resume plays them again. Read from each line's head, under the one line rule."""
-        return {unit for _, unit, head, _, _ in heads_index.scan_heads(self.trials_path)
+        return {unit for _, unit, head, _, _ in heads_read.scan_heads(self.trials_path)
                 if head["row"].get("verdict") == "error"}
 
     def retire(self, unit_ids: set[str]) -> int:

@@ -2,7 +2,7 @@
 
 The index keeps one small ``TrialRow`` per line and the byte offset of the line; a transcript is
 parsed in full only when it is opened. The first read takes the rows of the lines the run's index
-of heads holds (``runner/heads_index.py``) and reads only the rest of the trials file.
+of heads holds (``runner/heads_read.py``) and reads only the rest of the trials file.
 ``RunIndex.read_new`` reads only what was appended since the last call, so a run that is still
 being written can be followed by polling.
 """
@@ -19,7 +19,7 @@ from datetime import UTC
 from pathlib import Path
 from typing import Any
 
-from simlab.runner.heads_index import IndexedLines
+from simlab.runner.heads_read import IndexedLines
 from simlab.runner.lines import LineError, ReadNotes, UnitLedger, line_value, parse_head
 from simlab.runner.store import planned_units
 from simlab.tui.rows import TrialRow, row_from_head
@@ -204,7 +204,7 @@ class RunIndex:
             self._done()
 
     def _from_index(self, fh: Any, batch: int = 2000) -> Iterator[list[TrialRow]]:
-        """The rows of the lines the run's index of heads holds (``runner/heads_index.py``: every
+        """The rows of the lines the run's index of heads holds (``runner/heads_read.py``: every
         entry checked against the trials file), without reading their transcripts; the rest is
         read from the trials file as it grows."""
         index = IndexedLines(self.path)

@@ -2,7 +2,8 @@
 
 A real demo run (the flaky agent: passes, failures, loops, transfers) gives the records; copy k
 of scenario S becomes unit ``S#k`` with ``trial: k``, so the result looks like a run of
-``trials`` per scenario: the same files, the same manifest, gradable and reportable.
+``trials`` per scenario: the same files (``heads.jsonl``, the index of heads, included), the same
+manifest, gradable and reportable.
 """
 
 from __future__ import annotations
@@ -11,8 +12,11 @@ import json
 import re
 import sys
 from pathlib import Path
+from typing import BinaryIO
 
 from _common import enter, scratch_project
+
+from simlab.runner.heads_index import HEADER, HEADS, entries
 
 SEED_TRIALS = 4
 
@@ -58,20 +62,28 @@ def synth_run(seed: Path, folder: Path, trials_per_scenario: int, *, planned: in
     manifest["units"] = (planned or trials_per_scenario) * len(templates)
     manifest.pop("resumes", None)
     (folder / "run.json").write_text(json.dumps(manifest, indent=2))
-    written = 0
-    with open(folder / "trials.jsonl", "w", encoding="utf-8") as fh:
-        batch: list[str] = []
+    written, offset = 0, 0
+    with open(folder / "trials.jsonl", "wb") as fh, open(folder / HEADS, "wb") as index:
+        index.write(HEADER)  # the index of heads, as a run's writer appends it (heads_index.entries)
+        batch: list[bytes] = []
         for k in range(1, trials_per_scenario + 1):
             for scenario, versions in templates.items():
                 text = versions[(k - 1) % len(versions)]
-                batch.append(text.format(unit=f"{scenario}#{k}", trial=k))
+                batch.append(text.format(unit=f"{scenario}#{k}", trial=k).encode("utf-8") + b"\n")
                 written += 1
             if len(batch) >= 2000:
-                fh.write("\n".join(batch) + "\n")
-                batch.clear()
+                offset = _flush(fh, index, offset, batch)
         if batch:
-            fh.write("\n".join(batch) + "\n")
+            _flush(fh, index, offset, batch)
     return written
+
+
+def _flush(fh: BinaryIO, index: BinaryIO, offset: int, batch: list[bytes]) -> int:
+    fh.write(b"".join(batch))
+    index.write(entries(offset, batch))
+    offset += sum(len(line) for line in batch)
+    batch.clear()
+    return offset
 
 
 def make(trials_per_scenario: int, name: str = "synth") -> tuple[Path, Path]:

@@ -1,9 +1,9 @@
 """The trials behind a run's figures, for outputs that name them: JUnit (time, failing trial ids,
 the transcript's file and line, the failing checks' reasons) and the HTML report.
 
-One pass over ``trials.jsonl`` under the one line rule (``runner/lines.scan``): every line's head
-is read from its front, and only the lines of trials that did not pass are parsed whole, so a run
-of 100,000 passing trials costs what the report costs.
+One pass over the heads under the one line rule (``runner/heads_read.scan_heads``: from the
+run's index of heads, or from the front of each line), and only the lines of trials that did not
+pass are read and parsed whole, so a run of 100,000 passing trials costs what the report costs.
 """
 
 from __future__ import annotations
@@ -14,7 +14,8 @@ from pathlib import Path
 from typing import Any
 
 from simlab.results.summary import counts_as_pass
-from simlab.runner.lines import ReadNotes, head_of, parse_record, read_head, scan
+from simlab.runner.heads_read import read_line, scan_heads
+from simlab.runner.lines import ReadNotes, parse_record
 from simlab.runner.store import RunStore
 
 NOT_PASSED = ("fail", "error", "unjudged")
@@ -59,12 +60,7 @@ def digest(folder: Path, *, allow_unjudged: Collection[str] = (), keep: int = KE
     manifest = store.read_manifest()
     notes = ReadNotes(store.trials_path, plan=store.planned_units(manifest) if manifest is not None else None)
     out = Digest(store.trials_path)
-    for number, _, line in scan(store.trials_path, "line", notes):
-        head = read_head(line, 0, len(line) - 1)
-        raw = None
-        if head is None:
-            raw = parse_record(line, store.trials_path, number)
-            head = head_of(raw, store.trials_path, number)
+    for number, _, head, offset, length in scan_heads(store.trials_path, notes):
         row = head["row"]
         sid = row["scenario_id"]
         duration = row.get("duration_s")
@@ -80,7 +76,7 @@ def digest(folder: Path, *, allow_unjudged: Collection[str] = (), keep: int = KE
         kept = out.failed.setdefault(sid, [])
         if len(kept) >= keep:
             continue
-        raw = raw if raw is not None else parse_record(line, store.trials_path, number)
+        raw = parse_record(read_line(store.trials_path, offset, length), store.trials_path, number)
         kept.append(FailedTrial(unit_id=row["unit_id"], verdict=row["verdict"], line=number,
                                 reasons=reasons_of(raw), record=raw if records else None))
     return out

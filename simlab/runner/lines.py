@@ -16,6 +16,9 @@ every reader reads it: report, gate, compare, grade, resume, merge and the viewe
   skips it and says so, and the next ``simlab run`` cuts it. Any other line that is not a trial
   line, a torn line in the middle included (a killed shard concatenated before another), is an
   error naming the file and the line (exit 3).
+- ``heads_index.py`` keeps an index of the heads beside the file (``heads.jsonl``), which
+  ``heads_read.py`` checks entry by entry against these bytes before use; whatever it does not
+  hold is read by this rule.
 - A unit is stored once. A second line for the same unit is an error naming the unit and both
   lines, unless the two lines are byte-identical: then the later one is dropped, with a warning.
 """
@@ -25,6 +28,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import secrets
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -106,20 +110,31 @@ class UnitLedger:
                         "trust and delete the other, or merge shards with `simlab merge`, which refuses overlaps")
 
 
+    def admit_at(self, unit: str, number: int, offset: int, length: int) -> bool:
+        """``admit`` for a line known by its place in the file (an index of heads): its bytes are
+        read only when its unit was seen before."""
+        if unit not in self.seen:
+            self.seen[unit] = (number, offset, length)
+            return True
+        return self.admit(unit, number, offset, _read_at(self.path, offset, length))
+
+
 def _read_at(path: Path, offset: int, length: int) -> bytes:
     with open(path, "rb") as fh:
         fh.seek(offset)
         return fh.read(length)
 
 
-def block_lines(path: Path) -> Iterator[tuple[int, int, bytearray, int, int, bool]]:
+def block_lines(path: Path, start: int = 0, number: int = 0) -> Iterator[tuple[int, int, bytearray, int, int, bool]]:
     """``(number, offset, buffer, start, end, last)`` for each non-blank line of a file: ``offset``
     is where the line starts in the file, ``last`` says it has no newline (a torn tail). The file
     is read in reused 4 MB blocks and never split into line objects (1.6 GB for 100,000 trials);
-    the buffer is only valid until the next line."""
-    number, base = 0, 0  # base: the file offset of data[0]
+    the buffer is only valid until the next line. ``start`` (a line start) and ``number`` (the
+    lines before it) read only the rest of a file: the tail past its index of heads."""
+    base = start  # the file offset of data[0]
     data, block = bytearray(), bytearray(_BLOCK)  # reused: fresh 4 MB buffers would cost page faults
     with open(path, "rb") as fh:
+        fh.seek(start)
         while size := fh.readinto(block):
             data += memoryview(block)[:size]
             pos = 0
@@ -152,17 +167,28 @@ def read_head(data: bytes | bytearray, start: int = 0, end: int | None = None) -
     inside it, as every quote within a JSON string is escaped and no key of the head or its row
     named ``transcript`` holds an object (``transcript/row.py``).
     """
-    from pydantic_core import from_json
-
     end = len(data) if end is None else end
+    span = head_span(data, start, end)
+    return None if span is None else parse_head(data[span[0]:span[1]])
+
+
+def head_span(data: bytes | bytearray, start: int, end: int) -> tuple[int, int] | None:
+    """Where the head of a line in simlab's own shape lies (``read_head``), unparsed, or None."""
     match = _HEAD_KEY.match(data, start, end)
     if match is None or data[end - 1] != 0x7D:  # "}"
         return None
     stop = data.find(_HEAD_END, match.end(), end)
     if stop < 0 or _second_record(data, stop + len(_HEAD_END), end):
         return None
+    return match.end(), stop
+
+
+def parse_head(text: bytes | bytearray) -> dict[str, Any] | None:
+    """A head's bytes parsed, or None when they are not a head of this version."""
+    from pydantic_core import from_json
+
     try:
-        head = from_json(data[match.end():stop])
+        head = from_json(text)
     except ValueError:
         return None
     return head if isinstance(head, dict) and head.get("v") == HEAD_VERSION else None
@@ -323,3 +349,9 @@ def last_line_start(path: Path, chunk: int = 1 << 16) -> tuple[int, int]:
                 return size, pos - step + found + 1
             pos -= step
         return size, 0
+
+
+def temp_path(path: Path, kind: str = "tmp") -> Path:
+    """A temporary file beside ``path``, unique to this process and call: concurrent commands never
+    share one, and ``store.clean_leftovers`` can tell from its name whether its writer still runs."""
+    return path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.{kind}")

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from simlab.errors import UsageError
+from simlab.runner.heads_index import IndexBuilder, replace_trials
 from simlab.runner.lines import ReadNotes, scan
 from simlab.runner.prepare import pin_differences
 from simlab.runner.store import RunStore, temp_path
@@ -54,17 +55,19 @@ def merge_shards(out: Path, shards: list[Path], command: list[str]) -> MergeRepo
     target.lock()
     try:
         tmp = temp_path(target.trials_path)
+        index = IndexBuilder(target.trials_path)
         try:
             with open(tmp, "wb") as fh:
                 for shard in shards:
-                    count = _copy_shard(shard, plan, owner, fh, report)
+                    count = _copy_shard(shard, plan, owner, fh, report, index)
                     report.shards.append((shard, count))
                     report.merged += count
                 fh.flush()
                 os.fsync(fh.fileno())
-            os.replace(tmp, target.trials_path)
+            replace_trials(tmp, target.trials_path, index)
         finally:
             tmp.unlink(missing_ok=True)
+            index.discard()
         target.write_manifest(_merged_manifest(manifests, out, report, command))
     finally:
         target.unlock()
@@ -85,7 +88,8 @@ def _manifest(shard: Path) -> dict[str, Any]:
     return manifest
 
 
-def _copy_shard(shard: Path, plan: set[str], owner: dict[str, Path], out: Any, report: MergeReport) -> int:
+def _copy_shard(shard: Path, plan: set[str], owner: dict[str, Path], out: Any, report: MergeReport,
+                index: IndexBuilder) -> int:
     store = RunStore(shard)
     notes = ReadNotes(store.trials_path)
     count = 0
@@ -98,6 +102,7 @@ def _copy_shard(shard: Path, plan: set[str], owner: dict[str, Path], out: Any, r
                              "overlap (shards of different N, or one shard copied twice); merge each unit once")
         owner[unit] = shard
         out.write(line)
+        index.add(line)
         count += 1
     if notes.torn_tail:
         raise UsageError(f"{store.trials_path}:{notes.torn_line}: the shard ends in a torn line (it was killed "

@@ -19,6 +19,7 @@ from simlab.env.checks import check_scenarios
 from simlab.errors import UsageError
 from simlab.graders.base import GradeContext, verdict_of
 from simlab.graders.grade import grade, graders_of, summarize_changes
+from simlab.runner.heads_index import IndexBuilder, replace_trials
 from simlab.runner.store import RunStore, clean_leftovers, encode_record, temp_path
 from simlab.specs import GraderUse, LoadedScenario, load_personas, load_scenarios
 from simlab.transcript import ModelCall, TrialRecord
@@ -76,20 +77,22 @@ def regrade(store: RunStore, personas_dir: Path, *, judge: ChatModel | None = No
     report = RegradeReport(changed_scenario_files=changed)
     clean_leftovers(store.folder)  # under the run's lock: any other regrade file is a killed grade's
     tmp = temp_path(store.trials_path, "regrade")
+    index = IndexBuilder(store.trials_path)
     try:
         with open(tmp, "wb") as out:
-            asyncio.run(_regrade_all(store, scenarios, domains, judge, rejudge, report, out, extra))
+            asyncio.run(_regrade_all(store, scenarios, domains, judge, rejudge, report, out, extra, index))
             out.flush()
             os.fsync(out.fileno())
-        os.replace(tmp, store.trials_path)
+        replace_trials(tmp, store.trials_path, index)
     finally:
         tmp.unlink(missing_ok=True)  # nothing half-written is left beside the trials
+        index.discard()
     return report
 
 
 async def _regrade_all(store: RunStore, scenarios: dict[str, LoadedScenario], domains: dict[str, Any],
                        judge: ChatModel | None, rejudge: bool, report: RegradeReport, out: BinaryIO,
-                       extra: list[GraderUse]) -> None:
+                       extra: list[GraderUse], index: IndexBuilder) -> None:
     """Every record on one event loop (judges share it), written in the original order."""
     memos: dict[str, dict[str, Any]] = {}  # per scenario: what grading its trials shares
     for record in store.records():
@@ -100,7 +103,9 @@ async def _regrade_all(store: RunStore, scenarios: dict[str, LoadedScenario], do
         new = await _regrade_one(record, scenario, domains[scenario.spec.id], judge, rejudge,
                                  memos.setdefault(scenario.spec.id, {}), extra)
         _note(report, record, new)
-        out.write(encode_record(new))
+        line = encode_record(new)
+        out.write(line)
+        index.add(line)
 
 
 async def _regrade_one(record: TrialRecord, loaded: LoadedScenario, domain: Any, judge: ChatModel | None,

@@ -16,7 +16,6 @@ import fcntl
 import json
 import os
 import re
-import secrets
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,6 +23,7 @@ from typing import Any
 
 from simlab.errors import InfraError
 from simlab.redact import mask_tree
+from simlab.runner import heads_index, heads_read
 from simlab.runner.lines import (
     LineError,
     ReadNotes,
@@ -33,6 +33,7 @@ from simlab.runner.lines import (
     read_head,
     record_of,
     scan,
+    temp_path,
 )
 from simlab.runner.plan import unit_id_of
 from simlab.transcript import TrialRecord
@@ -164,7 +165,7 @@ class RunStore:
         dump: the report's hot path, where validating each costs 2× the parse). A line without one
         (record schema 1, a hand edit) is parsed whole and its head computed, so the result is the
         same."""
-        for _, _, head in scan(self.trials_path, "head", notes):
+        for _, _, head, _, _ in heads_read.scan_heads(self.trials_path, notes):
             yield head
 
     def heads(self, notes: ReadNotes | None = None) -> Iterator[TrialHead]:
@@ -184,7 +185,8 @@ class RunStore:
     def error_unit_ids(self) -> set[str]:
         """The units whose stored verdict is ``error`` (infrastructure): not finished work, so a
         resume plays them again. Read from each line's head, under the one line rule."""
-        return {unit for _, unit, head in scan(self.trials_path, "head") if head["row"].get("verdict") == "error"}
+        return {unit for _, unit, head, _, _ in heads_read.scan_heads(self.trials_path)
+                if head["row"].get("verdict") == "error"}
 
     def retire(self, unit_ids: set[str]) -> int:
         """Move the lines of ``unit_ids`` out of ``trials.jsonl`` into ``retired.jsonl``, so the
@@ -195,6 +197,7 @@ class RunStore:
         if not unit_ids or not self.trials_path.exists():
             return 0
         tmp = temp_path(self.trials_path)
+        index = heads_index.IndexBuilder(self.trials_path)
         moved: list[bytes] = []
         try:
             with open(tmp, "wb") as dst:
@@ -203,6 +206,7 @@ class RunStore:
                         moved.append(line)
                     else:
                         dst.write(line)
+                        index.add(line)
                 dst.flush()
                 os.fsync(dst.fileno())
             if moved:
@@ -211,12 +215,13 @@ class RunStore:
                     retired.append_lines(moved)
                 finally:
                     retired.close()
-                os.replace(tmp, self.trials_path)
+                heads_index.replace_trials(tmp, self.trials_path, index)
                 _fsync_dir(self.folder)
         except OSError as exc:
             raise InfraError(f"{self.trials_path}: cannot set trials aside to play them again ({_why(exc)})") from None
         finally:
             tmp.unlink(missing_ok=True)
+            index.discard()
         return len(moved)
 
     def earlier_attempts(self) -> dict[str, list[dict[str, Any]]]:
@@ -248,7 +253,8 @@ class RunStore:
             yield record_of(raw, self.trials_path, number)
 
     def open_appender(self) -> Appender:
-        return Appender(self.trials_path)
+        """The appender of ``trials.jsonl``, which keeps its index of heads (``heads_index``)."""
+        return Appender(self.trials_path, index=True)
 
 
 class Appender:
@@ -258,8 +264,8 @@ class Appender:
     in a buffer for ``close`` to flush (half a line) after the disk filled up.
     """
 
-    def __init__(self, path: Path):
-        self.path = path
+    def __init__(self, path: Path, *, index: bool = False):
+        self.path, self._index = path, index  # index: keep heads.jsonl beside it (a trials file)
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
             self._fd: int | None = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
@@ -285,6 +291,8 @@ class Appender:
             except OSError:
                 pass  # the torn tail is cut by repair_torn_tail before the next append
             raise InfraError(f"{self.path}: cannot write trial ({_why(exc)}); the run stopped") from None
+        if self._index:
+            heads_index.append_entries(self.path, start, lines)
 
     def close(self) -> None:
         if self._fd is not None:
@@ -311,12 +319,6 @@ def _fsync_dir(folder: Path) -> None:
 
 def _why(exc: OSError) -> str:
     return exc.strerror or str(exc) or type(exc).__name__
-
-
-def temp_path(path: Path, kind: str = "tmp") -> Path:
-    """A temporary file beside ``path``, unique to this process and call: concurrent commands never
-    share one, and ``clean_leftovers`` can tell from its name whether its writer still runs."""
-    return path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.{kind}")
 
 
 _TEMP = re.compile(r"^\.(?P<name>.+?)(?:\.(?P<pid>\d+)\.[0-9a-f]{8})?\.(?:tmp|regrade)$")

@@ -11,6 +11,8 @@ CPU-bound), so a CPU-bound run needs more processes to use more cores. Design:
   ``flock`` on the data file around write + fsync, so lines never interleave and a trial is on
   disk before it is counted. A worker killed mid-line leaves a torn line; the next append (any
   worker's) cuts it under the lock, so the file stays whole lines. No merge step can be lost.
+  Still under that lock, each group commit appends its lines' entries to ``heads.jsonl``
+  (``heads_index.append_entries``).
 * The parent keeps holding the run's ``.lock`` (the forked workers share that open lock, so it
   also stays held while a worker outlives a killed parent), keeping a second ``simlab run`` out.
   Workers die with the parent (``PR_SET_PDEATHSIG`` on Linux).
@@ -33,10 +35,12 @@ import selectors
 import signal
 import sys
 from collections.abc import Callable
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from simlab.errors import InfraError, UsageError
 from simlab.runner.execute import RunOutcome, execute
+from simlab.runner.heads_index import append_entries
 from simlab.runner.plan import WorkUnit
 from simlab.runner.prepare import RunPlan
 from simlab.runner.shard import split
@@ -93,6 +97,7 @@ class LockedAppender:
                     raise InfraError(f"{self.path}: cannot write trial ({exc.strerror or exc}); the run stopped") \
                         from None
                 raise
+            append_entries(Path(self.path), end, lines)  # the index of heads, in the same commit
         finally:
             fcntl.flock(self._fd, fcntl.LOCK_UN)
 

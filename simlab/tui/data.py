@@ -1,8 +1,10 @@
 """Runs on disk, read lazily: a catalog of run folders, and per run an index of its trials.
 
 The index keeps one small ``TrialRow`` per line and the byte offset of the line; a transcript is
-parsed in full only when it is opened. ``RunIndex.read_new`` reads only what was appended since
-the last call, so a run that is still being written can be followed by polling.
+parsed in full only when it is opened. The first read takes the rows of the lines the run's index
+of heads holds (``runner/heads_read.py``) and reads only the rest of the trials file.
+``RunIndex.read_new`` reads only what was appended since the last call, so a run that is still
+being written can be followed by polling.
 """
 
 from __future__ import annotations
@@ -17,7 +19,8 @@ from datetime import UTC
 from pathlib import Path
 from typing import Any
 
-from simlab.runner.lines import LineError, ReadNotes, UnitLedger, line_value
+from simlab.runner.heads_read import IndexedLines
+from simlab.runner.lines import LineError, ReadNotes, UnitLedger, line_value, parse_head
 from simlab.runner.store import planned_units
 from simlab.tui.rows import TrialRow, row_from_head
 from simlab.tui.summary import LiveProgress, ScenarioProgress
@@ -176,6 +179,8 @@ class RunIndex:
                 if self._rewritten(st, fh):
                     self._start_over()
                 self._seen = (st.st_dev, st.st_ino, st.st_mtime_ns)
+                if self.offset == 0:
+                    yield from self._from_index(fh)
                 fh.seek(self.offset)
                 while self.offset < size:
                     data = fh.read(min(chunk, size - self.offset))
@@ -198,6 +203,35 @@ class RunIndex:
                         yield batch
             self._done()
 
+    def _from_index(self, fh: Any, batch: int = 2000) -> Iterator[list[TrialRow]]:
+        """The rows of the lines the run's index of heads holds (``runner/heads_read.py``: every
+        entry checked against the trials file), without reading their transcripts; the rest is
+        read from the trials file as it grows."""
+        index = IndexedLines(self.path)
+        rows: list[TrialRow] = []
+        for number, offset, length, head_bytes, line in index.verified():
+            head = parse_head(head_bytes) if head_bytes is not None else None
+            data = b""
+            if head is None or not isinstance((head.get("row") or {}).get("unit_id"), str):
+                head, data = None, line if line is not None else _read(fh, offset, length)
+            self.lines = number
+            row = self._row(data, 0, length, offset, head)
+            if row is not None:
+                rows.append(row)
+            if len(rows) >= batch:
+                yield self._consumed(fh, offset + length + 1, rows)
+                rows = []
+        if index.end > self.offset and (done := self._consumed(fh, index.end, rows)):
+            yield done
+
+    def _consumed(self, fh: Any, end: int, rows: list[TrialRow]) -> list[TrialRow]:
+        """Rows taken from the index, up to ``end`` of the trials file: read as if read there."""
+        self.offset = end
+        self._head = _read(fh, 0, min(256, end))
+        self._tail = _read(fh, max(0, end - 256), min(256, end))
+        self.rows.extend(rows)
+        return rows
+
     def _done(self) -> None:
         self.complete = True
         if self.completed_at is None:
@@ -208,20 +242,29 @@ class RunIndex:
         pos = 0
         while (end := data.find(b"\n", pos)) >= 0:
             self.lines += 1
-            if data[pos:end].strip():
-                try:
-                    unit, head = line_value(data, pos, end, self.path, self.lines, "head")
-                    if not self._ledger.admit(unit, self.lines, base + pos, memoryview(data)[pos:end]):
-                        pass  # an identical repeat: counted once, noted
-                    elif self.notes.plan is not None and unit not in self.notes.plan:
-                        self.notes.unplanned.append((unit, self.lines))
-                    else:
-                        rows.append(row_from_head(head, base + pos, end - pos))
-                except LineError as exc:  # the error every other reader stops at: shown, not hidden
-                    self.bad_lines += 1
-                    self.problem = self.problem or str(exc)
+            if data[pos:end].strip() and (row := self._row(data, pos, end, base + pos)) is not None:
+                rows.append(row)
             pos = end + 1
         return rows
+
+    def _row(self, data: bytes, pos: int, end: int, offset: int, head: Any = None) -> TrialRow | None:
+        """The row of line ``self.lines`` (``data[pos:end]``, or its ``head`` already read), under
+        the rule of every reader; None for a repeat, a unit outside the plan or a bad line."""
+        try:
+            if head is None:
+                unit, head = line_value(data, pos, end, self.path, self.lines, "head")
+            else:
+                unit = head["row"]["unit_id"]
+            if not self._ledger.admit_at(unit, self.lines, offset, end - pos):
+                return None  # an identical repeat: counted once, noted
+            if self.notes.plan is not None and unit not in self.notes.plan:
+                self.notes.unplanned.append((unit, self.lines))
+                return None
+            return row_from_head(head, offset, end - pos)
+        except LineError as exc:  # the error every other reader stops at: shown, not hidden
+            self.bad_lines += 1
+            self.problem = self.problem or str(exc)
+            return None
 
     def warnings(self) -> list[str]:
         """What the figures of this run leave out or cannot tell, as ``simlab report`` says it."""
@@ -255,3 +298,8 @@ class RunIndex:
         if record.unit_id != row.unit_id:
             raise ValueError("the trials file was rewritten since it was read; it is being read again")
         return record
+
+
+def _read(fh: Any, offset: int, length: int) -> bytes:
+    fh.seek(offset)
+    return bytes(fh.read(length))

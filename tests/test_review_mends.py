@@ -243,3 +243,4 @@ def test_a_lab_crash_record_has_an_unknown_duration_not_zero():
 
     crashed = _crashed(make_trial(PythonAgent(kv_agent, "t:kv_agent"), RulesSimulator()), RuntimeError("boom"))
     assert crashed.duration_s is None and crashed.termination.reason == "error"
+

@@ -115,12 +115,12 @@ def spread(values: list[float]) -> dict[str, Any]:
             (ordered[len(ordered) // 2 - 1] + ordered[len(ordered) // 2]) / 2, "max": ordered[-1]}
 
 
-def save(name: str, figures: dict[str, Any]) -> Path:
-    """Write ``bench/results/<name>.json`` and say where."""
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    path = RESULTS / f"{name}.json"
+def save(name: str, figures: dict[str, Any], folder: Path = RESULTS) -> Path:
+    """Write ``bench/results/<name>.json`` (or ``<folder>/<name>.json``) and say where."""
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{name}.json"
     path.write_text(json.dumps({"bench": name, "machine": machine(), **figures}, indent=2, default=str) + "\n")
-    print(f"\nwrote {path.relative_to(REPO)}")
+    print(f"\nwrote {path.relative_to(REPO) if path.is_relative_to(REPO) else path}")
     return path
 
 

@@ -43,7 +43,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from _common import REPO, save, spread, table
+from _common import REPO, RESULTS, save, spread, table
 
 BENCH = REPO / "bench"
 # τ²'s tasks played, per domain: none has an LLM-judged (NL_ASSERTION) reward, so no judge is called
@@ -119,6 +119,43 @@ play(1, "warm-up", False)
 print("BENCH-RESULT " + json.dumps(play(args["trials"], "measured", args["saved"])))
 '''
 
+FLOOR = r'''
+import asyncio, json, os, sys, time, urllib.request
+args = json.loads(sys.argv[1])
+import litellm
+
+def answered():
+    with urllib.request.urlopen(args["url"] + "/calls", timeout=30) as r:
+        return int(json.loads(r.read())["calls"])
+
+TOOL = {"type": "function", "function": {"name": "list_all_product_types", "description": "List product types",
+        "parameters": {"type": "object", "properties": {}}}}
+MESSAGES = [{"role": "system", "content": "You are a customer service agent. " * 20},
+            {"role": "assistant", "content": "Hi! How can I help you today?"},
+            {"role": "user", "content": "ok. and what about my refund for order A123, when do I get the money back?"}]
+request = dict(model="openai/bench-agent", messages=MESSAGES, tools=[TOOL], api_base=args["url"], api_key="bench",
+               temperature=0.0)
+
+async def asynchronous(n):
+    for _ in range(n):
+        await litellm.acompletion(**request)
+
+def play(n):
+    if args["sync"]:
+        for _ in range(n):
+            litellm.completion(**request)
+    else:
+        asyncio.run(asynchronous(n))
+
+play(5)  # warm-up: imports, the HTTP client, the first connection
+calls = answered()
+wall, cpu = time.perf_counter(), time.process_time()
+play(args["calls"])
+cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
+print("BENCH-RESULT " + json.dumps({"cpu_s": cpu, "wall_s": wall, "calls": answered() - calls, "units": args["calls"],
+      "saved_bytes": None}))
+'''
+
 TAU2_REPORT = r'''
 import io, json, sys, time
 args = json.loads(sys.argv[1])
@@ -154,15 +191,18 @@ def child(python: str, code: str, args: dict[str, Any], *, cwd: Path | None = No
     return {**json.loads(found[-1][len(MARK):]), "load_avg_1m": round(os.getloadavg()[0], 2)}
 
 
-def tau2_version(python: str) -> str | None:
-    """τ²-bench's version as its python sees it, or None where it cannot import ``tau2``."""
+def tau2_version(python: str) -> tuple[str | None, str]:
+    """(τ²-bench's version as ``python`` sees it, or None where it cannot import ``tau2``; why not)."""
     try:
         done = subprocess.run([python, "-c", "import importlib.metadata as m, tau2.runner; print(m.version('tau2'))"],
                               capture_output=True, text=True, timeout=300,
                               env=dict(os.environ, LITELLM_LOCAL_MODEL_COST_MAP="True"))
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    return done.stdout.strip() if done.returncode == 0 else None
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return None, f"{python}: {type(exc).__name__}"
+    if done.returncode != 0:
+        last = (done.stderr.strip().splitlines() or ["no output"])[-1]
+        return None, f"{python} cannot import tau2: {last[:200]}"
+    return done.stdout.strip().splitlines()[-1], ""
 
 
 def per_call(rows: list[dict[str, Any]]) -> dict[str, Any]:
@@ -208,12 +248,12 @@ def main() -> None:
     parser.add_argument("--report-trials", type=int, default=1000,
                         help="trials per scenario/task of the synthetic runs reported, 10 of each (default 1,000)")
     parser.add_argument("--report-rounds", type=int, default=2, help="alternating rounds of reporting (default 2)")
+    parser.add_argument("--results-dir", type=Path, default=RESULTS, help="where tau2.json goes (default bench/results)")
     args = parser.parse_args()
-    version = tau2_version(args.tau2_python) if args.tau2_python else None
+    version, why = tau2_version(args.tau2_python) if args.tau2_python else (None, "no --tau2-python or SIMLAB_TAU2_PYTHON given")
     if version is None:
-        where = args.tau2_python or "no --tau2-python or SIMLAB_TAU2_PYTHON given"
-        print(f"{NOT_INSTALLED} ({where})")
-        save("tau2", {"measured": False, "reason": f"{NOT_INSTALLED} ({where})"})
+        print(f"{NOT_INSTALLED} ({why})")
+        save("tau2", {"measured": False, "reason": f"{NOT_INSTALLED} ({why})"}, args.results_dir)
         return
     from fake_server import start_server
 
@@ -239,6 +279,12 @@ def main() -> None:
                 name = f"simlab{suffix}"
                 runs.setdefault(name, []).append(child(sys.executable, SIMLAB_PLAY, {**common, "saved": saved}))
                 _said(r, name, runs[name][-1])
+            # LiteLLM's own floor, the same request over and over: as τ² calls it (``completion``, its venv)
+            # and as simlab does (``acompletion``, simlab's venv); the same LiteLLM version in both
+            for name, python, sync in (("LiteLLM floor, completion (τ²'s venv)", args.tau2_python, True),
+                                       ("LiteLLM floor, acompletion (simlab's venv)", sys.executable, False)):
+                runs.setdefault(name, []).append(child(python, FLOOR, {**common, "sync": sync, "calls": 100}))
+                _said(r, name, runs[name][-1])
     finally:
         proc.terminate()
         proc.wait()
@@ -253,7 +299,7 @@ def main() -> None:
               "tau2_python": args.tau2_python, "tau2_tasks": TAU2_TASKS, "concurrency": args.concurrency,
               "conversations_per_run": args.sims, "model_server": "bench/fake_server.py, latency 0, LiteLLM over HTTP",
               "play": play, "reporting": reporting, "load_avg_at_start": load_at_start}
-    save("tau2", result)
+    save("tau2", result, args.results_dir)
 
 
 def report_both(args: argparse.Namespace, scratch: Path, tau2_seed: Path) -> dict[str, Any]:

@@ -52,15 +52,13 @@ MARK = "BENCH-RESULT "
 NOT_INSTALLED = "τ²-bench not installed: not measured"
 
 TAU2_PLAY = r'''
-import io, json, os, sys, time, urllib.request
+import io, json, sys, time
 from pathlib import Path
 args = json.loads(sys.argv[1])
+sys.path.insert(0, args["bench"])
+from fake_server import answered  # imports only the stdlib and fakes.py, not simlab
 from tau2.data_model.simulation import TextRunConfig
 from tau2.runner import get_tasks, run_tasks
-
-def answered():
-    with urllib.request.urlopen(args["url"] + "/calls", timeout=30) as r:
-        return int(json.loads(r.read())["calls"])
 
 def config(trials):
     llm = {"temperature": 0.0, "api_base": args["url"], "api_key": "bench"}
@@ -74,11 +72,11 @@ stdout, sys.stdout = sys.stdout, quiet
 try:
     run_tasks(config(1), tasks[:1], console_display=False)  # warm-up: imports, the HTTP client, the first connection
     save_path = Path(args["save"]) if args["save"] else None
-    calls = answered()
+    calls = answered(args["url"])
     wall, cpu = time.perf_counter(), time.process_time()
     results = run_tasks(config(args["trials"]), tasks, save_path=save_path, console_display=False)
     cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
-    calls = answered() - calls
+    calls = answered(args["url"]) - calls
 finally:
     sys.stdout = stdout
 print("BENCH-RESULT " + json.dumps({"cpu_s": cpu, "wall_s": wall, "calls": calls, "units": len(results.simulations),
@@ -120,13 +118,11 @@ print("BENCH-RESULT " + json.dumps(play(args["trials"], "measured", args["saved"
 '''
 
 FLOOR = r'''
-import asyncio, json, os, sys, time, urllib.request
+import asyncio, json, sys, time
 args = json.loads(sys.argv[1])
+sys.path.insert(0, args["bench"])
+from fake_server import answered
 import litellm
-
-def answered():
-    with urllib.request.urlopen(args["url"] + "/calls", timeout=30) as r:
-        return int(json.loads(r.read())["calls"])
 
 TOOL = {"type": "function", "function": {"name": "list_all_product_types", "description": "List product types",
         "parameters": {"type": "object", "properties": {}}}}
@@ -148,11 +144,11 @@ def play(n):
         asyncio.run(asynchronous(n))
 
 play(5)  # warm-up: imports, the HTTP client, the first connection
-calls = answered()
+calls = answered(args["url"])
 wall, cpu = time.perf_counter(), time.process_time()
 play(args["calls"])
 cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
-print("BENCH-RESULT " + json.dumps({"cpu_s": cpu, "wall_s": wall, "calls": answered() - calls, "units": args["calls"],
+print("BENCH-RESULT " + json.dumps({"cpu_s": cpu, "wall_s": wall, "calls": answered(args["url"]) - calls, "units": args["calls"],
       "saved_bytes": None}))
 '''
 

@@ -117,10 +117,10 @@ def spread(values: list[float]) -> dict[str, Any]:
             (ordered[len(ordered) // 2 - 1] + ordered[len(ordered) // 2]) / 2, "max": ordered[-1]}
 
 
-def save(name: str, figures: dict[str, Any], path: Path | None = None) -> Path:
-    """Write ``<RESULTS>/<name>.json`` (``bench/results/`` unless ``SIMLAB_BENCH_RESULTS`` says otherwise,
-    or ``path``) with the machine block, and say where."""
-    path = path or RESULTS / f"{name}.json"
+def save(name: str, figures: dict[str, Any], folder: Path | None = None) -> Path:
+    """Write ``<folder>/<name>.json`` (``RESULTS``: ``bench/results/`` unless ``SIMLAB_BENCH_RESULTS``
+    says otherwise) with the machine block, and say where."""
+    path = (folder or RESULTS) / f"{name}.json"
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps({"bench": name, "machine": machine(), **figures}, indent=2, default=str) + "\n")
     print(f"\nwrote {path.relative_to(REPO) if path.is_relative_to(REPO) else path}")

@@ -3,7 +3,11 @@
 Why: a fake *inside* LiteLLM (``simlab-fake/…``) skips the transport, the JSON on the wire and part
 of LiteLLM's own work. Through this server a bench counts all of it, as a user's run pays it. Each
 request waits ``--latency`` seconds (asynchronously: a provider's latency without its CPU), then
-answers as ``fakes.py``'s agent (model ``bench-agent``) or user (``bench-user``) would.
+answers as ``fakes.py``'s agent (model ``bench-agent``) or user (``bench-user``) would. The agent's
+tool call goes to ``search_help_center`` where the request offers it (simlab's retail demo); where it
+does not (another framework's domain, e.g. τ²-bench's retail: ``bench_tau2.py``), to the first offered
+tool that needs no arguments, so the conversation has the same shape whatever the domain. ``GET
+/calls`` says how many chat completions the server has answered: a bench divides CPU by that count.
 
     python bench/fake_server.py --latency 0.2        # prints "port N", serves until killed
 
@@ -30,6 +34,7 @@ if str(HERE) not in sys.path:
 import fakes  # noqa: E402  (beside this file)
 
 _ids = itertools.count(1)
+_answered = [0]  # chat completions answered (``GET /calls``)
 
 
 def reply_for(body: dict[str, Any]) -> dict[str, Any]:
@@ -37,6 +42,8 @@ def reply_for(body: dict[str, Any]) -> dict[str, Any]:
     model = str(body.get("model", ""))
     messages = body.get("messages") or []
     answer = fakes.user_reply(messages) if "user" in model else fakes.agent_reply(messages)
+    if not isinstance(answer, str):
+        answer = {"tool_calls": [_offered(c, body.get("tools")) for c in answer["tool_calls"]]}
     message: dict[str, Any] = {"role": "assistant", "content": None}
     finish = "stop"
     if isinstance(answer, str):
@@ -53,6 +60,18 @@ def reply_for(body: dict[str, Any]) -> dict[str, Any]:
             "usage": {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion}}
 
 
+def _offered(call: dict[str, Any], tools: Any) -> dict[str, Any]:
+    """``call`` if the request offers its tool (or offers none); else a call to the first offered
+    tool without required parameters, with no arguments (unchanged if there is none)."""
+    specs = [t.get("function") or {} for t in tools or [] if isinstance(t, dict)]
+    if not specs or any(s.get("name") == call["name"] for s in specs):
+        return call
+    for spec in specs:
+        if not (spec.get("parameters") or {}).get("required"):
+            return {"name": spec.get("name"), "arguments": {}}
+    return call
+
+
 def make_app(latency_s: float) -> Any:
     async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
         if scope["type"] != "http":
@@ -63,6 +82,9 @@ def make_app(latency_s: float) -> Any:
             chunks.append(event.get("body", b""))
             if not event.get("more_body"):
                 break
+        if scope["method"] == "GET" and scope["path"].rstrip("/").endswith("/calls"):
+            await _send(send, 200, {"calls": _answered[0]})
+            return
         if scope["method"] != "POST" or not scope["path"].endswith("/chat/completions"):
             await _send(send, 404, {"error": {"message": f"no route {scope['path']}"}})
             return
@@ -73,7 +95,9 @@ def make_app(latency_s: float) -> Any:
             return
         if latency_s:
             await asyncio.sleep(latency_s)
-        await _send(send, 200, reply_for(body))
+        reply = reply_for(body)
+        _answered[0] += 1
+        await _send(send, 200, reply)
 
     return app
 
@@ -113,6 +137,14 @@ def start_server(latency_s: float) -> tuple[subprocess.Popen[str], str]:
         proc.kill()
         raise RuntimeError(f"the fake server did not start: {line!r}")
     return proc, f"http://127.0.0.1:{int(line.split()[1])}/v1"
+
+
+def answered(base_url: str) -> int:
+    """How many chat completions the server at ``base_url`` has answered so far."""
+    import urllib.request
+
+    with urllib.request.urlopen(f"{base_url}/calls", timeout=30) as response:
+        return int(json.loads(response.read())["calls"])
 
 
 if __name__ == "__main__":

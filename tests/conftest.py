@@ -1,4 +1,14 @@
-"""Shared test fixtures. Keep this small; append, do not rewrite."""
+"""Shared test fixtures. Keep this small; append, do not rewrite.
+
+How the suite stays fast (the default ``pytest`` runs on every core with pytest-xdist, each worker
+collecting the whole suite, then running whole files):
+- A test module imports no heavy library at module level (LiteLLM, an agent SDK, pandas, mcp/uvicorn:
+  seconds each): import it in the test or a fixture, or name it with ``tests.support.LazyModule``.
+  ``tests/test_suite_speed.py`` (slow) names any module that breaks this.
+- A test is safe beside any other test in another process: files under ``tmp_path`` (never in the
+  repository), servers on 127.0.0.1 port 0, environment and cwd through ``monkeypatch``.
+- A test that takes seconds (child processes, kills, the viewer's pilot, fuzzing) goes in ``SLOW``.
+"""
 
 from __future__ import annotations
 
@@ -92,6 +102,7 @@ SLOW: dict[str, set[str]] = {
     "tests/test_pytest_plugin.py": {"test_markers_from_tags_and_a_gate_of_ones_own", "test_the_flaky_agent_fails_naming_checks_and_transcripts", "test_scenarios_pass_with_the_careful_agent_and_write_junit", "test_without_an_agent_nothing_is_collected"},
     "tests/test_report_html.py": {"test_the_html_report_renders_offline_in_a_headless_browser"},
     "tests/test_tui_review.py": {"test_find_inside_one_transcript_walks_its_hits", "test_one_tool_call_opens_whole_from_the_keyboard_and_copies"},
+    "tests/test_suite_speed.py": {"test_collecting_the_suite_imports_no_heavy_library"},
 }
 
 

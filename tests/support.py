@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import importlib
 import shutil
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 from pydantic import BaseModel
@@ -11,6 +13,21 @@ from pydantic import BaseModel
 from simlab.env import READ, WRITE, Domain, ToolError, tool
 from simlab.sim.loop import Trial
 from simlab.specs import Limits, Persona, Scenario
+
+
+class LazyModule:
+    """A module imported on first use. A test module that names a heavy library (LiteLLM: seconds)
+    at module level makes every pytest process pay for it while collecting, even one that never runs
+    the test (each pytest-xdist worker collects the whole suite): see tests/conftest.py."""
+
+    def __init__(self, name: str) -> None:
+        self._name = name
+
+    def __getattr__(self, attr: str) -> Any:
+        if attr.startswith("_"):  # pytest's collection probes every module-level object for markers
+            raise AttributeError(attr)
+        module: ModuleType = importlib.import_module(self._name)
+        return getattr(module, attr)
 
 
 class KVState(BaseModel):

@@ -7,8 +7,6 @@ from __future__ import annotations
 
 import json
 
-import litellm
-
 from simlab.cli.main import main
 from simlab.llm.fakes import register_fake, unregister_fake
 from tests.support import kv_llm_agent, write_project
@@ -47,6 +45,8 @@ def test_llm_agent_and_llm_simulator_through_litellm(tmp_path, monkeypatch, caps
 
 
 def test_auth_failure_stops_the_run_with_exit_3_and_records_nothing(tmp_path, monkeypatch, capsys):
+    import litellm  # here, not at the top: collecting the suite must not pay for LiteLLM (tests/conftest.py)
+
     def refuse(messages, tools=None, **_):
         raise litellm.AuthenticationError(message="invalid api key sk-test-1234567890", llm_provider="openai",
                                           model="gpt-x")

@@ -8,26 +8,28 @@ from __future__ import annotations
 import asyncio
 import socket
 from dataclasses import replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
-from pydantic_ai import Agent as PydanticAgent
-from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCallPart, UserPromptPart
-from pydantic_ai.models.function import AgentInfo, FunctionModel
-from pydantic_ai.usage import RequestUsage
 
-from examples.openai_agents_retail import agent_with_faults as oa_with_faults
-from examples.pydantic_ai_retail import agent_with_faults as pa_with_faults
 from examples.retail_agents import Faults
 from simlab.domains.retail import DOMAIN
 from simlab.env import Environment
 from simlab.env.checks import check_against_domain
-from simlab.frameworks.openai_agents import OpenAIAgentsAgent
-from simlab.frameworks.pydantic_ai import PydanticAIAgent
 from simlab.sim.agent_io import AgentInput
 from simlab.sim.probe import ProbeHandle, probe_first_step
 from simlab.transcript import Handoff, ModelCall, PendingToolCall
 from tests.framework_play import BY_ID, CAREFUL, FREE, check, failed, play, scenario
+from tests.support import LazyModule
+
+# The SDKs (seconds to import) are imported by the tests that use them, never while collecting.
+oa_adapter: Any = LazyModule("simlab.frameworks.openai_agents")
+pa_adapter: Any = LazyModule("simlab.frameworks.pydantic_ai")
+
+if TYPE_CHECKING:
+    from pydantic_ai import Agent as PydanticAgent
+    from pydantic_ai.messages import ModelMessage, ModelResponse
+    from pydantic_ai.models.function import AgentInfo
 
 HANDOFF_RULES = {"rules": [{"before": ["handoff:support", "issue_refund"]}],
                  "forbidden": ["issue_store_credit", {"tool": "issue_refund", "args": {"method": "store_credit"}},
@@ -76,7 +78,7 @@ async def test_tracing_is_off_and_nothing_leaves_the_machine(monkeypatch: pytest
 
     monkeypatch.setattr(socket.socket, "connect", guard)
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test-not-a-real-key")
-    agent = OpenAIAgentsAgent.load("examples.openai_agents_retail:careful_agent", price=FREE)
+    agent = oa_adapter.OpenAIAgentsAgent.load("examples.openai_agents_retail:careful_agent", price=FREE)
     transcript, checks = await play("refund-damaged-card", agent)
     assert failed(checks) == []
     get_trace_provider().force_flush()
@@ -89,6 +91,9 @@ async def test_tracing_is_off_and_nothing_leaves_the_machine(monkeypatch: pytest
 
 def counting_model(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
     """Looks order A123 up for each user message, then answers; reports its usage."""
+    from pydantic_ai.messages import ModelResponse, TextPart, ToolCallPart, UserPromptPart
+    from pydantic_ai.usage import RequestUsage
+
     usage = RequestUsage(input_tokens=120, output_tokens=30, cache_read_tokens=100)
     if any(isinstance(p, UserPromptPart) for p in messages[-1].parts):
         return ModelResponse(parts=[ToolCallPart("lookup_order", {"order_id": "A123"})], usage=usage,
@@ -97,13 +102,16 @@ def counting_model(messages: list[ModelMessage], info: AgentInfo) -> ModelRespon
 
 
 def counting_agent(tools: list[Any]) -> PydanticAgent[Any, str]:
+    from pydantic_ai import Agent as PydanticAgent
+    from pydantic_ai.models.function import FunctionModel
+
     return PydanticAgent(FunctionModel(counting_model, model_name="counting"), tools=tools)
 
 
 @pytest.mark.parametrize(("price", "cost"), [({"input": 1.0, "output": 10.0}, (120 * 1.0 + 30 * 10.0) / 1e6),
                                              (None, None)])
 async def test_pydantic_ai_usage_is_recorded_per_model_request(price: Any, cost: float | None) -> None:
-    agent = PydanticAIAgent("tests:counting", counting_agent, price=price)
+    agent = pa_adapter.PydanticAIAgent("tests:counting", counting_agent, price=price)
     transcript, _ = await play("refund-damaged-card", agent)
     calls = [e for e in transcript.events if isinstance(e, ModelCall)]
     turns = sum(e.type == "agent" for e in transcript.events)
@@ -117,9 +125,13 @@ async def test_pydantic_ai_usage_is_recorded_per_model_request(price: Any, cost:
 
 # --- both SDKs: loops and the single-step probe -------------------------------------------------------
 
-@pytest.mark.parametrize("factory", [oa_with_faults, pa_with_faults], ids=["openai_agents", "pydantic_ai"])
-async def test_a_looping_agent_is_stopped_as_a_loop_not_a_crash(factory: Any) -> None:
-    adapter = OpenAIAgentsAgent if factory is oa_with_faults else PydanticAIAgent
+@pytest.mark.parametrize("kind", ["openai_agents", "pydantic_ai"])
+async def test_a_looping_agent_is_stopped_as_a_loop_not_a_crash(kind: str) -> None:
+    from examples.openai_agents_retail import agent_with_faults as oa_with_faults
+    from examples.pydantic_ai_retail import agent_with_faults as pa_with_faults
+
+    adapter, factory = {"openai_agents": (oa_adapter.OpenAIAgentsAgent, oa_with_faults),
+                        "pydantic_ai": (pa_adapter.PydanticAIAgent, pa_with_faults)}[kind]
     agent = adapter("tests:looping", factory(Faults(loop_on_lookup=True)), price=FREE)
     transcript, _ = await play("refund-damaged-card", agent)
     assert transcript.termination.reason.value == "agent_loop", transcript.termination
@@ -146,7 +158,7 @@ async def test_a_probe_runs_no_tool_for_an_sdk_agent() -> None:
     inp = AgentInput([{"role": "user", "content": "Refund my order A123 please, it arrived broken."}],
                      {"signed_in_customer": "C-17"}, ProbeHandle(env, events.append, turn=1), DOMAIN.policy, 1, 1,
                      record=events.append)
-    agent = OpenAIAgentsAgent.load("examples.openai_agents_retail:careful_agent", price=FREE)
+    agent = oa_adapter.OpenAIAgentsAgent.load("examples.openai_agents_retail:careful_agent", price=FREE)
     pending = await probe_first_step(agent, inp)
     assert (pending.name, pending.arguments) == ("lookup_order", {"order_id": "A123"})
     assert env.snapshot() == before

@@ -11,13 +11,15 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from simlab.cli.main import main
-from tests.agent_service import AgentService
 from tests.strict_server import free_port
+
+if TYPE_CHECKING:  # the service (MCP, uvicorn: seconds to import) is imported by the fixture, not at collection
+    from tests.agent_service import AgentService
 
 REPO = Path(__file__).resolve().parents[1]
 SCENARIO = "scenarios/retail/refund-damaged-card.yaml"
@@ -26,6 +28,8 @@ CAREFUL_CALLS = ["lookup_order", "check_refund_policy", "issue_refund"]
 
 @pytest.fixture(scope="module")
 def service() -> Iterator[AgentService]:
+    from tests.agent_service import AgentService
+
     with AgentService() as svc:
         yield svc
 

@@ -10,7 +10,6 @@ from collections.abc import Callable
 from typing import Any
 
 import httpx
-import litellm
 import pytest
 
 from simlab.llm import (
@@ -23,6 +22,9 @@ from simlab.llm import (
     retry_after_seconds,
 )
 from simlab.llm import retry as retry_mod
+from tests.support import LazyModule
+
+litellm: Any = LazyModule("litellm")  # imported by the first test that uses it, not at collection
 
 HELLO = [{"role": "user", "content": "hi"}]
 REQ = httpx.Request("POST", "https://provider.invalid/v1/chat/completions")

@@ -10,7 +10,6 @@ import json
 import shutil
 from pathlib import Path
 
-import pandas as pd
 import pytest
 
 from simlab.cli.main import main
@@ -71,6 +70,8 @@ def test_every_line_starts_with_the_head_a_full_parse_gives(demo_run: Path) -> N
 
 
 def test_the_report_is_the_same_with_or_without_heads(demo_run: Path, tmp_path: Path) -> None:
+    import pandas as pd  # in the test: collecting the suite must not pay for pandas
+
     headless = copy_run(demo_run, tmp_path / "headless", without_head)
     with_heads = copy_run(demo_run, tmp_path / "with")
     assert read_head((headless / "trials.jsonl").read_bytes().splitlines()[0]) is None
@@ -119,6 +120,8 @@ def test_a_torn_last_line_is_skipped_even_when_it_ends_in_a_brace(demo_run: Path
 
 
 def test_checks_table_is_opt_in_and_then_kept_up_to_date(demo_run: Path, tmp_path: Path, monkeypatch) -> None:
+    import pandas as pd  # in the test: collecting the suite must not pay for pandas
+
     root = tmp_path / "project"
     shutil.copytree(demo_run.parents[1], root)
     monkeypatch.chdir(root)

@@ -8,19 +8,23 @@ import asyncio
 import json
 from collections.abc import AsyncIterator
 from contextlib import ExitStack, asynccontextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
-from mcp import Client, ClientSession, MCPError
-from mcp.client.streamable_http import streamable_http_client
 
 from simlab.domains.retail import DOMAIN as RETAIL
 from simlab.env import Environment
-from simlab.serve.server import ToolServer
 from simlab.serve.sessions import ServedTurn
 from simlab.sim.tool_handle import LOOP_REPEATS, ToolHandle
 from simlab.transcript import InvalidCall, ToolCall, ToolResult
-from tests.support import KV
+from tests.support import KV, LazyModule
+
+mcp: Any = LazyModule("mcp")  # the official SDK (seconds to import): imported by the first test, not at collection
+streamable_http: Any = LazyModule("mcp.client.streamable_http")
+serve: Any = LazyModule("simlab.serve.server")  # imports mcp and uvicorn
+
+if TYPE_CHECKING:
+    from mcp import Client
 
 
 def leaf(exc: BaseException) -> BaseException:
@@ -38,23 +42,23 @@ def trial(domain: Any = KV, **overrides: Any) -> tuple[ToolHandle, list[Any]]:
 @asynccontextmanager
 async def served(handle: ToolHandle) -> AsyncIterator[tuple[ServedTurn, Client]]:
     """A tool server with one trial's turn open, and an agent's MCP client on its URL."""
-    async with ToolServer() as server:
+    async with serve.ToolServer() as server:
         token = server.sessions.new_token()
         with server.sessions.turn(token, handle) as turn:
-            async with Client(server.url(token)) as client:
+            async with mcp.Client(server.url(token)) as client:
                 yield turn, client
 
 
 async def test_tools_are_listed_with_the_domains_schemas_and_read_write_hints() -> None:
     handle, _ = trial(RETAIL)
-    async with ToolServer() as server:
+    async with serve.ToolServer() as server:
         token = server.sessions.new_token()
         with server.sessions.turn(token, handle):
-            async with streamable_http_client(server.url(token)) as (read, write):
-                async with ClientSession(read, write) as session:
+            async with streamable_http.streamable_http_client(server.url(token)) as (read, write):
+                async with mcp.ClientSession(read, write) as session:
                     init = await session.initialize()
                     listed = (await session.list_tools()).tools
-            async with Client(server.url(token)) as client:
+            async with mcp.Client(server.url(token)) as client:
                 modern = (await client.list_tools()).tools
     assert init.protocol_version == "2025-11-25"
     expected = {s["function"]["name"]: s["function"] for s in RETAIL.tool_schemas()}
@@ -104,7 +108,7 @@ async def test_bad_arguments_unknown_tools_and_tool_errors_are_tool_errors_the_a
 
 async def test_unknown_and_closed_tokens_are_refused_and_nothing_is_recorded() -> None:
     handle, events = trial()
-    async with ToolServer() as server:
+    async with serve.ToolServer() as server:
         token = server.sessions.new_token()
         with server.sessions.turn(token, handle):
             pass  # the turn (or the whole trial) is over before the agent calls
@@ -112,13 +116,13 @@ async def test_unknown_and_closed_tokens_are_refused_and_nothing_is_recorded() -
                            (server.url("no-such-token"), "unknown trial token"),
                            (server.url(server.sessions.new_token()), "unknown trial token")):
             with pytest.raises(BaseException) as caught:
-                async with Client(url) as client:
+                async with mcp.Client(url) as client:
                     await client.call_tool("set_item", {"key": "b", "value": "2"})
             error = leaf(caught.value)
-            assert isinstance(error, MCPError) and words in str(error), error
+            assert isinstance(error, mcp.MCPError) and words in str(error), error
             with pytest.raises(BaseException) as caught:  # the 2025 handshake is refused as well
-                async with streamable_http_client(url) as (read, write):
-                    async with ClientSession(read, write) as session:
+                async with streamable_http.streamable_http_client(url) as (read, write):
+                    async with mcp.ClientSession(read, write) as session:
                         await session.initialize()
             assert words in str(leaf(caught.value))
     assert events == [] and handle._env.state.items == {"a": "1"}
@@ -127,12 +131,12 @@ async def test_unknown_and_closed_tokens_are_refused_and_nothing_is_recorded() -
 async def test_concurrent_trials_each_see_only_their_own_state_and_events() -> None:
     n = 24
     trials = [trial(items={"who": f"t{i}"}) for i in range(n)]
-    async with ToolServer() as server:
+    async with serve.ToolServer() as server:
         tokens = [server.sessions.new_token() for _ in range(n)]
         start = asyncio.Event()
 
         async def agent(i: int) -> list[Any]:
-            async with Client(server.url(tokens[i])) as client:
+            async with mcp.Client(server.url(tokens[i])) as client:
                 await start.wait()  # every trial's client is connected before any calls
                 seen = [json.loads((await client.call_tool("get_item", {"key": "who"})).content[0].text)["value"]]
                 await client.call_tool("set_item", {"key": "mine", "value": f"v{i}"})
@@ -180,18 +184,18 @@ async def test_a_transfer_tool_that_succeeds_marks_the_turn() -> None:
 async def test_a_busy_port_is_a_clear_error() -> None:
     from simlab.errors import UsageError
 
-    async with ToolServer() as first:
+    async with serve.ToolServer() as first:
         with pytest.raises(UsageError, match=rf"cannot serve the tools on 127.0.0.1:{first.port}: "):
-            await ToolServer(port=first.port).start()
+            await serve.ToolServer(port=first.port).start()
 
 
 async def test_a_stand_alone_session_reports_a_loop_and_goes_on() -> None:
     handle, events = trial()
     said: list[str] = []
-    async with ToolServer() as server:
+    async with serve.ToolServer() as server:
         token = server.sessions.new_token()
         with server.sessions.turn(token, handle, stops_trial=False, notice=said.append) as turn:
-            async with Client(server.url(token)) as client:
+            async with mcp.Client(server.url(token)) as client:
                 replies = [await client.call_tool("get_item", {"key": "zz"}) for _ in range(LOOP_REPEATS)]
                 after = await client.call_tool("get_item", {"key": "a"})
     assert replies[-1].content[0].text.startswith("simlab would end a trial here (agent_loop)")

@@ -1,4 +1,4 @@
-"""``--workers auto``: one process per 64 trials in flight, never more than the usable cores or the
+"""``--workers auto``: one process per 16 trials in flight, never more than the usable cores or the
 units to play; the run says how many it chose."""
 
 from __future__ import annotations
@@ -16,16 +16,17 @@ from tests.support import write_project
 
 @pytest.mark.parametrize("concurrency, units, cpus, expected", [
     (8, 100, 16, 1),        # a small run: one process carries it
-    (64, 100, 16, 1),
-    (65, 100, 16, 2),
-    (256, 1000, 16, 4),     # 256 in flight: four processes of 64
+    (16, 100, 16, 1),
+    (17, 100, 16, 2),
+    (64, 1000, 16, 4),      # 64 in flight: four processes of 16
+    (256, 1000, 16, 16),
     (256, 1000, 2, 2),      # ... but never more than the cores
     (256, 3, 16, 3),        # ... or the units to play
     (4096, 10_000, 8, 8),
     (1, 0, 4, 1),           # nothing to play: still one
 ])
 def test_auto_sizes_by_concurrency_cores_and_units(concurrency, units, cpus, expected) -> None:
-    assert TRIALS_PER_PROCESS == 64
+    assert TRIALS_PER_PROCESS == 16
     assert auto_workers(concurrency, units, cpus=cpus) == expected
 
 

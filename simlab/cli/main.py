@@ -51,7 +51,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--junit", help="with --suite: write a JUnit XML file of the gates")
     run.add_argument("--workers", type=_workers, default=1,
                      help="processes playing disjoint shares of the units, to use every core (default 1), or "
-                          "auto: one per 64 trials in flight, at most one per core; --concurrency is the total "
+                          "auto: one per 16 trials in flight, at most one per core; --concurrency is the total "
                           "across them")
     run.add_argument("--cache", action="store_true", default=None,
                      help="answer a model request from the response cache when the same request (same trial seed "

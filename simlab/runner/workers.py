@@ -51,10 +51,13 @@ if TYPE_CHECKING:
     from simlab.llm.types import ChatModel
 
 PR_SET_PDEATHSIG = 1
-TRIALS_PER_PROCESS = 64
-"""What one process carries for ``--workers auto``: trials in flight per process. Through LiteLLM a
-process is CPU-bound near 60 trials in flight at 200 ms per call (issue 19: 0.68 of ideal at 64,
-0.22 at 256), so more trials in flight than this want another process, on a core of their own."""
+TRIALS_PER_PROCESS = 16
+"""What one process carries for ``--workers auto``: trials in flight per process. Through LiteLLM
+over HTTP a call costs about 13 ms of CPU on the 2-vCPU machine of ``bench/`` (LiteLLM, the OpenAI
+SDK and the HTTP client: ``bench/results/latency_http.json``), so one process tops out near 75
+calls/s, which 15 trials in flight at 200 ms per answer reach. More trials in flight than this
+want another process, on a core of their own. (It was 64, from the fake provider, which skips the
+HTTP client and costs a quarter of that.)"""
 _HELD = {signal.SIGINT, signal.SIGUSR1}
 OnResult = Callable[[str], None]
 

@@ -101,13 +101,28 @@ def _git(*args: str) -> str:
 def machine() -> dict[str, Any]:
     """Where and on what a figure was measured: ``git describe --dirty`` says whether the tree had
     changes the commit does not hold (a figure from a dirty tree is not the commit's), and the load
-    averages say how busy the shared machine was (other processes take the cores a bench measures)."""
+    averages say how busy the shared machine was (other processes take the cores a bench measures).
+    ``python_loop_s`` is the machine's speed at that moment: the VM's speed changes from day to day
+    (a 3× change was seen), so figures from two passes compare only after dividing by it."""
     load = os.getloadavg()
     return {"python": platform.python_version(), "platform": platform.platform(), "cpus": os.cpu_count(),
+            "python_loop_s": python_loop_s(),
             "load_avg_1m": round(load[0], 2), "load_avg_5m": round(load[1], 2), "load_avg_15m": round(load[2], 2),
             "commit": _git("rev-parse", "--short", "HEAD"),
             "describe": _git("describe", "--always", "--dirty", "--abbrev=8"),
             "at": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
+
+
+def python_loop_s() -> float:
+    """CPU seconds for 3 million additions in a Python loop, best of 3: a speed index of the core."""
+    best = float("inf")
+    for _ in range(3):
+        start = time.process_time()
+        total = 0
+        for i in range(3_000_000):
+            total += i
+        best = min(best, time.process_time() - start)
+    return round(best, 3)
 
 
 def spread(values: list[float]) -> dict[str, Any]:

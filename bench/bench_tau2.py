@@ -319,7 +319,7 @@ def report_both(args: argparse.Namespace, scratch: Path, tau2_seed: Path) -> dic
     rows: dict[str, list[dict[str, Any]]] = {"tau2": [], "simlab": []}
     for r in range(args.report_rounds):
         rows["tau2"].append(child(args.tau2_python, TAU2_REPORT, {"path": str(tau2_file)}))
-        rows["simlab"].append({**report(simlab_folder, "heads"), "load_avg_1m": round(os.getloadavg()[0], 2)})
+        rows["simlab"].append({**report(simlab_folder, "index", 1), "load_avg_1m": round(os.getloadavg()[0], 2)})
         for name in ("tau2", "simlab"):
             row = rows[name][-1]
             print(f"report round {r + 1} {name}: {row['trials']} results in {row['wall_s']:.2f} s, "

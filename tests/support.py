@@ -174,6 +174,20 @@ def copy_demo(root: Path) -> Path:
     return root
 
 
+def played_demo(tmp_path_factory: Any, *, trials: int = 3) -> Path:
+    """The retail demo (flaky agent: passes, failures, policy violations, an attack) played offline
+    into a fresh copy: the folder of its run ``demo``, as a run leaves it."""
+    import pytest
+
+    from simlab.cli.main import main
+
+    root = copy_demo(tmp_path_factory.mktemp("demo"))
+    with pytest.MonkeyPatch.context() as mp:
+        mp.chdir(root)
+        assert main(["run", "--run-id", "demo", "--trials", str(trials), "--no-progress"]) in (0, 1)
+    return root / "transcripts" / "demo"
+
+
 def write_project(root: Any, *, scenarios: int = 3, trials: int = 4, agent: str = "python:tests.support:kv_agent") -> None:
     """A small project on disk: simlab.yaml, one persona, ``scenarios`` KV scenarios."""
     (root / "personas").mkdir()

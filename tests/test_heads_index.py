@@ -22,17 +22,13 @@ from simlab.runner.regrade import regrade
 from simlab.runner.store import RunStore, encode_record
 from simlab.transcript import Termination, TerminationReason
 from simlab.tui.data import RunIndex, RunInfo
-from tests.support import copy_demo
+from tests.support import copy_demo, played_demo
 
 
 @pytest.fixture(scope="module")
 def demo(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The retail demo (flaky agent: passes, failures, an attack), 3 trials, as a run leaves it."""
-    root = copy_demo(tmp_path_factory.mktemp("demo"))
-    with pytest.MonkeyPatch.context() as mp:
-        mp.chdir(root)
-        assert main(["run", "--run-id", "demo", "--trials", "3", "--no-progress"]) in (0, 1)
-    return root / "transcripts" / "demo"
+    return played_demo(tmp_path_factory)
 
 
 def copy_run(folder: Path, into: Path, *, index: bool = True) -> Path:

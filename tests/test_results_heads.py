@@ -21,17 +21,13 @@ from simlab.runner.store import RunStore, read_head
 from simlab.transcript import TrialRecord
 from simlab.transcript.head import TrialHead
 from simlab.transcript.row import record_head
-from tests.support import copy_demo
+from tests.support import played_demo
 
 
 @pytest.fixture(scope="module")
 def demo_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The retail demo (flaky agent: passes, failures, policy violations, an attack), 3 trials."""
-    root = copy_demo(tmp_path_factory.mktemp("demo"))
-    with pytest.MonkeyPatch.context() as mp:
-        mp.chdir(root)
-        assert main(["run", "--run-id", "demo", "--trials", "3", "--no-progress"]) in (0, 1)
-    return root / "transcripts" / "demo"
+    return played_demo(tmp_path_factory)
 
 
 def copy_run(folder: Path, into: Path, edit=None) -> Path:

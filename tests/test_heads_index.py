@@ -7,8 +7,8 @@ from __future__ import annotations
 import json
 import shutil
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
-import pandas as pd
 import pytest
 
 from simlab.cli.main import main
@@ -22,7 +22,12 @@ from simlab.runner.regrade import regrade
 from simlab.runner.store import RunStore, encode_record
 from simlab.transcript import Termination, TerminationReason
 from simlab.tui.data import RunIndex, RunInfo
-from tests.support import copy_demo, played_demo
+from tests.support import LazyModule, copy_demo, played_demo
+
+if TYPE_CHECKING:
+    import pandas as pd
+else:
+    pd: Any = LazyModule("pandas")  # imported by the first test that reads a frame, not at collection
 
 
 @pytest.fixture(scope="module")

@@ -13,6 +13,7 @@ collecting the whole suite, then running whole files):
 from __future__ import annotations
 
 import os
+import signal
 
 import pytest
 
@@ -80,6 +81,14 @@ def demo_project(tmp_path, monkeypatch):
 # or a framework, the viewer's pilot tests, fuzzing), except two smoke tests kept in the fast suite (the
 # offline demo through the CLI, help/validate without LiteLLM). Every function here keeps all its
 # parameters; a name that no longer exists is reported (see pytest_collection_modifyitems).
+# A shell that starts pytest in the background (``cmd &`` without job control, ``nohup``) hands it
+# SIGINT ignored, and every child it starts inherits that: the Ctrl-C drills' ``simlab run``
+# children would never see their Ctrl-C. The suite restores Python's own handler, so its children
+# start with SIGINT at its default, as from a terminal.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
 SLOW: dict[str, set[str]] = {
     "tests/test_cli.py": {"test_demo_is_deterministic"},
     "tests/test_cli_grade.py": {"test_regrade_after_changing_an_expectation_reports_the_change"},

@@ -6,8 +6,9 @@ a transcript) can neither drive the terminal nor a CI runner, and no secret is s
 - ``InertStream`` wraps stdout and stderr of the command line: each write has its secrets masked
   (``redact.scrub``), control characters other than newline, tab and the colour and cursor
   sequences a terminal library writes made visible, and every line that a CI runner would read as
-  a workflow command (GitHub Actions ``::error::``, ``::add-mask::``…, ``##[…]``, Azure's
-  ``##vso[…]``) broken with a zero-width space, so it is shown and never obeyed.
+  a workflow command (GitHub Actions ``::error::``, ``::add-mask::``…, also behind any Unicode
+  space or zero-width character, which the runner trims; ``##[…]``, Azure's ``##vso[…]``) broken
+  with a zero-width space, so it is shown and never obeyed.
 """
 
 from __future__ import annotations
@@ -24,7 +25,10 @@ _LINE_BREAKING = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\u200b-\u200f\u202a-
 _CSI = r"\x1b\[[0-?]*[ -/]*[@-~]"
 _STRAY = re.compile(f"({_CSI})|([\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f])")  # a terminal's: CSI and CR kept
 _STRAY_ELSEWHERE = re.compile("()([\x00-\x08\x0b-\x1f\x7f-\x9f])")  # a log or a pipe: every control shown
-_COMMAND_LINE = re.compile(f"(?m)^((?:[ \t]|{_CSI})*)::")
+# what a CI runner trims before it reads a line: any Unicode space (U+00A0, U+3000…), zero-width
+# and format characters, and the colour sequences a terminal library writes
+_TRIMMED = "[^\\S\\n]|[\u200b-\u200f\u2060-\u2064\ufeff\u180e]"
+_COMMAND_LINE = re.compile(f"(?m)^((?:{_TRIMMED}|{_CSI})*)::")
 _COMMAND_ANYWHERE = re.compile(r"##(?=\[|vso\[)")
 ZWSP = "\u200b"
 

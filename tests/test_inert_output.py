@@ -55,6 +55,8 @@ def tamper(project: Path) -> None:
              "reason": "no judge", "category": None},
             {"name": "forbid\n##[error]x", "kind": "policy", "status": "fail", "hard": True,
              "reason": "x\n::warning::y", "category": "inject\x1b]52;c;Zm9v\x07"},
+            {"name": "\u00a0::error::nbsp", "kind": "policy", "status": "fail", "hard": True,
+             "reason": "\u3000::error::ideographic", "category": None},
         ]
         r["verdict"] = "fail"
         r.pop("head")  # a hand edit: the head is computed from the line
@@ -73,6 +75,7 @@ def test_text_from_files_never_reaches_the_terminal_raw_nor_drives_ci(project: P
     assert main(["compare", "r", "r"]) == 0
     out, err = capfd.readouterr()
     assert "fake failure" in out and "add-mask" in out and "inject" in out  # shown, as text
+    assert "nbsp" in out
     assert obeyed(out + err) == []
     path = project / "transcripts/r/trials.jsonl"
     record = json.loads(path.read_text().splitlines()[0])
@@ -99,6 +102,24 @@ def test_the_stream_guard_defuses_commands_masks_secrets_and_keeps_terminal_styl
     stream.write(" more ::still the same line\n")
     assert raw.getvalue() == "first ::not a line start\n:\u200b:error::x more ::still the same line\n"
     assert one_line("a\nb\x1b[31m\u202e") == "a\\nb\\x1b[31m\\u202e"
+
+
+@pytest.mark.parametrize("lead", ["\u00a0", "\u3000", "\u2003", "\u202f", "\u1680", "\u0085", "\ufeff",
+                                  "\u200b", " \u00a0\t", "\r", "\x1b[1m\u2009"])
+@pytest.mark.parametrize("terminal", [False, True])
+def test_a_line_that_starts_with_commands_behind_unicode_space_is_broken(lead: str, terminal: bool) -> None:
+    """The Actions runner trims Unicode whitespace before it reads ``::``: such a line is broken too."""
+    text = f"ok\n{lead}::error::x\n{lead}::add-mask::y"
+    def commands(out: str) -> list[str]:
+        trimmed = (re.sub(r"^(\x1b\[[0-9;]*m|[\s\u200b-\u200f\ufeff])*", "", line) for line in out.split("\n"))
+        return [line for line in trimmed if line.startswith("::")]
+
+    out = inert_text(text, terminal=terminal)
+    assert commands(text) and not commands(out)
+    assert "error::x" in out and "add-mask::y" in out  # shown, never obeyed
+    raw = io.StringIO()
+    InertStream(raw).write(f"{lead}::error::z\n")
+    assert not commands(raw.getvalue()) and "error::z" in raw.getvalue()
 
 
 def test_error_messages_are_inert_too(project: Path, capfd) -> None:

@@ -246,3 +246,61 @@ def test_a_cache_that_cannot_be_written_is_a_miss_not_an_error(tmp_path) -> None
     cache = ResponseCache(blocker / "cache")
     cache.put("m", "k1", ChatResult(text="hello", tool_calls=[], usage=Usage(), model="m"), role="agent")
     assert cache.get("m", "k1") is None
+
+
+@pytest.mark.parametrize("damage", [
+    "poison", None, 7, [], {"text": "x", "tool_calls": "lookup_order"},
+    {"text": "x", "tool_calls": [{"id": "c", "name": "lookup_order"}]},
+    {"text": "x", "tool_calls": [{"id": 1, "name": "n", "arguments": "{}"}]},
+    {"text": "x", "usage": {"input_tokens": "12"}}, {"text": "x", "usage": "lots"},
+    {"text": ["x"]}, {"text": "x", "surprise": 1},
+])
+def test_a_damaged_entry_is_a_miss_said_once(tmp_path: Path, caplog: pytest.LogCaptureFixture, damage: Any) -> None:
+    """A well-formed line whose answer is not an answer is a miss (the model is asked again), never
+    a failed trial; the log says so once per file."""
+    cache = ResponseCache(tmp_path)
+    cache.put("m", "good", _result("fine"), role="agent")
+    with cache.path_for("m").open("a") as f:
+        for key in ("bad1", "bad2"):
+            f.write(json.dumps({"key": key, "role": "agent", "result": damage}) + "\n")
+    fresh = ResponseCache(tmp_path)
+    assert fresh.get("m", "bad1") is None and fresh.get("m", "bad2") is None
+    assert fresh.get("m", "good").text == "fine"
+    assert sum("damaged answer" in r.message for r in caplog.records) == 1
+
+
+async def test_a_run_whose_cache_is_damaged_asks_the_model_again(tmp_path: Path) -> None:
+    fn = Counting()
+    name = register_fake("cache-damaged", fn)
+    cache = ResponseCache(tmp_path)
+    model = LiteLLMModel(name, role="agent", cache=cache)
+    await model.chat(HELLO, tools=TOOLS, seed=1)
+    path = next(tmp_path.glob("*.jsonl"))
+    entry = json.loads(path.read_text())
+    entry["result"]["usage"]["output_tokens"] = "many"
+    path.write_text(json.dumps(entry) + "\n")
+    again = await LiteLLMModel(name, role="agent", cache=ResponseCache(tmp_path)).chat(HELLO, tools=TOOLS, seed=1)
+    assert fn.calls == 2 and again.text == "answer 2" and not again.usage.cached
+
+
+def test_clear_deletes_only_cache_files(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys) -> None:
+    """A run that a user once called ``.cache`` (refused now) keeps its trials through a clear."""
+    folder = tmp_path / "transcripts" / ".cache"
+    ResponseCache(folder).put("a", "k", _result("x"), role="agent")
+    for name in ("trials.jsonl", "heads.jsonl", "retired.jsonl", "notes.jsonl"):
+        (folder / name).write_text("{}\n")
+    monkeypatch.chdir(tmp_path)
+    assert main(["cache", "clear"]) == 0
+    assert "1 model files" in capsys.readouterr().out
+    assert sorted(p.name for p in folder.iterdir()) == ["heads.jsonl", "notes.jsonl", "retired.jsonl", "trials.jsonl"]
+
+
+def test_a_run_id_starting_with_a_dot_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys) -> None:
+    from tests.support import write_project
+
+    write_project(tmp_path, scenarios=1, trials=1)
+    monkeypatch.chdir(tmp_path)
+    for run_id in (".cache", ".hidden"):
+        assert main(["run", "--run-id", run_id, "--no-progress"]) == 2
+        assert "starts with '.'" in capsys.readouterr().err
+        assert not (tmp_path / "transcripts" / run_id).exists()

@@ -27,6 +27,8 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
+from pydantic import BaseModel, ConfigDict, ValidationError
+
 from simlab.llm.types import ChatResult, ToolCallRequest
 from simlab.transcript import Usage
 
@@ -37,7 +39,26 @@ log = logging.getLogger("simlab.llm")
 CACHE_DIR = ".cache"  # under the runs' folder (transcripts/): not a run, so no listing shows it
 DEFAULT_MAX_MB = 1024
 _SAFE = re.compile(r"[^A-Za-z0-9._-]+")
+_FILE_NAME = re.compile(r"[A-Za-z0-9._-]+-[0-9a-f]{8}\.jsonl")  # what ``path_for`` names, and nothing else
 CACHE_VERSION = 1
+
+
+class _StoredCall(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True)
+    id: str
+    name: str
+    arguments: str
+
+
+class _Stored(BaseModel):
+    """One stored answer, checked when read: anything else in its place is a miss."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+    text: str | None
+    tool_calls: list[_StoredCall] = []
+    model: str = ""
+    finish_reason: str | None = None
+    usage: Usage = Usage()
 
 
 def request_key(request: dict[str, Any], *, seed: int | None, role: str) -> str:
@@ -56,6 +77,7 @@ class ResponseCache:
         self._entries: dict[str, dict[str, dict[str, Any]]] = {}  # model -> key -> stored result
         self._read_to: dict[str, int] = {}  # model -> bytes of its file read so far
         self._full_said: set[str] = set()
+        self._damage_said: set[str] = set()
 
     def path_for(self, model: str) -> Path:
         """``<model as a file name>-<8 hex of its sha256>.jsonl``: readable, and two names that read
@@ -66,11 +88,23 @@ class ResponseCache:
     def get(self, model: str, key: str) -> ChatResult | None:
         """The stored answer, or None. A miss reads what other processes appended meanwhile."""
         entries = self._entries.setdefault(model, {})
-        found = entries.get(key)
-        if found is None:
+        if key not in entries:
             self._read_new(model)
-            found = entries.get(key)
-        return None if found is None else _result(found)
+            if key not in entries:
+                return None
+        found = entries[key]
+        try:
+            return _result(_Stored.model_validate(found, strict=True))
+        except ValidationError as exc:  # a damaged entry is a miss, said once per file
+            entries.pop(key, None)
+            if model not in self._damage_said:
+                self._damage_said.add(model)
+                first = exc.errors()[0]
+                where = ".".join(str(p) for p in first["loc"]) or "result"
+                log.warning("response cache %s holds a damaged answer (result.%s: %s): it is a miss, and "
+                            "the model is asked again; `simlab cache clear` empties the cache",
+                            self.path_for(model), where, first["msg"])
+            return None
 
     def put(self, model: str, key: str, result: ChatResult, *, role: str) -> None:
         """Append one answer (whole line, under an exclusive lock). A line torn by a writer that was
@@ -132,10 +166,13 @@ class ResponseCache:
 
 
 def clear_cache(folder: Path | str) -> tuple[int, int]:
-    """Remove every cache file (each under its lock, so no append is cut); (files, bytes) removed."""
+    """Remove every cache file (each under its lock, so no append is cut); (files, bytes) removed.
+    Only files named as ``path_for`` names them: a run's ``trials.jsonl`` that found its way into the
+    folder is never touched."""
     root = Path(folder)
     files = removed = 0
-    for path in sorted(root.glob("*.jsonl")) if root.is_dir() else []:
+    names = sorted(p for p in root.iterdir() if _FILE_NAME.fullmatch(p.name)) if root.is_dir() else []
+    for path in names:
         fd = os.open(path, os.O_RDONLY)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX)
@@ -152,12 +189,13 @@ def _stored(result: ChatResult) -> dict[str, Any]:
             "finish_reason": result.finish_reason, "usage": result.usage.model_dump(exclude_defaults=True)}
 
 
-def _result(stored: dict[str, Any]) -> ChatResult:
-    first = Usage.model_validate(stored.get("usage") or {})
+def _result(stored: _Stored) -> ChatResult:
+    first = stored.usage
     usage = first.model_copy(update={"cost_usd": 0.0, "cached": True, "original_cost_usd": first.cost_usd,
                                      "latency_s": 0.0, "retries": 0, "retry_wait_s": 0.0})
-    return ChatResult(text=stored.get("text"), tool_calls=[ToolCallRequest(**c) for c in stored.get("tool_calls", [])],
-                      usage=usage, model=stored.get("model", ""), finish_reason=stored.get("finish_reason"))
+    calls = [ToolCallRequest(id=c.id, name=c.name, arguments=c.arguments) for c in stored.tool_calls]
+    return ChatResult(text=stored.text, tool_calls=calls, usage=usage, model=stored.model,
+                      finish_reason=stored.finish_reason)
 
 
 def cache_key_request(model: str, api_base: str | None, kwargs: dict[str, Any]) -> dict[str, Any]:

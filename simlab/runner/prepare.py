@@ -301,6 +301,8 @@ def check_run_id(run_id: str) -> str:
         problem = "it is empty or starts or ends with a space"
     elif run_id in (".", "..") or "/" in run_id or "\\" in run_id:
         problem = "it must be one folder name (no '/', no '..')"
+    elif run_id.startswith("."):
+        problem = "it starts with '.': such names are simlab's own (the response cache is transcripts/.cache)"
     elif not run_id.isprintable():
         problem = "it holds control characters or line breaks"
     elif len(run_id.encode("utf-8")) > 200:

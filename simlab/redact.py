@@ -38,6 +38,14 @@ _PATTERNS = [
 ]
 MASK = "***"
 _ENV_CACHE: dict[str, Any] = {"key": None, "values": []}
+_DECLARED: set[str] = set()  # variables a spec names as holding a key or a header, whatever they are called
+
+
+def declare_secret_env(*names: str | None) -> None:
+    """Treat these environment variables as secrets from now on, whatever they are called: a spec's
+    ``api_key_env`` and the variables its headers read (``SUPPORT_BOT_PAT``) are masked like
+    ``*_API_KEY`` wherever anything is stored or printed."""
+    _DECLARED.update(n for n in names if n)
 
 
 def is_secret_name(name: str) -> bool:
@@ -47,12 +55,13 @@ def is_secret_name(name: str) -> bool:
 
 def secret_env_values(min_len: int = 8) -> list[str]:
     """Values of environment variables named like credentials (``*_API_KEY``, ``*_TOKEN``,
-    ``*_PASSWORD``, ``*_CRED``...), longest first. Cached until the environment changes: every
-    record simlab writes is checked against them."""
+    ``*_PASSWORD``, ``*_CRED``...) or declared by a spec (``declare_secret_env``), longest first.
+    Cached until the environment changes: every record simlab writes is checked against them."""
     items = tuple(os.environ.items())
-    if _ENV_CACHE["key"] != (items, min_len):
-        values = {v for k, v in items if _SECRET_ENV.search(k) and len(v) >= min_len}
-        _ENV_CACHE["key"], _ENV_CACHE["values"] = (items, min_len), sorted(values, key=len, reverse=True)
+    key = (items, min_len, frozenset(_DECLARED))
+    if _ENV_CACHE["key"] != key:
+        values = {v for k, v in items if (k in _DECLARED or _SECRET_ENV.search(k)) and len(v) >= min_len}
+        _ENV_CACHE["key"], _ENV_CACHE["values"] = key, sorted(values, key=len, reverse=True)
     return list(_ENV_CACHE["values"])
 
 

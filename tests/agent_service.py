@@ -15,7 +15,8 @@ simlab sent in the ``X-Simlab-Tools-Url`` header, and the bot's tool calls go ov
 
 Behaviours: ``careful`` (the demo's careful agent), ``skip-policy`` (the flaky agent's planted
 defect: no ``check_refund_policy``), ``loop`` (retries a failing lookup until stopped), ``silent``
-(answers without any tool), ``lookup-then-503`` (calls one tool, then answers 503). ``fail_next``
+(answers without any tool), ``lookup-then-503`` (calls one tool, then answers 503), ``echo-headers``
+(answers with the request's headers, as a careless debug endpoint would). ``fail_next``
 makes the next requests fail with those statuses.
 """
 
@@ -128,7 +129,10 @@ class AgentService:
             async with Client(tools_url) as client:
                 await client.call_tool("lookup_order", {"order_id": "A123"})
             return JSONResponse({"error": {"message": "overloaded"}}, status_code=503)
-        text = await self._respond(request.path_params["behaviour"], messages, context, tools_url)
+        if request.path_params["behaviour"] == "echo-headers":
+            text = "You sent: " + json.dumps(headers)
+        else:
+            text = await self._respond(request.path_params["behaviour"], messages, context, tools_url)
         return JSONResponse({
             "id": "chatcmpl-svc", "object": "chat.completion", "created": int(time.time()), "model": body["model"],
             "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": text}}],

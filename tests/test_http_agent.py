@@ -246,6 +246,23 @@ def test_the_key_and_headers_are_sent_and_never_stored(svc: AgentService, projec
     assert key not in stored and "TEAM_AGENT_KEY" not in stored
 
 
+def test_a_service_that_echoes_its_headers_never_gets_the_key_stored(svc: AgentService, project: Path,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """The variables a spec names are secrets whatever they are called (no _KEY or _TOKEN in the name)."""
+    pat, team = "ghx-support-bot-pat-0123456789", "team-checkout-internal-42"
+    monkeypatch.setenv("SUPPORT_BOT_PAT", pat)
+    monkeypatch.setenv("TEAM_ROUTE", team)
+    agent = http_agent(f"{svc.base}/echo-headers/v1", api_key_env="SUPPORT_BOT_PAT", headers={"X-Route": "${TEAM_ROUTE}"})
+    run("echoed", agent)
+    assert svc.requests and all(r["headers"]["authorization"] == f"Bearer {pat}" for r in svc.requests)
+    replies = [t for r in records("echoed") for kind, t in conversation(r) if kind == "agent"]
+    assert replies and all("You sent:" in t and "authorization" in t for t in replies)
+    assert main(["report", "echoed", "--html", "echoed.html"]) in (0, 1, 3)
+    stored = "".join(p.read_text() for p in Path("transcripts/echoed").rglob("*") if p.suffix in (".json", ".jsonl"))
+    stored += Path("echoed.html").read_text()
+    assert pat not in stored and team not in stored
+
+
 def test_a_missing_key_variable_stops_the_run_before_any_request(svc: AgentService, project: Path,
                                                                  monkeypatch: pytest.MonkeyPatch,
                                                                  capsys: pytest.CaptureFixture[str]) -> None:

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, Field, ValidationInfo, field_validator, model_validator
+from pydantic import AfterValidator, BaseModel, Field, ValidationInfo, field_validator, model_validator
 
+from simlab.redact import declare_secret_env
 from simlab.specs.base import CheckKind, SpecModel
 from simlab.specs.expect import GraderUse
 from simlab.specs.gates import Gate, known_metric, parse_gate
@@ -22,7 +23,13 @@ HTTP_PREFIXES = ("http://", "https://")  # an agent named by a URL is a service 
 
 # How a model is reached, the same for the agent, the simulator and the judge.
 ApiBase = Annotated[str | None, Field(description="OpenAI-compatible endpoint (llama.cpp, Ollama, vLLM…).")]
-ApiKeyEnv = Annotated[str | None, Field(description="Name of the environment variable holding the key.")]
+def _secret_env(name: str | None) -> str | None:
+    declare_secret_env(name)  # its value is masked wherever anything is stored or printed
+    return name
+
+
+ApiKeyEnv = Annotated[str | None, AfterValidator(_secret_env),
+                      Field(description="Name of the environment variable holding the key.")]
 Params = dict[str, Any]
 
 

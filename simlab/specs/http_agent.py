@@ -13,6 +13,7 @@ from typing import Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
+from simlab.redact import declare_secret_env
 from simlab.specs.base import SpecModel
 from simlab.specs.statepath import PathError, parse_path
 
@@ -89,6 +90,12 @@ class HttpAgentSpec(SpecModel):
         if value is not None and (set(value) != {"input", "output"} or min(value.values()) < 0):
             raise ValueError("price must be {input: USD per million tokens, output: USD per million tokens}, both ≥ 0")
         return value
+
+    @model_validator(mode="after")
+    def _secrets(self) -> HttpAgentSpec:
+        """The key's variable and every variable a header reads are secrets, whatever their names."""
+        declare_secret_env(self.api_key_env, *self.env_names())
+        return self
 
     @model_validator(mode="after")
     def _shape(self) -> HttpAgentSpec:

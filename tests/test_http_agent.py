@@ -178,6 +178,51 @@ def test_a_dead_agent_endpoint_stops_the_run_with_exit_3(project: Path, capsys: 
     assert len(llm_sleeps) == 4  # retried like a model call first (the default 4 retries)
 
 
+class AnswersThenDies:
+    """An OpenAI-shaped service that answers ``n`` requests and closes its listening socket before it
+    sends the last answer: from then on a connection is refused (no timing involved)."""
+
+    def __init__(self, n: int):
+        import socket
+        import threading
+
+        self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(8)
+        self.url = f"http://127.0.0.1:{self.sock.getsockname()[1]}/v1"
+        self.thread = threading.Thread(target=self._serve, args=(n,), daemon=True)
+        self.thread.start()
+
+    def _serve(self, n: int) -> None:
+        for i in range(n):
+            conn, _ = self.sock.accept()
+            with conn:
+                data = b""
+                while b"\r\n\r\n" not in data:
+                    data += conn.recv(65536)
+                head, _, body = data.partition(b"\r\n\r\n")
+                length = next(int(line.split(b":")[1]) for line in head.split(b"\r\n")
+                              if line.lower().startswith(b"content-length:"))
+                while len(body) < length:
+                    body += conn.recv(65536)
+                if i == n - 1:
+                    self.sock.close()
+                answer = json.dumps({"id": "c", "object": "chat.completion", "created": 0, "model": "m",
+                                     "choices": [{"index": 0, "finish_reason": "stop", "message": {
+                                         "role": "assistant", "content": "Let me look into that."}}]}).encode()
+                conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nConnection: close\r\n"
+                             b"Content-Length: %d\r\n\r\n%s" % (len(answer), answer))
+
+
+def test_a_service_that_dies_mid_trial_is_said_to_have_stopped_answering(
+        project: Path, capsys: pytest.CaptureFixture[str], llm_sleeps: list[float]) -> None:
+    service = AnswersThenDies(1)
+    assert run("died", http_agent(service.url)) == 3
+    err = capsys.readouterr().err
+    assert "the agent service stopped answering after turn 1 of this trial" in err and "never answered" not in err
+    service.thread.join(5)
+
+
 def test_a_rejected_credential_stops_the_run_with_exit_3(svc: AgentService, project: Path,
                                                          capsys: pytest.CaptureFixture[str]) -> None:
     svc.fail_next.extend([401])

@@ -63,6 +63,7 @@ class HttpAgent:
         self.ref = mask_url(spec.endpoint)
         self._server: Any = None  # serve.server.ToolServer, while a run plays
         self._client: httpx.AsyncClient | None = None
+        self._answers = 0  # replies the service gave in this run (this process): "never answered" or "stopped"
 
     def pin(self) -> Pin:
         spec = self.spec
@@ -100,8 +101,7 @@ class HttpAgent:
             trial = inp.memory["http_agent"] = {"session_id": uuid.uuid4().hex,
                                                 "token": self._server.sessions.new_token()}
         with self._server.sessions.turn(trial["token"], inp.tools) as served:
-            exchange = asyncio.ensure_future(self._exchange(inp, trial["session_id"],
-                                                            self._server.url(trial["token"]), served))
+            exchange = asyncio.ensure_future(self._exchange(inp, trial, self._server.url(trial["token"]), served))
             stopped = asyncio.ensure_future(served.stopped.wait())
             try:
                 await asyncio.wait({exchange, stopped}, return_when=asyncio.FIRST_COMPLETED)
@@ -112,6 +112,8 @@ class HttpAgent:
             if served.stop is not None:  # a served call tripped the loop detector or a budget
                 raise StopTrial(*served.stop)
             text, usage = exchange.result()
+        self._answers += 1
+        trial["answered_turn"] = inp.turn
         if inp.record:
             inp.record(ModelCall(turn=inp.turn, role="agent", model=self.ref, usage=usage))
         return AgentReply(text=text, transfer=served.transferred)
@@ -138,8 +140,9 @@ class HttpAgent:
                 "session_id": session_id, "tools_url": tools_url, "context": inp.context, "turn": inp.turn})
         return body, headers
 
-    async def _exchange(self, inp: AgentInput, session_id: str, tools_url: str, served: Any) -> tuple[str, Usage]:
-        body, headers = self._request(inp, session_id, tools_url)
+    async def _exchange(self, inp: AgentInput, trial: dict[str, Any], tools_url: str,
+                        served: Any) -> tuple[str, Usage]:
+        body, headers = self._request(inp, trial["session_id"], tools_url)
         stats = RetryStats()
         start = time.perf_counter()
         client = self._client
@@ -162,7 +165,7 @@ class HttpAgent:
         try:
             response = await call_with_retries(attempt, self.retry_policy, stats, describe=self._scrub)
         except Exception as exc:
-            error = self._failure(exc, stats, time.perf_counter() - start)
+            error = self._failure(exc, stats, time.perf_counter() - start, trial.get("answered_turn"))
             if error is None:
                 raise  # not an HTTP failure: a bug, keep its traceback
             raise error from None
@@ -212,6 +215,14 @@ class HttpAgent:
 
     # ------------------------------------------------------------------ errors
 
+    def _silence(self, answered_turn: int | None) -> str:
+        """What an unreachable service did: never answered, or stopped answering (and when)."""
+        if answered_turn is not None:
+            return f"stopped answering after turn {answered_turn} of this trial"
+        if self._answers:
+            return f"stopped answering (it gave {self._answers} replies earlier in this run)"
+        return "never answered"
+
     def _secrets(self) -> list[str]:
         found = [os.environ.get(self.spec.api_key_env, "")] if self.spec.api_key_env else []
         found += [os.environ.get(name, "") for name in self.spec.env_names()]
@@ -224,8 +235,10 @@ class HttpAgent:
         text = scrub(text.replace(self.spec.endpoint, self.ref), self._secrets())
         return _cut(text)
 
-    def _failure(self, exc: BaseException, stats: RetryStats, elapsed: float) -> ModelError | None:
-        """The ``ModelError`` for a failed exchange, or None when ``exc`` is no HTTP failure."""
+    def _failure(self, exc: BaseException, stats: RetryStats, elapsed: float,
+                 answered_turn: int | None = None) -> ModelError | None:
+        """The ``ModelError`` for a failed exchange, or None when ``exc`` is no HTTP failure.
+        ``answered_turn``: the last turn of this trial the service answered."""
         if isinstance(exc, ModelError):
             return exc
         usage = Usage(latency_s=max(0.0, elapsed), retries=stats.retries, retry_wait_s=stats.waited_s)
@@ -238,7 +251,7 @@ class HttpAgent:
             return None
         kind, message = failed
         if kind is ModelErrorKind.UNREACHABLE:  # (the URL is named beside it: ModelError.describe)
-            message = f"the agent service never answered ({message})"
+            message = f"the agent service {self._silence(answered_turn)} ({message})"
         elif kind.permanent:
             message = f"the agent service refused the request: {message}"
         return ModelError(kind, message, role="agent", model=self.ref, usage=usage)

@@ -27,6 +27,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 Reply = Callable[[dict[str, Any]], Any]
+DROP = -1  # in ``fail_next``: cut the connection without answering (a dropped connection)
 
 
 def free_port() -> int:
@@ -84,7 +85,7 @@ class StrictServer:
     port: int = 0
     requests: list[dict[str, Any]] = field(default_factory=list)
     refused: list[tuple[int, str]] = field(default_factory=list)
-    fail_next: list[int] = field(default_factory=list)  # statuses of the next answers, one per call
+    fail_next: list[int] = field(default_factory=list)  # statuses of the next answers (or DROP), one per call
     stop_after: int | None = None  # stop serving (a crash) once this many calls were answered
 
     def __post_init__(self) -> None:
@@ -125,6 +126,10 @@ class StrictServer:
                 length = int(self.headers.get("Content-Length") or 0)
                 raw = self.rfile.read(length)
                 status, payload = server._answer(self.path, dict(self.headers), raw)
+                if status == DROP:  # the connection is cut with no answer at all
+                    self.close_connection = True
+                    self.connection.shutdown(socket.SHUT_RDWR)
+                    return
                 data = json.dumps(payload).encode("utf-8")
                 self.send_response(status)
                 self.send_header("Content-Type", "application/json")

@@ -15,6 +15,7 @@ from typing import Any, cast, get_args
 from pydantic import BaseModel
 
 from simlab.env.domain import Domain, Environment
+from simlab.llm.agent_errors import provider_failure
 from simlab.llm.types import ModelError, ModelErrorKind
 from simlab.sim.agent_io import Agent, AgentInput
 from simlab.sim.simulators.base import Simulator, SimView
@@ -155,6 +156,9 @@ class _Conversation:
         except (StopTrial, _End, asyncio.CancelledError, KeyboardInterrupt):
             raise
         except Exception as exc:  # the agent under test crashed: its failure (not the lab's), and this trial's only
+            failure = provider_failure(exc)  # ... unless its own model client failed (llm/agent_errors.py)
+            if failure is not None:
+                self._model_failed(failure, "agent")
             self.events.append(ErrorEvent(turn=self.turn, source="agent", kind="crash",
                                           message=f"{type(exc).__name__}: {exc}"))
             raise _End(R.AGENT_ERROR, f"the agent raised {type(exc).__name__}: {exc}") from None

@@ -1,0 +1,114 @@
+"""Exceptions the agent under test raised that are its provider's failure, not the agent's.
+
+A framework agent (LangGraph, the OpenAI Agents SDK, pydantic-ai) or a Python agent calls its own
+model through its own client. When that provider is down, rate-limited or refuses the key, the
+agent raises the client's exception; counting that as the agent's crash (``agent_error``, a fail)
+would make a nightly gate say "the agent regressed" on the night the provider was down.
+
+The rule: walk the exception and its causes (``raise … from``, and the exception being handled
+when it was raised), outermost first. The first one raised by a provider client (its class comes
+from one of ``CLIENTS``) is placed by its HTTP status, else by its class names:
+
+- a rate limit, an overload or a server error (429, 409, 5xx, 529; ``RateLimitError``,
+  ``InternalServerError``, ``ServiceUnavailable``, ``Overloaded``, ``ResourceExhausted``…): TRANSIENT;
+- a timeout (408; a class named ``…Timeout…`` or ``DeadlineExceeded``): TIMEOUT;
+- a connection that failed (``APIConnectionError``, httpx's transport errors, aiohttp's and
+  requests' connection errors): UNREACHABLE when no connection was ever made, else TRANSIENT;
+- a rejected or missing credential (401, 403; ``AuthenticationError``, ``PermissionDenied``,
+  ``Unauthenticated``): AUTH, which stops the run naming the client's key variable.
+
+Anything else the agent raises (its own ``ValueError``, a provider's 400 for a request the agent
+built badly, a validation error of its output) is the agent's: ``provider_failure`` returns None.
+The kinds then follow simlab's own rules for its model calls (``ModelErrorKind``): a transient
+failure makes the trial an ``error`` (infrastructure: resumed runs play it again), a permanent one
+stops the run (exit 3). No provider SDK is imported here: classes are read by name and module.
+"""
+
+from __future__ import annotations
+
+from simlab.llm.types import ModelError, ModelErrorKind
+from simlab.redact import scrub
+
+__all__ = ["CLIENTS", "provider_failure"]
+
+# module prefix of a provider client -> the environment variable its key is read from ("" when none)
+CLIENTS: dict[str, str] = {
+    "openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY", "google.genai": "GOOGLE_API_KEY or GEMINI_API_KEY",
+    "google.api_core": "GOOGLE_API_KEY", "mistralai": "MISTRAL_API_KEY", "groq": "GROQ_API_KEY",
+    "cohere": "CO_API_KEY", "litellm": "", "httpx": "", "aiohttp": "", "requests": "", "urllib3": "",
+    "pydantic_ai": "", "langchain_openai": "OPENAI_API_KEY", "langchain_anthropic": "ANTHROPIC_API_KEY",
+    "langchain_google_genai": "GOOGLE_API_KEY", "agents": "OPENAI_API_KEY",
+}
+_TRANSIENT_NAMES = ("RateLimit", "InternalServerError", "ServiceUnavailable", "Overloaded", "ResourceExhausted",
+                    "TooManyRequests", "BadGateway", "GatewayTimeout", "ServerError", "APIConnectionError",
+                    "ConnectionError", "ConnectError", "TransportError", "NetworkError", "RemoteProtocolError",
+                    "ReadError", "WriteError", "ServerDisconnected", "ClientConnectorError", "ProtocolError")
+_TIMEOUT_NAMES = ("Timeout", "DeadlineExceeded")
+_AUTH_NAMES = ("AuthenticationError", "PermissionDenied", "Unauthenticated", "Unauthorized", "Forbidden")
+_NEVER_CONNECTED = ("ConnectError", "ConnectionRefusedError", "ClientConnectorError", "gaierror",
+                    "ClientConnectorDNSError", "NewConnectionError", "NameResolutionError")
+
+
+def provider_failure(exc: BaseException) -> ModelError | None:
+    """The infrastructure failure ``exc`` stands for, as simlab's own ``ModelError`` (role agent),
+    or None when it is the agent's own failure."""
+    chain = _chain(exc)
+    for error in chain:
+        client = _client_of(error)
+        if client is None:
+            continue
+        kind = _kind(error, chain)
+        if kind is None:
+            continue
+        name = f"{type(error).__module__}.{type(error).__name__}"
+        status = _status(error)
+        causes = [f"{type(e).__module__}.{type(e).__name__}" for e in chain if e is not error and _client_of(e)]
+        said = name + (f" (HTTP {status})" if status else "") + "".join(f" from {c}" for c in causes[:3]) \
+            + (f": {error}" if str(error) else "")
+        message = f"the agent's own model client failed: {scrub(said)[:500]}"
+        variable = next((CLIENTS[c] for c in map(_client_of, chain) if c and CLIENTS[c]), "")
+        if kind is ModelErrorKind.AUTH and variable:
+            message += f"; the agent's client reads its key from {variable}: set it"
+        return ModelError(kind, message, role="agent", model=f"{client} client")
+    return None
+
+
+def _chain(exc: BaseException) -> list[BaseException]:
+    seen: list[BaseException] = []
+    current: BaseException | None = exc
+    while current is not None and all(current is not e for e in seen) and len(seen) < 16:
+        seen.append(current)
+        current = current.__cause__ or current.__context__
+    return seen
+
+
+def _client_of(error: BaseException) -> str | None:
+    for cls in type(error).__mro__:
+        module = cls.__module__ or ""
+        for prefix in CLIENTS:
+            if module == prefix or module.startswith(prefix + "."):
+                return prefix
+    return None
+
+
+def _status(error: BaseException) -> int | None:
+    for value in (getattr(error, "status_code", None), getattr(error, "status", None), getattr(error, "code", None),
+                  getattr(getattr(error, "response", None), "status_code", None)):
+        if isinstance(value, int) and not isinstance(value, bool) and 100 <= value <= 599:
+            return value
+    return None
+
+
+def _kind(error: BaseException, chain: list[BaseException]) -> ModelErrorKind | None:
+    names = [cls.__name__ for cls in type(error).__mro__]
+    status = _status(error)
+    if status in (401, 403) or any(n.startswith(_AUTH_NAMES) for n in names):
+        return ModelErrorKind.AUTH
+    if status == 408 or any(t in n for n in names for t in _TIMEOUT_NAMES):
+        return ModelErrorKind.TIMEOUT
+    if status is not None and (status in (409, 429) or status >= 500):
+        return ModelErrorKind.TRANSIENT
+    if status is None and any(t in n for n in names for t in _TRANSIENT_NAMES):
+        never = any(type(e).__name__ in _NEVER_CONNECTED for e in chain)
+        return ModelErrorKind.UNREACHABLE if never else ModelErrorKind.TRANSIENT
+    return None

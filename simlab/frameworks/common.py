@@ -213,6 +213,14 @@ class FrameworkAgent:
         return Pin(kind=self.kind, ref=self.ref, settings=settings)
 
 
+def step_limit_hit(kind: str, limit: int, setting: str, exc: BaseException) -> StopTrial:
+    """The trial's end when a framework stopped its own run at its step limit: the agent looped
+    (``agent_loop``, a fail), never a crash and never a hang."""
+    return StopTrial("agent_loop", f"the {kind} agent ran {limit} steps in one turn without answering ({setting} "
+                                   f"{limit}, the framework's {type(exc).__name__}); raise it with the agent's "
+                                   "max_steps if the agent needs more")
+
+
 def trial_of(value: Any, where: str) -> TrialContext:
     """The ``TrialContext`` a tool was called with, or a clear error when it runs outside a trial."""
     if isinstance(value, TrialContext):

@@ -31,6 +31,7 @@ from simlab.frameworks.common import (
     jsonable,
     load_domain_schemas,
     missing_extra,
+    step_limit_hit,
     tool_specs,
     trial_of,
 )
@@ -44,6 +45,7 @@ try:
     from langchain_core.runnables import RunnableConfig
     from langchain_core.tools import StructuredTool
     from langgraph.checkpoint.memory import InMemorySaver
+    from langgraph.errors import GraphRecursionError
     from langgraph.graph import StateGraph
     from langgraph.prebuilt import ToolNode
     from langgraph.pregel import Pregel
@@ -54,6 +56,9 @@ except ImportError as exc:  # pragma: no cover - the extra is part of the test i
 __all__ = ["LangGraphAgent", "domain_tools", "langchain_tools"]
 
 SHOWN = 300  # characters of a message's text in a graph_step event
+# supersteps of one turn when the spec sets no max_steps (LangGraph's own default is 10,007: a graph
+# whose model keeps calling a tool that does not exist ran for minutes and gigabytes)
+DEFAULT_GRAPH_STEPS = 50
 RESERVED = ("thread_id", "checkpoint_ns", "checkpoint_id", "checkpoint_map", CONTEXT_KEY)
 
 
@@ -113,9 +118,12 @@ class LangGraphAgent(FrameworkAgent):
         context = {k: v for k, v in inp.context.items() if k not in RESERVED and not str(k).startswith("__")}
         config: dict[str, Any] = {"configurable": {**context, "thread_id": thread, CONTEXT_KEY: trial},
                                   "callbacks": [recorder]}
-        if self.max_steps is not None:
-            config["recursion_limit"] = self.max_steps
+        config["recursion_limit"] = self.step_limit
         return config
+
+    @property
+    def step_limit(self) -> int:
+        return self.max_steps if self.max_steps is not None else DEFAULT_GRAPH_STEPS
 
     async def respond(self, inp: AgentInput) -> AgentReply:
         memory = inp.memory
@@ -134,6 +142,9 @@ class LangGraphAgent(FrameworkAgent):
                     shown, omitted = _update(update, memory["seen"])
                     trial.record(GraphStep(turn=inp.turn, node=_path(namespace, node), update=shown, omitted=omitted))
                 trial.reraise()
+        except GraphRecursionError as exc:
+            trial.reraise()
+            raise step_limit_hit("LangGraph", self.step_limit, "recursion_limit", exc) from None
         except Exception:
             trial.reraise()
             raise

@@ -26,6 +26,7 @@ from simlab.frameworks.common import (
     TrialContext,
     load_domain_schemas,
     missing_extra,
+    step_limit_hit,
     tool_specs,
     trial_of,
 )
@@ -36,7 +37,8 @@ os.environ["OPENAI_AGENTS_DISABLE_TRACING"] = "1"  # read by the SDK once, at it
 
 try:
     import agents
-    from agents import Agent, FunctionTool, RunConfig, RunContextWrapper, RunHooks, Runner
+    from agents import Agent, FunctionTool, MaxTurnsExceeded, RunConfig, RunContextWrapper, RunHooks, Runner
+    from agents.run_config import DEFAULT_MAX_TURNS
 except ImportError as exc:  # pragma: no cover - the extra is part of the test install
     raise missing_extra("openai-agents", exc) from None
 
@@ -89,6 +91,10 @@ class OpenAIAgentsAgent(FrameworkAgent):
         try:
             result = await Runner.run(start, given, context=trial, hooks=_Hooks(trial), **settings,
                                       run_config=RunConfig(tracing_disabled=True, workflow_name="simlab trial"))
+        except MaxTurnsExceeded as exc:
+            trial.reraise()
+            limit = self.max_steps if self.max_steps is not None else DEFAULT_MAX_TURNS
+            raise step_limit_hit("Agents SDK", limit, "max_turns", exc) from None
         except Exception:
             trial.reraise()
             raise

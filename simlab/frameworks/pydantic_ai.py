@@ -17,11 +17,19 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from simlab.frameworks.common import FrameworkAgent, load_domain_schemas, missing_extra, tool_specs, trial_of
+from simlab.frameworks.common import (
+    FrameworkAgent,
+    load_domain_schemas,
+    missing_extra,
+    step_limit_hit,
+    tool_specs,
+    trial_of,
+)
 from simlab.sim.agent_io import AgentInput, AgentReply
 
 try:
     from pydantic_ai import Agent, RunContext, Tool
+    from pydantic_ai.exceptions import UsageLimitExceeded
     from pydantic_ai.usage import UsageLimits
 except ImportError as exc:  # pragma: no cover - the extra is part of the test install
     raise missing_extra("pydantic-ai", exc) from None
@@ -79,6 +87,10 @@ class PydanticAIAgent(FrameworkAgent):
                         trial.model_call(response.model_name or "unknown", usage.input_tokens,
                                          usage.output_tokens, usage.cache_read_tokens, time.perf_counter() - asked)
                     trial.reraise()
+        except UsageLimitExceeded as exc:
+            trial.reraise()
+            limit = (limits or UsageLimits()).request_limit or 0
+            raise step_limit_hit("pydantic-ai", limit, "request_limit", exc) from None
         except Exception:
             trial.reraise()
             raise

@@ -1,0 +1,74 @@
+"""Agents that never stop on their own, one per framework, to show that every agent is bounded by
+default: a LangGraph model that keeps calling a tool that does not exist (answered by LangGraph's
+own ``ToolNode``, so simlab's tools never see it), and Agents SDK and pydantic-ai models that keep
+looking up one more order. Their models are scripted code (the frameworks' own test models)."""
+
+from __future__ import annotations
+
+import itertools
+import json
+from typing import Any
+
+from examples.openai_agents_retail import _response
+
+_ids = itertools.count(1)
+
+
+def langgraph_unknown_tool(tools: list[Any]) -> Any:
+    from langchain_core.language_models.chat_models import BaseChatModel
+    from langchain_core.messages import AIMessage
+    from langchain_core.outputs import ChatGeneration, ChatResult
+    from langgraph.graph import START, MessagesState, StateGraph
+    from langgraph.prebuilt import ToolNode, tools_condition
+
+    class Stubborn(BaseChatModel):
+        @property
+        def _llm_type(self) -> str:
+            return "stubborn"
+
+        def _generate(self, messages: Any, stop: Any = None, run_manager: Any = None, **kw: Any) -> ChatResult:
+            call = {"id": f"call_{next(_ids)}", "name": "no_such_tool", "args": {}}
+            return ChatResult(generations=[ChatGeneration(message=AIMessage("", tool_calls=[call]))])
+
+    model = Stubborn()
+
+    async def agent(state: MessagesState) -> dict[str, Any]:
+        return {"messages": [await model.ainvoke(state["messages"])]}
+
+    graph = StateGraph(MessagesState)
+    graph.add_node("agent", agent)
+    graph.add_node("tools", ToolNode(tools))
+    graph.add_edge(START, "agent")
+    graph.add_conditional_edges("agent", tools_condition)
+    graph.add_edge("tools", "agent")
+    return graph.compile()
+
+
+def openai_agents_endless(tools: list[Any]) -> Any:
+    from agents import Agent
+    from agents.models.interface import Model
+    from openai.types.responses import ResponseFunctionToolCall
+
+    class Endless(Model):
+        async def get_response(self, *args: Any, **kwargs: Any) -> Any:
+            n = next(_ids)
+            return _response(ResponseFunctionToolCall(
+                type="function_call", name="lookup_order", arguments=json.dumps({"order_id": f"A{n}"}),
+                call_id=f"call_{n}", id=f"fc_{n}"))
+
+        def stream_response(self, *args: Any, **kwargs: Any) -> Any:
+            raise NotImplementedError
+
+    return Agent(name="support", instructions="help", tools=tools, model=Endless())
+
+
+def pydantic_ai_endless(tools: list[Any]) -> Any:
+    from pydantic_ai import Agent
+    from pydantic_ai.messages import ModelResponse, ToolCallPart
+    from pydantic_ai.models.function import FunctionModel
+
+    def respond(messages: Any, info: Any) -> ModelResponse:
+        n = next(_ids)
+        return ModelResponse(parts=[ToolCallPart("lookup_order", {"order_id": f"A{n}"}, tool_call_id=f"call_{n}")])
+
+    return Agent(FunctionModel(respond, model_name="endless"), tools=tools)

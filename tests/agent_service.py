@@ -16,7 +16,8 @@ simlab sent in the ``X-Simlab-Tools-Url`` header, and the bot's tool calls go ov
 Behaviours: ``careful`` (the demo's careful agent), ``skip-policy`` (the flaky agent's planted
 defect: no ``check_refund_policy``), ``loop`` (retries a failing lookup until stopped), ``silent``
 (answers without any tool), ``lookup-then-503`` (calls one tool, then answers 503), ``echo-headers``
-(answers with the request's headers, as a careless debug endpoint would). ``fail_next``
+(answers with the request's headers, as a careless debug endpoint would), ``flood`` (an answer
+that goes on for 200 MB unless the client stops reading). ``fail_next``
 makes the next requests fail with those statuses.
 """
 
@@ -34,7 +35,7 @@ import uvicorn
 from mcp import Client
 from starlette.applications import Starlette
 from starlette.requests import Request
-from starlette.responses import JSONResponse
+from starlette.responses import JSONResponse, StreamingResponse
 from starlette.routing import Route
 
 from examples.retail_agents import Faults, RetailBot
@@ -129,6 +130,13 @@ class AgentService:
             async with Client(tools_url) as client:
                 await client.call_tool("lookup_order", {"order_id": "A123"})
             return JSONResponse({"error": {"message": "overloaded"}}, status_code=503)
+        if request.path_params["behaviour"] == "flood":
+            async def endless() -> Any:
+                yield b'{"choices": [{"message": {"role": "assistant", "content": "'
+                for _ in range(200 * 16):
+                    yield b"x" * 65536
+
+            return StreamingResponse(endless(), media_type="application/json")  # type: ignore[return-value]
         if request.path_params["behaviour"] == "echo-headers":
             text = "You sent: " + json.dumps(headers)
         else:

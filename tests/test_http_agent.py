@@ -308,6 +308,17 @@ def test_a_service_that_echoes_its_headers_never_gets_the_key_stored(svc: AgentS
     assert pat not in stored and team not in stored
 
 
+@pytest.mark.parametrize("cap", [None, 100_000])
+def test_an_endless_answer_is_cut_at_the_reply_cap_and_is_the_agents_failure(svc: AgentService, project: Path,
+                                                                              cap: int | None) -> None:
+    settings = {"max_reply_bytes": cap} if cap else {}
+    run("flood", http_agent(f"{svc.base}/flood/v1", **settings))
+    [record] = records("flood")
+    termination = record["transcript"]["termination"]
+    assert record["verdict"] == "fail" and termination["reason"] == "agent_error"
+    assert f"over {cap or 2_000_000:,} bytes (max_reply_bytes)" in termination["detail"]  # read no further
+
+
 def test_a_missing_key_variable_stops_the_run_before_any_request(svc: AgentService, project: Path,
                                                                  monkeypatch: pytest.MonkeyPatch,
                                                                  capsys: pytest.CaptureFixture[str]) -> None:

@@ -152,7 +152,7 @@ class HttpAgent:
             before = served.calls
             try:
                 async with asyncio.timeout(self.timeout_s):
-                    response = await client.post(self.spec.endpoint, json=body, headers=headers)
+                    response = await self._post(client, body, headers)
                 if response.status_code >= 400:
                     raise _status_error(response)
                 return response
@@ -171,6 +171,25 @@ class HttpAgent:
             raise error from None
         text, reported = self._reply(response)
         return text, self._usage(reported, stats, time.perf_counter() - start)
+
+    async def _post(self, client: httpx.AsyncClient, body: dict[str, Any], headers: dict[str, str]) -> httpx.Response:
+        """The answer, read in chunks up to ``max_reply_bytes`` (decoded): a bigger one is the agent's
+        failure and is never held whole, however much the service sends."""
+        request = client.build_request("POST", self.spec.endpoint, json=body, headers=headers)
+        streamed = await client.send(request, stream=True)
+        cap, size, chunks = self.spec.max_reply_bytes, 0, []
+        try:
+            async for chunk in streamed.aiter_bytes():
+                size += len(chunk)
+                if size > cap:
+                    raise AgentReplyError(f"the agent service's answer is over {cap:,} bytes (max_reply_bytes): "
+                                          "simlab stopped reading it")
+                chunks.append(chunk)
+        finally:
+            await streamed.aclose()
+        kept = [(k, v) for k, v in streamed.headers.multi_items()
+                if k.lower() not in ("content-encoding", "content-length", "transfer-encoding")]
+        return httpx.Response(streamed.status_code, headers=kept, content=b"".join(chunks), request=request)
 
     def _reply(self, response: httpx.Response) -> tuple[str, dict[str, Any] | None]:
         """The reply text and the usage the service reported (OpenAI shape only)."""

@@ -57,6 +57,8 @@ class HttpAgentSpec(SpecModel):
                                                       "'Authorization: Bearer KEY'.")
     timeout_s: float | None = Field(None, gt=0, description="Seconds for one agent turn (its tool calls "
                                                             "included). Default: the run's call_timeout_s.")
+    max_reply_bytes: int = Field(2_000_000, ge=1, description="The most bytes of one answer simlab reads; a "
+                                                              "bigger answer is the agent's failure (agent_error).")
     uses_models: bool | None = Field(None, description="false declares that the service spends no tokens simlab "
                                                        "cannot see (its cost is then a known zero).")
     price: dict[str, float] | None = Field(None, description="USD per million tokens {input, output}, applied to "

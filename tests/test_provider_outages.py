@@ -153,3 +153,17 @@ def test_the_cause_chain_is_read_and_anything_else_is_the_agents() -> None:
         pass
 
     assert provider_failure(ConnectionTrouble("x")) is None
+
+
+def test_a_framework_agent_without_a_price_is_told_once_its_cost_budget_cannot_be_judged(
+        project: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    agent = {"langgraph": "examples.langgraph_retail:careful_graph"}
+    budgeted = "scenarios/retail/policy-question-no-refund.yaml"
+    assert main(["run", "--run-id", "unpriced", "--agent", json.dumps(agent), "--no-progress", "--trials", "2",
+                 budgeted, SCENARIO]) == 0
+    err = capsys.readouterr().err
+    assert err.count("has no price") == 1
+    assert "max_cost_usd budget of 2 scenario(s)" in err and "give the agent a price" in err
+    assert main(["run", "--run-id", "priced", "--agent", json.dumps({**agent, "price": FREE}), "--no-progress",
+                 "--trials", "1", budgeted]) == 0
+    assert "has no price" not in capsys.readouterr().err

@@ -138,6 +138,7 @@ def prepare(req: RunRequest) -> RunPlan:
 
     notes: list[str] = []
     agent = _agent(req.agent, pick("agent"), notes)
+    notes.extend(_unjudgeable_cost(agent, loaded))
     simulator = _simulator(req.simulator, pick("simulator"), req.allow_same_family, notes)
     seed = int(pick("seed", req.seed, 0))
     trial_sources = {s.spec.id: trials_of(s.spec.trials, req.trials, suite.trials if suite else None, config.trials)
@@ -291,6 +292,18 @@ def _shown(key: str, value: Any) -> str:
     if hasattr(value, "model_dump"):
         return str(value.model_dump())
     return str(value)
+
+
+def _unjudgeable_cost(agent: AgentSpec, loaded: list[Any]) -> list[str]:
+    """Said once before playing: a cost budget that no trial of this agent can be judged on."""
+    why = agent.cost_unknown()
+    budgeted = [s.spec.id for s in loaded if s.spec.expect.budgets and s.spec.expect.budgets.max_cost_usd is not None]
+    if why is None or not budgeted:
+        return []
+    shown = ", ".join(budgeted[:3]) + (f" and {len(budgeted) - 3} more" if len(budgeted) > 3 else "")
+    return [f"{why}: its cost is unknown, so the max_cost_usd budget of {len(budgeted)} scenario(s) ({shown}) "
+            "cannot be judged and their trials will be unjudged; give the agent a price: "
+            "{input: USD per million tokens, output: USD per million tokens}"]
 
 
 def check_run_id(run_id: str) -> str:

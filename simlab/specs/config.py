@@ -70,9 +70,10 @@ class AgentSpec(SpecModel):
     api_key_env: ApiKeyEnv = None
     temperature: float | None = 0.0
     system_prompt: str | None = Field(None, description="Overrides the domain policy as system prompt.")
-    max_steps: int = Field(10, ge=1, description="Tool-call rounds per agent turn. For a framework agent, only "
-                                                  "when given: LangGraph's recursion_limit, the Agents SDK's "
-                                                  "max_turns, pydantic-ai's request_limit (else their defaults).")
+    max_steps: int = Field(10, ge=1, description="Tool-call rounds per agent turn. For a framework agent: "
+                                                  "LangGraph's recursion_limit (50 supersteps when not given), "
+                                                  "the Agents SDK's max_turns and pydantic-ai's request_limit "
+                                                  "(when not given, their defaults: 10 and 50).")
     params: Params = Field(default_factory=dict, description="Extra LiteLLM parameters.")
     price: ModelPrice = None
 
@@ -117,6 +118,14 @@ class AgentSpec(SpecModel):
     def framework(self) -> tuple[str, str] | None:
         """(kind, module:attr) of a framework agent, or None."""
         return next(((k, getattr(self, k)) for k in FRAMEWORKS if getattr(self, k) is not None), None)
+
+    def cost_unknown(self) -> str | None:
+        """Why every trial's cost will be unknown (so a cost budget cannot be judged), or None."""
+        if self.framework and self.price is None:
+            return f"the {self.framework[0]} agent has no price (a framework reports tokens, not dollars)"
+        if self.http is not None and self.http.price is None and self.http.uses_models is not False:
+            return "the HTTP agent has no price and does not say uses_models: false"
+        return None
 
     @property
     def ref(self) -> str:

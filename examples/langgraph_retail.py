@@ -10,6 +10,7 @@ agent's decisions as a LangChain chat model, see ``retail_policy``), so it runs 
 Both are factories: simlab calls them with the domain's tools (LangChain tools bound to the trial).
 ``supervisor_graph`` / ``misrouting_supervisor_graph`` put two workers behind a router: the second
 sends policy questions to the refunds worker, a wrong route that only a graph trajectory shows.
+``approval_graph`` stops before every tool run (``interrupt_before=["tools"]``) until the user answers.
 """
 
 from __future__ import annotations
@@ -96,6 +97,12 @@ def careful_graph(tools: list[Any]) -> Any:
 def graph_skipping_policy_check(tools: list[Any]) -> Any:
     """The planted defect: refunds without calling check_refund_policy first."""
     return react_graph(tools, RetailPolicyChatModel(faults=Faults(skip_policy_check=True))).compile()
+
+
+def approval_graph(tools: list[Any]) -> Any:
+    """The approval pattern: the graph stops before every tool run (a static breakpoint, set at
+    compile time) and goes on when the user answers."""
+    return react_graph(tools, RetailPolicyChatModel()).compile(interrupt_before=["tools"])
 
 
 def graph_with_faults(faults: Faults) -> Callable[[list[Any]], Any]:

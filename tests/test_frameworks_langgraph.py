@@ -273,6 +273,40 @@ async def test_a_graph_that_asks_a_human_is_resumed_by_the_next_message() -> Non
     assert states[0].next == ["confirm"] and states[1].next == []
 
 
+async def test_a_static_breakpoint_asks_before_each_tool_and_the_next_message_resumes_it() -> None:
+    transcript, checks = await play("refund-damaged-card", {"langgraph": "examples.langgraph_retail:approval_graph",
+                                                            "price": FREE})
+    # the refund went through; each approval is a user turn, so the scenario's budget of them is spent
+    assert failed(checks) == ["budget:max_user_turns"]
+    assert [c.name for c in transcript.tool_calls()] == ["lookup_order", "check_refund_policy", "issue_refund"]
+    replies = [e.text for e in transcript.events if e.type == "agent"]
+    assert any("I will call: issue_refund {" in r and r.endswith("Shall I go ahead?") for r in replies)
+    paused = [e.next for e in transcript.events if isinstance(e, GraphState) and e.next]
+    assert paused and all(n == ["tools"] for n in paused)  # the graph trajectory shows each pause
+
+
+@pytest.mark.parametrize(("value", "shown"), [
+    ({"question": "Refund 49.90 to visa 4242?", "amount": 49.9}, "Refund 49.90 to visa 4242?"),
+    ({"message": "Approve?"}, "Approve?"),
+    ({"amount": 49.9, "order": "A123"}, '{"amount": 49.9, "order": "A123"}'),
+    (["a", 1], '["a", 1]'),
+])
+async def test_a_dict_passed_to_interrupt_is_shown_as_the_agents_words(value: Any, shown: str) -> None:
+    def asking(tools: list[Any]) -> Any:
+        async def confirm(state: MessagesState) -> dict[str, Any]:
+            answer = interrupt(value)
+            return {"messages": [AIMessage(f"You said: {answer}")]}
+
+        graph = StateGraph(MessagesState)
+        graph.add_node("confirm", confirm)
+        graph.add_edge(START, "confirm")
+        graph.add_edge("confirm", END)
+        return graph.compile(checkpointer=InMemorySaver())
+
+    transcript, _ = await play("refund-damaged-card", graph_agent(asking))
+    assert [e.text for e in transcript.events if e.type == "agent"][0] == shown
+
+
 def test_a_message_in_a_step_is_shown_once() -> None:
     from simlab.frameworks.langgraph import _update
 

@@ -5,8 +5,12 @@
   made at import time). The graph takes and keeps ``messages`` (``MessagesState``).
 - Each trial runs on its own copy of the graph with its own in-memory checkpointer and one thread,
   so trials share nothing and a team's own checkpointer (a database) is never written to. Each user
-  message is one run on that thread; the reply is the last AI message (or, when the graph paused on
-  ``interrupt()``, the interrupt's value, and the next user message resumes it).
+  message is one run on that thread; the reply is the last AI message. A graph that pauses on
+  ``interrupt(value)`` replies with the value (a string, a dict's ``question``/``message``/``text``,
+  else JSON) and the next user message resumes it (``Command(resume=message)``). A graph that stops
+  at a static breakpoint (``interrupt_before``/``interrupt_after``, the approval pattern) replies
+  with the calls it is about to make, and the next user message resumes it (input ``None``: the
+  user's message approves, as an app's approve button would, and is not added to the graph's state).
 - ``config["configurable"]`` carries the scenario's ``agent_context`` keys (``signed_in_customer``…,
   as an app would pass a user id), ``thread_id``, and ``simlab``: the ``TrialContext`` the tools use.
 - Recorded: every node that finishes (``graph_step``, with its state update), the state at the end
@@ -20,6 +24,7 @@
 
 from __future__ import annotations
 
+import json
 import time
 from typing import Any
 from uuid import UUID
@@ -128,12 +133,14 @@ class LangGraphAgent(FrameworkAgent):
     async def respond(self, inp: AgentInput) -> AgentReply:
         memory = inp.memory
         if "graph" not in memory:
-            memory.update(graph=self._own_copy(inp), thread="trial", seen=set(), paused=False)
+            memory.update(graph=self._own_copy(inp), thread="trial", seen=set(), paused="")
         graph = memory["graph"]
         trial = self.context(inp)
         config = self._config(inp, trial, memory["thread"], _ModelCalls(trial))
         text = str(inp.messages[-1].get("content") or "")
-        given: Any = Command(resume=text) if memory["paused"] else {"messages": [HumanMessage(text)]}
+        paused = memory["paused"]
+        given: Any = Command(resume=text) if paused == "interrupt" else None if paused == "breakpoint" \
+            else {"messages": [HumanMessage(text)]}
         try:
             async for namespace, chunk in graph.astream(given, config, stream_mode="updates", subgraphs=True):
                 for node, update in (chunk or {}).items():
@@ -153,9 +160,11 @@ class LangGraphAgent(FrameworkAgent):
         trial.record(GraphState(turn=inp.turn, values=_values(snapshot.values), next=list(snapshot.next)))
         trial.reraise()
         asked = [i.value for i in snapshot.interrupts]
-        memory["paused"] = bool(asked)
+        memory["paused"] = "interrupt" if asked else "breakpoint" if snapshot.next else ""
         if asked:  # the graph waits for a human: its question is the reply, the user's answer resumes it
-            return trial.reply("\n".join(a if isinstance(a, str) else str(jsonable(a)) for a in asked))
+            return trial.reply("\n".join(_asked_text(a) for a in asked))
+        if snapshot.next:  # a static breakpoint: the calls it is about to make are the reply
+            return trial.reply(_pending_text(snapshot.values, list(snapshot.next)))
         return trial.reply(_last_ai_text(snapshot.values))
 
     async def probe(self, inp: AgentInput) -> PendingToolCall:
@@ -307,3 +316,31 @@ def _last_ai_text(values: Any) -> str:
     message = _last_ai(values)
     return _text(message) if message is not None else ""
 
+
+
+ASKED_FIELDS = ("question", "message", "text", "prompt", "content")
+
+
+def _asked_text(value: Any) -> str:
+    """What an ``interrupt(value)`` says to the user: a string as it is, a mapping's question (or
+    message, text, prompt, content), anything else as JSON."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, dict):
+        said = next((value[k] for k in ASKED_FIELDS if isinstance(value.get(k), str)), None)
+        if said is not None:
+            return said
+    return json.dumps(jsonable(value), ensure_ascii=False)
+
+
+def _pending_text(values: Any, waiting: list[str]) -> str:
+    """The reply of a graph paused at a static breakpoint: its last words and the calls it is about
+    to make, for the user to approve."""
+    last = _last_ai(values)
+    calls = [c for c in (getattr(last, "tool_calls", None) or [])]
+    text = _last_ai_text(values)
+    if not calls:
+        return text or f"(paused before {', '.join(waiting)}; reply to continue)"
+    planned = "; ".join(f"{c.get('name')} {json.dumps(jsonable(c.get('args') or {}), ensure_ascii=False)}"
+                        for c in calls)
+    return (f"{text}\n" if text else "") + f"Before I go on, I will call: {planned}. Shall I go ahead?"

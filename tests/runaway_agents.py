@@ -15,6 +15,16 @@ _ids = itertools.count(1)
 
 
 def langgraph_unknown_tool(tools: list[Any]) -> Any:
+    """Calls ``no_such_tool`` with new arguments each time: no repeat for the loop check to see."""
+    return _stubborn_graph(tools, lambda n: {"attempt": n})
+
+
+def langgraph_unknown_tool_same(tools: list[Any]) -> Any:
+    """Calls ``no_such_tool`` with the same arguments each time."""
+    return _stubborn_graph(tools, lambda n: {"order_id": "A123"})
+
+
+def _stubborn_graph(tools: list[Any], args: Any) -> Any:
     from langchain_core.language_models.chat_models import BaseChatModel
     from langchain_core.messages import AIMessage
     from langchain_core.outputs import ChatGeneration, ChatResult
@@ -27,7 +37,8 @@ def langgraph_unknown_tool(tools: list[Any]) -> Any:
             return "stubborn"
 
         def _generate(self, messages: Any, stop: Any = None, run_manager: Any = None, **kw: Any) -> ChatResult:
-            call = {"id": f"call_{next(_ids)}", "name": "no_such_tool", "args": {}}
+            n = next(_ids)
+            call = {"id": f"call_{n}", "name": "no_such_tool", "args": args(n)}
             return ChatResult(generations=[ChatGeneration(message=AIMessage("", tool_calls=[call]))])
 
     model = Stubborn()
@@ -72,3 +83,21 @@ def pydantic_ai_endless(tools: list[Any]) -> Any:
         return ModelResponse(parts=[ToolCallPart("lookup_order", {"order_id": f"A{n}"}, tool_call_id=f"call_{n}")])
 
     return Agent(FunctionModel(respond, model_name="endless"), tools=tools)
+
+
+def pydantic_ai_bad_arguments(tools: list[Any]) -> Any:
+    """Calls a tool with arguments that are not JSON, then a tool that does not exist."""
+    from pydantic_ai import Agent
+    from pydantic_ai.messages import ModelResponse, TextPart, ToolCallPart
+    from pydantic_ai.models.function import FunctionModel
+
+    def respond(messages: Any, info: Any) -> ModelResponse:
+        n = next(_ids)
+        step = sum(1 for m in messages if m.kind == "response")
+        if step == 0:
+            return ModelResponse(parts=[ToolCallPart("lookup_order", '{"order_id": A123', tool_call_id=f"c{n}")])
+        if step == 1:
+            return ModelResponse(parts=[ToolCallPart("no_such_tool", {"order_id": "A123"}, tool_call_id=f"c{n}")])
+        return ModelResponse(parts=[TextPart("Sorry, I could not look that up.")])
+
+    return Agent(FunctionModel(respond, model_name="clumsy"), tools=tools)

@@ -64,6 +64,15 @@ class TrialContext:
             self.transferred = True
         return reply.as_text()
 
+    def rejected(self, name: str, arguments: dict[str, Any] | str | None, reason: str,
+                 call_id: str | None = None) -> None:
+        """A tool call the framework refused itself (``ToolHandle.rejected``); a loop it trips
+        stops the trial at the next step."""
+        try:
+            self._inp.tools.rejected(name, arguments, reason, call_id)
+        except StopTrial as exc:
+            self.stop = self.stop or exc
+
     def record(self, event: Any) -> None:
         """Append an event to the transcript; a limit it trips stops the trial at the next step."""
         if self._inp.record is None:

@@ -138,6 +138,8 @@ class LangGraphAgent(FrameworkAgent):
         trial = self.context(inp)
         config = self._config(inp, trial, memory["thread"], _ModelCalls(trial))
         text = str(inp.messages[-1].get("content") or "")
+        known = {str(s.get("function", s).get("name")) for s in inp.tools.schemas}
+        asked_for: dict[str, tuple[str, Any]] = {}  # tool call id -> (name, args), from the AI messages
         paused = memory["paused"]
         given: Any = Command(resume=text) if paused == "interrupt" else None if paused == "breakpoint" \
             else {"messages": [HumanMessage(text)]}
@@ -148,6 +150,8 @@ class LangGraphAgent(FrameworkAgent):
                         continue
                     shown, omitted = _update(update, memory["seen"])
                     trial.record(GraphStep(turn=inp.turn, node=_path(namespace, node), update=shown, omitted=omitted))
+                    for name, args, reason, call_id in _refused(update, asked_for, known):
+                        trial.rejected(name, args, reason, call_id)
                 trial.reraise()
         except GraphRecursionError as exc:
             trial.reraise()
@@ -344,3 +348,20 @@ def _pending_text(values: Any, waiting: list[str]) -> str:
     planned = "; ".join(f"{c.get('name')} {json.dumps(jsonable(c.get('args') or {}), ensure_ascii=False)}"
                         for c in calls)
     return (f"{text}\n" if text else "") + f"Before I go on, I will call: {planned}. Shall I go ahead?"
+
+
+def _refused(update: Any, asked_for: dict[str, tuple[str, Any]], known: set[str]) -> list[tuple[str, Any, str, str]]:
+    """Tool calls the graph answered itself without running a tool of the trial: an error
+    ``ToolMessage`` for a tool the domain does not have (LangGraph's ``ToolNode`` answers an
+    unknown name on its own). Calls asked for in this update are remembered in ``asked_for``."""
+    messages = update.get("messages") if isinstance(update, dict) else None
+    found = []
+    for message in messages if isinstance(messages, list) else [messages] if messages is not None else []:
+        for call in getattr(message, "tool_calls", None) or []:
+            asked_for[str(call.get("id"))] = (str(call.get("name")), call.get("args"))
+        if getattr(message, "type", None) == "tool" and getattr(message, "status", None) == "error":
+            call_id = str(getattr(message, "tool_call_id", "") or "")
+            name, args = asked_for.get(call_id, (str(getattr(message, "name", None) or "?"), None))
+            if name not in known:
+                found.append((name, args, _text(message)[:SHOWN], call_id))
+    return found

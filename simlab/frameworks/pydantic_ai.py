@@ -30,6 +30,7 @@ from simlab.sim.agent_io import AgentInput, AgentReply
 try:
     from pydantic_ai import Agent, RunContext, Tool
     from pydantic_ai.exceptions import UsageLimitExceeded
+    from pydantic_ai.messages import RetryPromptPart, ToolCallPart
     from pydantic_ai.usage import UsageLimits
 except ImportError as exc:  # pragma: no cover - the extra is part of the test install
     raise missing_extra("pydantic-ai", exc) from None
@@ -75,14 +76,19 @@ class PydanticAIAgent(FrameworkAgent):
         limits = UsageLimits(request_limit=self.max_steps) if self.max_steps is not None else None
         text = str(inp.messages[-1].get("content") or "")
         asked = time.perf_counter()
+        asked_for: dict[str, tuple[str, Any]] = {}  # tool call id -> (name, args) the model asked for
         try:
             async with agent.iter(text, deps=trial, message_history=inp.memory.get("history"),
                                   usage_limits=limits) as run:
                 async for node in run:
                     if Agent.is_model_request_node(node):
                         asked = time.perf_counter()
+                        for name, args, reason, call_id in _refused(node.request, asked_for):
+                            trial.rejected(name, args, reason, call_id)
                     elif Agent.is_call_tools_node(node):  # the model answered; its tools run next
                         response = node.model_response
+                        asked_for.update({p.tool_call_id: (p.tool_name, p.args) for p in response.parts
+                                          if isinstance(p, ToolCallPart)})
                         usage = response.usage
                         trial.model_call(response.model_name or "unknown", usage.input_tokens,
                                          usage.output_tokens, usage.cache_read_tokens, time.perf_counter() - asked)
@@ -100,3 +106,19 @@ class PydanticAIAgent(FrameworkAgent):
         inp.memory["history"] = result.all_messages()
         output = result.output
         return trial.reply(output if isinstance(output, str) else str(output))
+
+
+def _refused(request: Any, asked_for: dict[str, tuple[str, Any]]) -> list[tuple[str, Any, str, str]]:
+    """Tool calls pydantic-ai refused itself and sent back to the model to retry (an unknown tool,
+    arguments that are not JSON or fail its validation): they never reached the trial's tools."""
+    found = []
+    for part in getattr(request, "parts", []):
+        # pydantic-ai 2.x: a ToolReturnPart with outcome "retried"; earlier: a RetryPromptPart
+        retried = isinstance(part, RetryPromptPart) or getattr(part, "outcome", None) == "retried"
+        if retried and getattr(part, "tool_name", None):
+            name, args = asked_for.get(part.tool_call_id, (part.tool_name, None))
+            content = part.content
+            reason = content if isinstance(content, str) else "; ".join(
+                str(e.get("msg", e)) if isinstance(e, dict) else str(e) for e in content)
+            found.append((name, args, reason[:300], part.tool_call_id))
+    return found

@@ -116,6 +116,24 @@ class ToolHandle:
         self._watch_for_loops(name, outcome.raw_arguments)
         return ToolReply(outcome.ok, outcome.result, outcome.error)
 
+    def rejected(self, name: str, arguments: dict[str, Any] | str | None, reason: str,
+                 call_id: str | None = None) -> None:
+        """Record a call the agent's framework answered itself without running it (an unknown
+        tool, arguments its validation refused): an invalid call with the framework's message, seen
+        by the efficiency and loop checks like any other; the domain never ran it."""
+        self._next_id += 1
+        call_id = call_id or f"call_{self.turn}_{self._next_id}"
+        if call_id in self._ids:
+            call_id = f"{call_id}~{self._next_id}"
+        self._ids.add(call_id)
+        raw = arguments if isinstance(arguments, str) else json.dumps(arguments or {}, ensure_ascii=False,
+                                                                         default=str)
+        parsed = arguments if isinstance(arguments, dict) else None
+        self._record(ToolCall(turn=self.turn, call_id=call_id, name=name, arguments=parsed, raw_arguments=raw))
+        self._record(InvalidCall(turn=self.turn, call_id=call_id, name=name, reason=f"the framework: {reason}"))
+        self._record(ToolResult(turn=self.turn, call_id=call_id, name=name, ok=False, result=None, error=reason))
+        self._watch_for_loops(name, raw)
+
     def _watch_for_loops(self, name: str, raw: str) -> None:
         self._calls_this_turn += 1
         key = f"{name}\x00{_canonical(raw)}"

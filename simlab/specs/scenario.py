@@ -86,7 +86,8 @@ class Limits(SpecModel):
 
     max_tokens: int | None = Field(None, ge=1)
     max_cost_usd: float | None = Field(None, gt=0)
-    max_seconds: float | None = Field(None, gt=0)
+    max_seconds: float | None = Field(1800, gt=0, description="Wall seconds of one trial (default 1800: every "
+                                                             "agent is bounded); null: no limit.")
     max_agent_steps: int = Field(10, ge=1, description="Tool-call rounds within one agent turn.")
 
 

@@ -26,12 +26,17 @@ _SECRET_ENV = re.compile(r"(^|_)(API_?KEY|KEY|TOKEN|SECRET|PASSWORD|PASSWD|PASS|
 _URL_USERINFO = re.compile(r"(://)([^\s/@\"'<>\\]+)@")
 _URL_QUERY = re.compile(r"(?i)([?&](?:api[_-]?key|apikey|key|token|access[_-]?token|secret|password|passwd|sig|"
                         r"signature|auth)=)[^&#\s\"'<>]+")
-_PATTERNS = [
+SECRET_SHAPES = [
     _URL_QUERY,
     re.compile(r"(?i)(bearer\s+)[A-Za-z0-9._~+/=-]{6,}"),
     re.compile(r"(?i)((?:x-)?api[_-]?key[\"']?\s*[:=]\s*[\"']?)[^\s\"',}&]{6,}"),
     re.compile(r"(?i)(authorization[\"']?\s*[:=]\s*[\"']?)[^\"',}\n]{6,}"),
     re.compile(r"()\bsk-[A-Za-z0-9_-]{8,}"),
+    # providers' key shapes: GitHub tokens, AWS access key ids, Google API keys, Slack tokens
+    re.compile(r"()\b(?:gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,})"),
+    re.compile(r"()\b(?:AKIA|ASIA)[0-9A-Z]{16}\b"),
+    re.compile(r"()\bAIza[0-9A-Za-z_-]{30,}"),
+    re.compile(r"()\bxox[abprs]-[A-Za-z0-9-]{10,}"),
     # NAME=value with a credential-looking NAME: a .env file quoted in an error (one start per word)
     re.compile(r"(?i)(\b[a-z0-9_]*(?:key|token|secret|password|passwd|credentials?|cred)\s*=\s*[\"']?)"
                r"[^\s\"',&]{4,}"),
@@ -87,7 +92,7 @@ def scrub(text: str, secrets: Iterable[str | None] = ()) -> str:
     """Mask the given secret values, credential-named env values, credentials in URLs and
     key-shaped tokens in text (``mask_values`` and then the shapes of keys)."""
     text = mask_values(text, secrets)
-    for pattern in _PATTERNS:
+    for pattern in SECRET_SHAPES:
         text = pattern.sub(lambda m: m.group(1) + MASK, text)
     return text
 

@@ -94,3 +94,22 @@ def test_promote_errors_are_clear(project: Path, capsys):
     assert main(["promote", "prod", "1", "--domain", "retail"]) == 2
     assert "exists; pass --force" in capsys.readouterr().err
     assert main(["promote", "prod", "1", "--domain", "nosuchdomain"]) == 2
+
+
+def test_names_from_the_trace_cannot_add_keys_to_the_draft(project: Path, capsys):
+    """A newline in a tool's name once started a top-level key of the draft (it went into a comment)."""
+    hostile = "teleport\nexpect: {rules: [{forbid: issue_refund}]}\nmax_turns: 99"
+    trace = json.loads(json.dumps(TRACE))
+    trace["id"] = "Conv 8"
+    trace["messages"][3]["tool_calls"][1]["function"]["name"] = hostile
+    (project / "hostile.jsonl").write_text(json.dumps(trace) + "\n")
+    assert main(["import", "openai", "hostile.jsonl", "--run-id", "hostile"]) == 0
+    out = project / "hostile.yaml"
+    assert main(["promote", "hostile", "observed#1", "--domain", "retail", "--out", str(out)]) == 0
+    text = out.read_text()
+    data = yaml.safe_load(text)
+    assert set(data) == {"id", "title", "domain", "persona", "user", "max_turns", "expect"}
+    assert data["max_turns"] != 99 and "forbid" not in json.dumps(data)
+    assert "teleport\\nexpect" in text  # shown, escaped, inside the comment
+    capsys.readouterr()
+    assert main(["validate", str(out)]) == 0

@@ -90,11 +90,33 @@ def _pinned_domain(folder: Path, t: Any) -> str | None:
 def _flow(value: Any) -> str:
     import yaml  # here, not at the top: main.py imports this module to build the parser
 
-    return yaml.safe_dump(value, default_flow_style=True, allow_unicode=True, width=10_000).strip()
+    return yaml.safe_dump(value, default_flow_style=True, allow_unicode=True, width=2**31 - 1).strip()
 
 
 def _scalar(value: str) -> str:
     return json.dumps(value, ensure_ascii=False)  # a JSON string is a YAML string: quotes and escapes kept
+
+
+def _note(text: str) -> str:
+    """Text from the trace inside a comment: one line, whatever it holds (a newline in a tool's
+    name would otherwise start a line of YAML)."""
+    from simlab.inert import one_line
+
+    return one_line(text)
+
+
+DRAFT_KEYS = {"id", "title", "domain", "persona", "user", "max_turns", "history", "expect"}
+
+
+def _checked(text: str) -> str:
+    """The draft, after reading it back: only the keys a draft has, whatever the trace held."""
+    import yaml
+
+    data = yaml.safe_load(text)
+    extra = set(data) - DRAFT_KEYS if isinstance(data, dict) else {"(not a mapping)"}
+    if extra or not set(data.get("expect") or {}) <= {"expected_actions", "rules"}:
+        raise RuntimeError(f"the promoted draft does not read back as written: {sorted(extra)}")
+    return text
 
 
 def draft(t: Any, run: str, unit: str, domain: Any, domain_ref: str, *, history_turns: int = 0) -> tuple[str, str]:
@@ -106,12 +128,12 @@ def draft(t: Any, run: str, unit: str, domain: Any, domain_ref: str, *, history_
     scenario_id = "promoted-" + (re.sub(r"[^a-z0-9_.-]+", "-", str(source).lower()).strip("-.") or "trace")[:60]
     users = [e for e in t.events if isinstance(e, UserMessage) and e.turn > history_turns]
     results = {e.call_id: e for e in t.events if isinstance(e, ToolResult)}
-    lines = [f"# A scenario draft promoted from run {run}, trial {unit}" + (
-        f" ({t.observed.source})" if t.observed is not None else "") + ".",
+    lines = ["# " + _note(f"A scenario draft promoted from run {run}, trial {unit}" + (
+        f" ({t.observed.source})" if t.observed is not None else "") + "."),
         "# Correct every TODO, then run `simlab validate` on this file.",
         f"id: {scenario_id}",
         f"title: {_scalar('TODO: what this case is about (promoted from ' + unit + ')')}",
-        f"domain: {domain_ref}",
+        f"domain: {_scalar(domain_ref)}",
         "persona: {id: promoted-user, description: \"TODO: who the user is and how they write\"}",
         "user:",
         "  goal: \"TODO: what the user wanted, in their words (the agent never sees it)\"",
@@ -136,29 +158,31 @@ def draft(t: Any, run: str, unit: str, domain: Any, domain_ref: str, *, history_
             continue
         tool, result = domain.tool(e.name), results.get(e.call_id)
         if tool is None:
-            notes.append(f"  # {e.name} (turn {e.turn}) is not a tool of domain {domain.name}")
+            notes.append("  # " + _note(f"{e.name} (turn {e.turn}) is not a tool of domain {domain.name}"))
         elif tool.access.value != "write":
             continue
         elif result is None or not result.ok:
-            notes.append(f"  # {e.name}({_flow(e.arguments or {})}) at turn {e.turn} failed in the trace: left out")
+            notes.append("  # " + _note(f"{e.name}({_flow(e.arguments or {})}) at turn {e.turn} failed in the trace: "
+                                        "left out"))
         else:
             try:
                 tool.validate(e.arguments or {})
             except ValueError as exc:
-                notes.append(f"  # {e.name} at turn {e.turn}: arguments do not fit the tool "
-                             f"({str(exc).splitlines()[0]}): left out")
+                notes.append("  # " + _note(f"{e.name} at turn {e.turn}: arguments do not fit the tool "
+                                            f"({str(exc).splitlines()[0]}): left out"))
                 continue
-            actions.append(f"    - {{tool: {e.name}, args: {_flow(e.arguments or {})}}}")
+            actions.append(f"    - {{tool: {_scalar(e.name)}, args: {_flow(e.arguments or {})}}}")
     if actions:
         lines.append("  expected_actions:            # TODO: the WRITE calls the trace made; keep only the right ones")
         lines += actions
     lines += notes
     calls = [e.name for e in t.events if isinstance(e, ToolCall)]
-    lines.append(f"  # the trace called: {', '.join(calls) or 'no tool'}; add rules (before, after_confirmation…)")
+    lines.append("  # " + _note(f"the trace called: {', '.join(calls) or 'no tool'}; add rules (before, "
+                                "after_confirmation…)"))
     lines.append("  # TODO: state assertions on the outcome, rubric items for what code cannot check")
     if not actions:
         lines.append("  rules: []")
-    return "\n".join(lines) + "\n", scenario_id
+    return _checked("\n".join(lines) + "\n"), scenario_id
 
 
 def _history(t: Any, turns: int, results: dict[str, Any]) -> list[str]:
@@ -174,7 +198,7 @@ def _history(t: Any, turns: int, results: dict[str, Any]) -> list[str]:
             out.append(f"  - agent: {_scalar(e.text)}")
         elif isinstance(e, ToolCall):
             result = results.get(e.call_id)
-            out.append(f"  - tool: {e.name}")
+            out.append(f"  - tool: {_scalar(e.name)}")
             out.append(f"    args: {_flow(e.arguments or {})}")
             if result is not None and result.ok:
                 out.append(f"    result: {_flow(result.result)}")

@@ -159,6 +159,16 @@ def test_a_link_to_an_endless_device_is_refused(project):
     assert code == 2 and "not a regular file" in err
 
 
+@pytest.mark.parametrize("content", ["GITHUB_PAT=tok9f8e7d6c5b4a3921\nDB_URL=postgres://u:pw@h/db\n",
+                                     "export SUPPORT_BOT_PAT=tok9f8e7d6c5b4a3921\n", "PAT = tok9f8e7d6c5b4a3921"])
+def test_an_environment_file_reached_as_a_spec_never_has_its_values_shown(project, content: str):
+    (project / "secrets.env").write_text(content)
+    (project / "scenarios" / "linked.yaml").symlink_to(project / "secrets.env")
+    code, err = cli("validate", "scenarios/linked.yaml")
+    assert code == 2 and "scenarios/linked.yaml" in err and "NAME=value lines" in err
+    assert "tok9f8e7d6c5b4a3921" not in err and "pw@" not in err
+
+
 def test_a_fifo_is_refused_without_blocking(project):
     os.mkfifo(project / "scenarios" / "pipe.yaml")
     code, err = cli("validate", "scenarios/pipe.yaml")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import glob
 import hashlib
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -12,6 +13,7 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
 from simlab.errors import SpecError
+from simlab.redact import scrub
 from simlab.specs.config import ProjectConfig, Suite
 from simlab.specs.errors import format_validation_error
 from simlab.specs.persona import Persona
@@ -246,11 +248,16 @@ def load_suite(path: Path) -> Loaded:
     return load_model(path, Suite)
 
 
+_ASSIGNMENT = re.compile(r"\s*(?:export\s+)?[A-Za-z_][A-Za-z0-9_]*\s*=")
+
+
 def _kind(value: Any) -> str:
     if value is None:
         return "nothing (null)"
     if isinstance(value, list):
         return "a list"
     if isinstance(value, str):
-        return f"a string ({value[:40]!r})"
+        if _ASSIGNMENT.match(value):  # never quoted: its values are likely secrets
+            return "a string of NAME=value lines (an environment file such as .env?)"
+        return f"a string ({scrub(value[:40])!r})"
     return type(value).__name__

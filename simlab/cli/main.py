@@ -41,6 +41,9 @@ def build_parser() -> argparse.ArgumentParser:
                           "-k 'refund and not card'")
     run.add_argument("--tags", type=lambda text: [t.strip() for t in text.split(",") if t.strip()], default=[],
                      help="only scenarios carrying one of these tags (comma-separated)")
+    run.add_argument("--partial-ok", action="store_true",
+                     help="with --suite and -k, --tags or paths: gate the part of the suite played (every report "
+                          "says partial) instead of exiting 3")
     run.add_argument("--list", "--dry-run", dest="list", action="store_true",
                      help="show the planned scenarios and trials (and where each trial count comes from); play nothing")
     run.add_argument("--keep-errors", action="store_true",

@@ -238,6 +238,10 @@ def write_or_check_manifest(store: RunStore, plan: RunPlan, force: bool) -> None
             "Use another --run-id, or --force to resume anyway (the run is then marked as mixing configurations)."
         )
     stored["allow_unjudged"] = plan.manifest.get("allow_unjudged", [])  # the latest command's reporting setting
+    for key in ("suite", "partial_ok"):  # the suite this command gates against, and whether a part may pass
+        stored.pop(key, None)
+        if key in plan.manifest:
+            stored[key] = plan.manifest[key]
     stored.pop("summary_evaluators", None)  # likewise the suite's summary functions
     if plan.manifest.get("summary_evaluators"):
         stored["summary_evaluators"] = plan.manifest["summary_evaluators"]

@@ -53,6 +53,7 @@ class RunRequest:
     keywords: str | None = None  # -k EXPR: scenarios whose id, title or tags match
     tags: list[str] = field(default_factory=list)  # --tags: scenarios carrying one of them
     cache: bool | None = None  # --cache: answer repeated model requests from the response cache
+    partial_ok: bool = False  # --partial-ok: a part of the suite (-k, --tags, paths) may be gated, said partial
     command: list[str] = field(default_factory=list)
 
 
@@ -176,7 +177,17 @@ def prepare(req: RunRequest) -> RunPlan:
         plan.cache_dir = cache_folder(config, root)
         plan.cache_max_mb = cache_max_mb(cache)
     plan.manifest = manifest_for(plan, req, trials)
+    if req.suite:  # the suite's own plan, against which its gates judge this run (runner/suite_plan.py)
+        plan.manifest["suite"] = {"id": suite.id if suite else None, "plan": _suite_plan(req, root)}
+        plan.manifest["partial_ok"] = req.partial_ok
     return plan
+
+
+def _suite_plan(req: RunRequest, root: Path) -> dict[str, int]:
+    from simlab.runner.suite_plan import suite_plan
+
+    assert req.suite is not None
+    return suite_plan(req.suite, root)
 
 
 def trials_of(scenario: int | None, flag: int | None, suite: int | None, project: int | None) -> tuple[int, str]:

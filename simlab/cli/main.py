@@ -142,6 +142,8 @@ def build_parser() -> argparse.ArgumentParser:
                                        "or bad line, no unit twice) and write them as one run.")
     merge.add_argument("out", help="run id (or folder) of the merged run; it must not exist yet")
     merge.add_argument("shards", nargs="+", metavar="SHARD_DIR", help="run folders (or run ids) of the shards")
+    merge.add_argument("--force", action="store_true",
+                       help="merge shards whose pins (code included) differ; the merged run is marked mixed")
 
     view = sub.add_parser("view", help="browse runs and transcripts in the terminal")
     view.add_argument("target", nargs="?", help="a run id or a run folder (default: the newest run)")

@@ -308,8 +308,8 @@ def _plan_problems(summary: RunSummary, suite: Suite, suite_plan: Mapping[str, i
     if partial_ok and not any("are not the suite's" in s for s in shortfall):
         report.partial = text
         return []
-    return [f"not the run of suite {suite.id!r}: " + "; ".join(shortfall) + f" ({text}); play the whole suite, "
-            "or accept a part by name: simlab run --suite SUITE … --partial-ok"]
+    return [f"{text} of suite {suite.id!r}, not its run: " + "; ".join(shortfall) + "; play the whole suite, "
+            "or accept the part by name (simlab run --suite SUITE … --partial-ok)"]
 
 
 def completeness_problems(summary: RunSummary) -> list[str]:
@@ -326,7 +326,7 @@ def completeness_problems(summary: RunSummary) -> list[str]:
         problems.append(f"{done.unplanned} stored trials are not in the run's plan (trials of another run "
                         "mixed in?)")
     if summary.mixed_pins:
-        problems.append("the run mixes configurations (resumed with --force over other pins): "
+        problems.append("the run mixes configurations (resumed or merged with --force over other pins): "
                         + "; ".join(summary.mixed_pins[:3]))
     return problems
 

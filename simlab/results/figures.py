@@ -181,6 +181,9 @@ class Completeness(_Figures):
     finished: int = 0
     unplanned: int = 0
     manifest: bool = True
+    partial: str | None = Field(None, description="A run of a part of its suite (simlab run --suite … -k …): "
+                                                  "'partial: 1 of 10 scenarios' (runner/suite_plan.partial_text); "
+                                                  "None when it is the suite's whole plan or played without one.")
 
 
 class Divergence(_Figures):

@@ -217,6 +217,16 @@ def _play_in_workers(plan: RunPlan, todo: list[WorkUnit], workers: int, shards: 
     return outcome, pool.interrupted
 
 
+def _comparable(stored: dict[str, Any], plan: RunPlan) -> dict[str, Any]:
+    """The pins a stored manifest is compared with: a run made before code was pinned
+    (``code_pins.py``) is compared without ``pins.code``, which the resume then adds."""
+    pins = plan.manifest["pins"]
+    if isinstance(stored.get("pins"), dict) and "code" not in stored["pins"]:
+        stored["pins"]["code"] = pins.get("code")
+        stored["code_pinned_at_resume"] = True  # the trials played before it: their code is unknown
+    return pins
+
+
 def write_or_check_manifest(store: RunStore, plan: RunPlan, force: bool) -> None:
     """A new run gets its manifest; a resumed one must have the same pins (or ``force``, which marks
     it as mixing configurations). A run with trials but no manifest is refused without ``force``."""
@@ -229,7 +239,7 @@ def write_or_check_manifest(store: RunStore, plan: RunPlan, force: bool) -> None
         diffs = [f"run.json was missing: the pins of the trials stored before are unknown ({store.trials_path})"]
         stored = dict(plan.manifest)
     else:
-        diffs = pin_differences(stored.get("pins", {}), plan.manifest["pins"])
+        diffs = pin_differences(stored.get("pins", {}), _comparable(stored, plan))
     if diffs and not force:
         lines = "\n".join(f"  - {d}" for d in diffs[:20])
         what = "has trials but no run.json" if missing else "exists with different pins"

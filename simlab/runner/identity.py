@@ -10,7 +10,7 @@ transcript is parsed. A line that fails is a ``lines.TrialMismatch`` naming file
 like a corrupt line, the run's files cannot stand for the run; ``LineError``).
 
 Exceptions, each written down: a run resumed with ``--force`` over other pins (``resumes[].forced_over``)
-holds trials of earlier pins by design, so its seeds and agent are not checked (its gates are
+(or merged with ``--force``) holds trials of other pins by design, so its seeds and agent are not checked (its gates are
 inconclusive anyway: ``report/gates.py``); an observed run's trials have seed 0 and the agent of
 production, which no pin names, so only seed 0 is checked; a manifest whose agent pin is not a spec
 simlab reads leaves the agent unverifiable, and says so (``unverifiable``), never passed in silence.
@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from simlab.runner.code_pins import mixed_pins
 from simlab.runner.plan import derive_seed, unit_id_of
 
 MANIFEST = "run.json"
@@ -115,7 +116,7 @@ def identity_of(manifest: Mapping[str, Any], path: Path) -> RunIdentity | None:
         return None
     pins = _mapping(manifest.get("pins"))
     identity = RunIdentity(path, run_id, frozenset(source_run_ids(manifest)), None, None)
-    mixed = any(r.get("forced_over") for r in manifest.get("resumes") or [] if isinstance(r, Mapping))
+    mixed = bool(mixed_pins(dict(manifest)))
     if manifest.get("observed") is not None:
         identity.seed, identity.observed = 0, True  # imported conversations: seed 0, the agent of production
     elif not mixed:

@@ -360,6 +360,7 @@ def pins_of(plan: RunPlan, trials: dict[str, int]) -> dict[str, Any]:
         "judge": _judge_pin(plan.judge),
         "seed": plan.seed,
         "limits": plan.limits.model_dump(mode="json"),
+        "code": _code(plan),
         "scenarios": {
             sid: {
                 "path": str(s.path),
@@ -371,6 +372,16 @@ def pins_of(plan: RunPlan, trials: dict[str, int]) -> dict[str, Any]:
             for sid, s in plan.scenarios.items()
         },
     })
+
+
+def _code(plan: RunPlan) -> dict[str, Any]:
+    """``pins.code`` (``code_pins.py``): the agent's and the domains' files, simlab, the commit."""
+    from simlab.env.domain import BUILTIN_DOMAINS
+    from simlab.runner.code_pins import code_pins
+
+    agent = [plan.agent.python] if plan.agent.python else [plan.agent.framework[1]] if plan.agent.framework else []
+    domains = sorted({BUILTIN_DOMAINS.get(s.spec.domain, s.spec.domain) for s in plan.scenarios.values()})
+    return code_pins(agent, domains, Path("."))
 
 
 def pin_differences(stored: dict[str, Any], current: dict[str, Any], prefix: str = "") -> list[str]:

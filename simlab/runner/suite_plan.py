@@ -14,13 +14,13 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from simlab.runner.prepare import trials_of
-from simlab.specs import load_config, load_personas, load_scenarios, load_suite, scenario_files
-
 
 def suite_plan(suite_path: str | Path, root: Path = Path(".")) -> dict[str, int]:
     """Scenario id → trials, as ``simlab run --suite`` plans them with no flag (the suite's tags,
     its ``trials``, each scenario's, then ``simlab.yaml``'s)."""
+    from simlab.runner.prepare import trials_of  # loads the specs' and domains' modules: only here
+    from simlab.specs import load_config, load_personas, load_scenarios, load_suite, scenario_files
+
     path = Path(suite_path)
     suite = load_suite(path).spec
     config = load_config(root / "simlab.yaml")

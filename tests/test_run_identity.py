@@ -96,6 +96,15 @@ def test_a_report_on_a_copied_folder_says_whose_run_it_is(project, capsys):
     assert code == 0 and "the folder is named 'copy' but its run.json is run 'orig'" in text, text
 
 
+def test_a_copied_folder_resumed_under_its_name_reads_as_one_run(project, capsys):
+    assert main(["run", "--run-id", "orig", "--trials", "1", "--no-progress", POLICY]) == 0
+    shutil.copytree(project / "transcripts/orig", project / "transcripts/copy")
+    code, text = cli(capsys, "run", "--run-id", "copy", "--trials", "1", "--no-progress", POLICY)
+    assert code == 0, text
+    manifest = json.loads((project / "transcripts/copy/run.json").read_text())
+    assert manifest["run_id"] == "orig" and manifest["run_ids"] == ["copy"]
+
+
 # -- a part of the suite ----------------------------------------------------------------------
 
 

@@ -105,8 +105,9 @@ def run_batch(req: RunRequest, options: BatchOptions | None = None) -> BatchResu
         if repair.cut_bytes:
             options.note(f"note: cut a torn last line ({repair.cut_bytes} bytes: {repair.reason}) from "
                          f"{store.trials_path}")
+        errors = store.error_unit_ids()  # reads every head: each line checked against run.json (identity.py)
         if not options.keep_errors:
-            again = store.error_unit_ids() & {u.unit_id for u in units}
+            again = errors & {u.unit_id for u in units}
             if again:  # an infrastructure error is not finished work: play those units again
                 moved = store.retire(again)
                 options.note(f"note: {moved} trials that ended in an infrastructure error will be played again "
@@ -255,6 +256,10 @@ def write_or_check_manifest(store: RunStore, plan: RunPlan, force: bool) -> None
     stored.pop("summary_evaluators", None)  # likewise the suite's summary functions
     if plan.manifest.get("summary_evaluators"):
         stored["summary_evaluators"] = plan.manifest["summary_evaluators"]
+    if stored.get("run_id") != plan.run_id:  # a run folder copied or renamed, resumed under its name:
+        named = stored.setdefault("run_ids", [])  # the trials it adds name it (runner/identity.py)
+        if plan.run_id not in named:
+            named.append(plan.run_id)
     resumes = stored.setdefault("resumes", [])
     resumes.append({"at": datetime.now(UTC).isoformat(timespec="seconds"), "command": plan.manifest["command"],
                     **({"forced_over": diffs} if diffs else {})})

@@ -132,9 +132,10 @@ def identity_of(manifest: Mapping[str, Any], path: Path) -> RunIdentity | None:
 
 
 def source_run_ids(manifest: Mapping[str, Any]) -> set[str]:
-    """The run ids a run's trials may carry: its own, every shard's it was merged from (and theirs),
-    and the observed run a graded sample was drawn from."""
-    ids = {str(manifest.get("run_id"))}
+    """The run ids a run's trials may carry: its own, the names it was resumed under after its folder
+    was copied or renamed (``run_ids``), every shard's it was merged from (and theirs), and the
+    observed run a graded sample was drawn from."""
+    ids = {str(manifest.get("run_id")), *(str(r) for r in manifest.get("run_ids") or [])}
     for shard in manifest.get("merged_from") or []:
         if isinstance(shard, Mapping):
             ids.update(str(r) for r in [shard.get("run_id"), *(shard.get("run_ids") or [])] if r is not None)

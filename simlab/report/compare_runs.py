@@ -147,7 +147,7 @@ def compare_exit(result: Comparison, base: RunSummary, cand: RunSummary, *,
 
     if not fail_on_regression:
         return EXIT_OK, f"{result.pooled.verdict} (exit codes of a regression: --fail-on-regression)"
-    problems = [f"the {side} run: {p}" for side, summary in (("base", base), ("candidate", cand))
+    problems = [_side_problem(side, summary, p) for side, summary in (("base", base), ("candidate", cand))
                 for p in completeness_problems(summary)]
     code = decide(problems, ["fail" if result.pooled.verdict == "regressed" else "pass"])
     if problems:
@@ -155,3 +155,10 @@ def compare_exit(result: Comparison, base: RunSummary, cand: RunSummary, *,
     if code == EXIT_GATE_FAILED:
         return code, "regressed beyond noise"
     return code, f"{result.pooled.verdict}: no regression beyond noise"
+
+
+def _side_problem(side: str, summary: RunSummary, problem: str) -> str:
+    done = summary.completeness
+    if problem.startswith("run incomplete") and done is not None and done.planned is not None:
+        return f"the {side} run is incomplete ({done.finished} of {done.planned} planned trials)"
+    return f"the {side} run: {problem}"

@@ -112,7 +112,7 @@ def test_a_gate_on_one_scenario_of_the_suite_is_inconclusive_naming_what_is_miss
     assert main(["run", "--agent", FLAKY, "--trials", "4", "--run-id", "sub", "--no-progress", POLICY]) in (0, 1)
     code, text = cli(capsys, "gate", "sub", "--suite", NIGHTLY)
     assert code == 3, text
-    assert "partial: 1 of 10 scenarios of suite 'retail-nightly', not its run" in text
+    assert "not the run of suite 'retail-nightly' (partial: 1 of 10 scenarios)" in text
     assert "9 of the suite's 10 scenarios were not played (already-refunded" in text
 
 
@@ -233,3 +233,28 @@ def test_an_incomplete_run_is_exit_3_whatever_the_figures_in_every_entry_point(p
     assert nightly("good") == 0
     code, text = cli(capsys, "compare", "good", "bad", "--fail-on-regression")
     assert code == 3 and "incomplete" in text, text
+
+
+@pytest.mark.parametrize(("run", "text", "shortfall"), [
+    ({"a": 4, "b": 4}, None, []),
+    ({"a": 4}, "partial: 1 of 2 scenarios", ["1 of the suite's 2 scenarios were not played (b)"]),
+    ({"a": 1, "b": 1}, "partial: 2 of 8 trials the suite plans",
+     ["fewer trials than the suite plans in 2 scenarios (a 1 of 4, b 1 of 4)"]),
+    ({"a": 8, "b": 4}, "not the suite's plan: other scenarios or trial counts",
+     ["other trial counts than the suite plans in 1 scenarios (a 8 of 4)"]),
+    ({"a": 4, "b": 4, "c": 1}, "not the suite's plan: other scenarios or trial counts",
+     ["1 scenarios played are not the suite's (c)"]),
+])
+def test_how_a_run_falls_short_of_its_suite(run, text, shortfall):
+    from simlab.runner.suite_plan import partial_text, plan_shortfall
+
+    assert partial_text(run, {"a": 4, "b": 4}) == text
+    assert plan_shortfall(run, {"a": 4, "b": 4}) == shortfall
+
+
+def test_a_gate_forced_over_other_pins_is_inconclusive_in_compare_too(project, capsys):
+    assert main(["run", "--run-id", "a", "--trials", "2", "--no-progress", POLICY]) == 0
+    assert main(["run", "--run-id", "b", "--trials", "1", "--no-progress", POLICY]) == 0
+    assert main(["run", "--run-id", "b", "--trials", "2", "--seed", "5", "--force", "--no-progress", POLICY]) == 0
+    code, text = cli(capsys, "compare", "a", "b", "--fail-on-regression", "--allow-different-pins")
+    assert code == 3 and "mixes configurations" in text, text

@@ -313,7 +313,7 @@ def _plan_problems(summary: RunSummary, suite: Suite, suite_plan: Mapping[str, i
     if partial_ok and not any("are not the suite's" in s for s in shortfall):
         report.partial = text
         return []
-    return [f"{text} of suite {suite.id!r}, not its run: " + "; ".join(shortfall) + "; play the whole suite, "
+    return [f"not the run of suite {suite.id!r} ({text}): " + "; ".join(shortfall) + "; play the whole suite, "
             "or accept the part by name (simlab run --suite SUITE … --partial-ok)"]
 
 

@@ -76,11 +76,12 @@ def partial_text(run: Mapping[str, int], suite: Mapping[str, int]) -> str | None
     if not plan_shortfall(run, suite):
         return None
     played = sum(1 for sid in suite if sid in run)
-    text = f"partial: {played} of {len(suite)} scenarios"
+    if played < len(suite):
+        return f"partial: {played} of {len(suite)} scenarios"
     planned, asked = sum(min(run.get(sid, 0), n) for sid, n in suite.items()), sum(suite.values())
-    if planned < asked and played == len(suite):
-        text = f"partial: {planned} of {asked} trials the suite plans"
-    return text
+    if planned < asked:
+        return f"partial: {planned} of {asked} trials the suite plans"
+    return "not the suite's plan: other scenarios or trial counts"
 
 
 def manifest_partial(manifest: Mapping[str, Any] | None) -> str | None:

@@ -42,41 +42,39 @@ class RunIdentity:
     agents: frozenset[str] | None  # the forms of the pinned agent's reference; None: not checked
     observed: bool = False  # imported conversations: every seed is 0
     unverifiable: list[str] = field(default_factory=list)  # what could not be checked, and why
-    _seeds: dict[tuple[str, int], int] = field(default_factory=dict)
 
     def check(self, path: Path, number: int, unit: str, row: Mapping[str, Any]) -> None:
         """Raise ``TrialMismatch`` unless the line's figures (a head's row, or ``row_of_record``)
-        belong to this run."""
-        where = f"{path}:{number}: trial {unit!r}"
+        belong to this run. Kept tight: a report of 100,000 trials calls it 100,000 times."""
+        scenario, trial = row.get("scenario_id"), row.get("trial")
+        if (type(trial) is int and type(scenario) is str and unit == f"{scenario}#{trial}"
+                and row.get("unit_id") in (None, unit) and row.get("run_id") in self.run_ids
+                and (self.seed is None or row.get("seed") == self._seed(scenario, trial))
+                and (self.agents is None or row.get("agent") in self.agents)):
+            return
+        raise _mismatch(f"{path}:{number}: trial {unit!r}: {self._why(unit, row)}; {_FIX}")
+
+    def _why(self, unit: str, row: Mapping[str, Any]) -> str:
+        """What is wrong with a line ``check`` refused, naming the field."""
         scenario, trial = row.get("scenario_id"), row.get("trial")
         if not isinstance(scenario, str) or not isinstance(trial, int) or unit != unit_id_of(scenario, trial):
-            raise _mismatch(f"{where}: field unit_id: its transcript is trial {trial!r} of scenario "
-                                f"{scenario!r}, so the line is stored under another unit's id; {_FIX}")
+            return (f"field unit_id: its transcript is trial {trial!r} of scenario {scenario!r}, so the line is "
+                    "stored under another unit's id")
         if row.get("unit_id") not in (None, unit):
-            raise _mismatch(f"{where}: field head.row.unit_id is {row.get('unit_id')!r}: the head belongs to "
-                                f"another line; {_FIX}")
-        run = row.get("run_id")
-        if run not in self.run_ids:
+            return f"field head.row.unit_id is {row.get('unit_id')!r}: the head belongs to another line"
+        if row.get("run_id") not in self.run_ids:
             named = ", ".join(repr(r) for r in sorted(self.run_ids))
-            raise _mismatch(f"{where}: field run_id is {run!r}, but {self.manifest} is run {self.run_id!r} "
-                                f"(trials may name {named}): the line was played by another run; {_FIX}")
+            return (f"field run_id is {row.get('run_id')!r}, but {self.manifest} is run {self.run_id!r} (trials "
+                    f"may name {named}): the line was played by another run")
         if self.seed is not None and row.get("seed") != self._seed(scenario, trial):
-            raise _mismatch(f"{where}: field seed is {row.get('seed')!r}, not the seed the plan derives for "
-                                f"this unit from the run's seed {self.seed} ({self.manifest}); {_FIX}")
-        if self.agents is not None and row.get("agent") not in self.agents:
-            pinned = ", ".join(repr(a) for a in sorted(self.agents))
-            raise _mismatch(f"{where}: field agent is {row.get('agent')!r}, but {self.manifest} pins {pinned}; "
-                                f"{_FIX}")
+            return (f"field seed is {row.get('seed')!r}, not the seed the plan derives for this unit from the "
+                    f"run's seed {self.seed} ({self.manifest})")
+        pinned = ", ".join(repr(a) for a in sorted(self.agents or ()))
+        return f"field agent is {row.get('agent')!r}, but {self.manifest} pins {pinned}"
 
     def _seed(self, scenario: str, trial: int) -> int:
-        if self.observed:
-            return 0
-        key = (scenario, trial)
-        seed = self._seeds.get(key)
-        if seed is None:
-            assert self.seed is not None
-            seed = self._seeds[key] = derive_seed(self.seed, scenario, trial)
-        return seed
+        assert self.seed is not None
+        return 0 if self.observed else derive_seed(self.seed, scenario, trial)
 
     def warnings(self, folder: Path) -> list[str]:
         out = []

@@ -36,6 +36,14 @@ def code_pins(agent_refs: Iterable[str], domain_modules: Iterable[str], root: Pa
     return {"simlab": __version__, "git_commit": git_commit(root), "files": dict(sorted(files.items()))}
 
 
+def run_code_pins(agent: Any, domains: Iterable[str], root: Path = Path(".")) -> dict[str, Any]:
+    """``code_pins`` of a run's agent spec (``AgentSpec``) and its scenarios' ``domain:`` refs."""
+    from simlab.env.domain import BUILTIN_DOMAINS
+
+    refs = [agent.python] if agent.python else [agent.framework[1]] if agent.framework else []
+    return code_pins(refs, sorted({BUILTIN_DOMAINS.get(d, d) for d in domains}), root)
+
+
 def _module_files(module: str, root: Path, *, package: bool) -> dict[str, str]:
     if not module:
         return {}

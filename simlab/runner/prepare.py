@@ -177,17 +177,12 @@ def prepare(req: RunRequest) -> RunPlan:
         plan.cache_dir = cache_folder(config, root)
         plan.cache_max_mb = cache_max_mb(cache)
     plan.manifest = manifest_for(plan, req, trials)
-    if req.suite:  # the suite's own plan, against which its gates judge this run (runner/suite_plan.py)
-        plan.manifest["suite"] = {"id": suite.id if suite else None, "plan": _suite_plan(req, root)}
-        plan.manifest["partial_ok"] = req.partial_ok
+    if req.suite:  # the suite's own plan, against which its gates judge this run
+        from simlab.runner.suite_plan import pin_suite
+
+        pin_suite(plan.manifest, plan.notes, trials, Path(req.suite), suite.id if suite else None, root,
+                  partial_ok=req.partial_ok)
     return plan
-
-
-def _suite_plan(req: RunRequest, root: Path) -> dict[str, int]:
-    from simlab.runner.suite_plan import suite_plan
-
-    assert req.suite is not None
-    return suite_plan(req.suite, root)
 
 
 def trials_of(scenario: int | None, flag: int | None, suite: int | None, project: int | None) -> tuple[int, str]:
@@ -376,12 +371,9 @@ def pins_of(plan: RunPlan, trials: dict[str, int]) -> dict[str, Any]:
 
 def _code(plan: RunPlan) -> dict[str, Any]:
     """``pins.code`` (``code_pins.py``): the agent's and the domains' files, simlab, the commit."""
-    from simlab.env.domain import BUILTIN_DOMAINS
-    from simlab.runner.code_pins import code_pins
+    from simlab.runner.code_pins import run_code_pins
 
-    agent = [plan.agent.python] if plan.agent.python else [plan.agent.framework[1]] if plan.agent.framework else []
-    domains = sorted({BUILTIN_DOMAINS.get(s.spec.domain, s.spec.domain) for s in plan.scenarios.values()})
-    return code_pins(agent, domains, Path("."))
+    return run_code_pins(plan.agent, [s.spec.domain for s in plan.scenarios.values()])
 
 
 def pin_differences(stored: dict[str, Any], current: dict[str, Any], prefix: str = "") -> list[str]:

@@ -30,6 +30,19 @@ def suite_plan(suite_path: str | Path, root: Path = Path(".")) -> dict[str, int]
     return {s.spec.id: trials_of(s.spec.trials, None, suite.trials, config.trials)[0] for s in loaded}
 
 
+def pin_suite(manifest: dict[str, Any], notes: list[str], trials: Mapping[str, int], suite_path: Path,
+              suite_id: str | None, root: Path, *, partial_ok: bool) -> None:
+    """Record in a run's manifest the plan of the suite it is played from (``suite``) and whether a
+    part of it is accepted (``partial_ok``); a note, before anything is played, when it is a part."""
+    whole = suite_plan(suite_path, root)
+    manifest["suite"] = {"id": suite_id, "plan": whole}
+    manifest["partial_ok"] = partial_ok
+    text = partial_text(trials, whole)
+    if text:
+        notes.append(f"{text} of the suite: " + ("accepted with --partial-ok, every report says so" if partial_ok
+                     else "its gates will be inconclusive (exit 3) unless you accept the part with --partial-ok"))
+
+
 def run_plan(manifest: Mapping[str, Any] | None) -> dict[str, int] | None:
     """Scenario id → trials a run planned (``pins.scenarios``), or None when its manifest does not say."""
     scenarios = ((manifest or {}).get("pins") or {}).get("scenarios")

@@ -195,6 +195,8 @@ def test_what_a_killed_merge_left_does_not_block_the_next(project, capsys):
     left = project / "transcripts" / f".m.{_dead_pid()}.0badc0de.merge"  # killed before its manifest
     left.mkdir()
     shutil.copy(project / "transcripts/s1/trials.jsonl", left)
+    (project / "transcripts/m").mkdir()  # and an older simlab's lock, left before its first line
+    (project / "transcripts/m/.lock").write_text("1")
     code, text = cli(capsys, "merge", "m", "s1", "s2")
     assert code == 0 and "merged 40 of 40" in text, text
     assert not left.exists() and (project / "transcripts/m/run.json").exists()

@@ -23,7 +23,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from simlab.errors import UsageError
+from simlab.errors import InfraError, UsageError
 from simlab.runner.heads_index import IndexBuilder, replace_trials
 from simlab.runner.identity import source_run_ids
 from simlab.runner.lines import ReadNotes, scan
@@ -127,10 +127,15 @@ def _clean_dead_merges(out: Path) -> None:
         pid = folder.name[len(out.name) + 2:].split(".")[0]
         if pid.isdigit() and not _alive(int(pid)):
             shutil.rmtree(folder, ignore_errors=True)
-    try:  # an empty folder (an older simlab's merge killed before its first line) blocks nothing
-        if out.is_dir() and {p.name for p in out.iterdir()} <= {".lock"}:
-            shutil.rmtree(out)
-    except OSError:
+    try:  # an empty folder (an older simlab's merge killed before its first line) blocks nothing,
+        if out.is_dir() and {p.name for p in out.iterdir()} <= {".lock"}:  # unless someone holds its lock
+            store = RunStore(out)
+            store.lock()
+            try:
+                shutil.rmtree(out)
+            finally:
+                store.unlock()
+    except (OSError, InfraError):
         pass
 
 

@@ -260,3 +260,21 @@ def test_a_gate_forced_over_other_pins_is_inconclusive_in_compare_too(project, c
     assert main(["run", "--run-id", "b", "--trials", "2", "--seed", "5", "--force", "--no-progress", POLICY]) == 0
     code, text = cli(capsys, "compare", "a", "b", "--fail-on-regression", "--allow-different-pins")
     assert code == 3 and "mixes configurations" in text, text
+
+
+def test_one_scenarios_gates_follow_the_one_rule(project):
+    """The gates of one scenario (what the pytest plugin checks) are 3 on a run that cannot stand
+    for its plan, whatever failed; 1 on a complete run where one failed."""
+    from simlab.report.build import build
+    from simlab.report.gates import scenario_gates
+
+    assert main(["run", "--run-id", "s", "--agent", FLAKY, "--trials", "4", "--no-progress", POLICY]) in (0, 1)
+    summary = build(project / "transcripts/s", write=False, allow_unjudged=["rubric"])
+    sid = next(iter(summary.scenarios))
+    assert scenario_gates(summary, sid, ["pass^1 >= 0"]).exit_code == 0
+    assert scenario_gates(summary, sid, ["success <= 0"]).exit_code == 1
+    assert scenario_gates(summary, sid, ["pass^9 >= 0.5"]).exit_code == 3  # n < k
+    _cut_to_half(project, "s")
+    summary = build(project / "transcripts/s", write=False, allow_unjudged=["rubric"])
+    report = scenario_gates(summary, sid, ["success <= 0"])
+    assert report.exit_code == 3 and "run incomplete: 2 of 4" in report.problems[0]

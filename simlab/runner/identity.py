@@ -61,8 +61,7 @@ class RunIdentity:
             return (f"field unit_id: its transcript is trial {trial!r} of scenario {scenario!r}, so the line is "
                     "stored under another unit's id")
         if row.get("unit_id") not in (None, unit):
-            return (f"field unit_id: its head or transcript names unit {row.get('unit_id')!r}: it belongs to "
-                    "another line")
+            return f"field head.row.unit_id is {row.get('unit_id')!r}: the head belongs to another line"
         if row.get("run_id") not in self.run_ids:
             named = ", ".join(repr(r) for r in sorted(self.run_ids))
             return (f"field run_id is {row.get('run_id')!r}, but {self.manifest} is run {self.run_id!r} (trials "
@@ -100,8 +99,7 @@ def row_of_record(raw: Mapping[str, Any]) -> dict[str, Any]:
     """The fields ``RunIdentity.check`` reads, from a parsed line's transcript (the head's row names)."""
     transcript = _mapping(raw.get("transcript"))
     agent = _mapping(transcript.get("agent"))
-    return {"run_id": transcript.get("run_id"), "unit_id": transcript.get("unit_id"),
-            "scenario_id": transcript.get("scenario_id"),
+    return {"run_id": transcript.get("run_id"), "scenario_id": transcript.get("scenario_id"),
             "trial": transcript.get("trial"), "seed": transcript.get("seed"), "agent": agent.get("ref")}
 
 

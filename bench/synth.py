@@ -1,9 +1,10 @@
 """Synthetic runs of any size, made fast by replicating real demo records under new unit ids.
 
 A real demo run (the flaky agent: passes, failures, loops, transfers) gives the records; copy k
-of scenario S becomes unit ``S#k`` with ``trial: k``, so the result looks like a run of
-``trials`` per scenario: the same files (``heads.jsonl``, the index of heads, included), the same
-manifest, gradable and reportable.
+of scenario S becomes unit ``S#k`` with ``trial: k``, the new run's id and the seed the plan
+derives for that unit (every reader checks all three: ``runner/identity.py``), so the result looks
+like a run of ``trials`` per scenario: the same files (``heads.jsonl``, the index of heads,
+included), the same manifest, gradable and reportable.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from typing import BinaryIO
 from _common import enter, scratch_project
 
 from simlab.runner.heads_index import HEADER, HEADS, entries
+from simlab.runner.plan import derive_seed
 
 SEED_TRIALS = 4
 
@@ -37,15 +39,19 @@ def seed_run(root: Path, trials: int = SEED_TRIALS, run_id: str = "seed") -> Pat
 
 
 def _templates(seed: Path) -> dict[str, list[str]]:
-    """Per scenario, its records as format strings with ``{unit}`` and ``{trial}`` holes."""
+    """Per scenario, its records as format strings with ``{unit}``, ``{trial}``, ``{run}`` and
+    ``{seed}`` holes."""
     out: dict[str, list[str]] = {}
     for line in (seed / "trials.jsonl").read_text().splitlines():
         raw = json.loads(line)
-        scenario, trial = raw["transcript"]["scenario_id"], raw["transcript"]["trial"]
+        t = raw["transcript"]
+        scenario, trial = t["scenario_id"], t["trial"]
         text = line.replace("{", "{{").replace("}", "}}")
         text = text.replace(f'"unit_id":"{scenario}#{trial}"', '"unit_id":"{unit}"')
         text, count = re.subn(rf'"trial":{trial},', '"trial":{trial},', text)  # the transcript's and the head's
-        assert count == 2 and text.count("{unit}") == 3, "unexpected record layout"
+        text, runs = re.subn(rf'"run_id":"{t["run_id"]}"', '"run_id":"{run}"', text)
+        text, seeds = re.subn(rf'"seed":{t["seed"]}([,}}])', r'"seed":{seed}\1', text)
+        assert count == 2 and runs == 2 and seeds == 2 and text.count("{unit}") == 3, "unexpected record layout"
         out.setdefault(scenario, []).append(text)
     return out
 
@@ -62,6 +68,7 @@ def synth_run(seed: Path, folder: Path, trials_per_scenario: int, *, planned: in
     manifest["units"] = (planned or trials_per_scenario) * len(templates)
     manifest.pop("resumes", None)
     (folder / "run.json").write_text(json.dumps(manifest, indent=2))
+    run_seed = int(manifest["pins"]["seed"])
     written, offset = 0, 0
     with open(folder / "trials.jsonl", "wb") as fh, open(folder / HEADS, "wb") as index:
         index.write(HEADER)  # the index of heads, as a run's writer appends it (heads_index.entries)
@@ -69,7 +76,8 @@ def synth_run(seed: Path, folder: Path, trials_per_scenario: int, *, planned: in
         for k in range(1, trials_per_scenario + 1):
             for scenario, versions in templates.items():
                 text = versions[(k - 1) % len(versions)]
-                batch.append(text.format(unit=f"{scenario}#{k}", trial=k).encode("utf-8") + b"\n")
+                batch.append(text.format(unit=f"{scenario}#{k}", trial=k, run=folder.name,
+                                         seed=derive_seed(run_seed, scenario, k)).encode("utf-8") + b"\n")
                 written += 1
             if len(batch) >= 2000:
                 offset = _flush(fh, index, offset, batch)

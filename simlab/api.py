@@ -101,7 +101,7 @@ class Run:
     def gate(self, suite: str | Path) -> GateReport:
         """The suite's gates on this run (``.exit_code``: 0 held, 1 failed, 3 inconclusive)."""
         from simlab.report.build import build, resolve_run
-        from simlab.report.gates import evaluate
+        from simlab.report.gates import gate_run
         from simlab.specs import load_config, load_suite
 
         spec = load_suite(Path(suite)).spec
@@ -111,8 +111,10 @@ class Run:
             config = load_config(transcripts.parent / "simlab.yaml")
             return build(resolve_run(ref, transcripts.parent / config.transcripts), write=False)
 
-        summary = build(self.folder, write=False, allow_unjudged=list(spec.allow_unjudged or []))
-        return evaluate(summary, spec, load_baseline=baseline)
+        summary = build(self.folder, write=False, allow_unjudged=list(spec.allow_unjudged or []),
+                        summary_evaluators=list(spec.summary_evaluators))
+        return gate_run(self.folder, summary, spec, suite_path=suite, load_baseline=baseline,
+                        root=transcripts.parent)
 
     def report(self, format: str = "markdown") -> str:
         """The report as text: ``markdown``, ``json`` or ``csv``."""

@@ -93,7 +93,8 @@ def test_a_callable_agent_compare_and_gate(project: Path) -> None:
     assert comparison is not None
     assert worse.summary.suite.raw.success.rate < base.summary.suite.raw.success.rate
     suite = project / "suites" / "api.yaml"
-    suite.write_text("id: api\nscenarios: ['../scenarios/retail/refund-damaged-card.yaml']\n"
+    suite.write_text("id: api\nscenarios: ['../scenarios/retail/refund-damaged-card.yaml',"
+                     " '../scenarios/retail/store-credit-refused.yaml']\ntrials: 3\n"
                      "allow_unjudged: [rubric]\ngates: ['pass^1 >= 0.9']\n")
     assert base.gate(suite).exit_code == 0 and worse.gate(suite).exit_code == 1
     assert "| refund-damaged-card |" in base.report("markdown")

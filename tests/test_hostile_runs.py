@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 
 from simlab.cli.main import main
+from simlab.runner.plan import derive_seed
 from simlab.tui.data import RunIndex, RunInfo
 from tests.fixtures.hostile.helpers import comparable, read_lines
 from tests.support import write_project
@@ -56,7 +57,7 @@ def new_run(root: Path, name: str, text: str | bytes, manifest_from: str | None 
     folder.mkdir()
     if manifest_from:
         manifest = json.loads((root / "transcripts" / manifest_from / "run.json").read_text())
-        manifest["run_id"] = name
+        # the run id stays the source's: its trials name it (a folder copied under another name)
         (folder / "run.json").write_text(json.dumps(manifest))
     (folder / "trials.jsonl").write_bytes(text if isinstance(text, bytes) else text.encode())
     return name
@@ -83,12 +84,13 @@ def duplicated_differently(root: Path) -> str:  # overlapping shards that played
 
 def torn_in_the_middle(root: Path) -> str:  # a killed shard concatenated before another
     one = trials(root, "shard1").read_text()
-    return new_run(root, "torn", one[: len(one) - 300] + trials(root, "shard2").read_text())
+    two = trials(root, "shard2").read_text().replace('"run_id":"shard2"', '"run_id":"shard1"')
+    return new_run(root, "torn", one[: len(one) - 300] + two, manifest_from="shard1")
 
 
 def manifest_less(root: Path) -> str:  # 5 of 12 trials and no run.json
-    lines = trials(root, "full").read_text().splitlines(keepends=True)
-    return new_run(root, "no-manifest", "".join(lines[:5]), manifest_from=None)
+    lines = trials(root, "full").read_text().replace('"run_id":"full"', '"run_id":"no-manifest"')
+    return new_run(root, "no-manifest", "".join(lines.splitlines(keepends=True)[:5]), manifest_from=None)
 
 
 def mixed_pins(root: Path) -> str:  # resumed with --force over other pins
@@ -108,8 +110,34 @@ def head_only(root: Path) -> str:  # lines stripped down to their heads
 
 def another_plan(root: Path) -> str:  # a trial of another run's plan mixed in
     lines = trials(root, "full").read_text().splitlines(keepends=True)
-    foreign = lines[0].replace('"kv-0#1"', '"kv-0#9"').replace('"trial":1,', '"trial":9,')
+    first = json.loads(lines[0])
+    foreign = lines[0].replace('"kv-0#1"', '"kv-0#9"').replace('"trial":1,', '"trial":9,') \
+        .replace(f'"seed":{first["transcript"]["seed"]},', f'"seed":{derive_seed(0, "kv-0", 9)},')
     return new_run(root, "foreign", "".join(lines) + foreign)
+
+
+def another_run(root: Path) -> str:  # every trial played by another run (and another seed)
+    text = trials(root, "full").read_text()
+    other = new_run(root, "other", text.replace('"run_id":"full"', '"run_id":"elsewhere"'))
+    return other
+
+
+def one_line_everywhere(root: Path) -> str:  # one trial's line copied under every unit id
+    first = json.loads(trials(root, "full").read_text().splitlines()[0])
+    out = []
+    for line in trials(root, "full").read_text().splitlines():
+        unit = json.loads(line)["unit_id"]
+        copy = json.loads(json.dumps(first))
+        copy["unit_id"] = copy["head"]["row"]["unit_id"] = unit
+        out.append(json.dumps(copy, separators=(",", ":")))
+    return new_run(root, "cloned", "\n".join(out) + "\n")
+
+
+def another_seed(root: Path) -> str:  # the same run id and agent, another seed
+    text = trials(root, "full").read_text()
+    first = json.loads(text.splitlines()[0])
+    seed = first["transcript"]["seed"]
+    return new_run(root, "seeded", text.replace(f'"seed":{seed},', f'"seed":{seed + 1},'))
 
 
 ERROR, FIGURE = "error", "figure"
@@ -123,6 +151,9 @@ CORPUS: dict[str, tuple[Callable[[Path], str], str, Any]] = {
     "mixed pins": (mixed_pins, FIGURE, PLANNED),
     "head-only": (head_only, ERROR, "trial 'kv-0#1' has no transcript"),
     "another plan": (another_plan, FIGURE, PLANNED),
+    "another run": (another_run, ERROR, "field run_id is 'elsewhere', but"),
+    "one line everywhere": (one_line_everywhere, ERROR, "field unit_id: its transcript is trial 1 of scenario"),
+    "another seed": (another_seed, ERROR, "field seed is"),
 }
 # what a gate says of the runs that do have figures: only a complete run of one plan may pass
 GATE = {"clean": 0, "duplicated identically": 0, "manifest-less": 3, "mixed pins": 3, "another plan": 3}

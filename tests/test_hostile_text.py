@@ -20,6 +20,7 @@ from simlab.llm import FunctionModel
 from simlab.report.build import build
 from simlab.report.formats import render
 from simlab.report.terminal import print_report
+from simlab.runner.plan import derive_seed
 from simlab.transcript import Check, Transcript
 from tests.fixtures.hostile.helpers import CONTROL, MARKUP, read_lines
 from tests.support import KV, scenario, write_project
@@ -42,17 +43,28 @@ def hostile_run(tmp_path, monkeypatch):
     assert any(MARKUP in e.get("text", "") for r in records for e in r["transcript"]["events"])
     tampered = tmp_path / "transcripts" / "tampered"
     tampered.mkdir()
-    (tampered / "run.json").write_text((tmp_path / "transcripts/real/run.json").read_text())
-    with open(tampered / "trials.jsonl", "w", encoding="utf-8") as fh:
-        for r in records:
-            r["transcript"]["scenario_id"] = "kv " + MARKUP
-            for check in r["checks"]:
-                check["name"] = f"{check['name']} {MARKUP}"
-                check["reason"] = MARKUP
-                check["status"] = "fail"
-            r["verdict"] = "fail"
-            fh.write(json.dumps(r, ensure_ascii=False) + "\n")
+    for r in records:
+        for check in r["checks"]:
+            check["name"] = f"{check['name']} {MARKUP}"
+            check["reason"] = MARKUP
+            check["status"] = "fail"
+        r["verdict"] = "fail"
+    rename_scenario(tampered, records, "kv " + MARKUP, tmp_path / "transcripts/real/run.json")
     return tmp_path
+
+
+def rename_scenario(folder: Path, records: list[dict], scenario: str, manifest_from: Path) -> None:
+    """Write ``records`` as the run in ``folder``, their scenario renamed everywhere a reader checks
+    it (``runner/identity.py``): ``run.json``, the unit ids and the seeds the plan derives."""
+    manifest = json.loads(manifest_from.read_text())
+    manifest["pins"]["scenarios"] = dict.fromkeys([scenario], *manifest["pins"]["scenarios"].values())
+    (folder / "run.json").write_text(json.dumps(manifest))
+    with open(folder / "trials.jsonl", "w", encoding="utf-8") as fh:
+        for r in records:
+            t = r["transcript"]
+            t["scenario_id"], t["seed"] = scenario, derive_seed(manifest["pins"]["seed"], scenario, t["trial"])
+            r["unit_id"] = t["unit_id"] = f"{scenario}#{t['trial']}"
+            fh.write(json.dumps(r, ensure_ascii=False) + "\n")
 
 
 def markdown_of(folder: Path) -> str:
@@ -97,10 +109,7 @@ def test_junit_escapes_markup_and_cdata_ends(hostile_run):
 def test_control_characters_never_reach_reports(hostile_run):
     records = read_lines(hostile_run / "transcripts/tampered/trials.jsonl")
     path = hostile_run / "transcripts/tampered/trials.jsonl"
-    with open(path, "w", encoding="utf-8") as fh:
-        for r in records:
-            r["transcript"]["scenario_id"] = "kv " + CONTROL
-            fh.write(json.dumps(r, ensure_ascii=False) + "\n")
+    rename_scenario(path.parent, records, "kv " + CONTROL, path.parent / "run.json")
     markdown = markdown_of(path.parent)
     assert not CONTROL_CHARS.search(markdown)
     ET.fromstring(junit_of(hostile_run, "tampered"))

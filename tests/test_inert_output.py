@@ -19,6 +19,7 @@ import pytest
 from simlab.cli.main import main
 from simlab.inert import InertStream, inert_text, one_line
 from simlab.llm.fakes import register_fake, unregister_fake
+from simlab.runner.plan import derive_seed
 from tests.support import kv_llm_agent, write_project
 
 OSC_TITLE = "\x1b]0;pwned\x07"
@@ -50,6 +51,7 @@ def tamper(project: Path) -> None:
         r["transcript"]["scenario_id"] = new = f"{old}{OSC_TITLE}\n::error::fake failure"
         manifest["pins"]["scenarios"][new] = manifest["pins"]["scenarios"].pop(old)
         r["unit_id"] = f"{new}#1"
+        r["transcript"]["seed"] = derive_seed(manifest["pins"]["seed"], new, 1)  # what the plan derives for it
         r["checks"] += [
             {"name": "rubric:polite\n::add-mask::oops", "kind": "rubric", "status": "not_run", "hard": True,
              "reason": "no judge", "category": None},
@@ -71,7 +73,7 @@ def test_text_from_files_never_reaches_the_terminal_raw_nor_drives_ci(project: P
     capfd.readouterr()
     assert main(["report", "r"]) == 0
     assert main(["report", "r", "--format", "csv"]) == 0
-    assert main(["gate", "r", "--suite", "suite.yaml"]) == 1
+    assert main(["gate", "r", "--suite", "suite.yaml"]) == 3  # its scenario is not the suite's: not its run
     assert main(["compare", "r", "r"]) == 0
     out, err = capfd.readouterr()
     assert "fake failure" in out and "add-mask" in out and "inject" in out  # shown, as text

@@ -68,8 +68,8 @@ def test_every_line_starts_with_the_head_a_full_parse_gives(demo_run: Path) -> N
 def test_the_report_is_the_same_with_or_without_heads(demo_run: Path, tmp_path: Path) -> None:
     import pandas as pd  # in the test: collecting the suite must not pay for pandas
 
-    headless = copy_run(demo_run, tmp_path / "headless", without_head)
-    with_heads = copy_run(demo_run, tmp_path / "with")
+    headless = copy_run(demo_run, tmp_path / "headless" / demo_run.name, without_head)  # the run's own name: a
+    with_heads = copy_run(demo_run, tmp_path / "with" / demo_run.name)  # copy under another is said in warnings
     assert read_head((headless / "trials.jsonl").read_bytes().splitlines()[0]) is None
     assert build(with_heads) == build(headless)
     pd.testing.assert_frame_equal(pd.read_parquet(with_heads / "results.parquet"),

@@ -14,7 +14,7 @@ from simlab.report.gates import GateReport, GateResult
 
 def _report() -> GateReport:
     return GateReport(
-        [GateResult("policy_violations == 0", "fail", 1.0, "1 violation", certain=True),
+        [GateResult("policy_violations == 0", "fail", 1.0, "1 violation"),
          GateResult("pass^1 >= 0.5 (each scenario)", "fail", 0.0, "a: pass^1 = 0 violates >= 0.5", scenario="a"),
          GateResult("pass^1 >= 0.5 (each scenario)", "pass", 1.0, "b: pass^1 = 1", scenario="b"),
          GateResult("success >= 0.1 (each scenario)", "pass", 1.0, "a: ok", scenario="a"),
@@ -39,8 +39,8 @@ def test_terminal_and_markdown_gates_are_the_same_lines():
     # the gate's noise was printed on the terminal only; the step summary shows it too now
     assert "fails this gate 75.0%" in terminal
     assert "- pass^1 \\>= 0.5 \\(each scenario\\) — noise: an agent exactly at pass^1 = 0.5" in markdown
-    assert "result: a gate failed (exit 1)" in terminal
-    assert markdown.startswith("### simlab gates `s`: a gate failed (exit 1)")
+    assert "result: inconclusive (exit 3)" in terminal  # an incomplete run: 3 whatever failed (gates.decide)
+    assert markdown.startswith("### simlab gates `s`: inconclusive (exit 3)")
 
 
 def test_gate_power_is_none_for_what_it_does_not_cover_as_its_docs_say():

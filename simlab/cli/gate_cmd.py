@@ -14,7 +14,7 @@ from simlab.inert import one_line
 from simlab.report.build import build, project_run
 from simlab.report.compare_runs import compare, compare_exit
 from simlab.report.digest import digest
-from simlab.report.gates import GateReport, evaluate
+from simlab.report.gates import GateReport, gate_run
 from simlab.report.junit import junit_xml
 from simlab.report.step_summary import write_step_summary
 from simlab.report.terminal import report_console
@@ -28,12 +28,15 @@ def _summary_of(target: str) -> RunSummary:
     return build(project_run(target), write=False)
 
 
-def check_gates(folder: Path, suite: Suite, *, junit: str | None, console: Console) -> int:
+def check_gates(folder: Path, suite: Suite, *, junit: str | None, console: Console,
+                suite_path: str | Path | None = None) -> int:
     """Evaluate the suite's gates on a finished run; print, write JUnit, return the exit code. Only
-    the suite's own ``allow_unjudged`` lets unjudged trials count as passes here."""
+    the suite's own ``allow_unjudged`` lets unjudged trials count as passes here. The run must be
+    the suite's plan: read from ``suite_path``, or as the run recorded it when it was played from
+    this suite (``simlab run --suite``)."""
     summary = build(folder, allow_unjudged=list(suite.allow_unjudged or []),
                     summary_evaluators=list(suite.summary_evaluators))
-    report = evaluate(summary, suite, load_baseline=_summary_of)
+    report = gate_run(folder, summary, suite, suite_path=suite_path, load_baseline=_summary_of)
     print_gates(report, console)
     write_step_summary(summary, report, suite.id)
     if junit:
@@ -59,7 +62,8 @@ def print_gates(report: GateReport, console: Console) -> None:
 
 def gate_command(args: argparse.Namespace) -> int:
     suite = load_suite(Path(args.suite)).spec
-    return check_gates(project_run(args.run), suite, junit=args.junit, console=report_console(stderr=args.json))
+    return check_gates(project_run(args.run), suite, junit=args.junit, console=report_console(stderr=args.json),
+                       suite_path=args.suite)
 
 
 def compare_command(args: argparse.Namespace) -> int:

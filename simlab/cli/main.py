@@ -41,6 +41,9 @@ def build_parser() -> argparse.ArgumentParser:
                           "-k 'refund and not card'")
     run.add_argument("--tags", type=lambda text: [t.strip() for t in text.split(",") if t.strip()], default=[],
                      help="only scenarios carrying one of these tags (comma-separated)")
+    run.add_argument("--partial-ok", action="store_true",
+                     help="with --suite and -k, --tags or paths: gate the part of the suite played (every report "
+                          "says partial) instead of exiting 3")
     run.add_argument("--list", "--dry-run", dest="list", action="store_true",
                      help="show the planned scenarios and trials (and where each trial count comes from); play nothing")
     run.add_argument("--keep-errors", action="store_true",
@@ -139,6 +142,8 @@ def build_parser() -> argparse.ArgumentParser:
                                        "or bad line, no unit twice) and write them as one run.")
     merge.add_argument("out", help="run id (or folder) of the merged run; it must not exist yet")
     merge.add_argument("shards", nargs="+", metavar="SHARD_DIR", help="run folders (or run ids) of the shards")
+    merge.add_argument("--force", action="store_true",
+                       help="merge shards whose pins (code included) differ; the merged run is marked mixed")
 
     view = sub.add_parser("view", help="browse runs and transcripts in the terminal")
     view.add_argument("target", nargs="?", help="a run id or a run folder (default: the newest run)")

@@ -6,6 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from simlab.inert import one_line
 from simlab.report.build import resolve_run
 from simlab.runner.merge import merge_shards
 from simlab.runner.prepare import check_run_id
@@ -16,9 +17,14 @@ def merge_command(args: argparse.Namespace) -> int:
     transcripts = Path(load_config(Path("simlab.yaml")).transcripts)
     out = Path(args.out) if "/" in args.out else transcripts / check_run_id(args.out)
     shards = [resolve_run(target, transcripts) for target in args.shards]
-    report = merge_shards(out, shards, ["simlab", "merge", args.out, *args.shards])
+    report = merge_shards(out, shards, ["simlab", "merge", args.out, *args.shards],
+                          force=getattr(args, "force", False))
+    if report.forced:
+        report.warnings.insert(0, f"merged with --force over pins that differ ({report.forced[0]}"
+                                  + (f" and {len(report.forced) - 1} more" if len(report.forced) > 1 else "")
+                                  + "): the merged run mixes configurations, so its gates are inconclusive")
     for warning in report.warnings:
-        print(f"warning: {warning}", file=sys.stderr)
+        print(f"warning: {one_line(warning)}", file=sys.stderr)
     print(f"merged {report.merged} of {report.planned} planned trials from {len(report.shards)} shards into {out}",
           file=sys.stderr)
     for folder, count in report.shards:

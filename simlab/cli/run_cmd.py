@@ -59,7 +59,7 @@ def run_command(args: argparse.Namespace) -> int:
         judge=args.judge, trials=args.trials, concurrency=args.concurrency, run_id=args.run_id, seed=args.seed,
         allow_same_family=args.allow_same_family, command=["simlab", *sys.argv[1:]],
         keywords=getattr(args, "keywords", None), tags=getattr(args, "tags", None) or [],
-        cache=getattr(args, "cache", None),
+        cache=getattr(args, "cache", None), partial_ok=getattr(args, "partial_ok", False),
     )
     if getattr(args, "list", False):
         return list_plan(prepare(req), suite=args.suite)

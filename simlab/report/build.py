@@ -11,8 +11,10 @@ from simlab.results.dataset import run_summary_functions
 from simlab.results.figures import Completeness, RunSummary
 from simlab.results.frames import CHECKS_FILE, RESULTS_FILE, read_checks_table, read_results, write_table
 from simlab.results.summary import summarize
+from simlab.runner.code_pins import mixed_pins
 from simlab.runner.lines import record_of, scan
 from simlab.runner.store import ReadNotes, RunStore, clean_leftovers, write_atomic
+from simlab.runner.suite_plan import manifest_partial
 from simlab.transcript import TrialRecord
 
 SUMMARY_FILE = "summary.json"
@@ -68,10 +70,10 @@ def build(folder: Path, *, write: bool = True, checks_table: bool = False,
     if functions and len(results):
         summary.dataset.update(run_summary_functions(functions, list(_records(store, notes))))
     # resumed with --force over other pins: its trials mix configurations
-    summary.mixed_pins = [d for r in (manifest or {}).get("resumes") or [] for d in r.get("forced_over") or []]
+    summary.mixed_pins = mixed_pins(manifest)
     summary.completeness = Completeness(planned=None if notes.plan is None else len(notes.plan),
                                         finished=len(results), unplanned=len(notes.unplanned),
-                                        manifest=manifest is not None)
+                                        manifest=manifest is not None, partial=manifest_partial(manifest))
     warnings = notes.warnings()
     if manifest is None:
         warnings.insert(0, f"{folder}: no run.json, so this run's plan and pins are unknown: its completeness "

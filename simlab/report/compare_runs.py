@@ -143,13 +143,22 @@ def compare_exit(result: Comparison, base: RunSummary, cand: RunSummary, *,
     incomplete, so a drop (or its absence) may be the missing trials' doing; 0 otherwise."""
     if result.pooled.verdict == "no data":
         return EXIT_INFRA, "no data: no shared scenario has valid trials in both runs"
+    from simlab.report.gates import completeness_problems, decide  # gates.py imports this module
+
     if not fail_on_regression:
         return EXIT_OK, f"{result.pooled.verdict} (exit codes of a regression: --fail-on-regression)"
-    for side, summary in (("base", base), ("candidate", cand)):
-        done = summary.completeness
-        if done is not None and done.planned is not None and done.finished < done.planned:
-            return EXIT_INFRA, (f"inconclusive: the {side} run is incomplete ({done.finished} of {done.planned} "
-                                "planned trials)")
-    if result.pooled.verdict == "regressed":
-        return EXIT_GATE_FAILED, "regressed beyond noise"
-    return EXIT_OK, f"{result.pooled.verdict}: no regression beyond noise"
+    problems = [_side_problem(side, summary, p) for side, summary in (("base", base), ("candidate", cand))
+                for p in completeness_problems(summary)]
+    code = decide(problems, ["fail" if result.pooled.verdict == "regressed" else "pass"])
+    if problems:
+        return code, "inconclusive: " + "; ".join(problems[:2])
+    if code == EXIT_GATE_FAILED:
+        return code, "regressed beyond noise"
+    return code, f"{result.pooled.verdict}: no regression beyond noise"
+
+
+def _side_problem(side: str, summary: RunSummary, problem: str) -> str:
+    done = summary.completeness
+    if problem.startswith("run incomplete") and done is not None and done.planned is not None:
+        return f"the {side} run is incomplete ({done.finished} of {done.planned} planned trials)"
+    return f"the {side} run: {problem}"

@@ -1,22 +1,29 @@
 """Evaluate a suite's gates on a run. Exit codes: 0 held, 1 a gate failed, 3 inconclusive.
 
-Inconclusive: the run is incomplete, infrastructure errors are over the suite's budget, some
-trials are unjudged (a hard check did not run, of a kind the suite does not allow to stay
-unjudged), or a gated figure is undefined (pass^k with n < k, an unknown cost). A policy-violation
-gate that failed is a certain failure and exits 1 even then: one real violation is enough.
+One rule, decided here (``decide``) for every entry point (``simlab gate``, ``run --suite``,
+``compare --fail-on-regression``, ``simlab.Run.gate``): a run that cannot stand for the suite's
+plan is inconclusive (3) whatever its figures, a failed gate included: the run is incomplete, not
+the suite's plan (scenarios, trials per scenario; a part accepted with ``--partial-ok`` is said,
+not refused), mixes configurations or code, has no manifest, has infrastructure errors over the
+suite's budget, or has unjudged trials (a hard check did not run, of a kind the suite does not
+allow to stay unjudged). On a run that can stand for it, a failed gate is 1 even when another gate
+is undefined (pass^k with n < k, an unknown cost); an undefined gate alone is 3.
 """
 
 from __future__ import annotations
 
 import operator
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from simlab.errors import EXIT_GATE_FAILED, EXIT_INFRA, EXIT_OK
 from simlab.report.compare_runs import compare
 from simlab.results.figures import DatasetScore, Rate, RunSummary, ScenarioFigures, SuiteFigures
 from simlab.results.power import gate_fail_chance, power_k, rate_at, trials_needed
 from simlab.results.summary import extend_curves
+from simlab.runner.store import RunStore
+from simlab.runner.suite_plan import partial_text, plan_shortfall, recorded_suite, run_plan, suite_plan
 from simlab.specs import Suite
 from simlab.specs.gates import DATASET_METRICS, Gate, known_metric, parse_gate
 
@@ -32,7 +39,6 @@ class GateResult:
     value: float | None
     reason: str
     scenario: str | None = None
-    certain: bool = False  # a failure no infrastructure trouble can explain away
 
 
 @dataclass(frozen=True)
@@ -58,6 +64,7 @@ class GateReport:
     results: list[GateResult] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)  # why the run is inconclusive
     power: dict[str, str] = field(default_factory=dict)  # gate label → how noisy it is (gate_power)
+    partial: str | None = None  # "partial: 1 of 10 scenarios", a part of the suite accepted (--partial-ok)
 
     @property
     def verdict(self) -> str:
@@ -69,8 +76,10 @@ class GateReport:
         scenario for ``scope: each``, and one line for a ``scope: each`` gate whose scenarios all
         passed: per-scenario passes would drown the failures), then why the run is inconclusive,
         then how noisy each gate is."""
-        lines = [GateLine(r.status, r.label, r.reason) for r in self.results
-                 if not (r.scenario and r.status == "pass")]
+        lines = [GateLine("note", "", f"{self.partial} (accepted with --partial-ok: the gates judge only that "
+                                      "part)")] if self.partial else []
+        lines += [GateLine(r.status, r.label, r.reason) for r in self.results
+                  if not (r.scenario and r.status == "pass")]
         each: dict[str, list[str]] = {}
         for result in self.results:
             if result.scenario:
@@ -83,15 +92,19 @@ class GateReport:
 
     @property
     def exit_code(self) -> int:
-        """A failed gate on a complete run within its error budget is a failure (1), even if
-        another gate could not be decided; infrastructure trouble makes the run inconclusive (3),
-        unless a certain failure (a policy violation) was seen."""
-        failed = [r for r in self.results if r.status == "fail"]
-        if any(r.certain for r in failed) or (failed and not self.problems):
-            return EXIT_GATE_FAILED
-        if self.problems or any(r.status == "inconclusive" for r in self.results):
-            return EXIT_INFRA
-        return EXIT_OK
+        """``decide``: the one rule of every gate's exit code."""
+        return decide(self.problems, [r.status for r in self.results])
+
+
+def decide(problems: list[str], statuses: list[str]) -> int:
+    """The exit code of a gate (or of a regression check) on a run: 3 when the run cannot stand for
+    what is gated (``problems``: incomplete, partial, mixed, unjudgeable), whatever the figures;
+    else 1 when a gate failed, 3 when one could not be decided, 0 when all held."""
+    if problems:
+        return EXIT_INFRA
+    if "fail" in statuses:
+        return EXIT_GATE_FAILED
+    return EXIT_INFRA if "inconclusive" in statuses else EXIT_OK
 
 
 SUITE_MAX_ERROR_RATE = 0.05  # a suite's default error budget; a plain run's is RUN_MAX_ERROR_RATE
@@ -160,21 +173,27 @@ def _threshold(gate: Gate, figures: SuiteFigures | ScenarioFigures, scenario: st
     else:
         value = metric_value(figures, metric, gate.view)
     where = f"{scenario}: " if scenario else ""
-    certain = metric == "policy_violations"
     if value is None:
         why = "n < k: too few trials" if metric.startswith("pass") else f"{metric} is unknown"
         return GateResult(gate.label, "inconclusive", None, f"{where}{why}", scenario)
     held = OPS[op](value, bound)
     reason = f"{where}{metric} = {value:.4g} {'satisfies' if held else 'violates'} {op} {bound:g}"
-    return GateResult(gate.label, "pass" if held else "fail", value, reason, scenario, certain=certain and not held)
+    return GateResult(gate.label, "pass" if held else "fail", value, reason, scenario)
 
 
-def evaluate(summary: RunSummary, suite: Suite, *, load_baseline: Callable[[str], RunSummary]) -> GateReport:
+def evaluate(summary: RunSummary, suite: Suite, *, load_baseline: Callable[[str], RunSummary],
+             suite_plan: Mapping[str, int] | None = None, partial_ok: bool = False) -> GateReport:
     """The gates of ``suite`` on a run's summary (``report/build.py``), whose ``completeness``
     counts planned unit ids: a run without a plan, with trials outside it, or mixing
-    configurations proves nothing about the configuration it names, so it is inconclusive."""
+    configurations proves nothing about the configuration it names, so it is inconclusive; so is a
+    run whose plan is not ``suite_plan`` (the suite's scenarios and trials: ``runner/suite_plan``),
+    unless the run accepted that part by name (``partial_ok``), which the report then says. Without
+    ``suite_plan`` the plan is not checked: ``gate_run``, the entry point of every gate on a run
+    folder, always gives one (or says the run cannot be held to it)."""
     report = GateReport()
     report.problems.extend(completeness_problems(summary))
+    if suite_plan is not None:
+        report.problems.extend(_plan_problems(summary, suite, suite_plan, partial_ok, report))
     problem = error_budget_problem(summary, SUITE_MAX_ERROR_RATE if suite.max_error_rate is None
                                    else suite.max_error_rate)
     if problem:
@@ -257,6 +276,73 @@ def power_line(gate: Gate, trials: list[int]) -> str | None:
     return text + f"; to fail at most {POWER_ALPHA:.0%} of the time at {metric} = {target:g}, {verdict}"
 
 
+def gate_run(folder: Path, summary: RunSummary, suite: Suite, *, suite_path: str | Path | None,
+             load_baseline: Callable[[str], RunSummary], root: Path = Path(".")) -> GateReport:
+    """``evaluate`` on the run in ``folder`` against the suite's plan: read from ``suite_path``, or
+    as the run recorded it when it was played from this suite (``simlab run --suite``). A part of
+    the suite passes only when the run was played from this suite with ``--partial-ok``. Every
+    entry point of a gate (``simlab gate``, ``run --suite``, ``simlab.Run.gate``) comes here."""
+    manifest = RunStore(folder).read_manifest()
+    recorded = recorded_suite(manifest)
+    own = recorded is not None and recorded[0] == suite.id
+    plan = recorded[1] if own and recorded else None
+    if suite_path is not None and suite.scenarios:
+        plan = suite_plan(suite_path, root)
+    partial_ok = own and bool((manifest or {}).get("partial_ok"))
+    unknown = plan is None and bool(suite.scenarios)
+    report = evaluate(summary, suite, load_baseline=load_baseline, suite_plan=plan, partial_ok=partial_ok)
+    if unknown:
+        report.problems.append(f"the plan of suite {suite.id!r} is unknown here, so this run cannot be held to it")
+    return report
+
+
+def scenario_gates(summary: RunSummary, scenario: str, gates: list[str],
+                   max_error_rate: float = SUITE_MAX_ERROR_RATE) -> GateReport:
+    """Gates one scenario of a run must hold ('METRIC OP NUMBER', read on that scenario's valid
+    trials), decided by the one rule (``decide``): for a face that gates one scenario at a time
+    (``simlab.testing``, the pytest plugin), whose ``exit_code`` 3 is an error, not a failure."""
+    report = GateReport(problems=completeness_problems(summary))
+    problem = error_budget_problem(summary, max_error_rate) or unjudged_problem(summary)
+    if problem:
+        report.problems.append(problem)
+    figures = summary.scenarios.get(scenario)
+    if figures is None:
+        report.problems.append(f"no graded trial of {scenario}")
+        return report
+    for text in gates:
+        gate = Gate.model_validate(text)
+        metric = parse_gate(text)[0]
+        if metric.startswith(("pass^", "pass@")) and metric[5:].isdigit():
+            extend_curves(summary, int(metric[5:]))
+        try:
+            report.results.append(_threshold(gate, figures, scenario, {}))
+        except ValueError as exc:  # a run-wide figure: not a scenario's
+            report.results.append(GateResult(gate.label, "inconclusive", None,
+                                             f"cannot be decided for one scenario ({exc}); gate it in a suite"))
+    return report
+
+
+def _plan_problems(summary: RunSummary, suite: Suite, suite_plan: Mapping[str, int], partial_ok: bool,
+                   report: GateReport) -> list[str]:
+    """Why the run is not the suite's plan, or nothing (a part accepted with ``partial_ok`` is set
+    on ``report.partial`` instead). A suite that names no scenarios (gates on graded production
+    traces: ``simlab grade-traces``) has no plan to hold a run to."""
+    if not suite.scenarios:
+        return []
+    played = run_plan({"pins": summary.pins})
+    if played is None:
+        return []  # no plan in run.json: completeness_problems says so
+    shortfall = plan_shortfall(played, suite_plan)
+    if not shortfall:
+        return []
+    text = partial_text(played, suite_plan)
+    if partial_ok and not any("are not the suite's" in s for s in shortfall):
+        report.partial = text
+        return []
+    return [f"not the run of suite {suite.id!r} ({text}): " + "; ".join(shortfall) + "; play the whole suite, "
+            "or accept the part by name (simlab run --suite SUITE … --partial-ok)"]
+
+
 def completeness_problems(summary: RunSummary) -> list[str]:
     """Why a run cannot stand for its plan: no manifest, missing units, foreign units, mixed pins."""
     done = summary.completeness
@@ -271,7 +357,7 @@ def completeness_problems(summary: RunSummary) -> list[str]:
         problems.append(f"{done.unplanned} stored trials are not in the run's plan (trials of another run "
                         "mixed in?)")
     if summary.mixed_pins:
-        problems.append("the run mixes configurations (resumed with --force over other pins): "
+        problems.append("the run mixes configurations (resumed or merged with --force over other pins): "
                         + "; ".join(summary.mixed_pins[:3]))
     return problems
 

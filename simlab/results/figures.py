@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
 
 SUMMARY_SCHEMA_VERSION = 1
 
@@ -181,6 +181,17 @@ class Completeness(_Figures):
     finished: int = 0
     unplanned: int = 0
     manifest: bool = True
+    partial: str | None = Field(None, description="A run of a part of its suite (simlab run --suite … -k …): "
+                                                  "'partial: 1 of 10 scenarios' (runner/suite_plan.partial_text); "
+                                                  "None when it is the suite's whole plan or played without one.")
+
+    @model_serializer(mode="wrap")
+    def _without_unset_partial(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        """``partial`` only when there is one: a whole run's completeness keeps its four keys."""
+        data: dict[str, Any] = handler(self)
+        if data.get("partial") is None:
+            data.pop("partial", None)
+        return data
 
 
 class Divergence(_Figures):

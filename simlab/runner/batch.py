@@ -105,8 +105,9 @@ def run_batch(req: RunRequest, options: BatchOptions | None = None) -> BatchResu
         if repair.cut_bytes:
             options.note(f"note: cut a torn last line ({repair.cut_bytes} bytes: {repair.reason}) from "
                          f"{store.trials_path}")
+        errors = store.error_unit_ids()  # reads every head: each line checked against run.json (identity.py)
         if not options.keep_errors:
-            again = store.error_unit_ids() & {u.unit_id for u in units}
+            again = errors & {u.unit_id for u in units}
             if again:  # an infrastructure error is not finished work: play those units again
                 moved = store.retire(again)
                 options.note(f"note: {moved} trials that ended in an infrastructure error will be played again "
@@ -217,6 +218,16 @@ def _play_in_workers(plan: RunPlan, todo: list[WorkUnit], workers: int, shards: 
     return outcome, pool.interrupted
 
 
+def _comparable(stored: dict[str, Any], plan: RunPlan) -> dict[str, Any]:
+    """The pins a stored manifest is compared with: a run made before code was pinned
+    (``code_pins.py``) is compared without ``pins.code``, which the resume then adds."""
+    pins = plan.manifest["pins"]
+    if isinstance(stored.get("pins"), dict) and "code" not in stored["pins"]:
+        stored["pins"]["code"] = pins.get("code")
+        stored["code_pinned_at_resume"] = True  # the trials played before it: their code is unknown
+    return pins
+
+
 def write_or_check_manifest(store: RunStore, plan: RunPlan, force: bool) -> None:
     """A new run gets its manifest; a resumed one must have the same pins (or ``force``, which marks
     it as mixing configurations). A run with trials but no manifest is refused without ``force``."""
@@ -229,7 +240,7 @@ def write_or_check_manifest(store: RunStore, plan: RunPlan, force: bool) -> None
         diffs = [f"run.json was missing: the pins of the trials stored before are unknown ({store.trials_path})"]
         stored = dict(plan.manifest)
     else:
-        diffs = pin_differences(stored.get("pins", {}), plan.manifest["pins"])
+        diffs = pin_differences(stored.get("pins", {}), _comparable(stored, plan))
     if diffs and not force:
         lines = "\n".join(f"  - {d}" for d in diffs[:20])
         what = "has trials but no run.json" if missing else "exists with different pins"
@@ -238,9 +249,17 @@ def write_or_check_manifest(store: RunStore, plan: RunPlan, force: bool) -> None
             "Use another --run-id, or --force to resume anyway (the run is then marked as mixing configurations)."
         )
     stored["allow_unjudged"] = plan.manifest.get("allow_unjudged", [])  # the latest command's reporting setting
+    for key in ("suite", "partial_ok"):  # the suite this command gates against, and whether a part may pass
+        stored.pop(key, None)
+        if key in plan.manifest:
+            stored[key] = plan.manifest[key]
     stored.pop("summary_evaluators", None)  # likewise the suite's summary functions
     if plan.manifest.get("summary_evaluators"):
         stored["summary_evaluators"] = plan.manifest["summary_evaluators"]
+    if stored.get("run_id") != plan.run_id:  # a run folder copied or renamed, resumed under its name:
+        named = stored.setdefault("run_ids", [])  # the trials it adds name it (runner/identity.py)
+        if plan.run_id not in named:
+            named.append(plan.run_id)
     resumes = stored.setdefault("resumes", [])
     resumes.append({"at": datetime.now(UTC).isoformat(timespec="seconds"), "command": plan.manifest["command"],
                     **({"forced_over": diffs} if diffs else {})})

@@ -129,7 +129,7 @@ def scan_heads(path: Path, notes: ReadNotes | None = None) -> Iterator[tuple[int
         return
     ledger = UnitLedger(path, notes)
     index = IndexedLines(path)
-    plan, admit = notes.plan, ledger.admit_at
+    plan, admit, identity = notes.plan, ledger.admit_at, notes.run_identity()
     try:
         for number, offset, length, head_bytes, line in index.verified():
             head = parse_head(head_bytes) if head_bytes is not None else None
@@ -140,6 +140,8 @@ def scan_heads(path: Path, notes: ReadNotes | None = None) -> Iterator[tuple[int
                 unit, head = line_value(data, 0, length, path, number, "head")
             if not admit(unit, number, offset, length):
                 continue
+            if identity is not None:
+                identity.check(path, number, unit, head["row"])
             if plan is not None and unit not in plan:
                 notes.unplanned.append((unit, number))
                 continue
@@ -169,6 +171,7 @@ def _tail(path: Path, index: IndexedLines, ledger: UnitLedger, notes: ReadNotes
     """The lines past what the index holds, read under the one line rule; their entries are
     written back once the file has been read to its end without an error."""
     out = _Catchup(path, index)
+    identity = notes.run_identity()
     try:
         parse: Parse = "head"
         for number, offset, data, start, end, last in block_lines(path, index.end, index.number):
@@ -178,6 +181,8 @@ def _tail(path: Path, index: IndexedLines, ledger: UnitLedger, notes: ReadNotes
             unit, head = line_value(data, start, end, path, number, parse)
             out.add(entry(offset, data, start, end))
             if ledger.admit(unit, number, offset, memoryview(data)[start:end]):
+                if identity is not None:
+                    identity.check(path, number, unit, head["row"])
                 yield from _planned(notes, number, unit, head, offset, end - start)
         out.commit()
     finally:

@@ -38,6 +38,7 @@ from pydantic_core import to_json
 
 from simlab.errors import InfraError
 from simlab.redact import holds_secret, map_strings, mask_tree
+from simlab.runner.identity import RunIdentity, load_identity, row_of_record
 from simlab.transcript.head import HEAD_VERSION
 from simlab.transcript.model import TrialRecord
 from simlab.transcript.row import record_head
@@ -58,6 +59,12 @@ class LineError(InfraError):
     """A line of a trials file that no reader may trust (exit 3): the message names file and line."""
 
 
+class TrialMismatch(LineError):
+    """A line that is not a trial of the run beside it (``identity.py``): another run's, another
+    seed's or agent's, or stored under another unit's id. Exit 3, as for any line no reader may
+    trust: the run's files cannot stand for the run, and no figure of it may be shown or gated."""
+
+
 @dataclass
 class ReadNotes:
     """What a read skipped, for the warnings beside its figures."""
@@ -68,9 +75,17 @@ class ReadNotes:
     torn_line: int = 0  # its line number
     duplicates: list[tuple[str, int, int]] = field(default_factory=list)  # (unit, first line, repeat)
     unplanned: list[tuple[str, int]] = field(default_factory=list)  # (unit, line) not in the plan
+    # what every line must carry to be this run's trial (identity.py); "auto": from the run.json beside it
+    identity: RunIdentity | Literal["auto"] | None = "auto"
+
+    def run_identity(self) -> RunIdentity | None:
+        """The identity each line is checked against, read once from the manifest beside the file."""
+        if self.identity == "auto":
+            self.identity = load_identity(self.path)
+        return self.identity
 
     def warnings(self) -> list[str]:
-        out = []
+        out = self.identity.warnings(self.path.parent) if isinstance(self.identity, RunIdentity) else []
         if self.unplanned:
             shown = ", ".join(f"{unit!r} (line {number})" for unit, number in self.unplanned[:3])
             more = f" and {len(self.unplanned) - 3} more" if len(self.unplanned) > 3 else ""
@@ -274,6 +289,7 @@ def scan(path: Path, parse: Parse, notes: ReadNotes | None = None) -> Iterator[t
     if not path.exists():
         return
     ledger = UnitLedger(path, notes)
+    identity = notes.run_identity() if parse != "unit" else None  # "unit": resume's scan, checked by its heads
     try:
         for number, offset, data, start, end, last in block_lines(path):
             if last:  # a torn tail: skipped by every reader, cut by the next run
@@ -282,12 +298,27 @@ def scan(path: Path, parse: Parse, notes: ReadNotes | None = None) -> Iterator[t
             unit, value = line_value(data, start, end, path, number, "unit" if parse == "line" else parse)
             if not ledger.admit(unit, number, offset, memoryview(data)[start:end]):
                 continue
+            if identity is not None:
+                identity.check(path, number, unit, _row(value, parse, data, start, end, path, number))
             if notes.plan is not None and unit not in notes.plan:
                 notes.unplanned.append((unit, number))
                 continue
             yield number, unit, bytes(data[start:end + 1]) if parse == "line" else value
     except OSError as exc:
         raise InfraError(f"{path}: cannot read ({exc.strerror or exc})") from None
+
+
+def _row(value: Any, parse: Parse, data: bytes | bytearray, start: int, end: int, path: Path,
+         number: int) -> dict[str, Any]:
+    """The figures of a line that ``RunIdentity.check`` reads: its head's row, or its transcript's."""
+    if parse == "head":
+        return value["row"]
+    if parse == "raw":
+        return row_of_record(value)
+    head = read_head(data, start, end)
+    if head is not None and isinstance(head.get("row"), dict):
+        return head["row"]
+    return row_of_record(parse_record(bytes(data[start:end]), path, number))
 
 
 _SURROGATE = re.compile("[\ud800-\udfff]")

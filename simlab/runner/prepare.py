@@ -53,6 +53,7 @@ class RunRequest:
     keywords: str | None = None  # -k EXPR: scenarios whose id, title or tags match
     tags: list[str] = field(default_factory=list)  # --tags: scenarios carrying one of them
     cache: bool | None = None  # --cache: answer repeated model requests from the response cache
+    partial_ok: bool = False  # --partial-ok: a part of the suite (-k, --tags, paths) may be gated, said partial
     command: list[str] = field(default_factory=list)
 
 
@@ -177,6 +178,11 @@ def prepare(req: RunRequest) -> RunPlan:
         plan.cache_dir = cache_folder(config, root)
         plan.cache_max_mb = cache_max_mb(cache)
     plan.manifest = manifest_for(plan, req, trials)
+    if req.suite:  # the suite's own plan, against which its gates judge this run
+        from simlab.runner.suite_plan import pin_suite
+
+        pin_suite(plan.manifest, plan.notes, trials, Path(req.suite), suite.id if suite else None, root,
+                  partial_ok=req.partial_ok)
     return plan
 
 
@@ -364,6 +370,7 @@ def pins_of(plan: RunPlan, trials: dict[str, int]) -> dict[str, Any]:
         "judge": _judge_pin(plan.judge),
         "seed": plan.seed,
         "limits": plan.limits.model_dump(mode="json"),
+        "code": _code(plan),
         "scenarios": {
             sid: {
                 "path": str(s.path),
@@ -375,6 +382,13 @@ def pins_of(plan: RunPlan, trials: dict[str, int]) -> dict[str, Any]:
             for sid, s in plan.scenarios.items()
         },
     })
+
+
+def _code(plan: RunPlan) -> dict[str, Any]:
+    """``pins.code`` (``code_pins.py``): the agent's and the domains' files, simlab, the commit."""
+    from simlab.runner.code_pins import run_code_pins
+
+    return run_code_pins(plan.agent, [s.spec.domain for s in plan.scenarios.values()])
 
 
 def pin_differences(stored: dict[str, Any], current: dict[str, Any], prefix: str = "") -> list[str]:

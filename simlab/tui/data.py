@@ -257,6 +257,8 @@ class RunIndex:
                 unit = head["row"]["unit_id"]
             if not self._ledger.admit_at(unit, self.lines, offset, end - pos):
                 return None  # an identical repeat: counted once, noted
+            if (identity := self.notes.run_identity()) is not None:  # a trial of this run (runner/identity.py)
+                identity.check(self.path, self.lines, unit, head["row"])
             if self.notes.plan is not None and unit not in self.notes.plan:
                 self.notes.unplanned.append((unit, self.lines))
                 return None

@@ -11,6 +11,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from simlab.runner.plan import derive_seed
 from simlab.runner.store import encode_record
 from simlab.transcript import (
     AgentMessage,
@@ -78,7 +79,7 @@ def sample_record(run_id: str, scenario: str, trial: int, *, orders: int = 3, te
     termination = Termination(reason=TerminationReason.GOAL_REACHED, detail="user signalled stop", turn=2)
     transcript = Transcript(
         run_id=run_id, unit_id=f"{scenario}#{trial}", scenario_id=scenario, persona_id="impatient-terse",
-        domain="retail", trial=trial, seed=1000 + trial, agent=AGENT, simulator=SIMULATOR,
+        domain="retail", trial=trial, seed=derive_seed(0, scenario, trial), agent=AGENT, simulator=SIMULATOR,
         events=events, termination=termination, final_state=_state(orders, method),
         started_at=CREATED, duration_s=1.25,
     )

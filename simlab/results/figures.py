@@ -175,12 +175,17 @@ class CheckError(_Figures):
 
 
 class Completeness(_Figures):
-    """What the readers found against the plan in ``run.json`` (counted in planned unit ids)."""
+    """What the readers found against the plan in ``run.json`` (counted in planned unit ids), and
+    whether the plan is its suite's whole plan. ``report/completeness.py`` says it in words."""
 
     planned: int | None = None
     finished: int = 0
     unplanned: int = 0
     manifest: bool = True
+    partial: str | None = Field(None, description="The part of its suite the run planned, in the one wording of "
+                                                  "that fact ('partial: 1 of 10 scenarios'); None: the whole "
+                                                  "suite, or no suite.")
+    partial_ok: bool = Field(False, description="The user accepted that part by name (--partial-ok).")
 
 
 class Divergence(_Figures):
@@ -210,6 +215,10 @@ class DatasetScore(_Figures):
 class RunSummary(_Figures):
     """``summary.json``: a run's figures, per scenario and for the suite."""
 
+    state: str | None = Field(None, description="First: 'complete', or what every report's first line says of a "
+                                                "run that is not ('incomplete: 924 of 3,000 planned trials', "
+                                                "report/completeness.py); None: not counted (not built from a "
+                                                "run folder).")
     schema_version: int = SUMMARY_SCHEMA_VERSION
     run_id: str | None = None
     trials: int

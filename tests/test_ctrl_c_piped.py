@@ -3,7 +3,8 @@ terminal: exit 130, and the resume command on stderr wherever stderr can still b
 
 A Ctrl-C typed in a terminal reaches every process of the pipeline, so ``tee`` ends with simlab and
 the report meets a pipe without a reader. Rich's console then exited 1 on the spot, before the
-resume command: these drills close the reader before the Ctrl-C, as a dead ``tee`` leaves it."""
+resume command: these drills close the reader before the Ctrl-C, as a dead ``tee`` leaves it.
+When stderr went into the same pipe, the resume command goes to the terminal itself (/dev/tty)."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -23,19 +25,19 @@ pytestmark = pytest.mark.slow  # child processes and Ctrl-Cs: the long drills (`
 RESUME = b"Resume with: simlab run --run-id k"
 
 
-def _start(tmp_path: Path, gate: TrialGate, stderr: int) -> subprocess.Popen[bytes]:
+def _start(tmp_path: Path, gate: TrialGate, stderr: int, **popen: Any) -> subprocess.Popen[bytes]:
     env = {**os.environ, "PYTHONPATH": str(REPO), **gate.env()}
     return subprocess.Popen([sys.executable, "-m", "simlab.cli.main", "run", "--run-id", "k", "--no-progress"],
-                            cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=stderr)
+                            cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=stderr, **popen)
 
 
-def _mid_run(tmp_path: Path, stderr: int) -> tuple[subprocess.Popen[bytes], Path]:
+def _mid_run(tmp_path: Path, stderr: int, **popen: Any) -> tuple[subprocess.Popen[bytes], Path]:
     """A run whose gate let 3 of its 40 trials play: the Ctrl-C lands mid-run by construction."""
     write_project(tmp_path, scenarios=4, trials=10, agent="python:tests.support:gated_kv_agent")
     path = tmp_path / "transcripts" / "k" / "trials.jsonl"
     gate = TrialGate(tmp_path / "gate")
     gate.allow(3)
-    proc = _start(tmp_path, gate, stderr)
+    proc = _start(tmp_path, gate, stderr, **popen)
     deadline = time.monotonic() + 120  # guards a stuck child only: the wait ends on the 3rd line
     while proc.poll() is None and time.monotonic() < deadline:
         if path.exists() and len(path.read_bytes().splitlines()) >= 3:
@@ -65,6 +67,37 @@ def test_ctrl_c_with_both_streams_piped_to_a_reader_that_ended_exits_130(tmp_pat
     proc.send_signal(signal.SIGINT)
     assert proc.wait(timeout=60) == 130
     assert len(path.read_bytes().splitlines()) == 3
+
+
+def test_ctrl_c_with_both_streams_piped_to_a_reader_that_ended_tells_the_terminal(tmp_path: Path) -> None:
+    """`simlab run … 2>&1 | tee log` typed in a terminal: the resume command goes to that terminal
+    (/dev/tty), the one place the person who typed the Ctrl-C can still read."""
+    master, slave = os.openpty()
+    terminal = os.ttyname(slave)
+
+    def own_terminal() -> None:  # the child's new session gets the pty as its terminal, as a shell's job has one
+        os.close(os.open(terminal, os.O_RDWR))
+
+    try:
+        proc, _ = _mid_run(tmp_path, subprocess.STDOUT, start_new_session=True, preexec_fn=own_terminal)
+        assert proc.stdout is not None
+        proc.stdout.close()
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(timeout=60) == 130
+        os.set_blocking(master, False)  # the child has exited: what it wrote is all there
+        shown = b""
+        while True:
+            try:
+                chunk = os.read(master, 65536)
+            except BlockingIOError:
+                break
+            if not chunk:
+                break
+            shown += chunk
+    finally:
+        os.close(master)
+        os.close(slave)
+    assert b"interrupted: finished trials are saved; 37 left. Resume with: simlab run --run-id k" in shown
 
 
 def test_ctrl_c_with_both_streams_piped_to_a_reader_that_stays_prints_the_report_and_resume(tmp_path: Path) -> None:

@@ -19,6 +19,7 @@ from simlab.results.figures import Completeness
 from tests.support import write_project
 
 CUT = "incomplete: 2 of 6 planned trials"
+PART = "partial: 1 of 10 scenarios"  # runner/suite_plan's wording of a part of a suite
 
 
 @pytest.fixture
@@ -91,16 +92,15 @@ def test_the_completeness_line_is_one_function_of_the_facts() -> None:
          "2 stored trials are not in the run's plan (left out)", False),
         (Completeness(planned=4, finished=4), ["agent: a → b"],
          "mixed: this run mixes configurations: it was resumed with --force over other pins (agent: a → b)", False),
-        (Completeness(planned=4, finished=4, partial="partial: 1 of 10 scenarios", partial_ok=True), [],
-         "partial: 1 of 10 scenarios", True),
-        (Completeness(planned=4, finished=4, partial="partial: 1 of 10 scenarios"), [],
-         "partial: 1 of 10 scenarios, not accepted with --partial-ok", False),
-        (Completeness(planned=4, finished=2, partial="partial: 1 of 10 scenarios", partial_ok=True), ["x"],
+        (Completeness(planned=4, finished=4), [], "partial: 1 of 10 scenarios", True, PART, True),
+        (Completeness(planned=4, finished=4), [], "partial: 1 of 10 scenarios, not accepted with --partial-ok",
+         False, PART, False),
+        (Completeness(planned=4, finished=2), ["x"],
          "incomplete: 2 of 4 planned trials · mixed: this run mixes configurations: it was resumed with --force "
-         "over other pins (x) · partial: 1 of 10 scenarios", False),
+         "over other pins (x) · partial: 1 of 10 scenarios", False, PART, True),
         (None, [], "completeness unknown: this summary holds no count of planned trials", False),
     ]
-    for done, mixed, line, judged in cases:
-        state = run_state(done, mixed)
+    for done, mixed, line, judged, *part in cases:
+        state = run_state(done, mixed, partial=part[0] if part else None, partial_ok=bool(part and part[1]))
         assert (state.line, state.judged) == (line, judged), done
         assert state.state == (line or "complete")

@@ -100,15 +100,30 @@ def interrupted(result: BatchResult, summary: RunSummary) -> int:
     """Ctrl-C: the finished trials' report, then how to resume; exit 130, the same in a terminal
     and through a pipe. A Ctrl-C typed in a terminal reaches every process of the pipeline, so in
     ``simlab run … 2>&1 | tee log`` the reader is gone too: what can no longer be written is
-    dropped (``ReportConsole``; stderr pointed at /dev/null), and the exit code still says 130."""
+    dropped (``ReportConsole``; stderr pointed at /dev/null), the resume command goes to the
+    terminal itself (``tell_terminal``), and the exit code still says 130."""
+    command = resume_command(result.plan.manifest.get("command") or [], result.plan.run_id)
+    line = f"interrupted: finished trials are saved; {result.left} left. Resume with: {command}"
     try:
         print_report(summary, report_console())
         print(f"transcripts: {result.store.trials_path}", file=sys.stderr)
-        print(f"interrupted: finished trials are saved; {result.left} left. Resume with: "
-              f"{resume_command(result.plan.manifest.get('command') or [], result.plan.run_id)}", file=sys.stderr)
+        print(line, file=sys.stderr)
     except BrokenPipeError:
         silence(sys.stderr)
+        tell_terminal(line)
     return EXIT_INTERRUPTED
+
+
+def tell_terminal(text: str) -> None:
+    """``text`` on the controlling terminal (``/dev/tty``), printed inert, when stderr's reader is
+    gone: whoever typed the Ctrl-C there still needs the resume command. Nothing without one (CI)."""
+    from simlab.inert import InertStream
+
+    try:
+        with open("/dev/tty", "w", encoding="utf-8") as tty:
+            InertStream(tty).write(text + "\n")
+    except OSError:
+        pass
 
 
 def resume_command(command: list[str], run_id: str) -> str:

@@ -38,10 +38,13 @@ class RunState:
         return self.line or COMPLETE
 
 
-def run_state(done: Completeness | None, mixed: Sequence[str] = ()) -> RunState:
+def run_state(done: Completeness | None, mixed: Sequence[str] = (), *, partial: str | None = None,
+              partial_ok: bool = False) -> RunState:
     """The run's state from its completeness facts (``None``: a summary not built from a run
-    folder, whose completeness nobody counted: unknown, so not judged) and the pin differences a
-    resume or merge with ``--force`` went over (``RunSummary.mixed_pins``)."""
+    folder, whose completeness nobody counted: unknown, so not judged), the pin differences a
+    resume or merge with ``--force`` went over (``RunSummary.mixed_pins``), and the part of its
+    suite the run planned (``partial``, in the one wording of that fact: "partial: 1 of 10
+    scenarios"; None: the whole suite, or no suite), accepted by name or not (``partial_ok``)."""
     phrases, judged = [], True
     if done is None:
         return RunState("completeness unknown: this summary holds no count of planned trials", False)
@@ -60,12 +63,12 @@ def run_state(done: Completeness | None, mixed: Sequence[str] = ()) -> RunState:
         phrases.append("mixed: this run mixes configurations: it was resumed with --force over other pins "
                        f"({'; '.join(mixed[:SHOWN_MIXED])}{more})")
     judged = not phrases
-    if done.partial:
-        phrases.append(done.partial if done.partial_ok else f"{done.partial}, not accepted with --partial-ok")
-        judged = judged and done.partial_ok
+    if partial:
+        phrases.append(partial if partial_ok else f"{partial}, not accepted with --partial-ok")
+        judged = judged and partial_ok
     return RunState(" · ".join(phrases) or None, judged)
 
 
 def summary_state(summary: RunSummary) -> RunState:
-    """``run_state`` of a summary's own facts."""
+    """``run_state`` of a summary's own facts: the one call every surface makes."""
     return run_state(summary.completeness, summary.mixed_pins)

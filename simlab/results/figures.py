@@ -175,17 +175,13 @@ class CheckError(_Figures):
 
 
 class Completeness(_Figures):
-    """What the readers found against the plan in ``run.json`` (counted in planned unit ids), and
-    whether the plan is its suite's whole plan. ``report/completeness.py`` says it in words."""
+    """What the readers found against the plan in ``run.json`` (counted in planned unit ids);
+    ``report/completeness.py`` says it in words."""
 
     planned: int | None = None
     finished: int = 0
     unplanned: int = 0
     manifest: bool = True
-    partial: str | None = Field(None, description="The part of its suite the run planned, in the one wording of "
-                                                  "that fact ('partial: 1 of 10 scenarios'); None: the whole "
-                                                  "suite, or no suite.")
-    partial_ok: bool = Field(False, description="The user accepted that part by name (--partial-ok).")
 
 
 class Divergence(_Figures):

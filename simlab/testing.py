@@ -104,7 +104,8 @@ def unjudgeable(summary: Any, figures: Any) -> list[str]:
     if figures is not None and figures.errors:
         causes = "; ".join(f"{c.trials}× {one_line(c.cause)}" for c in summary.error_causes[:3])
         out.append(f"inconclusive: {figures.errors} of {figures.n} trials ended in an infrastructure error"
-                   + (f" ({causes})" if causes else "") + "; run it again (the same run id plays them again)")
+                   + (f" (most common causes in the run: {causes})" if causes else "")
+                   + "; run it again (the same run id plays them again)")
     if figures is not None and figures.unjudged:
         out.append(f"inconclusive: {figures.unjudged} of {figures.n} trials are unjudged (a hard check did not run)")
     return out

@@ -45,7 +45,7 @@ def run_state(done: Completeness | None, mixed: Sequence[str] = (), *, partial: 
     resume or merge with ``--force`` went over (``RunSummary.mixed_pins``), and the part of its
     suite the run planned (``partial``, in the one wording of that fact: "partial: 1 of 10
     scenarios"; None: the whole suite, or no suite), accepted by name or not (``partial_ok``)."""
-    phrases, judged = [], True
+    phrases: list[str] = []
     if done is None:
         return RunState("completeness unknown: this summary holds no count of planned trials", False)
     if not done.manifest:

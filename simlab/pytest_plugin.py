@@ -7,6 +7,12 @@ scenario file, named after the scenario's id and marked with its tags (``-m refu
 each plays its scenario's trials in a run of its own and fails, naming the gates, the checks
 and the transcripts, when the scenario's figures do not hold the gates (the suite's, or
 ``--simlab-gate``; default every trial passes). JUnit comes from pytest (``--junitxml``).
+
+A regression and an infrastructure error stay apart, as CI needs them: the run is played in the
+item's setup and the gates are checked in its call, so a scenario that could not be judged
+(``simlab.testing``: an infrastructure error, an incomplete run, n < k; or simlab refused to run
+it) is a pytest *error* (JUnit ``<error>``), and only a gate that failed is a *failure*
+(``<failure>``).
 """
 
 from __future__ import annotations
@@ -99,20 +105,32 @@ def suite_gates(config: Any, suite: str) -> list[str]:
 
 
 class ScenarioItem(pytest.Item):
-    def runtest(self) -> None:
+    result: Any = None  # the scenario against its gates (``simlab.testing.ScenarioResult``), after setup
+
+    def setup(self) -> None:
+        """Play the scenario's run and judge it: what cannot be judged is an error of this phase."""
         import simlab
+        from simlab.errors import SimlabError
         from simlab.testing import DEFAULT_GATES, scenario_result
 
         config = self.config
         project = _project(self.path, config.getoption("--simlab-project"))
         suite = config.getoption("--simlab-suite")
-        gates = list(config.getoption("--simlab-gate")) or (suite_gates(config, suite) if suite else [])
-        run = simlab.run([str(self.path.resolve())], agent=_agent(config), trials=config.getoption("--simlab-trials"),
-                         suite=str(Path(suite).resolve()) if suite else None, project=project,
-                         run_id=f"pytest-{config.stash[STAMP]}-{self.name}")
-        result = scenario_result(run, self.name, gates or DEFAULT_GATES)
-        if not result.passed:
-            raise ScenarioFailed(result.message())
+        try:
+            gates = list(config.getoption("--simlab-gate")) or (suite_gates(config, suite) if suite else [])
+            run = simlab.run([str(self.path.resolve())], agent=_agent(config),
+                             trials=config.getoption("--simlab-trials"),
+                             suite=str(Path(suite).resolve()) if suite else None, project=project,
+                             run_id=f"pytest-{config.stash[STAMP]}-{self.name}")
+        except SimlabError as exc:  # bad input (exit 2) or infrastructure (exit 3): never a regression
+            pytest.fail(f"scenario {self.name}: not run (exit {exc.exit_code}): {exc}", pytrace=False)
+        self.result = scenario_result(run, self.name, gates or DEFAULT_GATES)
+        if self.result.inconclusive:
+            pytest.fail(self.result.message(), pytrace=False)
+
+    def runtest(self) -> None:
+        if not self.result.passed:
+            raise ScenarioFailed(self.result.message())
 
     def repr_failure(self, excinfo: Any, style: Any = None) -> Any:
         if isinstance(excinfo.value, ScenarioFailed):

@@ -3,7 +3,12 @@ and the checks the pytest plugin (``simlab/pytest_plugin.py``) applies to each s
 
 A scenario passes when its figures hold every gate (default ``pass^1 >= 1.0``: every trial
 passes); a failure names the gates that failed, the checks that failed in which trials, with
-their reasons, and the run's transcripts file.
+their reasons, and the run's transcripts file. A scenario that cannot be judged is INCONCLUSIVE,
+whatever its figures, never a failure: its run is not whole (``report/completeness.py``: cut
+short, mixed), it has no graded trial, some of its trials ended in an infrastructure error or are
+unjudged, or a gate is undefined (pass^k with n < k). The pytest plugin reports that as a pytest
+*error* (JUnit ``<error>``), a failure as a *failure* (``<failure>``); ``evaluate`` raises
+``InconclusiveError`` (an ``InfraError``: exit 3) or ``AssertionError``.
 """
 
 from __future__ import annotations
@@ -13,22 +18,33 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-__all__ = ["DEFAULT_GATES", "ScenarioResult", "evaluate", "scenario_result"]
+from simlab.errors import InfraError
+
+__all__ = ["DEFAULT_GATES", "InconclusiveError", "ScenarioResult", "evaluate", "scenario_result"]
 
 DEFAULT_GATES = ("pass^1 >= 1.0",)
 SHOWN = 5  # failed trials shown per scenario
 
 
+class InconclusiveError(InfraError):
+    """``evaluate``: a scenario could not be judged (infrastructure, an incomplete run, n < k)."""
+
+
 @dataclass
 class ScenarioResult:
-    """One scenario of a run against its gates."""
+    """One scenario of a run against its gates: passed, failed, or (``inconclusive``) not judged."""
 
     scenario: str
     passed: bool
     lines: list[str] = field(default_factory=list)  # why, when it did not pass
+    inconclusive: bool = False  # could not be judged, whatever the figures: an error, not a failure
+
+    @property
+    def status(self) -> str:
+        return "inconclusive" if self.inconclusive else "passed" if self.passed else "failed"
 
     def message(self) -> str:
-        return "\n".join([f"scenario {self.scenario}: {'passed' if self.passed else 'failed'}", *self.lines])
+        return "\n".join([f"scenario {self.scenario}: {self.status}", *self.lines])
 
 
 def per_scenario(gate: str) -> bool:
@@ -42,7 +58,8 @@ def per_scenario(gate: str) -> bool:
 
 def scenario_result(run: Any, scenario: str, gates: Sequence[str]) -> ScenarioResult:
     """``scenario``'s figures in ``run`` (a ``simlab.Run``) against ``gates`` ('METRIC OP NUMBER',
-    each read per scenario). Inconclusive (n < k, unknown cost) counts as not passed."""
+    each read per scenario). Not passed when a gate fails; inconclusive (not judged, whatever the
+    figures) when ``unjudgeable`` says why or a gated figure is undefined (n < k, unknown cost)."""
     from simlab.inert import one_line
     from simlab.report.gates import OPS, metric_value
     from simlab.results.summary import extend_curves
@@ -50,9 +67,11 @@ def scenario_result(run: Any, scenario: str, gates: Sequence[str]) -> ScenarioRe
 
     summary = run.summary
     figures = summary.scenarios.get(scenario)
+    why = unjudgeable(summary, figures)
     if figures is None:
-        return ScenarioResult(scenario, False, [f"no graded trial of {scenario} in {run.folder}"])
+        return ScenarioResult(scenario, False, [*why, f"no graded trial of {scenario} in {run.folder}"], True)
     lines: list[str] = []
+    undefined = False
     for text in gates:
         try:
             metric, op, bound = parse_gate(text)
@@ -63,13 +82,33 @@ def scenario_result(run: Any, scenario: str, gates: Sequence[str]) -> ScenarioRe
             lines.append(f"gate {text}: cannot be decided for one scenario ({exc}); gate it in a suite")
             continue
         if value is None:
+            undefined = True
             lines.append(f"gate {text}: inconclusive ({metric} is undefined: {figures.n} trials)")
         elif not OPS[op](value, bound):
             lines.append(f"gate {text}: {metric} = {value:.4g} ({figures.passes} of {figures.n} trials passed)")
+    lines = [*why, *lines]
     if lines:
         lines.extend(_failed_trials(run, scenario))
         lines.append(f"transcripts: {Path(run.folder) / 'trials.jsonl'}  (simlab view {one_line(run.id)})")
-    return ScenarioResult(scenario, not lines, lines)
+    return ScenarioResult(scenario, not lines, lines, inconclusive=bool(why) or undefined)
+
+
+def unjudgeable(summary: Any, figures: Any) -> list[str]:
+    """Why a scenario of a run (``RunSummary``, its ``ScenarioFigures`` or None) cannot be judged,
+    whatever its figures: one line each; empty when it can."""
+    from simlab.inert import one_line
+    from simlab.report.completeness import summary_state
+
+    state = summary_state(summary)
+    out = [f"inconclusive: {one_line(state.line)}"] if not state.judged and state.line else []
+    if figures is not None and figures.errors:
+        causes = "; ".join(f"{c.trials}× {one_line(c.cause)}" for c in summary.error_causes[:3])
+        out.append(f"inconclusive: {figures.errors} of {figures.n} trials ended in an infrastructure error"
+                   + (f" (most common causes in the run: {causes})" if causes else "")
+                   + "; run it again (the same run id plays them again)")
+    if figures is not None and figures.unjudged:
+        out.append(f"inconclusive: {figures.unjudged} of {figures.n} trials are unjudged (a hard check did not run)")
+    return out
 
 
 def _failed_trials(run: Any, scenario: str) -> list[str]:
@@ -101,7 +140,12 @@ def evaluate(scenarios: str | Path | Sequence[str | Path], *, agent: Any, trials
     paths = [scenarios] if isinstance(scenarios, (str, Path)) else list(scenarios)
     run = simlab.run(paths, agent=agent, trials=trials, project=project, run_id=run_id, **run_options)
     results = [scenario_result(run, sid, gates) for sid in run.summary.scenarios]
+    if not results:  # nothing graded: nothing to judge
+        results = [ScenarioResult(", ".join(map(str, paths)), False, unjudgeable(run.summary, None)
+                                  + [f"no graded trial in {run.folder}"], True)]
     failed = [r for r in results if not r.passed]
+    if any(r.inconclusive for r in failed):  # could not judge: whatever the figures
+        raise InconclusiveError("\n".join(r.message() for r in failed))
     if failed:
         raise AssertionError("\n".join(r.message() for r in failed))
     return run

@@ -126,3 +126,23 @@ def test_junit_does_not_name_unjudged_trials_the_suite_counts_as_passes(project,
     for case in ET.parse(project / "good.xml").getroot().iter("testcase"):
         if case.get("name") != "suite gates":
             assert case.find("system-out") is None and case.find("failure") is None
+
+
+def test_a_gate_on_pass_k_beyond_the_trials_writes_the_step_summary_with_pass_k_undefined(project, monkeypatch,
+                                                                                           capsys):
+    """`simlab run --suite S --trials 1` with a pass^3 gate and GITHUB_STEP_SUMMARY set crashed
+    (KeyError: 2, exit 70, no summary): the gate asked for pass^3 beyond the curve, the markdown
+    then showed pass^2, which was not on it. pass^k with n < k is undefined: shown as such."""
+    step = project / "step.md"
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(step))
+    path = project / "suites" / "k3.yaml"
+    path.write_text(f"id: k3\nscenarios: ['../{REFUND}']\nagent: python:examples.retail_agents:careful_agent\n"
+                    "trials: 1\nallow_unjudged: [rubric]\ngates: ['pass^3 >= 0.8']\n")
+    assert main(["run", "--suite", str(path), "--run-id", "one", "--no-progress"]) == 3
+    text = step.read_text()
+    assert "| pass^3 \\>= 0.8 | ⚠️ inconclusive | n \\< k: too few trials |" in text
+    assert "pass^2 – · pass^3 –" in text  # undefined, never 0 and never a crash
+    step.unlink()
+    assert main(["gate", "one", "--suite", str(path)]) == 3
+    assert "pass^2 – · pass^3 –" in step.read_text()
+    capsys.readouterr()

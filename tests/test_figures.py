@@ -60,11 +60,11 @@ def test_summary_json_and_report_json_are_the_typed_summary(demo: Path, monkeypa
     summary = build(demo / "transcripts" / "demo", write=False)
     assert printed == stored == summary.to_json() + "\n" == render(summary, "json")
     assert RunSummary.model_validate_json(printed) == summary
-    keys = list(json.loads(stored))  # the keys in the order summary.json has always had
-    assert keys == ["schema_version", "run_id", "trials", "scenarios_count", "ungraded", "suite", "scenarios",
+    keys = list(json.loads(stored))  # state first (issue 24: what a report's first line says), then the keys
+    assert keys == ["state", "schema_version", "run_id", "trials", "scenarios_count", "ungraded", "suite", "scenarios",
                     "violated_rules", "top_failing_checks", "attacks", "not_run_checks", "unjudged",
                     "error_causes", "check_errors", "invalid_by_simulator", "pins", "mixed_pins", "completeness",
-                    "warnings", "divergence", "adk_criteria", "dataset"]
+                    "warnings", "divergence", "adk_criteria", "dataset"]  # in the order they always had
 
 
 def test_compare_gives_a_typed_comparison_and_prints_it_as_json(demo: Path, monkeypatch, capsys) -> None:
@@ -139,3 +139,20 @@ def test_a_line_read_whole_must_be_a_trial_record_for_any_figure(demo: Path, mon
     assert "trials.jsonl:1:" in err and "is not a valid trial record (transcript.scenario_id: Field required)" in err
     index = RunIndex(RunInfo.load(folder))
     assert len(index.read_all()) == 29 and index.problem is not None and "transcript.scenario_id" in index.problem
+
+
+def test_extending_the_curves_beyond_the_trials_keeps_them_whole_and_undefined(tmp_path: Path, monkeypatch) -> None:
+    """A gate on pass^3 of a run of one trial per scenario: every k from 1 to 3 is on the curves
+    (the reports show pass^2 too), None beyond the trials (n < k), never a hole and never 0."""
+    from simlab.results.summary import CURVE_MAX_K, extend_curves
+
+    write_project(tmp_path, scenarios=2, trials=1)
+    monkeypatch.chdir(tmp_path)
+    assert main(["run", "--run-id", "r", "--no-progress"]) == 0
+    summary = build(tmp_path / "transcripts" / "r", write=False)
+    extend_curves(summary, 3)
+    for view in (summary.suite.raw, summary.suite.valid, *(s.raw for s in summary.scenarios.values())):
+        assert list(view.pass_k) == [1, 2, 3] and view.pass_hat_k[2] is None and view.pass_hat_k[3] is None
+    assert render(summary, "markdown")  # no KeyError
+    extend_curves(summary, CURVE_MAX_K + 50)  # far beyond the cap: the cap's points, then that k alone
+    assert list(summary.suite.raw.pass_k) == [*range(1, CURVE_MAX_K + 1), CURVE_MAX_K + 50]

@@ -89,10 +89,10 @@ def test_changed_pins_are_refused_unless_forced(tmp_path, monkeypatch, capsys):
     manifest = json.loads((tmp_path / "transcripts" / "r1" / "run.json").read_text())
     assert manifest["resumes"][-1]["forced_over"]
     capsys.readouterr()
-    assert main(["report", "r1"]) == 0  # the mixed run says so, and is not compared as if it were one
-    assert "this run mixes configurations" in capsys.readouterr().out
-    assert main(["report", "r1", "--format", "markdown"]) == 0
-    assert "**Warning:** this run mixes configurations" in capsys.readouterr().out
+    assert main(["report", "r1"]) == 3  # the mixed run says so first, and is not compared as if it were one
+    assert capsys.readouterr().out.startswith("mixed: this run mixes configurations")
+    assert main(["report", "r1", "--format", "markdown"]) == 3
+    assert capsys.readouterr().out.startswith("> **Warning:** mixed: this run mixes configurations")
     assert main(["run", "--run-id", "r2", "--no-progress"]) == 0
     capsys.readouterr()
     assert main(["compare", "r2", "r1"]) == 2

@@ -7,9 +7,10 @@ import json
 import sys
 from pathlib import Path
 
-from simlab.errors import UsageError
+from simlab.errors import EXIT_INFRA, EXIT_OK, UsageError
 from simlab.inert import one_line
 from simlab.report.build import build, project_run
+from simlab.report.completeness import summary_state
 from simlab.report.formats import render
 from simlab.report.step_summary import write_step_summary
 from simlab.report.terminal import print_report, report_console
@@ -36,7 +37,26 @@ def report_command(args: argparse.Namespace) -> int:
     write_step_summary(summary)
     if fmt != "json":
         print(f"summary: {folder / 'summary.json'}", file=sys.stderr)
-    return 0
+    return report_exit(folder, summary)
+
+
+def report_exit(folder: Path, summary: RunSummary) -> int:
+    """0, or 3 (INCONCLUSIVE) for a run that is not whole, whatever its figures: the report is
+    written and says so on its first line, and the exit code says that it could not judge the run
+    (``report/completeness.py``); stderr says why, and how to finish the run."""
+    state = summary_state(summary)
+    if state.judged:
+        return EXIT_OK
+    done = summary.completeness
+    what = (f"no trial of run {one_line(summary.run_id)} finished: there is nothing to judge" if not summary.trials
+            else f"the figures stand for the {summary.trials} trials played, not for run {one_line(summary.run_id)}")
+    print(f"inconclusive (exit 3): {one_line(state.line)}; {what}", file=sys.stderr)
+    command = (RunStore(folder).read_manifest() or {}).get("command")
+    if done is not None and done.planned is not None and done.finished < done.planned and command:
+        from simlab.cli.run_cmd import resume_command
+
+        print(f"finish it with: {resume_command(command, folder.name)}", file=sys.stderr)
+    return EXIT_INFRA
 
 
 def write_html(folder: Path, summary: RunSummary, path: Path) -> None:

@@ -11,8 +11,9 @@ from simlab.cli.progress import Progress
 from simlab.errors import EXIT_INFRA as EXIT_INCOMPLETE
 from simlab.report.build import build
 from simlab.report.gates import RUN_MAX_ERROR_RATE, error_budget_problem
-from simlab.report.terminal import print_report, report_console
-from simlab.runner.batch import BatchOptions, run_batch
+from simlab.report.terminal import print_report, report_console, silence
+from simlab.results.figures import RunSummary
+from simlab.runner.batch import BatchOptions, BatchResult, run_batch
 from simlab.runner.prepare import RunPlan, RunRequest, prepare
 from simlab.runner.shard import parse_shard
 
@@ -71,14 +72,12 @@ def run_command(args: argparse.Namespace) -> int:
     result = run_batch(req, options)
     plan, outcome = result.plan, result.outcome
     summary = build(plan.folder)
+    if result.interrupted:
+        return interrupted(result, summary)
     print_report(summary, report_console())
     print(f"transcripts: {result.store.trials_path}", file=sys.stderr)
     if outcome.stopped_by:
         print(f"stopped early: {outcome.stopped_by}", file=sys.stderr)
-    if result.interrupted:
-        print(f"interrupted: finished trials are saved; {result.left} left. Resume with: "
-              f"{resume_command(plan.manifest.get('command') or [], plan.run_id)}", file=sys.stderr)
-        return EXIT_INTERRUPTED
     print(f"next: simlab view {plan.run_id}   (or: simlab report {plan.run_id} --format markdown)", file=sys.stderr)
     if args.suite and shard[1] > 1:  # one shard is not the run: gate it once the shards are merged
         print(f"shard {shard[0]}/{shard[1]} done; check the gates after merging the shards: "
@@ -95,6 +94,36 @@ def run_command(args: argparse.Namespace) -> int:
         print(f"incomplete: {problem}. Fix the cause and re-run the same command with --run-id "
               f"{plan.run_id}: trials that ended in an error are played again.", file=sys.stderr)
     return EXIT_INCOMPLETE if problem or outcome.stopped_by else 0
+
+
+def interrupted(result: BatchResult, summary: RunSummary) -> int:
+    """Ctrl-C: the finished trials' report, then how to resume; exit 130, the same in a terminal
+    and through a pipe. A Ctrl-C typed in a terminal reaches every process of the pipeline, so in
+    ``simlab run … 2>&1 | tee log`` the reader is gone too: what can no longer be written is
+    dropped (``ReportConsole``; stderr pointed at /dev/null), the resume command goes to the
+    terminal itself (``tell_terminal``), and the exit code still says 130."""
+    command = resume_command(result.plan.manifest.get("command") or [], result.plan.run_id)
+    line = f"interrupted: finished trials are saved; {result.left} left. Resume with: {command}"
+    try:
+        print_report(summary, report_console())
+        print(f"transcripts: {result.store.trials_path}", file=sys.stderr)
+        print(line, file=sys.stderr)
+    except BrokenPipeError:
+        silence(sys.stderr)
+        tell_terminal(line)
+    return EXIT_INTERRUPTED
+
+
+def tell_terminal(text: str) -> None:
+    """``text`` on the controlling terminal (``/dev/tty``), printed inert, when stderr's reader is
+    gone: whoever typed the Ctrl-C there still needs the resume command. Nothing without one (CI)."""
+    from simlab.inert import InertStream
+
+    try:
+        with open("/dev/tty", "w", encoding="utf-8") as tty:
+            InertStream(tty).write(text + "\n")
+    except OSError:
+        pass
 
 
 def resume_command(command: list[str], run_id: str) -> str:

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from simlab.errors import UsageError
 from simlab.redact import holds_secret, mask_tree
+from simlab.report.completeness import summary_state
 from simlab.results.dataset import run_summary_functions
 from simlab.results.figures import Completeness, RunSummary
 from simlab.results.frames import CHECKS_FILE, RESULTS_FILE, read_checks_table, read_results, write_table
@@ -79,6 +80,7 @@ def build(folder: Path, *, write: bool = True, checks_table: bool = False,
         warnings.insert(0, f"{folder}: no run.json, so this run's plan and pins are unknown: its completeness "
                            "cannot be checked (a gate on it is inconclusive)")
     summary.warnings = warnings
+    summary.state = summary_state(summary).state  # the first key of summary.json and of report --json
     if holds_secret(summary.model_dump_json().encode()):  # pins of a run.json written before credentials
         summary = RunSummary.model_validate(mask_tree(summary.model_dump()))  # were masked, a key in a cause
     if write:

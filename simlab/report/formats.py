@@ -11,6 +11,7 @@ import io
 import re
 from typing import Any
 
+from simlab.report.completeness import summary_state
 from simlab.report.dataset_lines import adk_lines, dataset_lines
 from simlab.report.fmt import IN_ERROR_TRIALS, interval, money, pct, safe, shown_ks, upper_bound
 from simlab.report.trouble import trouble_lines
@@ -24,13 +25,15 @@ def md_escape(text: Any) -> str:
     return _MD_SPECIAL.sub(r"\\\1", safe(str(text).replace("\n", " ").replace("\r", " ")))
 
 
-def render(summary: RunSummary, fmt: str) -> str:
+def render(summary: RunSummary, fmt: str, *, state_line: bool = True) -> str:
+    """The report in ``fmt`` (json, csv, markdown); ``state_line`` False leaves out markdown's
+    completeness line (a document that already starts with it)."""
     if fmt == "json":
         return summary.to_json() + "\n"
     if fmt == "csv":
         return _csv(summary)
     if fmt == "markdown":
-        return _markdown(summary)
+        return _markdown(summary, first=state_line)
     raise ValueError(f"unknown format {fmt!r}")
 
 
@@ -51,13 +54,19 @@ def _csv(summary: RunSummary) -> str:
     return out.getvalue()
 
 
-def _markdown(summary: RunSummary) -> str:
+def state_markdown(summary: RunSummary) -> list[str]:
+    """The first lines of a markdown report on a run that is not whole (``report/completeness.py``),
+    or none."""
+    line = summary_state(summary).line
+    return [f"> **Warning:** {md_escape(line)}", ""] if line else []
+
+
+def _markdown(summary: RunSummary, first: bool = True) -> str:
+    """The markdown report; ``first``: led by the completeness line (``state_markdown``), which the
+    step summary puts above its gates instead."""
     suite = summary.suite
     ks = shown_ks(max(suite.raw.pass_k, default=1))
-    lines = [f"### simlab run `{md_escape(summary.run_id)}`", ""]
-    if summary.mixed_pins:
-        lines += ["> **Warning:** this run mixes configurations: it was resumed with `--force` over other pins ("
-                  + md_escape("; ".join(summary.mixed_pins[:3])) + ").", ""]
+    lines = [*(state_markdown(summary) if first else []), f"### simlab run `{md_escape(summary.run_id)}`", ""]
     for warning in summary.warnings:
         lines += [f"> **Warning:** {md_escape(warning)}", ""]
     lines.append(f"**{summary.trials} trials, {summary.scenarios_count} scenarios** · "

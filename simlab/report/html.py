@@ -18,6 +18,7 @@ from pydantic import TypeAdapter, ValidationError
 
 from simlab.graders.judge_prompt import event_text
 from simlab.report.charts import curves_svg, histogram_svg
+from simlab.report.completeness import summary_state
 from simlab.report.digest import Digest, FailedTrial
 from simlab.report.fmt import DASH, IN_ERROR_TRIALS, interval, money, num, pct, safe, shown_ks, upper_bound
 from simlab.report.trouble import trouble_lines
@@ -37,6 +38,7 @@ th:first-child, td:first-child {{ text-align: left; }}
 .figures td {{ text-align: left; white-space: normal; }}
 .warn {{ color: #8a5a00; }} .dim {{ color: #666; font-size: .9rem; }}
 .verdict-fail, .verdict-error, .verdict-unjudged {{ color: #b00020; font-weight: bold; }}
+.state {{ color: #8a5a00; font-weight: bold; border-left: 4px solid #d9a400; padding-left: .5rem; }}
 details {{ margin: .4rem 0; border: 1px solid #ddd; padding: .3rem .6rem; }}
 summary {{ cursor: pointer; }}
 ol.events {{ font-family: ui-monospace, monospace; font-size: .85rem; white-space: pre-wrap; }}
@@ -56,8 +58,10 @@ def html_report(summary: RunSummary, digest: Digest) -> str:
     trial's head: ``digest(folder, records=True, heads=True)``)."""
     suite = summary.suite
     max_k = max(suite.raw.pass_k, default=1)
-    parts = [f"<h1>simlab run <code>{e(summary.run_id)}</code></h1>"]
-    parts += [f'<p class="warn">warning: {e(w)}</p>' for w in [*summary.warnings, *_mixed(summary)]]
+    state = summary_state(summary).line  # first: what the figures below do not stand for
+    parts = [f'<p class="state">{e(state)}</p>'] if state else []
+    parts.append(f"<h1>simlab run <code>{e(summary.run_id)}</code></h1>")
+    parts += [f'<p class="warn">warning: {e(w)}</p>' for w in summary.warnings]
     parts.append(_figures(summary, max_k))
     parts.append(_scenarios(summary, max_k))
     curves = {sid: list(s.raw.pass_hat_k.values()) for sid, s in summary.scenarios.items()}
@@ -71,13 +75,6 @@ def html_report(summary: RunSummary, digest: Digest) -> str:
     body = "\n".join(p for p in parts if p)
     return (f"<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
             f"<title>simlab {e(summary.run_id)}</title><style>{STYLE}</style></head>\n<body>\n{body}\n</body></html>\n")
-
-
-def _mixed(summary: RunSummary) -> list[str]:
-    if not summary.mixed_pins:
-        return []
-    return ["this run mixes configurations: it was resumed with --force over other pins ("
-            + "; ".join(summary.mixed_pins[:3]) + ")"]
 
 
 def _figures(summary: RunSummary, max_k: int) -> str:

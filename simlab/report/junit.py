@@ -1,6 +1,8 @@
 """JUnit XML for CI: one testcase per scenario, plus one for the suite-wide gates.
 
-A failed gate is a <failure> with its reason; infrastructure errors are <error>; a scenario
+A run that is not whole (``report/completeness.py``) says so first: a ``completeness`` property of
+the testsuite, and the suite gates' <error> message starts with it. A failed gate is a <failure>
+with its reason; infrastructure errors are <error>; a scenario
 whose trials were all invalid simulations is <skipped> with the reason. Each scenario's testcase
 carries its trials' summed duration as ``time``, and names the trials that did not pass
 (``scenario#n``), where their transcripts are (``trials.jsonl:LINE``) and their failing checks'
@@ -12,6 +14,7 @@ from __future__ import annotations
 
 import xml.etree.ElementTree as ET
 
+from simlab.report.completeness import summary_state
 from simlab.report.digest import Digest
 from simlab.report.fmt import safe
 from simlab.report.gates import GateReport
@@ -22,6 +25,9 @@ def junit_xml(summary: RunSummary, gates: GateReport, suite_id: str, digest: Dig
     """The JUnit document; control characters (not allowed in XML) are replaced everywhere."""
     root = ET.Element("testsuites", name=f"simlab {suite_id}")
     suite = ET.SubElement(root, "testsuite", name=suite_id)
+    state = summary_state(summary)  # first: what the run lacks, when it is not whole
+    if state.line:
+        ET.SubElement(ET.SubElement(suite, "properties"), "property", name="completeness", value=state.line)
     counts = {"tests": 0, "failures": 0, "errors": 0, "skipped": 0}
     total = 0.0
     for sid, s in summary.scenarios.items():
@@ -58,13 +64,15 @@ def junit_xml(summary: RunSummary, gates: GateReport, suite_id: str, digest: Dig
     case = ET.SubElement(suite, "testcase", classname=f"simlab.{suite_id}", name="suite gates")
     suite_results = [g for g in gates.results if g.scenario is None]
     failed = [g for g in suite_results if g.status == "fail"]
-    if gates.problems or any(g.status == "inconclusive" for g in suite_results):
-        reasons = gates.problems + [g.reason for g in suite_results if g.status == "inconclusive"]
+    if not state.judged or gates.problems or any(g.status == "inconclusive" for g in suite_results):
+        reasons = [state.line] if state.line else []
+        reasons += gates.problems + [g.reason for g in suite_results if g.status == "inconclusive"]
         _add(case, "error", "; ".join(reasons), counts)
     elif failed:
         _add(case, "failure", "; ".join(f"{g.label}: {g.reason}" for g in failed), counts)
     out = ET.SubElement(case, "system-out")
-    out.text = "\n".join(f"[{g.status}] {g.label}: {g.reason}" for g in suite_results)
+    out.text = "\n".join([*([state.line] if state.line else []),
+                          *(f"[{g.status}] {g.label}: {g.reason}" for g in suite_results)])
     counts["tests"] += 1
     for key, value in counts.items():
         suite.set(key, str(value))

@@ -1,11 +1,12 @@
 """``$GITHUB_STEP_SUMMARY``: the markdown a CI job page shows, written wherever simlab decides
-gates (``run --suite``, ``gate``) and by ``report``; the gates come first, then the run's figures."""
+gates (``run --suite``, ``gate``) and by ``report``: first what the run lacks when it is not whole
+(``report/completeness.py``), then the gates, then the run's figures."""
 
 from __future__ import annotations
 
 import os
 
-from simlab.report.formats import md_escape, render
+from simlab.report.formats import md_escape, render, state_markdown
 from simlab.report.gates import GateReport
 from simlab.results.figures import RunSummary
 
@@ -34,7 +35,9 @@ def write_step_summary(summary: RunSummary, gates: GateReport | None = None, sui
     path = os.environ.get("GITHUB_STEP_SUMMARY")
     if not path:
         return False
-    text = (gates_markdown(gates, suite_id) + "\n" if gates is not None else "") + render(summary, "markdown")
+    gated = gates_markdown(gates, suite_id) + "\n" if gates is not None else ""
+    text = "".join(f"{line}\n" for line in state_markdown(summary)) + gated \
+        + render(summary, "markdown", state_line=False)
     with open(path, "a", encoding="utf-8") as fh:
         fh.write(text + "\n")
     return True

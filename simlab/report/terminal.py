@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import TextIO
+from typing import IO, TextIO
 
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
 from simlab.inert import one_line
+from simlab.report.completeness import summary_state
 from simlab.report.dataset_lines import adk_lines, dataset_lines
 from simlab.report.fmt import (
     CURVE_WIDTH,
@@ -30,29 +31,49 @@ from simlab.results.figures import RunSummary, SuiteFigures
 PIPED_WIDTH = 160  # columns when not printing to a terminal (a CI log): nothing wraps mid-phrase
 
 
+class ReportConsole(Console):
+    """A console whose reader may go away (``simlab run … | tee log``: a Ctrl-C typed in the
+    terminal ends ``tee`` too): what it can no longer write is dropped, and the command goes on to
+    its own end and exit code. Rich's own console would exit 1 on the spot (``SystemExit(1)``)."""
+
+    def on_broken_pipe(self) -> None:
+        self.quiet = True  # nothing more is written
+        silence(self.file)
+
+
+def silence(stream: IO[str]) -> None:
+    """Point ``stream``'s file descriptor at /dev/null: its reader is gone, and what is still
+    buffered must not fail again when Python flushes it at exit (exit code 120)."""
+    try:
+        fd = stream.fileno()
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, fd)
+        os.close(devnull)
+    except (OSError, ValueError, AttributeError):  # not a file descriptor (a test's StringIO)
+        pass
+
+
 def report_console(stderr: bool = False) -> Console:
-    """A console for reports: a terminal's real width; when piped (a CI log, a file), ``COLUMNS``
-    if set, else ``PIPED_WIDTH`` instead of rich's 80."""
+    """A console for reports (``ReportConsole``): a terminal's real width; when piped (a CI log, a
+    file), ``COLUMNS`` if set, else ``PIPED_WIDTH`` instead of rich's 80."""
     stream: TextIO = sys.stderr if stderr else sys.stdout
     try:
         terminal = stream.isatty()
     except (AttributeError, ValueError):
         terminal = False
     if terminal or os.environ.get("COLUMNS"):
-        return Console(stderr=stderr)
-    return Console(stderr=stderr, width=PIPED_WIDTH)
+        return ReportConsole(stderr=stderr)
+    return ReportConsole(stderr=stderr, width=PIPED_WIDTH)
 
 
 def print_report(summary: RunSummary, console: Console, *, view: str = "raw", top: int = 8) -> None:
     suite = summary.suite
     max_k = max(suite.raw.pass_k, default=1)
+    state = summary_state(summary)
+    if state.line:  # first: what the figures below do not stand for
+        console.print(Text(one_line(state.line), style="bold yellow"))
     console.print(Text(f"run {one_line(summary.run_id)} · {summary.trials} graded trials · "
                        f"{summary.scenarios_count} scenarios", style="bold"))
-    mixed = summary.mixed_pins
-    if mixed:
-        console.print(Text(f"this run mixes configurations: it was resumed with --force over other pins "
-                           f"({'; '.join(one_line(d) for d in mixed[:3])}{' …' if len(mixed) > 3 else ''})",
-                           style="yellow"))
     for warning in summary.warnings:
         console.print(Text(f"warning: {one_line(warning)}", style="yellow"))
     if summary.ungraded:

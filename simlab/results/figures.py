@@ -175,7 +175,8 @@ class CheckError(_Figures):
 
 
 class Completeness(_Figures):
-    """What the readers found against the plan in ``run.json`` (counted in planned unit ids)."""
+    """What the readers found against the plan in ``run.json`` (counted in planned unit ids);
+    ``report/completeness.py`` says it in words."""
 
     planned: int | None = None
     finished: int = 0
@@ -221,6 +222,10 @@ class DatasetScore(_Figures):
 class RunSummary(_Figures):
     """``summary.json``: a run's figures, per scenario and for the suite."""
 
+    state: str | None = Field(None, description="First: 'complete', or what every report's first line says of a "
+                                                "run that is not ('incomplete: 924 of 3,000 planned trials', "
+                                                "report/completeness.py); None: not counted (not built from a "
+                                                "run folder).")
     schema_version: int = SUMMARY_SCHEMA_VERSION
     run_id: str | None = None
     trials: int

@@ -286,14 +286,22 @@ def suite_point(scenarios: Iterable[ScenarioFigures], view: str, k: int) -> Suit
 
 def extend_curves(summary: RunSummary, k: int) -> None:
     """Add pass^k and pass@k at ``k`` to every curve of ``summary`` (a gate may ask beyond the
-    stored curves), computed exactly from each scenario's counts."""
-    if k in summary.suite.raw.pass_k:
+    stored curves), computed exactly from each scenario's counts: None where a scenario has fewer
+    than k trials (undefined). The curves stay whole from k = 1 up to ``CURVE_MAX_K``: the points
+    between the stored curve's end and ``k`` are added too, so every k a report shows
+    (``report/fmt.shown_ks``, at most the largest) is on the curve; beyond ``CURVE_MAX_K`` only
+    ``k`` itself is added."""
+    have = summary.suite.raw.pass_k
+    if k in have:
         return
+    end = max(have, default=0)
+    ks = [j for j in range(end + 1, min(k, CURVE_MAX_K) + 1)] + ([k] if k > CURVE_MAX_K else [])
     for figures in summary.scenarios.values():
         for view in (figures.raw, figures.valid):
-            view.pass_k[k] = _curve(view.success.c, view.success.n, [k])[k]
+            view.pass_k.update(_curve(view.success.c, view.success.n, ks))
     for name in ("raw", "valid"):
-        summary.suite.view(name).pass_k[k] = suite_point(summary.scenarios.values(), name, k)
+        curve = summary.suite.view(name).pass_k
+        curve.update({j: suite_point(summary.scenarios.values(), name, j) for j in ks})
 
 
 def _invalid_by_simulator(rows: list[dict[str, Any]]) -> dict[str, Rate]:

@@ -73,7 +73,7 @@ def test_incomplete_run_is_inconclusive(project, capsys):
     data["pins"]["scenarios"]["refund-damaged-card"]["trials"] = 6
     manifest.write_text(json.dumps(data))
     assert main(["gate", "part", "--suite", suite]) == 3
-    assert "run incomplete: 3 of 6" in capsys.readouterr().out
+    assert "incomplete: 3 of 6" in capsys.readouterr().out
 
 
 def test_usage_errors_exit_2(project, capsys):

@@ -91,13 +91,13 @@ def test_the_completeness_line_is_one_function_of_the_facts() -> None:
         (Completeness(planned=4, finished=4, unplanned=2), [],
          "2 stored trials are not in the run's plan (left out)", False),
         (Completeness(planned=4, finished=4), ["agent: a → b"],
-         "mixed: this run mixes configurations: it was resumed with --force over other pins (agent: a → b)", False),
+         "mixed: this run mixes configurations or code: it was resumed or merged with --force over other pins (agent: a → b)", False),
         (Completeness(planned=4, finished=4), [], "partial: 1 of 10 scenarios", True, PART, True),
         (Completeness(planned=4, finished=4), [], "partial: 1 of 10 scenarios, not accepted with --partial-ok",
          False, PART, False),
         (Completeness(planned=4, finished=2), ["x"],
-         "incomplete: 2 of 4 planned trials · mixed: this run mixes configurations: it was resumed with --force "
-         "over other pins (x) · partial: 1 of 10 scenarios", False, PART, True),
+         "incomplete: 2 of 4 planned trials · mixed: this run mixes configurations or code: it was resumed or "
+         "merged with --force over other pins (x) · partial: 1 of 10 scenarios", False, PART, True),
         (None, [], "completeness unknown: this summary holds no count of planned trials", False),
     ]
     for done, mixed, line, judged, *part in cases:

@@ -128,6 +128,13 @@ def test_a_filtered_suite_run_is_partial_and_exit_3_unless_accepted_by_name(proj
     assert code == 0 and "partial: 1 of 10 scenarios" in text
     code, text = cli(capsys, "gate", "kp", "--suite", NIGHTLY)
     assert code == 3, text
+    # every report says so on its first line; accepted by name it may still exit 0
+    for fmt in ("terminal", "markdown", "json"):
+        code, text = cli(capsys, "report", "ok", "--format", fmt)
+        first = text.lstrip().splitlines()[0]
+        assert code == 0 and "partial: 1 of 10 scenarios" in (first if fmt != "json" else text), (fmt, text)
+    code, text = cli(capsys, "report", "kp")
+    assert code == 3 and "partial: 1 of 10 scenarios, not accepted with --partial-ok" in text.splitlines()[0], text
 
 
 def test_fewer_trials_than_the_suite_plans_is_not_its_run(project, capsys):
@@ -230,7 +237,7 @@ def test_an_incomplete_run_is_exit_3_whatever_the_figures_in_every_entry_point(p
     assert nightly("bad", "--agent", FLAKY) == 1  # complete: a gate failed
     _cut_to_half(project, "bad")
     code, text = cli(capsys, "gate", "bad", "--suite", NIGHTLY)
-    assert code == 3 and "FAIL" in text and "run incomplete: 20 of 40" in text, text
+    assert code == 3 and "FAIL" in text and "incomplete: 20 of 40" in text, text
     assert simlab.load_run("bad").gate(NIGHTLY).exit_code == 3
     assert nightly("good") == 0
     code, text = cli(capsys, "compare", "good", "bad", "--fail-on-regression")
@@ -277,4 +284,4 @@ def test_one_scenarios_gates_follow_the_one_rule(project):
     _cut_to_half(project, "s")
     summary = build(project / "transcripts/s", write=False, allow_unjudged=["rubric"])
     report = scenario_gates(summary, sid, ["success <= 0"])
-    assert report.exit_code == 3 and "run incomplete: 2 of 4" in report.problems[0]
+    assert report.exit_code == 3 and "incomplete: 2 of 4" in report.problems[0]

@@ -74,7 +74,8 @@ def build(folder: Path, *, write: bool = True, checks_table: bool = False,
     summary.mixed_pins = mixed_pins(manifest)
     summary.completeness = Completeness(planned=None if notes.plan is None else len(notes.plan),
                                         finished=len(results), unplanned=len(notes.unplanned),
-                                        manifest=manifest is not None, partial=manifest_partial(manifest))
+                                        manifest=manifest is not None, partial=manifest_partial(manifest),
+                                        partial_ok=bool((manifest or {}).get("partial_ok")))
     warnings = notes.warnings()
     if manifest is None:
         warnings.insert(0, f"{folder}: no run.json, so this run's plan and pins are unknown: its completeness "

@@ -159,6 +159,6 @@ def compare_exit(result: Comparison, base: RunSummary, cand: RunSummary, *,
 
 def _side_problem(side: str, summary: RunSummary, problem: str) -> str:
     done = summary.completeness
-    if problem.startswith("run incomplete") and done is not None and done.planned is not None:
+    if problem.startswith("incomplete") and done is not None and done.planned is not None:
         return f"the {side} run is incomplete ({done.finished} of {done.planned} planned trials)"
     return f"the {side} run: {problem}"

@@ -45,9 +45,20 @@ def run_state(done: Completeness | None, mixed: Sequence[str] = (), *, partial: 
     resume or merge with ``--force`` went over (``RunSummary.mixed_pins``), and the part of its
     suite the run planned (``partial``, in the one wording of that fact: "partial: 1 of 10
     scenarios"; None: the whole suite, or no suite), accepted by name or not (``partial_ok``)."""
+    phrases = state_phrases(done, mixed)
+    judged = not phrases
+    if done is not None and partial:
+        phrases.append(partial if partial_ok else f"{partial}, not accepted with --partial-ok")
+        judged = judged and partial_ok
+    return RunState(" · ".join(phrases) or None, judged)
+
+
+def state_phrases(done: Completeness | None, mixed: Sequence[str] = ()) -> list[str]:
+    """Each way the run falls short of its plan, in words (empty: whole); a gate lists them as its
+    problems, a report joins them into its first line."""
     phrases: list[str] = []
     if done is None:
-        return RunState("completeness unknown: this summary holds no count of planned trials", False)
+        return ["completeness unknown: this summary holds no count of planned trials"]
     if not done.manifest:
         phrases.append("completeness unknown: no run.json, so the run's plan is unknown")
     elif done.planned is None:
@@ -60,15 +71,13 @@ def run_state(done: Completeness | None, mixed: Sequence[str] = (), *, partial: 
         phrases.append(f"{done.unplanned:,} stored trials are not in the run's plan (left out)")
     if mixed:
         more = f" and {len(mixed) - SHOWN_MIXED} more" if len(mixed) > SHOWN_MIXED else ""
-        phrases.append("mixed: this run mixes configurations: it was resumed with --force over other pins "
-                       f"({'; '.join(mixed[:SHOWN_MIXED])}{more})")
-    judged = not phrases
-    if partial:
-        phrases.append(partial if partial_ok else f"{partial}, not accepted with --partial-ok")
-        judged = judged and partial_ok
-    return RunState(" · ".join(phrases) or None, judged)
+        phrases.append("mixed: this run mixes configurations or code: it was resumed or merged with --force over "
+                       f"other pins ({'; '.join(mixed[:SHOWN_MIXED])}{more})")
+    return phrases
 
 
 def summary_state(summary: RunSummary) -> RunState:
     """``run_state`` of a summary's own facts: the one call every surface makes."""
-    return run_state(summary.completeness, summary.mixed_pins)
+    done = summary.completeness
+    return run_state(done, summary.mixed_pins, partial=done.partial if done else None,
+                     partial_ok=bool(done and done.partial_ok))

@@ -19,6 +19,7 @@ from pathlib import Path
 
 from simlab.errors import EXIT_GATE_FAILED, EXIT_INFRA, EXIT_OK
 from simlab.report.compare_runs import compare
+from simlab.report.completeness import state_phrases
 from simlab.results.figures import DatasetScore, Rate, RunSummary, ScenarioFigures, SuiteFigures
 from simlab.results.power import gate_fail_chance, power_k, rate_at, trials_needed
 from simlab.results.summary import extend_curves
@@ -344,22 +345,9 @@ def _plan_problems(summary: RunSummary, suite: Suite, suite_plan: Mapping[str, i
 
 
 def completeness_problems(summary: RunSummary) -> list[str]:
-    """Why a run cannot stand for its plan: no manifest, missing units, foreign units, mixed pins."""
-    done = summary.completeness
-    problems = []
-    if done is None or not done.manifest:
-        problems.append("no run.json: the run's plan is unknown, so its completeness cannot be checked")
-    elif done.planned is None:
-        problems.append("run.json names no planned scenarios and trials, so completeness cannot be checked")
-    elif done.finished < done.planned:
-        problems.append(f"run incomplete: {done.finished} of {done.planned} planned trials finished")
-    if done is not None and done.unplanned:
-        problems.append(f"{done.unplanned} stored trials are not in the run's plan (trials of another run "
-                        "mixed in?)")
-    if summary.mixed_pins:
-        problems.append("the run mixes configurations (resumed or merged with --force over other pins): "
-                        + "; ".join(summary.mixed_pins[:3]))
-    return problems
+    """Why a run cannot stand for its plan (no manifest, missing units, foreign units, mixed pins),
+    in the words every report's first line uses (``report/completeness.state_phrases``)."""
+    return state_phrases(summary.completeness, summary.mixed_pins)
 
 
 def _no_regression(gate: Gate, summary: RunSummary, load_baseline: Callable[[str], RunSummary]) -> GateResult:

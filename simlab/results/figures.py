@@ -185,6 +185,8 @@ class Completeness(_Figures):
     partial: str | None = Field(None, description="A run of a part of its suite (simlab run --suite … -k …): "
                                                   "'partial: 1 of 10 scenarios' (runner/suite_plan.partial_text); "
                                                   "None when it is the suite's whole plan or played without one.")
+    partial_ok: bool = Field(False, description="The part was accepted by name (simlab run --partial-ok): the "
+                                                "reports say 'partial' and the gates still decide.")
 
     @model_serializer(mode="wrap")
     def _without_unset_partial(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
@@ -192,6 +194,7 @@ class Completeness(_Figures):
         data: dict[str, Any] = handler(self)
         if data.get("partial") is None:
             data.pop("partial", None)
+            data.pop("partial_ok", None)
         return data
 
 

@@ -136,12 +136,20 @@ def test_real_loop_rules_user_does_not_drift():
     assert all(c.status == "pass" for c in checks), [c.reason for c in checks]
 
 
-def test_real_loop_scripted_user_stopping_early_is_drift():
-    scn = scenario(user={"goal": "Store b=2.", "script": ["Please store b=2.", "never mind ###STOP###"]},
+def test_real_loop_scripted_user_stopping_before_its_script_ends_is_drift():
+    scn = scenario(user={"goal": "Store b=2.", "script": ["Please store b=2.", "never mind ###STOP###", "b=2!"]},
                    expect={"expected_actions": [{"tool": "set_item", "args": {"key": "b", "value": "2"}}]})
     t = asyncio.run(run_trial(make_trial(PythonAgent(lambda inp: "Let me check.", "t:idle"), ScriptedSimulator(), scn=scn)))
     check = {c.name: c for c in grade_drift(GradeContext(t, scn, KV))}["drift:premature_stop"]
     assert check.status == "fail" and isinstance(t.events[check.event], Signal)
+
+
+def test_real_loop_scripted_user_that_stops_on_its_last_line_played_its_script_through():
+    scn = scenario(user={"goal": "Store b=2.", "script": ["Please store b=2.", "never mind ###STOP###"]},
+                   expect={"expected_actions": [{"tool": "set_item", "args": {"key": "b", "value": "2"}}]})
+    t = asyncio.run(run_trial(make_trial(PythonAgent(lambda inp: "Let me check.", "t:idle"), ScriptedSimulator(), scn=scn)))
+    check = {c.name: c for c in grade_drift(GradeContext(t, scn, KV))}["drift:premature_stop"]
+    assert check.status == "pass" and "played its script through (2 lines)" in check.reason
 
 
 ROLE_SWAPS = [  # the simulated user speaks as the assistant (seen with small models)

@@ -5,6 +5,8 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+import pytest
+
 from simlab.graders.base import GradeContext, verdict_of
 from simlab.graders.drift import grade_drift, identifiers
 from simlab.sim.agents import PythonAgent
@@ -81,6 +83,34 @@ def test_premature_stop_before_the_expected_write():
     ran_out = early[:2] + [Signal(turn=2, role="user", signal="stop")]
     assert grade(ran_out, simulator="scripted", **expect)["drift:premature_stop"].status == "pass"
     assert grade(ran_out, **expect)["drift:premature_stop"].status == "fail"
+
+
+EXPECT_WRITE = {"expect": {"expected_actions": [{"tool": "set_item", "args": {"key": "b", "value": "2"}}]}}
+
+
+@pytest.mark.parametrize("last", ["The change is complete.", "All set!", "I have taken care of that for you…",
+                                  "Done: b is 2.", "The change has been completed.", "It's there now.",
+                                  "¡Listo! Ya está.", "C'est fait !", "Erledigt."])
+def test_a_user_that_stops_after_a_completion_claim_did_not_stop_early(last: str) -> None:
+    events = [UserMessage(turn=1, text="Please store b=2."), AgentMessage(turn=1, text=last),
+              Signal(turn=2, role="user", signal="stop")]
+    check = grade(events, **EXPECT_WRITE)["drift:premature_stop"]
+    assert check.status == "pass" and "reported the work done" in check.reason
+
+
+@pytest.mark.parametrize("last", ["I'm sorry, I can't change that for you.", "Lo siento, no puedo hacer eso."])
+def test_a_user_that_stops_after_a_refusal_did_not_stop_early(last: str) -> None:
+    events = [UserMessage(turn=1, text="Please store b=2."), AgentMessage(turn=1, text=last),
+              Signal(turn=2, role="user", signal="stop")]
+    check = grade(events, **EXPECT_WRITE)["drift:premature_stop"]
+    assert check.status == "pass" and "refused" in check.reason
+
+
+@pytest.mark.parametrize("last", ["Shall I store it?", "I will store it once you confirm.", "It is not stored yet."])
+def test_a_user_that_stops_while_the_work_is_open_stopped_early(last: str) -> None:
+    events = [UserMessage(turn=1, text="Please store b=2."), AgentMessage(turn=1, text=last),
+              Signal(turn=2, role="user", signal="stop")]
+    assert grade(events, **EXPECT_WRITE)["drift:premature_stop"].status == "fail"
 
 
 def test_premature_stop_from_state_assertions_only():

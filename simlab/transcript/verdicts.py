@@ -64,16 +64,17 @@ CLASS_NOTE = ("Valid trials are those that passed or failed (an unjudged trial t
 
 PRECEDENCE: tuple[tuple[str, str, str], ...] = (
     ("error", "the trial ended in an infrastructure error (provider, simulator model, lab)",
-     "nothing after it was played: it is played again on resume"),
+     "nothing after it was played, and a resume plays it again"),
     ("fail", "a hard policy check failed at an agent event before the user drifted and before a domain tool "
-             "crashed", "what the agent did before anything went wrong is its own: no drift or crash hides it"),
+             "crashed",
+     "what the agent did before anything else went wrong is its own, and no drift or crash hides it"),
     ("error", "a domain tool crashed (an exception in the domain's own code; the check `tool_crash:TOOL` names the "
-              "tool and the exception)", "the tool is to blame, not the agent or the user; fix the domain"),
+              "tool and the exception)", "the tool is to blame, not the agent or the user (fix the domain)"),
     ("invalid", "a hard drift check failed", "the simulated user's drift could have caused the outcome"),
     ("fail", "a hard check failed", "the agent's failure"),
     ("error", "a hard check could not be decided (a judge that kept answering nonsense, a predicate that raised)",
-     "nobody knows"),
-    ("unjudged", "a hard check did not run", "nobody knows; counted as a pass only where `allow_unjudged` allows"),
+     "nobody knows whether it passed"),
+    ("unjudged", "a hard check did not run", "it counts as a pass only where `allow_unjudged` allows"),
     ("pass", "every hard check ran and held", ""),
 )
 DRIFT_NOTES: tuple[str, ...] = (

@@ -5,18 +5,17 @@ from __future__ import annotations
 
 from rich.text import Text
 
+from simlab.transcript.verdicts import CLASSES
 from simlab.tui.render import fmt_rate, literal, reason_text
 from simlab.tui.summary import ScenarioProgress, k_columns
 from simlab.tui.widgets.keyed_table import KeyedTable
 
 __all__ = ["ScenariosTable", "flake_text"]
 
-FLAKE = {"stable_pass": ("all ✓", "green"), "flaky": ("flaky", "yellow"), "stable_fail": ("all ✗", "red")}
-
-
 def flake_text(flake: str | None) -> Text:
-    label, style = FLAKE.get(flake or "", ("—", "dim"))
-    return Text(label, style=style)
+    """A scenario's class as every surface names it (``verdicts.CLASSES``)."""
+    info = CLASSES.get(flake or "")
+    return Text(info.label, style=info.style) if info else Text("—", style="dim")
 
 
 def _num(value: int, style: str = "") -> Text:

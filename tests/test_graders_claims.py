@@ -37,6 +37,10 @@ CLAIMS: list[tuple[str, bool]] = [
     ("I checked your profile and updated the name.", True),
     ("Sorry for the wait — your order has been cancelled.", True),
     ("Robin is your display name now.", True),
+    ("Refund issued to your card.", True),
+    ("Name updated!", True),
+    ("Cancellation complete.", True),
+    ("The price listed on the site is 5.", False),
     # English: not claims (future, offers, questions, negations, progress, conditions, reads, failures)
     ("I have checked your profile.", False),
     ("I found your account.", False),

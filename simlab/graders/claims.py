@@ -64,6 +64,9 @@ _EN_CLAIMS = [
     r"\b(?:went|gone) through\b", r"\bgood to go\b", r"\bsuccess(?:ful|fully)?\b", r"\ball set\b",
     r"^(?:all\s+)?(?:done|complete|completed|finished|sorted|set|fixed|taken care of)$",
     r"^(?P<p>[a-z]{2,}ed|done|made|sent|taken|written|built|undone)\b",  # led by a participle: Updated your name
+    # a headline: a short noun phrase and a participle ("Refund issued to your card", "Name updated")
+    r"^(?!(?:you|they|he|she|it|i|we)\b)(?:[\w'-]+\s+){1,3}(?P<p>[a-z]{2,}ed|done|sent|made|set|taken|reset|paid|"
+    r"complete)(?:\s+(?:to|for|on|at|in|as|successfully|now|already)\b(?!.*\b(?:is|are|was|were)\b).*)?$",
 ]
 _ES_PART = (r"(?:\w+(?:ado|ada|ados|adas|ido|ida|idos|idas)|hecho|hecha|puesto|escrito|resuelto|vuelto|abierto|"
             r"devuelto|cubierto)")

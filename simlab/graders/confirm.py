@@ -267,3 +267,13 @@ def stance(text: str, phrases: Phrases | None = None, *, question: str = "") -> 
         elif result == "agree" and contrast:  # "yes, but …": conditional
             result = "hedge"
     return result
+
+
+def __getattr__(name: str) -> object:
+    """The completion-claim and refusal reading lives beside this one, on the same clauses
+    (``claims.py``): ``confirm.claims_completion`` and ``confirm.refuses`` name it too."""
+    if name in ("claims_completion", "completion_claim", "refuses"):
+        from simlab.graders import claims
+
+        return getattr(claims, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

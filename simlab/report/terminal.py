@@ -140,7 +140,7 @@ def _scenario_table(summary: RunSummary, max_k: int, view: str, width: int) -> T
         ks = sorted({1, common if common > 1 else max_k})
     wide, medium = width >= 120, width >= 100
     table = Table(title=f"scenarios ({view})", title_justify="left", pad_edge=False)
-    table.add_column("scenario", no_wrap=True, overflow="ellipsis", max_width=None if medium else 26)
+    table.add_column("scenario", no_wrap=True, overflow="ellipsis", max_width=None if medium else 24)
     table.add_column("pass", justify="right", no_wrap=True)
     table.add_column("pass^1 [95% CI]", justify="right", no_wrap=True)
     for k in ks:

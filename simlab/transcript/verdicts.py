@@ -55,9 +55,9 @@ class ClassInfo:
 
 
 CLASSES: dict[str, ClassInfo] = {c.value: c for c in (
-    ClassInfo("stable_pass", "stable pass", "every valid trial passed", "green"),
+    ClassInfo("stable_pass", "all pass", "every valid trial passed", "green"),
     ClassInfo("flaky", "flaky", "some valid trials passed and some failed", "yellow"),
-    ClassInfo("stable_fail", "stable fail", "every valid trial failed", "red"),
+    ClassInfo("stable_fail", "all fail", "every valid trial failed", "red"),
 )}
 CLASS_NOTE = ("Valid trials are those that passed or failed (an unjudged trial that counts as a pass among them); "
               "invalid, error and other unjudged trials are left out. No valid trial: no class (—).")

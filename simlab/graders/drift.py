@@ -220,7 +220,8 @@ def _played_through(ctx: GradeContext, turn: int) -> str | None:
         return "the scripted user ran out of lines; the state check judges the outcome"
     script = script_of(ctx.scenario)
     if script and turn >= len(script):  # turn n says line n (a history is turn 0)
-        return (f"the scripted user played its script through ({len(script)} lines) and stopped on its last line; "
+        lines = f"{len(script)} line" + ("" if len(script) == 1 else "s")
+        return (f"the scripted user played its script through ({lines}) and stopped on its last line; "
                 "the state check judges the outcome")
     return None
 

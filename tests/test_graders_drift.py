@@ -133,7 +133,9 @@ def test_accepted_rejected_outcome():
     assert grade(refused, **reject)["drift:accepted_rejected"].status == "pass"
     done = [UserMessage(turn=1, text="Please store b=2."), AgentMessage(turn=1, text="Done: store credit issued."),
             Signal(turn=2, role="user", signal="stop")]
-    assert grade(done, **reject)["drift:accepted_rejected"].status == "fail"
+    after = grade(done, **reject)["drift:accepted_rejected"]
+    assert after.status == "fail" and after.details["after_outcome"]  # accepted after the fact: not the cause
+    assert "after_outcome" not in check.details  # an offer accepted: the drift came first
 
 
 def test_accepted_rejected_skips_negated_or_ambiguous_offers():

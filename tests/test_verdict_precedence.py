@@ -54,6 +54,7 @@ POLICY_EARLY = check("policy", event=1)  # the agent's own act, before the user 
 POLICY_LATE = check("policy", event=8)
 DRIFT = check("drift", event=4)
 DRIFT_NOWHERE = check("drift")
+AFTER_OUTCOME = check("drift", event=9).model_copy(update={"details": {"after_outcome": True}})  # "thanks" to "Done"
 TRAJECTORY_EARLY = check("trajectory", event=1)  # "nearest call" of a missing one: an outcome, not an act
 JUDGE_ERROR = check("rubric", "error")
 NOT_RUN = check("rubric", "not_run")
@@ -66,6 +67,8 @@ CASES: list[tuple[str, dict[str, Any], list[Check], str]] = [
     ("the user drifted, nothing else", {}, [OK, DRIFT], "invalid"),
     ("drift could have caused the failed outcome", {}, [STATE, DRIFT], "invalid"),
     ("a policy violation before the drift is the agent's own", {}, [POLICY_EARLY, DRIFT], "fail"),
+    ("a drift after the outcome hides no failure", {}, [STATE, AFTER_OUTCOME], "fail"),
+    ("a drift after the outcome, nothing else failed", {}, [OK, AFTER_OUTCOME], "invalid"),
     ("a policy violation after the drift may be the drift's doing", {}, [POLICY_LATE, DRIFT], "invalid"),
     ("a drift of unknown position counts from the first user message", {}, [POLICY_EARLY, DRIFT_NOWHERE],
      "invalid"),

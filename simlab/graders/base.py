@@ -14,7 +14,9 @@ precedence rule ``verdict_of`` applies (``PRECEDENCE``, in order):
    tool's fault, not the agent's or the user's;
 4. invalid: a hard drift check failed: the simulated user's drift could have caused the outcome
    (the drift checks themselves do not fail where the user kept to its script or the agent ended
-   the conversation: ``drift.py``);
+   the conversation: ``drift.py``). A drift that came after the outcome (``details["after_outcome"]``:
+   the user accepted what the agent had already reported done) makes the trial invalid only when
+   no agent check failed;
 5. fail: a hard check failed; 6. error: a hard check could not be decided; 7. unjudged: a hard
    check did not run; 8. pass.
 
@@ -70,15 +72,16 @@ def verdict_of(transcript: Transcript, checks: list[Check]) -> Verdict:
         return "error"
     hard = [c for c in checks if c.hard]
     drift = [c for c in hard if c.kind == "drift" and c.status == "fail"]
+    causal = [c for c in drift if not c.details.get("after_outcome")]  # drift that came before the outcome
     crashes = tool_crashes(transcript)
     start = transcript.history_events
-    cut = min([start if c.event is None else c.event for c in drift] + [i for i, _, _ in crashes],
+    cut = min([start if c.event is None else c.event for c in causal] + [i for i, _, _ in crashes],
               default=len(transcript.events))
     if any(c.kind == "policy" and c.status == "fail" and c.event is not None and c.event < cut for c in hard):
         return "fail"
     if crashes:
         return "error"
-    if drift:
+    if causal or (drift and not any(c.status == "fail" for c in hard if c.kind != "drift")):
         return "invalid"
     if any(c.status == "fail" for c in hard):
         return "fail"

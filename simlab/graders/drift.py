@@ -275,13 +275,14 @@ _ACCEPT = re.compile(r"\b(yes|yeah|yep|ok|okay|sure|fine|that works|works for me
 _REFUSE = re.compile(r"\b(no|nope|nah|not|don'?t|do not|won'?t|never|refuse|decline|rather not|instead)\b", re.I)
 
 
-def _offending(text: str, phrases: list[str]) -> tuple[str, bool] | None:
-    """(rejected thing, whether a later question may be what a 'yes' answers) or None."""
+def _offending(text: str, phrases: list[str]) -> tuple[str, bool, bool] | None:
+    """(rejected thing, whether a later question may be what a 'yes' answers, whether the agent
+    reported it done rather than offered it) or None."""
     return _offending_cached(text, tuple(phrases))
 
 
 @functools.lru_cache(maxsize=4096)
-def _offending_cached(text: str, phrases: tuple[str, ...]) -> tuple[str, bool] | None:
+def _offending_cached(text: str, phrases: tuple[str, ...]) -> tuple[str, bool, bool] | None:
     """Cached: agents repeat their offers across trials."""
     sentences = _SENTENCE.findall(text)
     for n, sentence in enumerate(sentences):
@@ -292,7 +293,8 @@ def _offending_cached(text: str, phrases: tuple[str, ...]) -> tuple[str, bool] |
             if re.search(r"\bor\b", sentence, re.I):
                 return None  # "store credit or a refund to your card?": a yes is ambiguous
             later = any("?" in s and not any(re.search(p, s, re.I) for p in phrases) for s in sentences[n + 1:])
-            return match.group(0), later
+            reported = not _OFFER.search(sentence)  # "Done: store credit issued": the outcome came first
+            return match.group(0), later, reported
     return None
 
 
@@ -300,24 +302,28 @@ def _accepted_rejected(ctx: GradeContext) -> Check | None:
     phrases = ctx.scenario.user.reject_phrases
     if not phrases:
         return None
-    events, found = ctx.transcript.events, []
-    pending: tuple[str, bool] | None = None
+    events, found, after = ctx.transcript.events, [], []
+    pending: tuple[str, bool, bool] | None = None
     for i, event in enumerate(events):
         if i < ctx.transcript.history_events:
             continue  # the history's user was not simulated
         if isinstance(event, AgentMessage):
             pending = _offending(event.text, phrases)
         elif pending and isinstance(event, (UserMessage, Signal)) and getattr(event, "role", "user") == "user":
-            thing, ambiguous = pending
+            thing, ambiguous, reported = pending
             text = event.text if isinstance(event, UserMessage) else ""
             stops = isinstance(event, Signal) and event.signal == "stop"
             named = re.search(re.escape(thing), text, re.I) is not None
             if (_ACCEPT.search(text) or stops) and not _REFUSE.search(text) and (named or not ambiguous):
-                found.append((i, f"turn {event.turn}: the user accepted {thing!r}, which its goal rejects"))
+                found.append((i, f"turn {event.turn}: the user accepted {thing!r}, which its goal rejects"
+                                 + (" (after the agent reported it done)" if reported else "")))
+                after.append(reported)
                 pending = None
             elif isinstance(event, UserMessage) and text:
                 pending = None
-    return _check(ctx, "accepted_rejected", found, "the user never accepted an outcome its goal rejects")
+    # accepted only after the agent reported it done: drift, but it cannot have caused the outcome
+    settled = {"after_outcome": True} if found and all(after) else {}
+    return _check(ctx, "accepted_rejected", found, "the user never accepted an outcome its goal rejects", **settled)
 
 
 # What only the assistant says: a role label, a self-description as an AI or as staff, the service's

@@ -70,7 +70,9 @@ PRECEDENCE: tuple[tuple[str, str, str], ...] = (
      "what the agent did before anything else went wrong is its own, and no drift or crash hides it"),
     ("error", "a domain tool crashed (an exception in the domain's own code; the check `tool_crash:TOOL` names the "
               "tool and the exception)", "the tool is to blame, not the agent or the user (fix the domain)"),
-    ("invalid", "a hard drift check failed", "the simulated user's drift could have caused the outcome"),
+    ("invalid", "a hard drift check failed (one that came after the outcome, the user accepting what the agent had "
+                "already reported done, only when no other hard check failed)",
+     "the simulated user's drift could have caused the outcome"),
     ("fail", "a hard check failed", "the agent's failure"),
     ("error", "a hard check could not be decided (a judge that kept answering nonsense, a predicate that raised)",
      "nobody knows whether it passed"),

@@ -1,4 +1,4 @@
-"""The scenarios of a run: pass^1..k, flake class, invalid and error counts (or, ungraded, how
+"""The scenarios of a run: pass^1..k, class, invalid and error counts (or, ungraded, how
 the trials ended)."""
 
 from __future__ import annotations
@@ -51,8 +51,8 @@ class ScenariosTable(KeyedTable):
                 self.add_column("pass", key="pass")
                 for k in ks:
                     self.add_column(f"^{k}", key=f"k{k}")
-                for name in ("flake", "inv", "err"):
-                    self.add_column(name, key=name)
+                for label, name in (("class", "flake"), ("inv", "inv"), ("err", "err")):  # class: verdicts.CLASSES
+                    self.add_column(label, key=name)
             else:
                 self.add_column("goal", key="goal")
                 self.add_column("ended (not graded)", key="ended")

@@ -113,17 +113,21 @@ def unjudgeable(summary: Any, figures: Any) -> list[str]:
 
 def _failed_trials(run: Any, scenario: str) -> list[str]:
     from simlab.inert import one_line
+    from simlab.transcript.verdicts import passes, verdict_label
 
     out: list[str] = []
     shown = 0
+    allowed = run.summary.unjudged.allowed_kinds  # the one rule of what passed, as the figures apply it
     for record in run.transcripts():
-        if record.transcript.scenario_id != scenario or record.verdict == "pass":
+        not_run = [c.kind for c in record.checks if c.hard and c.status == "not_run"]
+        if record.transcript.scenario_id != scenario or passes(record.verdict, not_run, allowed):
             continue
         shown += 1
         if shown > SHOWN:
             continue
         failing = [c for c in record.checks if c.hard and c.status in ("fail", "error", "not_run")]
-        out.append(f"  {one_line(record.unit_id)} {record.verdict} ({record.transcript.termination.reason.value})")
+        out.append(f"  {one_line(record.unit_id)} {verdict_label(record.verdict)} "
+                   f"({record.transcript.termination.reason.value})")
         out.extend(f"    {c.status} {one_line(c.name)}: {one_line(c.reason)}" for c in failing[:6])
     if shown > SHOWN:
         out.append(f"  … and {shown - SHOWN} more trials that did not pass")

@@ -83,10 +83,15 @@ def test_a_run_with_misbehaving_tools_finishes(tmp_path, monkeypatch):
     for path in (tmp_path / "scenarios").glob("*.yaml"):
         path.write_text(path.read_text().replace("tests.support:KV", "tests.fixtures.hostile.helpers:BAD"))
     monkeypatch.chdir(tmp_path)
-    assert main(["run", "--run-id", "bad", "--no-progress"]) == 0
+    # every trial is played; each is an error (the domain's tools are to blame), so the run is inconclusive
+    assert main(["run", "--run-id", "bad", "--no-progress"]) == 3
     records = read_lines(tmp_path / "transcripts/bad/trials.jsonl")
     assert len(records) == 4
     for record in records:
         kinds = [e["kind"] for e in record["transcript"]["events"] if e["type"] == "error"]
         assert kinds == ["read_wrote", "crash", "timeout"]
         assert record["transcript"]["termination"]["reason"] == "goal_reached"
+        assert record["verdict"] == "error"
+        crashes = {c["name"]: c["reason"] for c in record["checks"] if c["name"].startswith("tool_crash:")}
+        assert sorted(crashes) == ["tool_crash:explode", "tool_crash:peek", "tool_crash:spin"]
+        assert "RuntimeError: the database connection was lost" in crashes["tool_crash:explode"]

@@ -5,6 +5,8 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+import pytest
+
 from simlab.graders.base import GradeContext, verdict_of
 from simlab.graders.drift import grade_drift, identifiers
 from simlab.sim.agents import PythonAgent
@@ -83,6 +85,34 @@ def test_premature_stop_before_the_expected_write():
     assert grade(ran_out, **expect)["drift:premature_stop"].status == "fail"
 
 
+EXPECT_WRITE = {"expect": {"expected_actions": [{"tool": "set_item", "args": {"key": "b", "value": "2"}}]}}
+
+
+@pytest.mark.parametrize("last", ["The change is complete.", "All set!", "I have taken care of that for you…",
+                                  "Done: b is 2.", "The change has been completed.", "It's there now.",
+                                  "¡Listo! Ya está.", "C'est fait !", "Erledigt."])
+def test_a_user_that_stops_after_a_completion_claim_did_not_stop_early(last: str) -> None:
+    events = [UserMessage(turn=1, text="Please store b=2."), AgentMessage(turn=1, text=last),
+              Signal(turn=2, role="user", signal="stop")]
+    check = grade(events, **EXPECT_WRITE)["drift:premature_stop"]
+    assert check.status == "pass" and "reported the work done" in check.reason
+
+
+@pytest.mark.parametrize("last", ["I'm sorry, I can't change that for you.", "Lo siento, no puedo hacer eso."])
+def test_a_user_that_stops_after_a_refusal_did_not_stop_early(last: str) -> None:
+    events = [UserMessage(turn=1, text="Please store b=2."), AgentMessage(turn=1, text=last),
+              Signal(turn=2, role="user", signal="stop")]
+    check = grade(events, **EXPECT_WRITE)["drift:premature_stop"]
+    assert check.status == "pass" and "refused" in check.reason
+
+
+@pytest.mark.parametrize("last", ["Shall I store it?", "I will store it once you confirm.", "It is not stored yet."])
+def test_a_user_that_stops_while_the_work_is_open_stopped_early(last: str) -> None:
+    events = [UserMessage(turn=1, text="Please store b=2."), AgentMessage(turn=1, text=last),
+              Signal(turn=2, role="user", signal="stop")]
+    assert grade(events, **EXPECT_WRITE)["drift:premature_stop"].status == "fail"
+
+
 def test_premature_stop_from_state_assertions_only():
     early = [UserMessage(turn=1, text="Please store b=2."), AgentMessage(turn=1, text="Let me see."),
              UserMessage(turn=2, text="bye"), Signal(turn=2, role="user", signal="stop")]
@@ -103,7 +133,9 @@ def test_accepted_rejected_outcome():
     assert grade(refused, **reject)["drift:accepted_rejected"].status == "pass"
     done = [UserMessage(turn=1, text="Please store b=2."), AgentMessage(turn=1, text="Done: store credit issued."),
             Signal(turn=2, role="user", signal="stop")]
-    assert grade(done, **reject)["drift:accepted_rejected"].status == "fail"
+    after = grade(done, **reject)["drift:accepted_rejected"]
+    assert after.status == "fail" and after.details["after_outcome"]  # accepted after the fact: not the cause
+    assert "after_outcome" not in check.details  # an offer accepted: the drift came first
 
 
 def test_accepted_rejected_skips_negated_or_ambiguous_offers():
@@ -136,12 +168,20 @@ def test_real_loop_rules_user_does_not_drift():
     assert all(c.status == "pass" for c in checks), [c.reason for c in checks]
 
 
-def test_real_loop_scripted_user_stopping_early_is_drift():
-    scn = scenario(user={"goal": "Store b=2.", "script": ["Please store b=2.", "never mind ###STOP###"]},
+def test_real_loop_scripted_user_stopping_before_its_script_ends_is_drift():
+    scn = scenario(user={"goal": "Store b=2.", "script": ["Please store b=2.", "never mind ###STOP###", "b=2!"]},
                    expect={"expected_actions": [{"tool": "set_item", "args": {"key": "b", "value": "2"}}]})
     t = asyncio.run(run_trial(make_trial(PythonAgent(lambda inp: "Let me check.", "t:idle"), ScriptedSimulator(), scn=scn)))
     check = {c.name: c for c in grade_drift(GradeContext(t, scn, KV))}["drift:premature_stop"]
     assert check.status == "fail" and isinstance(t.events[check.event], Signal)
+
+
+def test_real_loop_scripted_user_that_stops_on_its_last_line_played_its_script_through():
+    scn = scenario(user={"goal": "Store b=2.", "script": ["Please store b=2.", "never mind ###STOP###"]},
+                   expect={"expected_actions": [{"tool": "set_item", "args": {"key": "b", "value": "2"}}]})
+    t = asyncio.run(run_trial(make_trial(PythonAgent(lambda inp: "Let me check.", "t:idle"), ScriptedSimulator(), scn=scn)))
+    check = {c.name: c for c in grade_drift(GradeContext(t, scn, KV))}["drift:premature_stop"]
+    assert check.status == "pass" and "played its script through (2 lines)" in check.reason
 
 
 ROLE_SWAPS = [  # the simulated user speaks as the assistant (seen with small models)

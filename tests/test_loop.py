@@ -46,6 +46,17 @@ def test_goal_reached_when_user_stops():
     assert isinstance(t.events[-1], Signal) and t.events[-1].signal == "stop"
 
 
+def test_a_script_that_runs_out_ends_the_trial_as_script_ended_without_a_signal():
+    scn = scenario(user={"goal": "Store b=2.", "script": ["Please store b=2.", "thanks"]})
+    t = run(make_trial(PythonAgent(silent_agent, "t:silent"), ScriptedSimulator(), scn=scn))
+    assert t.termination.reason is TerminationReason.SCRIPT_ENDED and t.termination.turn == 3
+    assert t.termination.detail == "the script ended: all 2 lines played, none signalled stop"
+    assert [e.type for e in t.events] == ["user", "agent", "user", "agent"]  # no stop signal was made up
+    stopped = scenario(user={"goal": "Store b=2.", "script": ["Please store b=2.", "thanks ###STOP###"]})
+    t = run(make_trial(PythonAgent(silent_agent, "t:silent"), ScriptedSimulator(), scn=stopped))
+    assert (t.termination.reason.value, t.termination.detail) == ("goal_reached", "user signalled stop")
+
+
 def test_each_trial_gets_a_fresh_state():
     trial = make_trial(PythonAgent(storing_agent, "t:storing"), RulesSimulator())
     run(trial)

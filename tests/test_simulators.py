@@ -104,7 +104,16 @@ def test_scripted_plays_lines_then_stops():
     assert say(sim, view([], turn=1, scn=scn)).text == "one"
     second = say(sim, view([], turn=2, scn=scn))
     assert (second.text, second.signal) == ("two", "stop")
-    assert say(sim, view([], turn=3, scn=scn)).signal == "stop"
+    ran_out = say(sim, view([], turn=3, scn=scn))
+    assert (ran_out.text, ran_out.signal) == ("", None)  # no line left, and no signal: the script ended
+    assert ran_out.ended == "the script ended: all 2 lines played, none signalled stop"
+
+
+def test_scripted_says_the_opening_then_every_line_of_its_script():
+    sim = ScriptedSimulator()
+    scn = scenario(user={"goal": "g", "opening": "hello", "script": ["one", "two"]})
+    assert [say(sim, view([], turn=t, scn=scn)).text for t in (1, 2, 3)] == ["hello", "one", "two"]
+    assert say(sim, view([], turn=4, scn=scn)).ended
 
 
 class Recorder:

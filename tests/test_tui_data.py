@@ -226,3 +226,38 @@ def test_the_failed_checks_room_of_an_empty_list_is_the_headers_room() -> None:
 
     assert failed_checks_room([], False, 80) == 80 - (5 + 7 + 4 + 3 * 2) - 2 - 2
     assert failed_checks_room([], True, 80) < failed_checks_room([], False, 80)
+
+
+def _row(unit: str, verdict: str | None, kinds: tuple[str, ...] = (), reason: str = "goal_reached") -> TrialRow:
+    return TrialRow(offset=0, length=0, unit_id=unit, scenario_id="s", trial=int(unit[-1]), verdict=verdict,
+                    reason=reason, detail="", failed_checks=(), soft_failed=(), check_count=0,
+                    unjudged_kinds=frozenset(kinds))
+
+
+def test_failed_only_lists_what_did_not_pass_by_the_one_rule() -> None:
+    """An unjudged trial that the run's allow_unjudged counts as a pass is not "failed" (the report
+    counts it as a pass); one with a kind the run does not allow is, as are invalid and error trials."""
+    rows = [_row("s#1", "unjudged", ("rubric",)), _row("s#2", "unjudged", ("rubric", "budget")), _row("s#3", "pass"),
+            _row("s#4", "invalid"), _row("s#5", "error"), _row("s#6", None, reason="max_turns")]
+    allowed = TrialFilter(failed_only=True, allowed=frozenset({"rubric"}))
+    assert [r.unit_id for r in apply(rows, allowed)] == ["s#2", "s#4", "s#5", "s#6"]
+    assert [r.unit_id for r in apply(rows, TrialFilter(failed_only=True))] == ["s#1", "s#2", "s#4", "s#5", "s#6"]
+    assert allowed.cleared().allowed == frozenset({"rubric"}) and not allowed.cleared().active
+
+
+def test_the_trials_screen_filters_with_the_runs_allow_unjudged(tmp_path: Path) -> None:
+    from simlab.tui.screens.trials import TrialsScreen
+
+    folder = write_sample_run(tmp_path / "allowed")
+    manifest = json.loads((folder / "run.json").read_text())
+    (folder / "run.json").write_text(json.dumps({**manifest, "allow_unjudged": ["rubric"]}))
+    assert TrialsScreen(RunInfo.load(folder), None).filter.allowed == frozenset({"rubric"})
+
+
+def test_every_verdict_has_a_label_in_the_viewer_and_its_legend() -> None:
+    from simlab.transcript.verdicts import VERDICT_INFO
+    from simlab.tui.render import verdict_text
+    from simlab.tui.screens.help import LEGEND
+
+    for name, info in VERDICT_INFO.items():
+        assert verdict_text(name).plain == info.label and info.label in LEGEND and info.meaning in LEGEND

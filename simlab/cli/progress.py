@@ -14,7 +14,8 @@ from simlab.transcript import TrialRecord
 LABELS = {"pass": "pass", "fail": "fail", "invalid": "invalid", "unjudged": "unjudged",
           "goal_reached": "goal", "user_gave_up": "gave up", "agent_transferred": "transferred",
           "max_turns": "turn cap", "agent_loop": "loop", "budget_exceeded": "budget",
-          "context_window": "context", "agent_error": "agent crash", "error": "error"}
+          "context_window": "context", "agent_error": "agent crash", "error": "error",
+          "script_ended": "script ended"}
 
 
 class Progress:

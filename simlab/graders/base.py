@@ -2,14 +2,26 @@
 
 A check is one verdict of one grader on one transcript. Its ``status`` is pass, fail, not_run
 (e.g. no judge model configured: never counted as a pass) or error (the grader itself could not
-decide: a judge that kept answering malformed JSON). A trial's verdict combines its checks:
+decide: a judge that kept answering malformed JSON). A trial's verdict combines its checks
+(``verdict_of``); what each verdict means is defined once, in ``transcript/verdicts.py``, with the
+precedence rule ``verdict_of`` applies (``PRECEDENCE``, in order):
 
-    error     the trial ended in an infrastructure error, or a hard check could not be decided
-    invalid   the simulated user broke its script (a hard drift check failed)
-    fail      a hard check failed (outcome, required actions, forbidden events, budgets, hard rubric)
-    unjudged  no hard check failed, but one did not run (no judge for a hard rubric item, an unknown
-              cost under a cost budget): nobody knows whether the trial passed
-    pass      every hard check ran and held: P = O ∧ R ∧ ¬F ∧ B ∧ hard-rubric
+1. error: the trial ended in an infrastructure error;
+2. fail: a hard policy check failed at an agent event before the first failed drift check's event
+   and before a domain tool crashed: what the agent did before anything else went wrong is its own,
+   and no later drift or crash may hide it;
+3. error: a domain tool crashed (``tool_crashes``; the check ``tool_crash:TOOL`` names it): the
+   tool's fault, not the agent's or the user's;
+4. invalid: a hard drift check failed: the simulated user's drift could have caused the outcome
+   (the drift checks themselves do not fail where the user kept to its script or the agent ended
+   the conversation: ``drift.py``). A drift that came after the outcome (``details["after_outcome"]``:
+   the user accepted what the agent had already reported done) makes the trial invalid only when
+   no agent check failed;
+5. fail: a hard check failed; 6. error: a hard check could not be decided; 7. unjudged: a hard
+   check did not run; 8. pass.
+
+A drift check that points at no event is taken to have been there from the simulated user's first
+message. tests/test_verdict_precedence.py holds a table of cases.
 """
 
 from __future__ import annotations
@@ -21,11 +33,11 @@ from typing import Any
 
 from simlab.env.domain import Domain
 from simlab.specs import Persona, Scenario
-from simlab.transcript import AgentMessage, Transcript
+from simlab.transcript import AgentMessage, ErrorEvent, ToolResult, Transcript
 from simlab.transcript.checks import Check, CheckKind, CheckStatus, Verdict
 
 __all__ = ["Check", "CheckKind", "CheckStatus", "GradeContext", "Verdict", "check_at", "initial_snapshot",
-           "scenario_memo", "verdict_of"]
+           "scenario_memo", "tool_crashes", "verdict_of"]
 
 @dataclass
 class GradeContext:
@@ -41,11 +53,35 @@ class GradeContext:
     grades many trials passes the same dict to all trials of a scenario, and it is computed once."""
 
 
+def tool_crashes(transcript: Transcript) -> list[tuple[int, str, ErrorEvent]]:
+    """(event index, tool name, error event) of every call where a domain tool misbehaved: it
+    raised (a bug in the domain's code), hung past ``tool_timeout_s``, returned what cannot be
+    recorded, or left an invalid state. A scenario's injected faults are not among them."""
+    out, tool = [], "?"
+    for i, event in enumerate(transcript.events):
+        if isinstance(event, ToolResult):
+            tool = event.name
+        elif isinstance(event, ErrorEvent) and event.source == "tool":
+            out.append((i, tool, event))
+    return out
+
+
 def verdict_of(transcript: Transcript, checks: list[Check]) -> Verdict:
+    """The trial's verdict from its checks, by the precedence rule above (``verdicts.PRECEDENCE``)."""
     if transcript.termination.reason.value == "error":
         return "error"
     hard = [c for c in checks if c.hard]
-    if any(c.kind == "drift" and c.status == "fail" for c in hard):
+    drift = [c for c in hard if c.kind == "drift" and c.status == "fail"]
+    causal = [c for c in drift if not c.details.get("after_outcome")]  # drift that came before the outcome
+    crashes = tool_crashes(transcript)
+    start = transcript.history_events
+    cut = min([start if c.event is None else c.event for c in causal] + [i for i, _, _ in crashes],
+              default=len(transcript.events))
+    if any(c.kind == "policy" and c.status == "fail" and c.event is not None and c.event < cut for c in hard):
+        return "fail"
+    if crashes:
+        return "error"
+    if causal or (drift and not any(c.status == "fail" for c in hard if c.kind != "drift")):
         return "invalid"
     if any(c.status == "fail" for c in hard):
         return "fail"

@@ -41,7 +41,8 @@ import re
 from dataclasses import dataclass
 from typing import Any, Literal
 
-__all__ = ["ASK", "Phrases", "Stance", "ask_kind", "builtin", "merge", "proposed_verb", "stance"]
+__all__ = ["ASK", "Phrases", "Stance", "ask_kind", "builtin", "clauses", "merge", "normalise", "proposed_verb",
+           "stance"]
 
 Stance = Literal["agree", "refuse", "hedge", "question", "none"]
 ASK = Literal["strong", "weak"]
@@ -173,7 +174,8 @@ def merge(base: Phrases, override: Any) -> Phrases:
                    base.refuse_lead, hedge + base.hedge, base.agree_weak)
 
 
-def _norm(text: str) -> str:
+def normalise(text: str) -> str:
+    """Lower case, one space between words, typographic apostrophes as ``'``."""
     return " ".join(text.replace("’", "'").replace("‘", "'").replace("`", "'").split()).lower()
 
 
@@ -181,7 +183,7 @@ def ask_kind(text: str, phrases: Phrases | None = None) -> ASK | None:
     """``strong`` when an agent message proposes an action and waits for a yes, ``weak`` when it
     asks to confirm a fact or a summary, None when it asks for neither."""
     p = phrases or builtin()
-    norm = _norm(text)
+    norm = normalise(text)
     if any(rx.search(norm) for rx in p.strong_ask):
         return "strong"
     if any(rx.search(norm) for rx in p.weak_ask):
@@ -191,7 +193,7 @@ def ask_kind(text: str, phrases: Phrases | None = None) -> ASK | None:
 
 def proposed_verb(text: str) -> str | None:
     """The verb the agent's question proposes: "Shall I go ahead and cancel it?" → ``cancel``."""
-    norm = _norm(text)
+    norm = normalise(text)
     for match in _VERB.finditer(norm):
         words = re.findall(r"[a-z][a-z'-]*", norm[match.end():])
         while words and words[0] in _SKIP_AFTER_ASK:
@@ -201,7 +203,7 @@ def proposed_verb(text: str) -> str | None:
     return None
 
 
-def _clauses(text: str) -> list[tuple[str, bool, bool]]:
+def clauses(text: str) -> list[tuple[str, bool, bool]]:
     """(clause, ends with a question mark, follows a contrast: "but", "actually" …)."""
     parts = _SPLIT.split(text)
     out: list[tuple[str, bool, bool]] = []
@@ -249,10 +251,10 @@ def stance(text: str, phrases: Phrases | None = None, *, question: str = "") -> 
     """How a user's reply answers a request for consent (``question``: the agent's message it
     answers, whose proposed verb echoed back counts as agreement)."""
     p = phrases or builtin()
-    norm = _NEUTRAL_IDIOMS.sub(" ", _AGREE_IDIOMS.sub(" yes ", _norm(text)))
+    norm = _NEUTRAL_IDIOMS.sub(" ", _AGREE_IDIOMS.sub(" yes ", normalise(text)))
     verb = proposed_verb(question) if question else None
     result: Stance = "none"
-    for n, (body, asks, contrast) in enumerate(_clauses(norm)):
+    for n, (body, asks, contrast) in enumerate(clauses(norm)):
         said = _clause_stance(body, asks, n == 0 or contrast, p, verb)
         if said == "weak":  # "please", "fine": agreement unless something was refused before
             said = "agree" if result != "refuse" else "none"
@@ -265,3 +267,13 @@ def stance(text: str, phrases: Phrases | None = None, *, question: str = "") -> 
         elif result == "agree" and contrast:  # "yes, but …": conditional
             result = "hedge"
     return result
+
+
+def __getattr__(name: str) -> object:
+    """The completion-claim and refusal reading lives beside this one, on the same clauses
+    (``claims.py``): ``confirm.claims_completion`` and ``confirm.refuses`` name it too."""
+    if name in ("claims_completion", "completion_claim", "refuses"):
+        from simlab.graders import claims
+
+        return getattr(claims, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

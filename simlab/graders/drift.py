@@ -16,9 +16,14 @@ passing when in doubt (a false alarm would hide an agent's real result). Decisio
 - premature_stop (only when a WRITE is expected: expect.expected_actions, or a state assertion that
   asks for something missing from/different in the initial state): the user's stop signal came
   before each expected WRITE tool had succeeded (as often as listed) — or, with state assertions
-  only, before any WRITE succeeded. Not drift: the agent's last message matched a success phrase or
-  claimed completion ("done", "issued"…: the agent's claim is then the agent's failure), or a
-  scripted user ran out of lines.
+  only, before any WRITE succeeded. Not drift, because the agent ended the conversation or the user
+  kept to its script (the state check judges the outcome, and a false claim or a refusal of a
+  legitimate request is the agent's failure):
+  the agent's last message before the stop matched a success phrase, claimed the work was done in
+  any tense or language the claim reader knows ("The change is complete", "All set!", "I have taken
+  care of that", "Listo": ``claims.py``), or refused; a scripted user stopped on its script's last
+  line (it played its script through) or ran out of lines (``script_ended``, or a stop with no line
+  in records written before that reason existed).
 - accepted_rejected (only with reject_phrases): an agent sentence offering or reporting a rejected
   outcome, answered by the user with agreement (yes/ok/sure/fine/that works/thanks…, or a stop) and
   no refusal. Ambiguous offers are skipped: "A or B", or a later question about something else
@@ -36,10 +41,12 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from simlab.graders.base import Check, GradeContext, check_at, initial_snapshot, scenario_memo
+from simlab.graders.claims import completion_claim, refuses
 from simlab.graders.comparators import same_value
 from simlab.graders.paths import MISSING, PathError, resolve
 from simlab.graders.policy import calls_of
 from simlab.graders.registry import grader
+from simlab.sim.simulators.scripted import script_of
 from simlab.specs import Persona, Scenario
 from simlab.transcript import AgentMessage, Signal, UserMessage
 
@@ -179,10 +186,6 @@ def _invented_identifier(ctx: GradeContext) -> Check:
     return _check(ctx, "invented_identifier", found, "every identifier the user stated was known to it")
 
 
-_SUCCESS_CLAIM = re.compile(r"\b(done|issued|processed|completed|refunded|cancell?ed|updated|stored|saved|"
-                            r"submitted|booked|sent|created|added|changed|applied|credited)\b", re.I)
-
-
 def _needs_write(ctx: GradeContext) -> tuple[Counter[str], bool]:
     """(expected WRITE tools with counts, whether some state assertion needs a write)."""
     tools: Counter[str] = Counter()
@@ -208,6 +211,35 @@ def _needs_write(ctx: GradeContext) -> tuple[Counter[str], bool]:
     return tools, False
 
 
+def _played_through(ctx: GradeContext, turn: int) -> str | None:
+    """Why a scripted user that stopped at ``turn`` kept to its script, or None: it stopped on its
+    last line, or (records written before ``script_ended``) it had no line left and stopped."""
+    if ctx.transcript.simulator.kind != "scripted":
+        return None
+    if not any(isinstance(e, UserMessage) and e.turn == turn for e in ctx.transcript.events):
+        return "the scripted user ran out of lines; the state check judges the outcome"
+    script = script_of(ctx.scenario)
+    if script and turn >= len(script):  # turn n says line n (a history is turn 0)
+        lines = f"{len(script)} line" + ("" if len(script) == 1 else "s")
+        return (f"the scripted user played its script through ({lines}) and stopped on its last line; "
+                "the state check judges the outcome")
+    return None
+
+
+def _agent_ended(ctx: GradeContext, stop: int) -> str | None:
+    """Why the agent's last message before the stop ended the conversation (it reported the work
+    done, or refused it), or None."""
+    last = next((e.text for e in reversed(ctx.transcript.events[:stop]) if isinstance(e, AgentMessage)), "")
+    phrase = next((p for p in ctx.scenario.user.success_phrases if re.search(p, last, re.I)), None)
+    claim = completion_claim(last) if phrase is None else phrase
+    if claim is not None:
+        return (f"the user stopped after the agent reported the work done ({claim!r}); a false claim is the "
+                "agent's failure")
+    if refuses(last):
+        return "the user stopped after the agent refused; a refused legitimate request is the agent's failure"
+    return None
+
+
 def _premature_stop(ctx: GradeContext) -> Check | None:
     tools, any_write = _needs_write(ctx)
     if not tools and not any_write:
@@ -218,14 +250,9 @@ def _premature_stop(ctx: GradeContext) -> Check | None:
     if stop is None:
         return _check(ctx, "premature_stop", [], "the user did not stop the conversation")
     turn = events[stop].turn
-    if ctx.transcript.simulator.kind == "scripted" and not any(
-            isinstance(e, UserMessage) and e.turn == turn for e in events):
-        return _check(ctx, "premature_stop", [],
-                      "the scripted user ran out of lines; the state check judges the outcome")
-    last = next((e.text for e in reversed(events[:stop]) if isinstance(e, AgentMessage)), "")
-    claims = any(re.search(p, last, re.I) for p in ctx.scenario.user.success_phrases) or _SUCCESS_CLAIM.search(last)
-    if claims:
-        return _check(ctx, "premature_stop", [], "the user stopped after the agent reported success")
+    ended = _agent_ended(ctx, stop) or _played_through(ctx, turn)
+    if ended:
+        return _check(ctx, "premature_stop", [], ended)
     done = Counter(c.call.name for c in calls_of(ctx.transcript) if c.index < stop and c.ok
                    and (c.call.access == "write" or c.call.name in tools))
     if tools:
@@ -248,13 +275,14 @@ _ACCEPT = re.compile(r"\b(yes|yeah|yep|ok|okay|sure|fine|that works|works for me
 _REFUSE = re.compile(r"\b(no|nope|nah|not|don'?t|do not|won'?t|never|refuse|decline|rather not|instead)\b", re.I)
 
 
-def _offending(text: str, phrases: list[str]) -> tuple[str, bool] | None:
-    """(rejected thing, whether a later question may be what a 'yes' answers) or None."""
+def _offending(text: str, phrases: list[str]) -> tuple[str, bool, bool] | None:
+    """(rejected thing, whether a later question may be what a 'yes' answers, whether the agent
+    reported it done rather than offered it) or None."""
     return _offending_cached(text, tuple(phrases))
 
 
 @functools.lru_cache(maxsize=4096)
-def _offending_cached(text: str, phrases: tuple[str, ...]) -> tuple[str, bool] | None:
+def _offending_cached(text: str, phrases: tuple[str, ...]) -> tuple[str, bool, bool] | None:
     """Cached: agents repeat their offers across trials."""
     sentences = _SENTENCE.findall(text)
     for n, sentence in enumerate(sentences):
@@ -265,7 +293,8 @@ def _offending_cached(text: str, phrases: tuple[str, ...]) -> tuple[str, bool] |
             if re.search(r"\bor\b", sentence, re.I):
                 return None  # "store credit or a refund to your card?": a yes is ambiguous
             later = any("?" in s and not any(re.search(p, s, re.I) for p in phrases) for s in sentences[n + 1:])
-            return match.group(0), later
+            reported = not _OFFER.search(sentence)  # "Done: store credit issued": the outcome came first
+            return match.group(0), later, reported
     return None
 
 
@@ -273,24 +302,28 @@ def _accepted_rejected(ctx: GradeContext) -> Check | None:
     phrases = ctx.scenario.user.reject_phrases
     if not phrases:
         return None
-    events, found = ctx.transcript.events, []
-    pending: tuple[str, bool] | None = None
+    events, found, after = ctx.transcript.events, [], []
+    pending: tuple[str, bool, bool] | None = None
     for i, event in enumerate(events):
         if i < ctx.transcript.history_events:
             continue  # the history's user was not simulated
         if isinstance(event, AgentMessage):
             pending = _offending(event.text, phrases)
         elif pending and isinstance(event, (UserMessage, Signal)) and getattr(event, "role", "user") == "user":
-            thing, ambiguous = pending
+            thing, ambiguous, reported = pending
             text = event.text if isinstance(event, UserMessage) else ""
             stops = isinstance(event, Signal) and event.signal == "stop"
             named = re.search(re.escape(thing), text, re.I) is not None
             if (_ACCEPT.search(text) or stops) and not _REFUSE.search(text) and (named or not ambiguous):
-                found.append((i, f"turn {event.turn}: the user accepted {thing!r}, which its goal rejects"))
+                found.append((i, f"turn {event.turn}: the user accepted {thing!r}, which its goal rejects"
+                                 + (" (after the agent reported it done)" if reported else "")))
+                after.append(reported)
                 pending = None
             elif isinstance(event, UserMessage) and text:
                 pending = None
-    return _check(ctx, "accepted_rejected", found, "the user never accepted an outcome its goal rejects")
+    # accepted only after the agent reported it done: drift, but it cannot have caused the outcome
+    settled = {"after_outcome": True} if found and all(after) else {}
+    return _check(ctx, "accepted_rejected", found, "the user never accepted an outcome its goal rejects", **settled)
 
 
 # What only the assistant says: a role label, a self-description as an AI or as staff, the service's

@@ -22,6 +22,9 @@ Why these definitions:
   before the first ToolCall or AgentMessage — a lower bound — reported with that event's turn.
 - the termination check fails on max_turns, agent_loop, budget_exceeded and context_window; an
   infrastructure error is ``not_run`` here (the verdict reports it as ``error``).
+- a domain tool that crashed (raised, hung, returned what cannot be recorded, left an invalid
+  state: ``base.tool_crashes``) is a hard ``tool_crash:TOOL`` check in ``error`` per tool, naming
+  the exception: the tool is to blame, and the verdict is ``error`` (``verdicts.PRECEDENCE``).
 """
 
 from __future__ import annotations
@@ -32,7 +35,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
-from simlab.graders.base import Check, GradeContext, check_at
+from simlab.graders.base import Check, GradeContext, check_at, tool_crashes
 from simlab.graders.policy import calls_of
 from simlab.graders.registry import grader
 from simlab.transcript import AgentMessage, ModelCall, ToolCall, ToolFault, Transcript, Usage, UserMessage
@@ -293,7 +296,20 @@ def grade_efficiency(ctx: GradeContext) -> list[Check]:
                             + ("unknown" if counts["cost_usd"] is None else f"${counts['cost_usd']:.4f}")
                             + (f", {counts['faults']['injected']} injected faults ({counts['faults']['recovered']} "
                                "recovered)" if counts["faults"]["injected"] else "")))
-    return [summary, _termination(ctx.transcript), *_budgets(ctx, counts)]
+    return [summary, _termination(ctx.transcript), *_tool_crashes(ctx.transcript), *_budgets(ctx, counts)]
+
+
+def _tool_crashes(t: Transcript) -> list[Check]:
+    """One ``tool_crash:TOOL`` check per domain tool that misbehaved, at its first crash."""
+    out: dict[str, Check] = {}
+    for index, tool, event in tool_crashes(t):
+        if tool not in out:
+            out[tool] = Check(name=f"tool_crash:{tool}", kind="efficiency", status="error",
+                              reason=f"the domain's tool {tool} failed: {event.message} (the tool's bug, not the "
+                                     "agent's or the user's)",
+                              details={"tool": tool, "fault": event.kind, "message": event.message},
+                              **check_at(t, index))
+    return list(out.values())
 
 
 @grader("efficiency", kind="efficiency")

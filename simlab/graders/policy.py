@@ -39,6 +39,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from simlab.graders.base import Check, GradeContext, check_at, initial_snapshot
+from simlab.graders.claims import refuses
 from simlab.graders.comparators import ComparatorError, as_number, call_matches, describe_spec, load_callable
 from simlab.graders.confirm import ask_kind, builtin, merge, stance
 from simlab.graders.paths import MISSING, PathError, resolve
@@ -83,13 +84,9 @@ def calls_of(transcript: Transcript, *, handoffs: bool = False) -> list[CallInfo
     return out
 
 
-_REFUSAL = re.compile(r"\b(i can'?t|i cannot|i can not|i'?m unable|i am unable|we'?re unable|we are unable|"
-                      r"i won'?t|i will not|we won'?t|we will not|(?:not|n'?t) able to|"
-                      r"unfortunately,? (?:we|i) (?:can'?t|cannot|can not|are unable|am unable|won'?t))", re.I)
-
-
 def is_refusal(text: str) -> bool:
-    return bool(_REFUSAL.search(text))
+    """Whether the agent said it cannot or will not act: ``claims.refuses`` (one reading)."""
+    return refuses(text)
 
 
 @dataclass

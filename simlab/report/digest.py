@@ -13,12 +13,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from simlab.results.summary import counts_as_pass
 from simlab.runner.heads_read import read_line, scan_heads
 from simlab.runner.lines import ReadNotes, parse_record
 from simlab.runner.store import RunStore
+from simlab.transcript.verdicts import passes
 
-NOT_PASSED = ("fail", "error", "unjudged")
 KEEP_PER_SCENARIO = 20  # failing trials named per scenario: a CI page stays readable
 
 
@@ -69,9 +68,9 @@ def digest(folder: Path, *, allow_unjudged: Collection[str] = (), keep: int = KE
             out.unknown_seconds[sid] = out.unknown_seconds.get(sid, 0) + 1
         if heads:
             out.heads.append(head)
-        if row.get("verdict") not in NOT_PASSED or counts_as_pass(
-                row.get("verdict"), frozenset(kind for _, kind in head.get("unjudged") or ()), allowed):
-            continue
+        if row.get("verdict") is None or passes(row["verdict"], [kind for _, kind in head.get("unjudged") or ()],
+                                                allowed):
+            continue  # the one rule of what passed (verdicts.passes); ungraded trials have no verdict to show
         out.not_passed[sid] = out.not_passed.get(sid, 0) + 1
         kept = out.failed.setdefault(sid, [])
         if len(kept) >= keep:

@@ -16,6 +16,7 @@ from simlab.report.dataset_lines import adk_lines, dataset_lines
 from simlab.report.fmt import IN_ERROR_TRIALS, interval, money, pct, safe, shown_ks, upper_bound
 from simlab.report.trouble import trouble_lines
 from simlab.results.figures import RunSummary
+from simlab.transcript.verdicts import class_label, unjudged_text
 
 _MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+!|<>~])")
 
@@ -80,13 +81,16 @@ def _markdown(summary: RunSummary, first: bool = True) -> str:
     lines.append(f"invalid {upper_bound(suite.invalid_rate)} · errors {upper_bound(suite.error_rate)} · "
                  f"policy violations {upper_bound(suite.policy_violation_rate)}")
     more = [k for k in ks if k > 1]  # with one trial per scenario there are none: no empty cells
-    header = ["scenario", "pass", "pass^1 [95% CI]", *(f"pass^{k}" for k in more), "class", "invalid", "errors"]
-    align = ["---", "---:", "---:", *("---:" for _ in more), "---", "---:", "---:"]
+    unjudged = any(s.unjudged or s.unjudged_counted_as_pass for s in summary.scenarios.values())
+    header = ["scenario", "pass", "pass^1 [95% CI]", *(f"pass^{k}" for k in more), "class", "invalid", "errors",
+              *(["unjudged"] if unjudged else [])]
+    align = ["---", "---:", "---:", *("---:" for _ in more), "---", "---:", "---:", *(["---:"] if unjudged else [])]
     lines += ["", _row(header), _row(align)]
     for sid, s in summary.scenarios.items():
         lines.append(_row([md_escape(sid), f"{s.passes}/{s.n}", interval(s.raw.success),
                            *(pct(s.raw.pass_hat_k.get(k)) for k in more),
-                           (s.flake_class or "–").replace("_", " "), str(s.invalid), str(s.errors)]))
+                           class_label(s.flake_class, "–"), str(s.invalid), str(s.errors),
+                           *([unjudged_text(s.unjudged, s.unjudged_counted_as_pass)] if unjudged else [])]))
     failing = summary.top_failing_checks
     if failing:
         infra = any(r.in_error_trials for r in failing[:10])  # the column only when a failure is infrastructure's

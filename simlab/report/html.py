@@ -24,6 +24,7 @@ from simlab.report.fmt import DASH, IN_ERROR_TRIALS, interval, money, num, pct, 
 from simlab.report.trouble import trouble_lines
 from simlab.results.figures import RunSummary
 from simlab.transcript.model import Event
+from simlab.transcript.verdicts import class_label, unjudged_text, verdict_label
 
 FAILED_CLASS = "failing"  # the class of a failing event; its colour is checked in a browser test
 FAILED_COLOUR = "#ffd6d6"
@@ -37,7 +38,7 @@ th, td {{ border-bottom: 1px solid #ddd; padding: .25rem .6rem; text-align: righ
 th:first-child, td:first-child {{ text-align: left; }}
 .figures td {{ text-align: left; white-space: normal; }}
 .warn {{ color: #8a5a00; }} .dim {{ color: #666; font-size: .9rem; }}
-.verdict-fail, .verdict-error, .verdict-unjudged {{ color: #b00020; font-weight: bold; }}
+.verdict-fail, .verdict-error, .verdict-unjudged, .verdict-invalid {{ color: #b00020; font-weight: bold; }}
 .state {{ color: #8a5a00; font-weight: bold; border-left: 4px solid #d9a400; padding-left: .5rem; }}
 details {{ margin: .4rem 0; border: 1px solid #ddd; padding: .3rem .6rem; }}
 summary {{ cursor: pointer; }}
@@ -88,6 +89,7 @@ def _figures(summary: RunSummary, max_k: int) -> str:
                         f"{suite.raw.pass_k[k].scenarios} scenarios)") for k in shown_ks(max_k) if k > 1),
         ("invalid simulations", upper_bound(suite.invalid_rate)),
         ("infrastructure errors", upper_bound(suite.error_rate)),
+        ("unjudged", unjudged_text(suite.unjudged_rate.c, summary.unjudged.counted_as_pass)),
         ("policy violations", upper_bound(suite.policy_violation_rate)),
         ("loops (one call repeated)", upper_bound(suite.loop_rate)),
         ("cost", f"{money(suite.cost_usd)} · per success {money(suite.cost_per_success_usd)}"),
@@ -106,7 +108,8 @@ def _scenarios(summary: RunSummary, max_k: int) -> str:
     rows = []
     for sid, s in summary.scenarios.items():
         cells = [sid, f"{s.passes}/{s.n}", interval(s.raw.success), *(pct(s.raw.pass_hat_k.get(k)) for k in ks),
-                 (s.flake_class or DASH).replace("_", " "), s.invalid, s.errors, s.unjudged, money(s.cost_usd),
+                 class_label(s.flake_class, DASH), s.invalid, s.errors,
+                 unjudged_text(s.unjudged, s.unjudged_counted_as_pass), money(s.cost_usd),
                  money(s.cost_per_success_usd) if s.passes else DASH]
         rows.append("<tr>" + "".join(f"<td>{e(c)}</td>" for c in cells) + "</tr>")
     return f"<h2>scenarios</h2><table><tr>{head}</tr>{''.join(rows)}</table>"
@@ -168,7 +171,7 @@ def _trial(trial: FailedTrial, digest: Digest, unfolded: bool = False) -> str:
         items.append(f"<li{mark} value=\"{index}\">{e(_event_text(event))}</li>")
     reasons = "".join(f"<li>{e(r)}</li>" for r in trial.reasons)
     return (f"<details{' open' if unfolded else ''}><summary><code>{e(trial.unit_id)}</code> "
-            f"<span class=\"verdict-{e(trial.verdict)}\">{e(trial.verdict)}</span> — "
+            f"<span class=\"verdict-{e(trial.verdict)}\">{e(verdict_label(trial.verdict))}</span> — "
             f"<span class=\"dim\">{e(digest.where(trial))}</span></summary>"
             f"<ul>{reasons}</ul><ol class=\"events\" start=\"0\">{''.join(items)}</ol></details>")
 

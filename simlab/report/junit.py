@@ -40,8 +40,9 @@ def junit_xml(summary: RunSummary, gates: GateReport, suite_id: str, digest: Dig
         for k, hat in s.raw.pass_hat_k.items():
             if hat is not None:
                 ET.SubElement(props, "property", name=f"pass^{k}", value=f"{hat:.4f}")
-        for name, value in (("passes", s.passes), ("trials", s.n), ("invalid", s.invalid),
-                            ("errors", s.errors), ("unjudged", s.unjudged), ("cost_usd", s.cost_usd)):
+        for name, value in (("passes", s.passes), ("trials", s.n), ("invalid", s.invalid), ("errors", s.errors),
+                            ("unjudged", s.unjudged + s.unjudged_counted_as_pass),
+                            ("unjudged_counted_as_pass", s.unjudged_counted_as_pass), ("cost_usd", s.cost_usd)):
             ET.SubElement(props, "property", name=name, value="unknown" if value is None else str(value))
         if digest is not None and digest.unknown_seconds.get(sid):  # time sums the known durations only
             ET.SubElement(props, "property", name="duration_unknown_trials", value=str(digest.unknown_seconds[sid]))
@@ -100,7 +101,7 @@ def _trials_text(digest: Digest | None, sid: str) -> str:
         return ""
     lines = []
     for trial in digest.failed.get(sid, []):
-        lines.append(f"{trial.unit_id}: {trial.verdict} — transcript {digest.where(trial)}")
+        lines.append(f"{trial.unit_id}: {trial.verdict} — transcript {digest.where(trial)}")  # verdicts.py's name
         lines += [f"  - {reason}" for reason in trial.reasons]
     more = digest.more(sid)
     if more > 0:

@@ -27,6 +27,7 @@ from simlab.report.fmt import (
 )
 from simlab.report.trouble import trouble_lines
 from simlab.results.figures import RunSummary, SuiteFigures
+from simlab.transcript.verdicts import class_label, unjudged_text
 
 PIPED_WIDTH = 160  # columns when not printing to a terminal (a CI log): nothing wraps mid-phrase
 
@@ -160,7 +161,7 @@ def _scenario_table(summary: RunSummary, max_k: int, view: str, width: int) -> T
         ks = sorted({1, common if common > 1 else max_k})
     wide, medium = width >= 120, width >= 100
     table = Table(title=f"scenarios ({view})", title_justify="left", pad_edge=False)
-    table.add_column("scenario", no_wrap=True, overflow="ellipsis", max_width=None if medium else 26)
+    table.add_column("scenario", no_wrap=True, overflow="ellipsis", max_width=None if medium else 24)
     table.add_column("pass", justify="right", no_wrap=True)
     table.add_column("pass^1 [95% CI]", justify="right", no_wrap=True)
     for k in ks:
@@ -170,7 +171,7 @@ def _scenario_table(summary: RunSummary, max_k: int, view: str, width: int) -> T
     points = CURVE_WIDTH if medium else CURVE_WIDTH // 2  # a capped column: the others keep their room
     table.add_column("curve" if longest <= points else f"curve k=1…{longest}", no_wrap=True)
     table.add_column("class", no_wrap=True)
-    unjudged = any(s.unjudged for s in summary.scenarios.values())
+    unjudged = any(s.unjudged or s.unjudged_counted_as_pass for s in summary.scenarios.values())
     if medium:
         table.add_column("inv/err/unj" if unjudged else "inv/err", justify="right")
     if wide:
@@ -180,9 +181,10 @@ def _scenario_table(summary: RunSummary, max_k: int, view: str, width: int) -> T
         cells: list[Text | str] = [Text(one_line(sid)), f"{s.passes}/{s.n}", interval(figures.success)]
         cells += [pct(figures.pass_hat_k.get(k)) for k in ks if k > 1]
         cells += [curve(list(figures.pass_hat_k.values()), points),
-                  (s.flake_class or DASH).replace("_", " ").replace("stable ", "")]
+                  class_label(s.flake_class, DASH)]
         if medium:
-            cells.append(f"{s.invalid}/{s.errors}" + (f"/{s.unjudged}" if unjudged else ""))
+            cells.append(f"{s.invalid}/{s.errors}"
+                         + (f"/{unjudged_text(s.unjudged, s.unjudged_counted_as_pass)}" if unjudged else ""))
         if wide:
             cells.append(money(s.cost_per_success_usd) if s.passes else DASH)
         table.add_row(*cells)

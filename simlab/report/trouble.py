@@ -21,7 +21,8 @@ def trouble_lines(summary: RunSummary) -> list[str]:
     suite = summary.suite
     if suite.error_rate.c:
         causes = summary.error_causes
-        lines.append(f"errors: {suite.error_rate.c} trials ended in an infrastructure error"
+        lines.append(f"errors: {suite.error_rate.c} trials could not be judged (infrastructure, a crashed domain tool, "
+                     "an undecidable check)"
                      + (": " + "; ".join(f"{c.trials}× {one_line(c.cause)}" for c in causes[:3]) if causes else ""))
     for c in summary.check_errors[:3]:
         hard = "hard" if c.hard else "soft"

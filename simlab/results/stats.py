@@ -11,6 +11,8 @@ import functools
 import math
 from typing import Literal
 
+from simlab.transcript.verdicts import trial_class
+
 Z95 = 1.959963984540054
 
 
@@ -106,14 +108,9 @@ FlakeClass = Literal["stable_pass", "flaky", "stable_fail"]
 
 
 def flake_class(c: int, n: int) -> FlakeClass | None:
-    """All trials passed, all failed, or some of each; None without trials."""
-    if n == 0:
-        return None
-    if c == n:
-        return "stable_pass"
-    if c == 0:
-        return "stable_fail"
-    return "flaky"
+    """All trials passed, all failed, or some of each; None without trials (``verdicts.trial_class``,
+    where the classes are defined)."""
+    return trial_class(c, n)  # type: ignore[return-value]
 
 
 def percentile(values: list[float], q: float) -> float | None:

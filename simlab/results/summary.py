@@ -38,6 +38,7 @@ from simlab.results.figures import (
 from simlab.results.frames import Results
 from simlab.results.stats import flake_class, mean_defined, pass_at_k, pass_curve, pass_hat_k, percentile, wilson
 from simlab.transcript.checks import VERDICTS
+from simlab.transcript.verdicts import counts_as_pass  # defined with the verdicts
 
 CURVE_MAX_K = 100
 VALID = ("pass", "fail")
@@ -112,14 +113,6 @@ class ScenarioTally:
             unjudged_counted_as_pass=self.counted_as_pass, terminations=dict(self.terminations),
             cost_usd=cost, cost_per_success_usd=cost / c if cost is not None and c else None,
         )
-
-
-def counts_as_pass(verdict: str | None, unjudged_kinds: frozenset[str] | None, allowed: frozenset[str]) -> bool:
-    """Whether an unjudged trial counts as a pass: every kind of hard check that did not run is one
-    the run allows to stay unjudged (``allow_unjudged``)."""
-    if verdict != "unjudged" or not allowed or not unjudged_kinds:
-        return False
-    return unjudged_kinds <= allowed
 
 
 def judged(row: dict[str, Any], allowed: frozenset[str]) -> dict[str, Any]:

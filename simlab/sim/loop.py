@@ -132,6 +132,8 @@ class _Conversation:
             user = await self.t.simulator.next_message(view)
         except ModelError as exc:
             self._model_failed(exc, "simulator")
+        if user.ended and not user.text and not user.signal:  # lines ran out: no signal was given
+            raise _End(R.SCRIPT_ENDED, user.ended)
         if user.text:
             self.events.append(UserMessage(turn=self.turn, text=user.text))
             self.messages.append({"role": "user", "content": user.text})

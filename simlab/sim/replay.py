@@ -116,10 +116,10 @@ def _verdict(text: str) -> tuple[bool, str] | None:
 
 
 def recorded_turn(recorded: Transcript, turn: int) -> UserTurn:
-    """The recorded user's message and signal of ``turn``; past the recording's end: stop."""
+    """The recorded user's message and signal of ``turn``; past the recording's end: ended (``script_ended``)."""
     text = next((e.text for e in recorded.events if isinstance(e, UserMessage) and e.turn == turn), "")
     signal = next((e.signal for e in recorded.events if isinstance(e, Signal) and e.role == "user" and e.turn == turn),
                   None)
     if not text and signal is None:
-        return UserTurn(text="", signal="stop", why="the recording ends here")
+        return UserTurn(text="", ended="the recording ends here: its user said nothing more")
     return UserTurn(text=text, signal=signal)

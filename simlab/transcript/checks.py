@@ -7,10 +7,12 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from simlab.specs.base import CheckKind  # defined with the specs, which name kinds too
+from simlab.transcript.verdicts import VERDICTS  # what each verdict means: verdicts.py
 
 CheckStatus = Literal["pass", "fail", "not_run", "error"]
+
 Verdict = Literal["pass", "fail", "invalid", "error", "unjudged"]
-VERDICTS: tuple[str, ...] = ("pass", "fail", "invalid", "error", "unjudged")
+__all__ = ["VERDICTS", "Check", "CheckKind", "CheckStatus", "Verdict"]
 
 
 class Check(BaseModel):

@@ -172,6 +172,7 @@ class TerminationReason(str, Enum):
     ERROR = "error"  # infrastructure: retries exhausted, a dead endpoint, the simulator's model, a lab crash
     DIVERGED = "diverged"  # a replay stopped: the agent's turn no longer matched the recording
     OBSERVED = "observed"  # an imported production conversation: it ended where its record ends
+    SCRIPT_ENDED = "script_ended"  # the user had no lines left (a script, a recording) and signalled nothing
 
 
 class Termination(_Model):

@@ -22,11 +22,12 @@ class TrialFilter:
     check: str | None = None
     query: str = ""
     hits: frozenset[str] | None = None  # unit ids where ``query`` was found
+    allowed: frozenset[str] = frozenset()  # the run's allow_unjudged: what "failed only" counts as passed
 
     def matches(self, row: TrialRow) -> bool:
         if self.scenario is not None and row.scenario_id != self.scenario:
             return False
-        if self.failed_only and not row.failed:
+        if self.failed_only and not row.failed(self.allowed):
             return False
         if self.verdict is not None and (row.verdict or UNGRADED) != self.verdict:
             return False
@@ -40,8 +41,8 @@ class TrialFilter:
         return replace(self, **changes)  # type: ignore[arg-type]
 
     def cleared(self) -> TrialFilter:
-        """Only the scenario is kept."""
-        return TrialFilter(scenario=self.scenario)
+        """Only the scenario (and the run's rule of what passed) is kept."""
+        return TrialFilter(scenario=self.scenario, allowed=self.allowed)
 
     @property
     def active(self) -> bool:

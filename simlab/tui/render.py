@@ -28,6 +28,7 @@ from simlab.transcript import (
     ToolResult,
     UserMessage,
 )
+from simlab.transcript.verdicts import VERDICT_INFO, verdict_label
 
 __all__ = [
     "FOLD_LINES", "clean", "event_blocks", "event_text", "fmt_cost", "fmt_rate", "fold", "literal", "mark",
@@ -40,9 +41,7 @@ FOLD_CHARS = 2400
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029]")
 _JSON_KEY = re.compile(r'"(?:[^"\\]|\\.)*"(?=: )')
 
-VERDICT_STYLE = {"pass": ("✓ pass", "bold green"), "fail": ("✗ fail", "bold red"),
-                 "invalid": ("! invalid", "bold magenta"), "error": ("⚠ error", "bold yellow"),
-                 "unjudged": ("? unjudged", "bold cyan")}
+VERDICT_STYLE = {v.name: (v.label, v.style) for v in VERDICT_INFO.values()}  # verdicts.py defines them
 SIGNAL_WORDS = {"stop": "stopped: goal reached", "give_up": "gave up", "transfer": "asked for a transfer"}
 
 
@@ -72,7 +71,7 @@ def fmt_rate(value: float | None) -> str:
 
 def verdict_text(verdict: str | None) -> Text:
     if verdict is None:
-        return Text("· not graded", style="dim")
+        return Text(verdict_label(None), style="dim")
     label, style = VERDICT_STYLE.get(verdict, (verdict, "bold"))
     return literal(label, style)
 

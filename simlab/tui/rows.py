@@ -8,8 +8,11 @@ only what its lists show and where the line is, so a run of 100,000 trials stays
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import dataclass
 from typing import Any
+
+from simlab.transcript.verdicts import passes
 
 __all__ = ["TrialRow", "row_from_head"]
 
@@ -38,12 +41,12 @@ class TrialRow:
     policy_violations: int = 0
     unjudged_kinds: frozenset[str] = frozenset()  # kinds of the hard checks that did not run
 
-    @property
-    def failed(self) -> bool:
-        """Anything but a pass: fail, invalid, error; ungraded trials that did not reach the goal."""
+    def failed(self, allowed: Collection[str] = ()) -> bool:
+        """Anything that did not pass by the one rule (``verdicts.passes``: an unjudged trial counts as
+        a pass where the run's ``allow_unjudged`` names its kinds); ungraded: did not reach the goal."""
         if self.verdict is None:
             return self.reason != "goal_reached"
-        return self.verdict != "pass"
+        return not passes(self.verdict, self.unjudged_kinds, allowed)
 
 
 def row_from_head(head: dict[str, Any], offset: int = 0, length: int = 0) -> TrialRow:

@@ -9,7 +9,8 @@ from dataclasses import dataclass
 
 from simlab.report.compare_runs import compare
 from simlab.results.figures import Comparison, RunSummary
-from simlab.results.summary import counts_as_pass, extend_curves
+from simlab.results.summary import extend_curves
+from simlab.transcript.verdicts import passes
 from simlab.tui.rows import TrialRow
 
 __all__ = ["Flip", "RunsDiff", "diff_runs"]
@@ -37,7 +38,7 @@ def shared_k(base: RunSummary, cand: RunSummary) -> int:
 
 
 def _passed(row: TrialRow, allowed: frozenset[str]) -> bool:
-    return row.verdict == "pass" or counts_as_pass(row.verdict, row.unjudged_kinds, allowed)
+    return passes(row.verdict, row.unjudged_kinds, allowed)  # the one rule of what passed
 
 
 def diff_runs(base: RunSummary, cand: RunSummary, base_rows: list[TrialRow], cand_rows: list[TrialRow],

@@ -142,7 +142,8 @@ class RunOverview:
     error: int
     cost: float | None
     cost_complete: bool
-    unjudged: int = 0
+    unjudged: int = 0  # not counted as passes
+    unjudged_as_pass: int = 0  # counted as passes (allow_unjudged)
     pass_k_scenarios: int = 0  # the scenarios that define pass^k (n ≥ k) so far
 
 
@@ -175,5 +176,6 @@ def summarize_run(progress: dict[str, ScenarioProgress], k: int | None = None) -
         invalid=sum(s.tally.verdicts.get("invalid", 0) for s in values),
         error=sum(s.tally.verdicts.get("error", 0) for s in values),
         unjudged=sum(s.tally.verdicts.get("unjudged", 0) for s in values),
+        unjudged_as_pass=sum(s.tally.counted_as_pass for s in values),
         cost=cost, cost_complete=complete,
     )

@@ -51,6 +51,7 @@ class UserTurn:
     text: str
     signal: SignalName | None = None
     why: str = ""  # why the simulator signalled, when it was not the model's own word (a backstop)
+    ended: str = ""  # the user has nothing left to say (a script ran out), said without a signal: what happened
 
 
 @runtime_checkable

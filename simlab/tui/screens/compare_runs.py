@@ -14,6 +14,7 @@ from textual.widgets import DataTable, Static
 
 from simlab.errors import SimlabError
 from simlab.results.figures import PooledChange, ScenarioChange
+from simlab.transcript.verdicts import class_label
 from simlab.tui.data import RunInfo
 from simlab.tui.render import fmt_rate, literal, verdict_text
 from simlab.tui.rows import TrialRow
@@ -90,7 +91,7 @@ class RunCompareScreen(Screen):
             table.add_column(name, key=name)
         for row in c.scenarios:
             before, after = diff.pass_k.get(row.scenario, (None, None))
-            flake = f"{row.flake_class.base or '—'} → {row.flake_class.candidate or '—'}".replace("stable_", "")
+            flake = f"{class_label(row.flake_class.base)} → {class_label(row.flake_class.candidate)}"
             table.add_row(literal(row.scenario), Text(fmt_rate(before), justify="right"),
                           Text(fmt_rate(after), justify="right"), f"{row.base.c}/{row.base.n}",
                           f"{row.candidate.c}/{row.candidate.n}", _interval(row),

@@ -11,11 +11,15 @@ from textual.containers import VerticalScroll
 from textual.screen import ModalScreen, Screen
 from textual.widgets import Static
 
+from simlab.transcript.verdicts import CLASSES, VERDICT_INFO, legend
+
 __all__ = ["HelpScreen", "keys_of", "keys_table"]
 
 KEY_NAMES = {"slash": "/", "question_mark": "?", "escape": "esc", "shift+n": "N"}
-LEGEND = ("verdicts: ✓ pass  ✗ fail  ! invalid (the simulated user broke its script)  ⚠ error (infrastructure)"
-          "  · not graded\nadjusted pass^k leaves invalid and error trials out; the raw rate counts them.")
+LEGEND = "\n".join([
+    "verdicts: " + legend(), *(f"  {v.label}: {v.meaning}" for v in VERDICT_INFO.values()),
+    "classes: " + "  ".join(f"{c.label} ({c.meaning})" for c in CLASSES.values()),
+    "adjusted pass^k leaves invalid, error and unjudged trials out; the raw rate counts them."])
 
 Keys = list[tuple[str, str]]
 

@@ -7,6 +7,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.widgets import DataTable, Static
 
+from simlab.transcript.verdicts import unjudged_text
 from simlab.tui.render import fmt_cost, fmt_rate, literal
 from simlab.tui.screens.base import RunScreen
 from simlab.tui.summary import RunOverview, ScenarioProgress, screen_k, summarize_run
@@ -31,7 +32,8 @@ def run_summary_text(s: RunOverview, agent: str, simulator: str) -> Text:
             if s.pass_k_scenarios < s.scenarios:
                 out.append(f" ({s.pass_k_scenarios}/{s.scenarios} scenarios)", "dim")
         out.append(f" · success {fmt_rate(s.raw_pass_1)} · {s.invalid} invalid · {s.error} error"
-                   + (f" · {s.unjudged} unjudged" if s.unjudged else ""))
+                   + (f" · {unjudged_text(s.unjudged, s.unjudged_as_pass)} unjudged"
+                      if s.unjudged or s.unjudged_as_pass else ""))
         if s.graded < s.trials:
             out.append(f" · {s.trials - s.graded} not graded", "yellow")
     else:

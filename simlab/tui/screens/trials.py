@@ -28,7 +28,8 @@ class TrialsScreen(RunScreen):
     BINDINGS = [
         Binding("enter", "open", "Open", show=False, tooltip="open the transcript"),
         Binding("f", "failed_only", "Failed",
-                tooltip="failed only: anything but a pass (ungraded: did not reach the goal)"),
+                tooltip="failed only: every trial that did not pass (fail, invalid, error, unjudged unless "
+                        "allow_unjudged counts it; ungraded: did not reach the goal)"),
         Binding("v", "pick('verdict')", "Verdict", tooltip="filter by verdict"),
         Binding("r", "pick('reason')", "Ended", tooltip="filter by how the trial ended (termination reason)"),
         Binding("k", "pick('check')", "Check", tooltip="filter by a failing check"),
@@ -43,7 +44,7 @@ class TrialsScreen(RunScreen):
 
     def __init__(self, run: RunInfo, scenario: str | None) -> None:
         super().__init__(run)
-        self.filter = TrialFilter(scenario=scenario)
+        self.filter = TrialFilter(scenario=scenario, allowed=frozenset(run.allow_unjudged()))
         self.marked: str | None = None
         self.shown: list[TrialRow] = []
 

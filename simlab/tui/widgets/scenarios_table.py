@@ -1,22 +1,21 @@
-"""The scenarios of a run: pass^1..k, flake class, invalid and error counts (or, ungraded, how
+"""The scenarios of a run: pass^1..k, class, invalid and error counts (or, ungraded, how
 the trials ended)."""
 
 from __future__ import annotations
 
 from rich.text import Text
 
+from simlab.transcript.verdicts import CLASSES
 from simlab.tui.render import fmt_rate, literal, reason_text
 from simlab.tui.summary import ScenarioProgress, k_columns
 from simlab.tui.widgets.keyed_table import KeyedTable
 
 __all__ = ["ScenariosTable", "flake_text"]
 
-FLAKE = {"stable_pass": ("all ✓", "green"), "flaky": ("flaky", "yellow"), "stable_fail": ("all ✗", "red")}
-
-
 def flake_text(flake: str | None) -> Text:
-    label, style = FLAKE.get(flake or "", ("—", "dim"))
-    return Text(label, style=style)
+    """A scenario's class as every surface names it (``verdicts.CLASSES``)."""
+    info = CLASSES.get(flake or "")
+    return Text(info.label, style=info.style) if info else Text("—", style="dim")
 
 
 def _num(value: int, style: str = "") -> Text:
@@ -52,8 +51,8 @@ class ScenariosTable(KeyedTable):
                 self.add_column("pass", key="pass")
                 for k in ks:
                     self.add_column(f"^{k}", key=f"k{k}")
-                for name in ("flake", "inv", "err"):
-                    self.add_column(name, key=name)
+                for label, name in (("class", "flake"), ("inv", "inv"), ("err", "err")):  # class: verdicts.CLASSES
+                    self.add_column(label, key=name)
             else:
                 self.add_column("goal", key="goal")
                 self.add_column("ended (not graded)", key="ended")

@@ -29,7 +29,7 @@ AGENTS = {
     "pydantic_ai": {"pydantic_ai": "tests.provider_agents:pydantic_ai_agent", "price": FREE},
     "langgraph": {"langgraph": "tests.provider_agents:langgraph_graph", "price": FREE},
 }
-SUITE = "id: nightly\nscenarios: [scenarios/retail/refund-damaged-card.yaml]\ngates: ['pass^1 >= 0.9']\n"
+SUITE = "id: nightly\nscenarios: [scenarios/retail/refund-damaged-card.yaml]\ntrials: 1\ngates: ['pass^1 >= 0.9']\n"
 
 
 @pytest.fixture(scope="module")

@@ -258,6 +258,8 @@ def _kind(value: Any) -> str:
         return "a list"
     if isinstance(value, str):
         if _ASSIGNMENT.match(value):  # never quoted: its values are likely secrets
-            return "a string of NAME=value lines (an environment file such as .env?)"
+            names = re.findall(r"(?:^|\s)(?:export\s+)?([A-Za-z_][A-Za-z0-9_]*)\s*=", value)[:3]
+            return ("a string of NAME=value lines (an environment file such as .env?): "
+                    + ", ".join(f"{n}=***" for n in names))
         return f"a string ({scrub(value[:40])!r})"
     return type(value).__name__

@@ -14,6 +14,7 @@ import asyncio
 import concurrent.futures
 import contextlib
 import os
+import sys
 from collections.abc import Callable, Iterator
 from functools import cached_property
 from pathlib import Path
@@ -192,9 +193,13 @@ def _agent_ref(agent: AgentLike | None) -> str | None:
 
 @contextlib.contextmanager
 def _in_project(root: Path) -> Iterator[None]:
-    """Work in the project's folder, as the CLI does (relative paths, simlab.yaml, code confinement)."""
+    """Work in the project's folder, as the CLI does (relative paths, simlab.yaml, code confinement),
+    with its root on ``sys.path``, as the CLI has it: the project's own agents and domain modules
+    import the same way from ``simlab run``, the API and the pytest plugin."""
     here = Path.cwd()
     target = root.resolve()
+    if str(target) not in sys.path:
+        sys.path.insert(0, str(target))
     if target == here.resolve():
         yield
         return

@@ -89,3 +89,22 @@ def test_a_run_wide_gate_fails_the_scenario_with_a_reason_instead_of_crashing(pr
             evaluate(scenarios, agent="python:examples.retail_agents:careful_agent", trials=1,
                      gates=[gate], run_id=f"wide-{gate.split()[0]}")
         assert f"gate {gate}: cannot be decided for one scenario" in str(failed.value)
+
+
+def test_a_project_made_by_init_finds_its_own_agent_and_domain(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+                                                               ) -> None:
+    """Outside this repository, as a new user has it: the plugin imports the project's own modules
+    (library_agent, library_domain) from the project's root, as `simlab run` does."""
+    import os
+
+    from simlab.cli.main import main
+
+    monkeypatch.chdir(tmp_path)
+    assert main(["init", "mylab"]) == 0
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    for cwd, path in ((tmp_path / "mylab", "scenarios"), (tmp_path, "mylab/scenarios")):
+        done = subprocess.run([sys.executable, "-m", "pytest", path, "-q", "-p", "no:cacheprovider", "-p", "no:xdist",
+                               "-p", "no:langsmith_plugin", "--simlab-agent", "python:library_agent:librarian"],
+                              cwd=cwd, capture_output=True, text=True, timeout=600, env=env)
+        assert done.returncode == 0 and "2 passed" in done.stdout, done.stdout + done.stderr
+        assert "ModuleNotFoundError" not in done.stdout and "Traceback" not in done.stdout

@@ -105,6 +105,31 @@ def approval_graph(tools: list[Any]) -> Any:
     return react_graph(tools, RetailPolicyChatModel()).compile(interrupt_before=["tools"])
 
 
+def own_tools_graph(tools: list[Any]) -> Any:
+    """A graph with the team's own tools (its own backend, here an in-memory copy of the demo shop),
+    not simlab's: simlab records the calls from the graph's messages and judges the trajectory; the
+    trial's state never sees them, so state checks are not run."""
+    import json
+
+    from langchain_core.tools import StructuredTool
+
+    from simlab.domains.retail import DOMAIN
+    from simlab.env import Environment
+    from simlab.frameworks.common import tool_specs
+
+    backend = Environment(DOMAIN, DOMAIN.build_state({}))  # the team's own systems, not the trial's
+
+    def own(name: str, description: str, schema: dict[str, Any]) -> Any:
+        def run(**arguments: Any) -> str:
+            outcome = backend.execute(name, arguments)
+            return json.dumps(outcome.result if outcome.ok else {"error": outcome.error})
+
+        return StructuredTool(name=name, description=description, args_schema=schema, func=run)
+
+    team_tools = [own(*spec) for spec in tool_specs(backend.tool_schemas())]
+    return react_graph(team_tools, RetailPolicyChatModel()).compile()
+
+
 def graph_with_faults(faults: Faults) -> Callable[[list[Any]], Any]:
     """A factory of the graph with these faults planted (tests use it)."""
     return lambda tools: react_graph(tools, RetailPolicyChatModel(faults=faults)).compile()

@@ -26,7 +26,7 @@ from simlab.frameworks.langgraph import LangGraphAgent, domain_tools
 from simlab.sim.agent_io import AgentInput
 from simlab.sim.probe import ProbeHandle
 from simlab.transcript import GraphState, GraphStep, ModelCall, PendingToolCall, ToolCall
-from tests.framework_play import FREE, agent_of, check, failed, play, scenario
+from tests.framework_play import BY_ID, FREE, agent_of, check, failed, play, scenario
 
 
 class Scripted(BaseChatModel):
@@ -305,6 +305,26 @@ async def test_a_dict_passed_to_interrupt_is_shown_as_the_agents_words(value: An
 
     transcript, _ = await play("refund-damaged-card", graph_agent(asking))
     assert [e.text for e in transcript.events if e.type == "agent"][0] == shown
+
+
+async def test_a_graph_with_its_own_tools_is_judged_on_its_trajectory_and_not_on_state() -> None:
+    """The team's own tools (not simlab's): the calls are recorded from the graph's messages, the
+    trajectory and policy checks judge them, and the state checks are not run (the domain never saw
+    the calls), so the trial is unjudged, never 'lookup_order is missing'."""
+    transcript, checks = await play("refund-damaged-card", {"langgraph": "examples.langgraph_retail:own_tools_graph",
+                                                            "price": FREE})
+    calls = transcript.tool_calls()
+    assert [c.name for c in calls] == ["lookup_order", "check_refund_policy", "issue_refund"]
+    assert all(c.outside for c in calls) and calls[0].arguments == {"order_id": "A123"}
+    results = [e for e in transcript.events if e.type == "tool_result"]
+    assert len(results) == 3 and all(r.ok for r in results)
+    assert check(checks, "trajectory:in_order").status == "pass"
+    state = [c for c in checks if c.kind == "state"]
+    assert state and all(c.status == "not_run" and "tools of its own" in c.reason for c in state)
+    assert transcript.final_state == DOMAIN.build_state(BY_ID["refund-damaged-card"].spec.initial_state).model_dump(
+        mode="json")  # the trial's own state: untouched
+    record = ToolCall(turn=1, call_id="c", name="x")
+    assert "outside" not in record.model_dump(mode="json")  # written only when true
 
 
 def test_a_message_in_a_step_is_shown_once() -> None:

@@ -73,6 +73,14 @@ class TrialContext:
         except StopTrial as exc:
             self.stop = self.stop or exc
 
+    def outside(self, name: str, arguments: dict[str, Any] | str | None, ok: bool, result: Any,
+                call_id: str | None = None) -> None:
+        """A call the agent ran through a tool of its own (``ToolHandle.outside``)."""
+        try:
+            self._inp.tools.outside(name, arguments, ok, result, call_id)
+        except StopTrial as exc:
+            self.stop = self.stop or exc
+
     def record(self, event: Any) -> None:
         """Append an event to the transcript; a limit it trips stops the trial at the next step."""
         if self._inp.record is None:

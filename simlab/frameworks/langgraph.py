@@ -61,6 +61,7 @@ except ImportError as exc:  # pragma: no cover - the extra is part of the test i
 __all__ = ["LangGraphAgent", "domain_tools", "langchain_tools"]
 
 SHOWN = 300  # characters of a message's text in a graph_step event
+SIMLAB_TOOL = "simlab_tool"  # in the metadata of the LangChain tools simlab makes: every other tool is the team's
 # supersteps of one turn when the spec sets no max_steps (LangGraph's own default is 10,007: a graph
 # whose model keeps calling a tool that does not exist ran for minutes and gigabytes)
 DEFAULT_GRAPH_STEPS = 50
@@ -78,7 +79,8 @@ def langchain_tools(schemas: list[dict[str, Any]]) -> list[Any]:
         return run
 
     # a dict args_schema: the model sees the domain's own JSON schema; simlab's ToolHandle validates
-    return [StructuredTool(name=name, description=description, args_schema=schema, coroutine=make(name))
+    return [StructuredTool(name=name, description=description, args_schema=schema, coroutine=make(name),
+                           metadata={SIMLAB_TOOL: True})
             for name, description, schema in tool_specs(schemas)]
 
 
@@ -134,6 +136,7 @@ class LangGraphAgent(FrameworkAgent):
         memory = inp.memory
         if "graph" not in memory:
             memory.update(graph=self._own_copy(inp), thread="trial", seen=set(), paused="")
+            memory["own_tools"] = _own_tools(memory["graph"])
         graph = memory["graph"]
         trial = self.context(inp)
         config = self._config(inp, trial, memory["thread"], _ModelCalls(trial))
@@ -150,8 +153,7 @@ class LangGraphAgent(FrameworkAgent):
                         continue
                     shown, omitted = _update(update, memory["seen"])
                     trial.record(GraphStep(turn=inp.turn, node=_path(namespace, node), update=shown, omitted=omitted))
-                    for name, args, reason, call_id in _refused(update, asked_for, known):
-                        trial.rejected(name, args, reason, call_id)
+                    _record_foreign_calls(trial, update, asked_for, known, memory["own_tools"])
                 trial.reraise()
         except GraphRecursionError as exc:
             trial.reraise()
@@ -350,18 +352,30 @@ def _pending_text(values: Any, waiting: list[str]) -> str:
     return (f"{text}\n" if text else "") + f"Before I go on, I will call: {planned}. Shall I go ahead?"
 
 
-def _refused(update: Any, asked_for: dict[str, tuple[str, Any]], known: set[str]) -> list[tuple[str, Any, str, str]]:
-    """Tool calls the graph answered itself without running a tool of the trial: an error
-    ``ToolMessage`` for a tool the domain does not have (LangGraph's ``ToolNode`` answers an
-    unknown name on its own). Calls asked for in this update are remembered in ``asked_for``."""
+def _own_tools(graph: Any) -> set[str]:
+    """Names of the team's own tools in the graph's tool nodes (subgraphs included): tools simlab
+    did not make, whose calls the domain never runs."""
+    graphs = [graph, *(sub for _, sub in graph.get_subgraphs(recurse=True))]
+    return {name for g in graphs for node in g.nodes.values() if isinstance(getattr(node, "bound", None), ToolNode)
+            for name, tool in node.bound.tools_by_name.items() if not (tool.metadata or {}).get(SIMLAB_TOOL)}
+
+
+def _record_foreign_calls(trial: TrialContext, update: Any, asked_for: dict[str, tuple[str, Any]], known: set[str],
+                          own: set[str]) -> None:
+    """Tool calls of this update that no tool of the trial ran, recorded from the graph's messages:
+    a call to one of the team's own tools (``outside``: the trajectory sees it, the domain did not
+    run it), and a call the tool node answered itself for a tool nobody has (``rejected``: an invalid
+    call). Calls asked for in this update are remembered in ``asked_for``."""
     messages = update.get("messages") if isinstance(update, dict) else None
-    found = []
     for message in messages if isinstance(messages, list) else [messages] if messages is not None else []:
         for call in getattr(message, "tool_calls", None) or []:
             asked_for[str(call.get("id"))] = (str(call.get("name")), call.get("args"))
-        if getattr(message, "type", None) == "tool" and getattr(message, "status", None) == "error":
-            call_id = str(getattr(message, "tool_call_id", "") or "")
-            name, args = asked_for.get(call_id, (str(getattr(message, "name", None) or "?"), None))
-            if name not in known:
-                found.append((name, args, _text(message)[:SHOWN], call_id))
-    return found
+        if getattr(message, "type", None) != "tool":
+            continue
+        call_id = str(getattr(message, "tool_call_id", "") or "")
+        name, args = asked_for.get(call_id, (str(getattr(message, "name", None) or "?"), None))
+        failed = getattr(message, "status", None) == "error"
+        if name in own:
+            trial.outside(name, args, not failed, _text(message)[:SHOWN], call_id or None)
+        elif failed and name not in known:
+            trial.rejected(name, args, _text(message)[:SHOWN], call_id or None)

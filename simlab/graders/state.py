@@ -313,7 +313,8 @@ def grade_state(ctx: GradeContext) -> list[Check]:
         checks.append(_expected_state(ctx, expect, final))
     if expect.predicate:
         checks.append(_predicate(expect.predicate, final, ctx))
-    return unless_tools_unseen(ctx, checks)  # an agent service that used none of the served tools: not run
+    # an agent service that used none of the served tools, or an agent that ran tools of its own: not run
+    return unless_tools_unseen(ctx, checks, state=True)
 
 
 @grader("state", kind="state")

@@ -89,14 +89,7 @@ class ToolHandle:
         return self._run(tool, arguments, call_id)
 
     def _run(self, name: str, arguments: dict[str, Any] | str | None, call_id: str | None) -> ToolReply:
-        self._next_id += 1
-        call_id = call_id or f"call_{self.turn}_{self._next_id}"
-        if call_id in self._ids:
-            # A model that reuses ids (a local server answering "call_0" in every reply): each call
-            # of a transcript has an id of its own, because the graders pair calls, results and
-            # injected faults by id. The agent keeps the model's id in its own messages.
-            call_id = f"{call_id}~{self._next_id}"
-        self._ids.add(call_id)
+        call_id = self._own_id(call_id)
         outcome = self._env.execute(name, arguments)
         self._record(ToolCall(
             turn=self.turn, call_id=call_id, name=name, arguments=outcome.arguments,
@@ -121,18 +114,36 @@ class ToolHandle:
         """Record a call the agent's framework answered itself without running it (an unknown
         tool, arguments its validation refused): an invalid call with the framework's message, seen
         by the efficiency and loop checks like any other; the domain never ran it."""
+        call_id = self._own_id(call_id)
+        raw, parsed = _raw_and_parsed(arguments)
+        self._record(ToolCall(turn=self.turn, call_id=call_id, name=name, arguments=parsed, raw_arguments=raw))
+        self._record(InvalidCall(turn=self.turn, call_id=call_id, name=name, reason=f"the framework: {reason}"))
+        self._record(ToolResult(turn=self.turn, call_id=call_id, name=name, ok=False, result=None, error=reason))
+        self._watch_for_loops(name, raw)
+
+    def outside(self, name: str, arguments: dict[str, Any] | str | None, ok: bool, result: Any,
+                call_id: str | None = None) -> None:
+        """Record a call the agent ran through a tool of its own (a framework's tool node holding the
+        team's tools, not the domain's): the trajectory and policy checks see it, the domain never
+        ran it (``ToolCall.outside``), so its state says nothing of it."""
+        call_id = self._own_id(call_id)
+        raw, parsed = _raw_and_parsed(arguments)
+        self._record(ToolCall(turn=self.turn, call_id=call_id, name=name, arguments=parsed, raw_arguments=raw,
+                              outside=True))
+        self._record(ToolResult(turn=self.turn, call_id=call_id, name=name, ok=ok, result=result if ok else None,
+                                error=None if ok else str(result)))
+        self._watch_for_loops(name, raw)
+
+    def _own_id(self, call_id: str | None) -> str:
+        """The call's id in this transcript. A model that reuses ids (a local server answering
+        "call_0" in every reply) gets one of its own per call, because the graders pair calls,
+        results and injected faults by id; the agent keeps the model's id in its own messages."""
         self._next_id += 1
         call_id = call_id or f"call_{self.turn}_{self._next_id}"
         if call_id in self._ids:
             call_id = f"{call_id}~{self._next_id}"
         self._ids.add(call_id)
-        raw = arguments if isinstance(arguments, str) else json.dumps(arguments or {}, ensure_ascii=False,
-                                                                         default=str)
-        parsed = arguments if isinstance(arguments, dict) else None
-        self._record(ToolCall(turn=self.turn, call_id=call_id, name=name, arguments=parsed, raw_arguments=raw))
-        self._record(InvalidCall(turn=self.turn, call_id=call_id, name=name, reason=f"the framework: {reason}"))
-        self._record(ToolResult(turn=self.turn, call_id=call_id, name=name, ok=False, result=None, error=reason))
-        self._watch_for_loops(name, raw)
+        return call_id
 
     def _watch_for_loops(self, name: str, raw: str) -> None:
         self._calls_this_turn += 1
@@ -143,6 +154,11 @@ class ToolHandle:
             raise StopTrial("agent_loop", f"{name} called {self._repeats} times in a row with the same arguments")
         if self._calls_this_turn > self._max_calls:
             raise StopTrial("agent_loop", f"more than {self._max_calls} tool calls in one turn")
+
+
+def _raw_and_parsed(arguments: dict[str, Any] | str | None) -> tuple[str, dict[str, Any] | None]:
+    raw = arguments if isinstance(arguments, str) else json.dumps(arguments or {}, ensure_ascii=False, default=str)
+    return raw, arguments if isinstance(arguments, dict) else None
 
 
 def _canonical(raw: str) -> str:

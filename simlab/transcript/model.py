@@ -84,6 +84,9 @@ class ToolCall(_Model):
     arguments: dict[str, Any] | None = None
     raw_arguments: str = ""
     access: Literal["read", "write"] | None = Field(None, description="The tool's kind; None for unknown tools.")
+    outside: bool = Field(False, exclude_if=lambda v: not v,
+                          description="Run by a tool of the agent's own (a framework's tool node), not by the "
+                                      "domain: the trial's state never saw it (written only when true).")
 
 
 class ToolResult(_Model):

@@ -95,3 +95,20 @@ def test_a_run_with_misbehaving_tools_finishes(tmp_path, monkeypatch):
         crashes = {c["name"]: c["reason"] for c in record["checks"] if c["name"].startswith("tool_crash:")}
         assert sorted(crashes) == ["tool_crash:explode", "tool_crash:peek", "tool_crash:spin"]
         assert "RuntimeError: the database connection was lost" in crashes["tool_crash:explode"]
+
+
+def test_a_tool_result_over_the_limit_is_cut_before_anyone_keeps_it():
+    """Every agent is bounded in bytes too: a tool that answers 3 MB is kept (and shown to the
+    agent) as its first characters and a note naming the limit."""
+    from simlab.sim.tool_handle import ToolHandle
+    from simlab.transcript import ToolResult
+
+    e = Environment(helpers.BIG, helpers.BIG.build_state({}))
+    events: list = []
+    handle = ToolHandle(e, events.append, turn=1)
+    reply = handle.call("dump", size=3_000_000)
+    result = next(ev for ev in events if isinstance(ev, ToolResult)).result
+    assert reply.ok and reply.result == result and len(result["start"]) == 2_000
+    assert "over the limit of 1,000,000 (max_tool_result_bytes)" in result["cut"]
+    assert handle.call("dump", size=10).result == "x" * 10  # under the limit: as it was
+    assert "cut" in ToolHandle(e, events.append, max_result_bytes=9).call("dump", size=10).result

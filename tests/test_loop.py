@@ -128,6 +128,23 @@ def test_wall_time_budget(virtual_time):  # the 5 s sleep passes at once on the 
     assert t.termination.reason.value == "budget_exceeded"
 
 
+def test_a_hung_agent_turn_ends_at_the_default_turn_limit(virtual_time):
+    """No limit set: an agent that never answers ends its trial at the default 300 s per turn
+    (on the virtual clock: at once), named; the agent's own TimeoutError stays its crash."""
+    async def hung(inp):
+        await asyncio.Event().wait()
+
+    t = run(make_trial(PythonAgent(hung, "t:hung"), RulesSimulator()))
+    assert t.termination.reason.value == "budget_exceeded" and t.termination.turn == 1
+    assert "the agent's turn ran over 300 s (limits.max_turn_seconds)" in t.termination.detail
+
+    async def times_out_itself(inp):
+        raise TimeoutError("my backend")
+
+    t = run(make_trial(PythonAgent(times_out_itself, "t:own"), RulesSimulator()))
+    assert t.termination.reason.value == "agent_error" and "my backend" in t.termination.detail
+
+
 class FakeChat:
     """A minimal ChatModel for the loop tests; the llm package's own doubles are tested there."""
 

@@ -17,7 +17,7 @@ from pydantic import BaseModel
 from simlab.env.domain import Domain, Environment
 from simlab.llm.agent_errors import provider_failure
 from simlab.llm.types import ModelError, ModelErrorKind
-from simlab.sim.agent_io import Agent, AgentInput
+from simlab.sim.agent_io import Agent, AgentInput, AgentReply
 from simlab.sim.simulators.base import Simulator, SimView
 from simlab.sim.tool_handle import StopTrial, ToolHandle
 from simlab.specs import Limits, Persona, Scenario
@@ -65,7 +65,8 @@ class _Conversation:
         self.events: list[Any] = []
         self.messages: list[dict[str, Any]] = []
         self.env = Environment(trial.domain, trial.initial_state, faults=trial.scenario.faults, seed=trial.seed)
-        self.tools = ToolHandle(self.env, self.record, max_calls_per_turn=max(50, 5 * trial.limits.max_agent_steps))
+        self.tools = ToolHandle(self.env, self.record, max_calls_per_turn=max(50, 5 * trial.limits.max_agent_steps),
+                                max_result_bytes=trial.limits.max_tool_result_bytes)
         self.agent_memory: dict[str, Any] = {}
         self.sim_memory: dict[str, Any] = {}
         self.turn = 0
@@ -152,7 +153,7 @@ class _Conversation:
         try:
             if self.turn == 1 and self.t.scenario.expect.first_tool_call is not None:
                 await self.probe_first_step()
-            reply = await self.t.agent.respond(inp)
+            reply = await self._respond(inp)
         except ModelError as exc:
             self._model_failed(exc, "agent")
         except (StopTrial, _End, asyncio.CancelledError, KeyboardInterrupt):
@@ -169,6 +170,19 @@ class _Conversation:
         if reply.transfer:
             self.events.append(Signal(turn=self.turn, role="agent", signal="transfer"))
             raise _End(R.AGENT_TRANSFERRED, "the agent transferred the user to a human")
+
+    async def _respond(self, inp: AgentInput) -> AgentReply:
+        """The agent's turn, cut off at ``limits.max_turn_seconds`` (a hung agent's failure, named)."""
+        limit = self.t.limits.max_turn_seconds
+        clock = asyncio.timeout(limit)
+        try:
+            async with clock:
+                return await self.t.agent.respond(inp)
+        except TimeoutError:
+            if not clock.expired():
+                raise  # the agent's own TimeoutError: its crash
+            raise StopTrial("budget_exceeded", f"the agent's turn ran over {limit:g} s (limits.max_turn_seconds)"
+                            ) from None
 
     async def probe_first_step(self) -> None:
         """The single-step check's probe (``sim/probe.py``): the agent's first decision on a throwaway

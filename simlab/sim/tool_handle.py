@@ -15,6 +15,8 @@ from simlab.transcript import ErrorEvent, InvalidCall, ToolCall, ToolFault, Tool
 __all__ = ["LOOP_REPEATS", "StopTrial", "ToolHandle", "ToolReply"]
 
 LOOP_REPEATS = 3  # the same tool with the same arguments this many times in a row is a loop
+MAX_RESULT_BYTES = 1_000_000  # a tool result longer than this (as JSON) is cut before anyone keeps it
+SHOWN_OF_CUT = 2_000  # characters of a cut result kept
 
 
 class StopTrial(BaseException):
@@ -45,8 +47,9 @@ class ToolHandle:
     """Executes domain tools for the agent and records each call in the transcript."""
 
     def __init__(self, env: Environment, record: Callable[[Any], None], *, turn: int = 0,
-                 max_calls_per_turn: int = 50):
+                 max_calls_per_turn: int = 50, max_result_bytes: int = MAX_RESULT_BYTES):
         self._env = env
+        self._max_result = max_result_bytes
         self._record = record
         self.turn = turn
         self._max_calls = max_calls_per_turn
@@ -97,8 +100,9 @@ class ToolHandle:
         ))
         if outcome.invalid_reason is not None:
             self._record(InvalidCall(turn=self.turn, call_id=call_id, name=name, reason=outcome.invalid_reason))
+        result = _bounded(outcome.result, self._max_result)
         self._record(ToolResult(turn=self.turn, call_id=call_id, name=name, ok=outcome.ok,
-                                result=outcome.result, error=outcome.error))
+                                result=result, error=outcome.error))
         injected = outcome.extra.get("injected")
         if injected:  # the scenario's faults: block hit this call on purpose
             self._record(ToolFault(turn=self.turn, call_id=call_id, name=name, kind=injected["kind"],
@@ -107,7 +111,7 @@ class ToolHandle:
         if fault:  # the domain misbehaved (crash, hang, a READ tool that wrote): say so apart from the result
             self._record(ErrorEvent(turn=self.turn, source="tool", kind=str(fault), message=outcome.error or ""))
         self._watch_for_loops(name, outcome.raw_arguments)
-        return ToolReply(outcome.ok, outcome.result, outcome.error)
+        return ToolReply(outcome.ok, result, outcome.error)
 
     def rejected(self, name: str, arguments: dict[str, Any] | str | None, reason: str,
                  call_id: str | None = None) -> None:
@@ -154,6 +158,19 @@ class ToolHandle:
             raise StopTrial("agent_loop", f"{name} called {self._repeats} times in a row with the same arguments")
         if self._calls_this_turn > self._max_calls:
             raise StopTrial("agent_loop", f"more than {self._max_calls} tool calls in one turn")
+
+
+def _bounded(result: Any, limit: int) -> Any:
+    """``result``, or, when its JSON is longer than ``limit`` bytes, a short account of it that the
+    agent sees and the transcript keeps (a tool that answers 300 MB never fills memory twice)."""
+    if isinstance(result, (bool, int, float)) or result is None:
+        return result
+    text = result if isinstance(result, str) else json.dumps(result, ensure_ascii=False, default=str)
+    size = len(text.encode("utf-8", "surrogatepass")) if len(text) * 4 > limit else len(text)
+    if size <= limit:
+        return result
+    return {"cut": f"the result is {size:,} bytes, over the limit of {limit:,} (max_tool_result_bytes): "
+                   f"only its first {SHOWN_OF_CUT:,} characters are kept", "start": text[:SHOWN_OF_CUT]}
 
 
 def _raw_and_parsed(arguments: dict[str, Any] | str | None) -> tuple[str, dict[str, Any] | None]:

@@ -89,6 +89,10 @@ class Limits(SpecModel):
     max_seconds: float | None = Field(1800, gt=0, description="Wall seconds of one trial (default 1800: every "
                                                              "agent is bounded); null: no limit.")
     max_agent_steps: int = Field(10, ge=1, description="Tool-call rounds within one agent turn.")
+    max_tool_result_bytes: int = Field(1_000_000, ge=1, description="The longest tool result kept (as JSON); a "
+                                                                     "longer one is cut, and the agent is told.")
+    max_turn_seconds: float | None = Field(300, gt=0, description="Wall seconds of one agent turn (default 300: "
+                                                                  "a hung agent ends its trial); null: no limit.")
 
 
 class Scenario(SpecModel):

@@ -297,32 +297,6 @@ def gate_run(folder: Path, summary: RunSummary, suite: Suite, *, suite_path: str
     return report
 
 
-def scenario_gates(summary: RunSummary, scenario: str, gates: list[str],
-                   max_error_rate: float = SUITE_MAX_ERROR_RATE) -> GateReport:
-    """Gates one scenario of a run must hold ('METRIC OP NUMBER', read on that scenario's valid
-    trials), decided by the one rule (``decide``): for a face that gates one scenario at a time
-    (``simlab.testing``, the pytest plugin), whose ``exit_code`` 3 is an error, not a failure."""
-    report = GateReport(problems=completeness_problems(summary))
-    problem = error_budget_problem(summary, max_error_rate) or unjudged_problem(summary)
-    if problem:
-        report.problems.append(problem)
-    figures = summary.scenarios.get(scenario)
-    if figures is None:
-        report.problems.append(f"no graded trial of {scenario}")
-        return report
-    for text in gates:
-        gate = Gate.model_validate(text)
-        metric = parse_gate(text)[0]
-        if metric.startswith(("pass^", "pass@")) and metric[5:].isdigit():
-            extend_curves(summary, int(metric[5:]))
-        try:
-            report.results.append(_threshold(gate, figures, scenario, {}))
-        except ValueError as exc:  # a run-wide figure: not a scenario's
-            report.results.append(GateResult(gate.label, "inconclusive", None,
-                                             f"cannot be decided for one scenario ({exc}); gate it in a suite"))
-    return report
-
-
 def _plan_problems(summary: RunSummary, suite: Suite, suite_plan: Mapping[str, int], partial_ok: bool,
                    report: GateReport) -> list[str]:
     """Why the run is not the suite's plan, or nothing (a part accepted with ``partial_ok`` is set

@@ -28,31 +28,23 @@ def _stubborn_graph(tools: list[Any], args: Any) -> Any:
     from langchain_core.language_models.chat_models import BaseChatModel
     from langchain_core.messages import AIMessage
     from langchain_core.outputs import ChatGeneration, ChatResult
-    from langgraph.graph import START, MessagesState, StateGraph
-    from langgraph.prebuilt import ToolNode, tools_condition
+
+    from examples.langgraph_retail import react_graph
 
     class Stubborn(BaseChatModel):
         @property
         def _llm_type(self) -> str:
             return "stubborn"
 
+        def bind_tools(self, tools: Any, **kwargs: Any) -> Stubborn:
+            return self
+
         def _generate(self, messages: Any, stop: Any = None, run_manager: Any = None, **kw: Any) -> ChatResult:
             n = next(_ids)
             call = {"id": f"call_{n}", "name": "no_such_tool", "args": args(n)}
             return ChatResult(generations=[ChatGeneration(message=AIMessage("", tool_calls=[call]))])
 
-    model = Stubborn()
-
-    async def agent(state: MessagesState) -> dict[str, Any]:
-        return {"messages": [await model.ainvoke(state["messages"])]}
-
-    graph = StateGraph(MessagesState)
-    graph.add_node("agent", agent)
-    graph.add_node("tools", ToolNode(tools))
-    graph.add_edge(START, "agent")
-    graph.add_conditional_edges("agent", tools_condition)
-    graph.add_edge("tools", "agent")
-    return graph.compile()
+    return react_graph(tools, Stubborn()).compile()
 
 
 def openai_agents_endless(tools: list[Any]) -> Any:

@@ -252,10 +252,11 @@ async def test_a_graph_built_at_import_with_domain_tools_runs() -> None:
     assert transcript.final_state["refunds"][-1]["order_id"] == "A123"
 
 
-async def test_a_graph_that_asks_a_human_is_resumed_by_the_next_message() -> None:
-    def asking(tools: list[Any]) -> Any:
+def asking(value: Any) -> Callable[[list[Any]], Any]:
+    """A factory of a graph whose one node asks the human ``interrupt(value)`` and repeats the answer."""
+    def factory(tools: list[Any]) -> Any:
         async def confirm(state: MessagesState) -> dict[str, Any]:
-            answer = interrupt("Shall I refund 49.90 for order A123 to your original card (visa ending 4242)?")
+            answer = interrupt(value)
             return {"messages": [AIMessage(f"You said: {answer}")]}
 
         graph = StateGraph(MessagesState)
@@ -264,7 +265,12 @@ async def test_a_graph_that_asks_a_human_is_resumed_by_the_next_message() -> Non
         graph.add_edge("confirm", END)
         return graph.compile(checkpointer=InMemorySaver())
 
-    transcript, _ = await play("refund-damaged-card", graph_agent(asking))
+    return factory
+
+
+async def test_a_graph_that_asks_a_human_is_resumed_by_the_next_message() -> None:
+    question = "Shall I refund 49.90 for order A123 to your original card (visa ending 4242)?"
+    transcript, _ = await play("refund-damaged-card", graph_agent(asking(question)))
     replies = [e.text for e in transcript.events if e.type == "agent"]
     assert replies[0].startswith("Shall I refund 49.90")
     user = [e.text for e in transcript.events if e.type == "user"]
@@ -292,18 +298,7 @@ async def test_a_static_breakpoint_asks_before_each_tool_and_the_next_message_re
     (["a", 1], '["a", 1]'),
 ])
 async def test_a_dict_passed_to_interrupt_is_shown_as_the_agents_words(value: Any, shown: str) -> None:
-    def asking(tools: list[Any]) -> Any:
-        async def confirm(state: MessagesState) -> dict[str, Any]:
-            answer = interrupt(value)
-            return {"messages": [AIMessage(f"You said: {answer}")]}
-
-        graph = StateGraph(MessagesState)
-        graph.add_node("confirm", confirm)
-        graph.add_edge(START, "confirm")
-        graph.add_edge("confirm", END)
-        return graph.compile(checkpointer=InMemorySaver())
-
-    transcript, _ = await play("refund-damaged-card", graph_agent(asking))
+    transcript, _ = await play("refund-damaged-card", graph_agent(asking(value)))
     assert [e.text for e in transcript.events if e.type == "agent"][0] == shown
 
 

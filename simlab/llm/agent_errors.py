@@ -26,6 +26,7 @@ stops the run (exit 3). No provider SDK is imported here: classes are read by na
 
 from __future__ import annotations
 
+from simlab.llm.retry import cause_chain
 from simlab.llm.types import ModelError, ModelErrorKind
 from simlab.redact import scrub
 
@@ -52,7 +53,7 @@ _NEVER_CONNECTED = ("ConnectError", "ConnectionRefusedError", "ClientConnectorEr
 def provider_failure(exc: BaseException) -> ModelError | None:
     """The infrastructure failure ``exc`` stands for, as simlab's own ``ModelError`` (role agent),
     or None when it is the agent's own failure."""
-    chain = _chain(exc)
+    chain = cause_chain(exc)
     for error in chain:
         client = _client_of(error)
         if client is None:
@@ -71,15 +72,6 @@ def provider_failure(exc: BaseException) -> ModelError | None:
             message += f"; the agent's client reads its key from {variable}: set it"
         return ModelError(kind, message, role="agent", model=f"{client} client")
     return None
-
-
-def _chain(exc: BaseException) -> list[BaseException]:
-    seen: list[BaseException] = []
-    current: BaseException | None = exc
-    while current is not None and all(current is not e for e in seen) and len(seen) < 16:
-        seen.append(current)
-        current = current.__cause__ or current.__context__
-    return seen
 
 
 def _client_of(error: BaseException) -> str | None:

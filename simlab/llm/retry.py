@@ -78,7 +78,7 @@ def _status_kind(status: int | None) -> ModelErrorKind | None:
     return None
 
 
-def _chain(exc: BaseException) -> list[BaseException]:
+def cause_chain(exc: BaseException) -> list[BaseException]:
     """``exc`` and the exceptions it was raised from or during, outermost first."""
     seen: list[BaseException] = []
     current: BaseException | None = exc
@@ -126,7 +126,7 @@ def classify(exc: BaseException) -> ModelErrorKind | None:
     module = type(exc).__module__ or ""
     if not (module.startswith("litellm") or module.startswith("openai") or module.startswith("httpx")):
         return None
-    chain = _chain(exc)
+    chain = cause_chain(exc)
     if any(isinstance(e, UnicodeError) or type(e) in (ValueError, TypeError) for e in chain):
         # the request could not be built here (text UTF-8 cannot hold, a URL with credentials beside an
         # Authorization header…): no answer came, and retrying cannot help

@@ -9,9 +9,9 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-from simlab import __version__
 from simlab.errors import EXIT_INFRA, EXIT_USAGE, SimlabError
 from simlab.inert import InertStream, inert_text, one_line
+from simlab.version import __version__
 
 EXIT_INTERRUPTED = 130
 

@@ -20,7 +20,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from simlab import __version__
+from simlab.version import __version__
 
 _DOMAIN_FILES = (".py", ".yaml", ".yml", ".md", ".json")
 

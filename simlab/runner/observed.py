@@ -15,11 +15,11 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from simlab import __version__
 from simlab.errors import UsageError
 from simlab.runner.lines import encode_record
 from simlab.runner.store import MANIFEST_SCHEMA_VERSION, RunStore
 from simlab.transcript import Transcript, TrialRecord
+from simlab.version import __version__
 
 
 def write_observed_run(folder: Path, transcripts: list[Transcript], *, source: Path, fmt: str,

@@ -8,7 +8,6 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from simlab import __version__
 from simlab.env.checks import check_scenarios
 from simlab.env.domain import Domain
 from simlab.errors import SpecError, UsageError
@@ -30,6 +29,7 @@ from simlab.specs import (
     load_suite,
     scenario_files,
 )
+from simlab.version import __version__
 
 DEFAULT_CONCURRENCY = 8
 CACHE_DIR = ".cache"  # under the runs' folder; llm/cache.py's CACHE_DIR (not imported: llm/ loads lazily)

@@ -92,3 +92,33 @@ def test_a_planted_upward_or_heavy_import_is_caught(tmp_path: Path, where: str, 
     (root / "llm" / "ok.py").write_text("import litellm\nfrom simlab.specs import Scenario\n")  # allowed
     found = violations(root)
     assert len(found) == 1 and found[0].startswith(f"{where}:") and why in found[0], found
+
+
+def package_cycles(root: Path) -> list[tuple[str, str]]:
+    """Pairs of simlab's packages that import each other, directly or through others."""
+    edges: dict[str, set[str]] = {}
+    for path in root.rglob("*.py"):
+        mine = path.relative_to(root).parts[0].removesuffix(".py")
+        for _, name in imported(ast.parse(path.read_text(encoding="utf-8"))):
+            parts = name.split(".")
+            if parts[0] == "simlab" and len(parts) > 1 and parts[1] != mine and (root / parts[1]).is_dir():
+                edges.setdefault(mine, set()).add(parts[1])
+
+    def reaches(start: str, goal: str) -> bool:
+        seen, todo = set(), [start]
+        while todo:
+            here = todo.pop()
+            if here == goal:
+                return True
+            if here not in seen:
+                seen.add(here)
+                todo += sorted(edges.get(here, ()))
+        return False
+
+    return sorted((a, b) for a in edges for b in edges[a] if a < b and reaches(b, a))
+
+
+def test_no_two_packages_import_each_other() -> None:
+    """sim/http_agent once imported serve/, which builds on sim's ToolHandle: the runner now hands
+    the agent its tool server (the viewer's screens and app import each other inside tui/, lazily)."""
+    assert package_cycles(ROOT) == []

@@ -37,7 +37,9 @@ def build_agent(spec: AgentSpec, *, limiter: ModelLimiter | None = None, max_ret
         from simlab.sim.http_agent import HttpAgent
 
         require_serve_extra("an HTTP agent (its tools are served over MCP)")
-        return HttpAgent(spec.http, max_retries=max_retries, timeout_s=timeout_s)
+        from simlab.serve.server import ToolServer
+
+        return HttpAgent(spec.http, tool_server=ToolServer, max_retries=max_retries, timeout_s=timeout_s)
     model = _model(
         spec.model or "", role="agent", api_base=spec.api_base, api_key_env=spec.api_key_env,
         temperature=spec.temperature, params=spec.params, price=_price(spec.price), max_retries=max_retries,

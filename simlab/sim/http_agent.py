@@ -19,7 +19,7 @@ import json
 import os
 import time
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -56,8 +56,13 @@ class HttpAgent:
     """The agent under test behind an HTTP endpoint. Its tool server runs for the length of a run
     (``lifespan``, entered by ``runner.execute``)."""
 
-    def __init__(self, spec: HttpAgentSpec, *, max_retries: int = 4, timeout_s: float = 60.0):
+    def __init__(self, spec: HttpAgentSpec, *, tool_server: Callable[[], Any], max_retries: int = 4,
+                 timeout_s: float = 60.0):
+        """``tool_server``: makes the per-run tool server (``serve.server.ToolServer``, given by the
+        runner: ``sim`` does not import ``serve``, which builds on ``sim``'s ``ToolHandle``); an async
+        context manager with ``sessions`` and ``url(token)``."""
         self.spec = spec
+        self._tool_server = tool_server
         self.timeout_s = spec.timeout_s or timeout_s
         self.retry_policy = RetryPolicy(max_retries=max_retries)
         self.ref = mask_url(spec.endpoint)
@@ -82,10 +87,8 @@ class HttpAgent:
     @asynccontextmanager
     async def lifespan(self) -> AsyncIterator[None]:
         """The tool server and the HTTP client, for one run (one per worker process)."""
-        from simlab.serve.server import ToolServer
-
         limits = httpx.Limits(max_connections=None, max_keepalive_connections=256)
-        async with ToolServer() as server, httpx.AsyncClient(timeout=httpx.Timeout(self.timeout_s),
+        async with self._tool_server() as server, httpx.AsyncClient(timeout=httpx.Timeout(self.timeout_s),
                                                              limits=limits) as client:
             self._server, self._client = server, client
             try:

@@ -38,6 +38,7 @@ _EXPORTS: dict[str, str] = {
     "load_run": "simlab.api",
     "Run": "simlab.api",
     "RunSummary": "simlab.results.figures",
+    "SimlabError": "simlab.errors",
 }
 
 __all__ = ["__version__", *_EXPORTS]
@@ -52,6 +53,7 @@ if TYPE_CHECKING:
     from simlab.env.tools import WRITE as WRITE
     from simlab.env.tools import ToolError as ToolError
     from simlab.env.tools import tool as tool
+    from simlab.errors import SimlabError as SimlabError
     from simlab.graders.base import GradeContext as GradeContext
     from simlab.graders.registry import grader as grader
     from simlab.results.figures import RunSummary as RunSummary

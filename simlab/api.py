@@ -18,7 +18,7 @@ import sys
 from collections.abc import Callable, Iterator
 from functools import cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from simlab.errors import UsageError
 
@@ -33,6 +33,7 @@ if TYPE_CHECKING:  # the heavy or deep parts load when used
 __all__ = ["Run", "arun", "load_run", "run"]
 
 AgentLike = str | Callable[..., Any]
+ReportFormat = Literal["markdown", "json", "csv"]
 
 
 class Run:
@@ -117,7 +118,7 @@ class Run:
         return gate_run(self.folder, summary, spec, suite_path=suite, load_baseline=baseline,
                         root=transcripts.parent)
 
-    def report(self, format: str = "markdown") -> str:
+    def report(self, format: ReportFormat = "markdown") -> str:
         """The report as text: ``markdown``, ``json`` or ``csv``."""
         from simlab.report.build import build
         from simlab.report.formats import render
@@ -175,9 +176,18 @@ def run(scenarios: str | Path | list[str | Path] | None = None, *, suite: str | 
         return pool.submit(play).result()  # a loop runs here (a notebook): the batch gets a thread of its own
 
 
-async def arun(*args: Any, **kwargs: Any) -> Run:
-    """``run`` for async code that must not block its event loop while the batch plays."""
-    return await asyncio.to_thread(run, *args, **kwargs)
+async def arun(scenarios: str | Path | list[str | Path] | None = None, *, suite: str | Path | None = None,
+               agent: AgentLike | None = None, simulator: str | None = None, judge: str | None = None,
+               trials: int | None = None, concurrency: int | None = None, workers: int = 1,
+               run_id: str | None = None, seed: int | None = None, project: str | Path = ".",
+               allow_same_family: bool = False, force: bool = False, keep_errors: bool = False,
+               on_note: Callable[[str], None] | None = None) -> Run:
+    """``run`` for async code that must not block its event loop while the batch plays (the same
+    arguments)."""
+    return await asyncio.to_thread(
+        run, scenarios, suite=suite, agent=agent, simulator=simulator, judge=judge, trials=trials,
+        concurrency=concurrency, workers=workers, run_id=run_id, seed=seed, project=project,
+        allow_same_family=allow_same_family, force=force, keep_errors=keep_errors, on_note=on_note)
 
 
 def _agent_ref(agent: AgentLike | None) -> str | None:

@@ -80,7 +80,7 @@ asyncio.run(main(sys.argv[1], sys.argv[2], float(sys.argv[3])))
 
 
 def write_big_run(folder: Path, trials: int, per_scenario: int = 100, heads: bool = True) -> Path:
-    from simlab.tui.sample import sample_manifest, sample_record
+    from tests.sample_runs import sample_manifest, sample_record
 
     scenarios = {f"scenario-{i:03d}": min(per_scenario, trials - i * per_scenario)
                  for i in range((trials + per_scenario - 1) // per_scenario)}

@@ -114,7 +114,7 @@ def test_a_report_neither_imports_pandas_nor_keeps_a_nan(tmp_path: Path) -> None
     assert _array(pa, "agent_cost_usd", [1.5, float("nan"), None]).to_pylist() == [1.5, None, None]
     assert _array(pa, "some_score", [0.5, float("nan")]).to_pylist() == [0.5, None]
     assert _array(pa, "verdict", ["pass", None]).to_pylist() == ["pass", None]
-    from simlab.tui.sample import write_sample_run
+    from tests.sample_runs import write_sample_run
 
     write_sample_run(tmp_path / "transcripts" / "s")
     code = ("import sys; from simlab.cli.main import main\nrc = main(['report', 's'])\n"

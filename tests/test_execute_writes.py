@@ -127,7 +127,7 @@ def test_the_collector_is_set_back_after_playing(tmp_path: Path) -> None:
 def test_trials_waiting_to_be_graded_at_an_interruption_are_graded_and_written() -> None:
     from simlab.runner.execute import _Grading, _Writes
     from simlab.transcript import TrialRecord
-    from simlab.tui.sample import sample_record
+    from tests.sample_runs import sample_record
 
     appender, reported = Recording(), []
 
@@ -188,7 +188,7 @@ def test_a_progress_callback_that_raises_stops_the_run_but_every_written_trial_i
 def test_close_now_stops_at_a_grading_bug_and_leaves_what_it_graded_to_the_writer() -> None:
     from simlab.runner.execute import _Grading, _Writes
     from simlab.transcript import TrialRecord
-    from simlab.tui.sample import sample_record
+    from tests.sample_runs import sample_record
 
     appender = Recording()
 

@@ -21,9 +21,9 @@ from simlab.transcript import TrialRecord
 from simlab.transcript.head import TrialFigures, TrialHead
 from simlab.transcript.row import record_head
 from simlab.tui.data import RunIndex, RunInfo
-from simlab.tui.sample import sample_record
 from simlab.tui.summary import summarize as view_figures
 from simlab.tui.summary import summarize_run
+from tests.sample_runs import sample_record
 from tests.support import copy_demo, write_project
 
 

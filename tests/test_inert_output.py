@@ -156,7 +156,7 @@ def test_markdown_report_table_is_well_formed_with_one_trial_per_scenario(projec
 def test_the_markdown_transcript_export_renders_as_typed() -> None:
     from simlab.transcript import UserMessage
     from simlab.tui.export import transcript_markdown
-    from simlab.tui.sample import sample_record
+    from tests.sample_runs import sample_record
 
     record = sample_record("r`x", "s", 1)
     record.transcript.events[0] = UserMessage(turn=1, text="<b>bold</b> and *em* and [link](http://x) #1")

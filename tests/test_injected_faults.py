@@ -212,7 +212,7 @@ def test_a_model_that_reuses_call_ids_still_gets_each_call_paired_with_its_own_r
     assert handle.call("get_item", {"key": "b"}, call_id="call_0").ok
     ids = [e.call_id for e in events if e.type == "tool_call"]
     assert ids[0] == "call_0" and len(set(ids)) == 3
-    from simlab.tui.sample import sample_record
+    from tests.sample_runs import sample_record
 
     t = sample_record("r", "s", 1).transcript.model_copy(update={"events": events})
     assert [c.ok for c in calls_of(t)] == [False, True, True]

@@ -14,7 +14,7 @@ from pydantic import create_model
 from simlab.runner.lines import encode_record, line_value, read_head, read_unit, scan
 from simlab.transcript import TrialRecord
 from simlab.transcript.row import record_head
-from simlab.tui.sample import sample_record
+from tests.sample_runs import sample_record
 
 
 def hostile(unit: str) -> TrialRecord:

@@ -192,7 +192,7 @@ def test_the_head_written_reads_back_the_same_through_every_reader() -> None:
     from simlab.runner.lines import line_value
     from simlab.runner.store import encode_record
     from simlab.transcript import ModelCall, ToolResult, Usage
-    from simlab.tui.sample import sample_record
+    from tests.sample_runs import sample_record
 
     for k in range(1, 6):
         record = sample_record("r", "s", k)

@@ -13,7 +13,6 @@ from textual.widget import Widget
 from textual.widgets import DataTable
 
 from simlab.tui import ViewApp, make_app
-from simlab.tui.sample import sample_record, write_sample_run
 from simlab.tui.screens.compare import CompareScreen
 from simlab.tui.screens.help import HelpScreen
 from simlab.tui.screens.picker import PickerScreen
@@ -24,6 +23,7 @@ from simlab.tui.screens.trials import TrialsScreen
 from simlab.tui.widgets.check_detail import CheckDetail
 from simlab.tui.widgets.checks_panel import ChecksPanel
 from simlab.tui.widgets.tool_call_view import ToolCallView
+from tests.sample_runs import sample_record, write_sample_run
 
 
 @pytest.fixture

@@ -16,9 +16,9 @@ from simlab.transcript.row import record_head
 from simlab.tui.data import RunIndex, RunInfo, discover_runs, find_run
 from simlab.tui.filters import TrialFilter, apply, check_counts, reason_counts, verdict_counts
 from simlab.tui.rows import TrialRow, row_from_head
-from simlab.tui.sample import sample_record, write_sample_run
 from simlab.tui.search import count_hits, search_rows
 from simlab.tui.summary import k_columns, summarize, summarize_run
+from tests.sample_runs import sample_record, write_sample_run
 
 
 @pytest.fixture

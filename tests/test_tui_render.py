@@ -34,8 +34,8 @@ from simlab.tui.render import (
     verdict_text,
 )
 from simlab.tui.render_checks import check_detail, check_line, check_order, diff_table
-from simlab.tui.sample import MARKUP_TEXT, sample_record
 from simlab.tui.trial_diff import differences, first_divergence
+from tests.sample_runs import MARKUP_TEXT, sample_record
 
 
 def plain(renderable: object, width: int = 100) -> str:
@@ -189,8 +189,8 @@ def test_compare_names_the_first_divergence() -> None:
 
 def test_the_trial_header_shows_a_known_zero_cost_like_the_report() -> None:
     from simlab.transcript import Pin
-    from simlab.tui.sample import sample_record
     from simlab.tui.widgets.trial_header import trial_summary
+    from tests.sample_runs import sample_record
 
     record = sample_record("r", "s", 1)
     record.transcript.events = [e for e in record.transcript.events if e.type != "model_call"]

@@ -17,7 +17,6 @@ from textual.widgets import DataTable
 from simlab.runner.lines import encode_record
 from simlab.tui import ViewApp
 from simlab.tui.rows import TrialRow
-from simlab.tui.sample import sample_record, write_sample_run
 from simlab.tui.screens.compare import CompareScreen
 from simlab.tui.screens.compare_runs import RunCompareScreen
 from simlab.tui.screens.runs import RunsScreen
@@ -29,6 +28,7 @@ from simlab.tui.widgets.tool_call_view import ToolCallView
 from simlab.tui.widgets.transcript_view import TranscriptView
 from simlab.tui.widgets.trials_table import TrialsTable
 from tests import test_tui_app as tui
+from tests.sample_runs import sample_record, write_sample_run
 from tests.test_tui_app import open_trial, settle, viewer
 
 root = tui.root  # the sample runs, as a fixture

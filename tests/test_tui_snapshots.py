@@ -14,7 +14,7 @@ import pytest
 from textual.pilot import Pilot
 
 from simlab.tui import ViewApp, make_app
-from simlab.tui.sample import write_sample_run
+from tests.sample_runs import write_sample_run
 
 SMALL, LARGE = (80, 24), (120, 40)
 

@@ -83,7 +83,7 @@ def test_signals_errors_invalid_calls_and_usage() -> None:
 
 
 def test_unknown_cost_is_not_zero() -> None:
-    assert fmt_cost(None) == "—"
+    assert fmt_cost(None) == "unknown"  # the reports' word (report/fmt.money)
     assert fmt_cost(0.01234) == "$0.0123"
     assert fmt_cost(0.5, complete=False) == "≥$0.5000"
 
@@ -198,4 +198,4 @@ def test_the_trial_header_shows_a_known_zero_cost_like_the_report() -> None:
     record.transcript.simulator = Pin(kind="rules", ref="rules")
     assert " · $0.0000 · " in trial_summary(record).plain
     record.transcript.agent = Pin(kind="python", ref="m:f")  # it may call models simlab cannot see
-    assert " · — · " in trial_summary(record).plain
+    assert " · cost unknown · " in trial_summary(record).plain

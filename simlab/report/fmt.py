@@ -40,10 +40,13 @@ def upper_bound(rate: Rate) -> str:
     return f"{rate.c} of {rate.n} ({pct(rate.rate, 1)}, ≤ {pct(rate.high, 1)})"
 
 
-def money(value: float | None) -> str:
+def money(value: float | None, complete: bool = True) -> str:
+    """``$0.0123`` (``$1,234.50`` from a dollar on); ``unknown`` when nothing is known; ``≥$0.01``
+    when ``complete`` is False (some part of it is unknown). Every surface says cost this way."""
     if value is None:
         return "unknown"
-    return f"${value:.4f}" if value < 1 else f"${value:,.2f}"
+    text = f"${value:.4f}" if value < 1 else f"${value:,.2f}"
+    return text if complete else f"≥{text}"
 
 
 def num(value: float | None, digits: int = 2) -> str:

@@ -16,6 +16,7 @@ from typing import Any
 
 from rich.text import Text
 
+from simlab.report.fmt import money, num
 from simlab.transcript import (
     AgentMessage,
     ErrorEvent,
@@ -58,15 +59,12 @@ def literal(text: Any, style: str = "") -> Text:
 
 
 def fmt_cost(cost: float | None, complete: bool = True) -> str:
-    """``$0.0123``; ``≥$0.01`` when some part is unknown; ``—`` when nothing is known."""
-    if cost is None:
-        return "—"
-    text = f"${cost:.4f}" if cost < 1 else f"${cost:,.2f}"
-    return text if complete else f"≥{text}"
+    """A cost as every report says it (``report/fmt.money``: ``unknown`` when nothing is known)."""
+    return money(cost, complete)
 
 
 def fmt_rate(value: float | None) -> str:
-    return "—" if value is None else f"{value:.2f}"
+    return num(value)
 
 
 def verdict_text(verdict: str | None) -> Text:

@@ -35,7 +35,7 @@ def trial_summary(record: TrialRecord) -> Text:
     if not calls and all(spends_nothing_unseen(p.kind, p.settings) for p in (t.agent, t.simulator)):
         cost = 0.0  # no call, and none could go unseen: a known zero, as the report says
     out.append(f" · {plural(t.user_turns(), 'turn')} · {tool_summary(t.events)}"
-               f" · {fmt_cost(cost, complete)} · "
+               f" · {'cost ' if cost is None else ''}{fmt_cost(cost, complete)} · "
                + (f"{t.duration_s:.2f}s" if t.duration_s is not None else "duration unknown"), "dim")
     out.append(f"\nagent {clean(t.agent.ref)} · simulator {clean(t.simulator.ref)} · persona {clean(t.persona_id)}"
                f" · seed {t.seed}", "dim")

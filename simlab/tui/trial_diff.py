@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from simlab.report.first_difference import first_difference
 from simlab.transcript import AgentMessage, Signal, ToolCall, TrialRecord, UserMessage
 from simlab.tui.render import clean
 
@@ -40,15 +41,21 @@ def _say(step: tuple[int, str, str] | None) -> str:
 
 
 def first_divergence(a: TrialRecord, b: TrialRecord) -> str:
-    sa, sb = steps(a.transcript.events), steps(b.transcript.events)
+    """Where the two trials first differ, as ``simlab compare`` finds it (``report/first_difference``:
+    one algorithm), phrased with what each side did at that point of the turn."""
+    found = first_difference(a.transcript, b.transcript)
+    if found is None:
+        return "same messages and tool calls"
+    turn, how = found
+    sa = [s for s in steps(a.transcript.events) if s[0] == turn]
+    sb = [s for s in steps(b.transcript.events) if s[0] == turn]
     for i in range(max(len(sa), len(sb))):
         x = sa[i] if i < len(sa) else None
         y = sb[i] if i < len(sb) else None
         if x is None or y is None or x[1:] != y[1:]:
-            turn = (x or y)[0]  # type: ignore[index]
-            return (f"first difference at turn {turn}, step {i + 1}: #{a.transcript.trial} {_say(x)}; "
-                    f"#{b.transcript.trial} {_say(y)}")
-    return "same messages, tool calls and signals"
+            return (f"first difference at turn {turn}, step {i + 1} ({clean(how)}): #{a.transcript.trial} "
+                    f"{_say(x)}; #{b.transcript.trial} {_say(y)}")
+    return f"first difference at turn {turn} ({clean(how)})"
 
 
 def differences(a: TrialRecord, b: TrialRecord) -> list[str]:

@@ -53,9 +53,9 @@ def first_divergence(a: TrialRecord, b: TrialRecord) -> str:
         x = sa[i] if i < len(sa) else None
         y = sb[i] if i < len(sb) else None
         if x is None or y is None or x[1:] != y[1:]:
-            return (f"first difference at turn {turn}, step {i + 1} ({clean(how)}): #{a.transcript.trial} "
-                    f"{_say(x)}; #{b.transcript.trial} {_say(y)}")
-    return f"first difference at turn {turn} ({clean(how)})"
+            return (f"first difference at turn {turn}, step {i + 1}: #{a.transcript.trial} {_say(x)}; "
+                    f"#{b.transcript.trial} {_say(y)}")
+    return f"first difference at turn {turn}: {clean(how)}"
 
 
 def differences(a: TrialRecord, b: TrialRecord) -> list[str]:

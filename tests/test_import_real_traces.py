@@ -1,0 +1,132 @@
+"""``simlab import otlp`` on files the real instrumentation wrote (tests/fixtures/traces, produced by
+``generate.py`` there with google-adk 2.13, opentelemetry-instrumentation-openai-v2 and OpenInference):
+content captured or not, in spans or in log events; ADK's function responses and failed tool calls."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+import yaml
+
+from simlab.cli.main import main
+from simlab.runner.store import RunStore
+from simlab.transcript import AgentMessage, ToolCall, ToolResult, Transcript, TrialRecord, UserMessage
+from tests.support import copy_demo
+
+FIXTURES = Path(__file__).parent / "fixtures" / "traces"
+ADK_USERS = ["where is my order A123?", "refund it please", "what happened?"]
+
+
+@pytest.fixture
+def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    copy_demo(tmp_path)
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+def imported(project: Path, name: str, capsys: pytest.CaptureFixture[str]) -> tuple[list[Transcript], str]:
+    shutil.copy(FIXTURES / name, project / name)
+    assert main(["import", "otlp", name, "--run-id", "prod"]) == 0
+    err = capsys.readouterr().err
+    return [r.transcript for r in RunStore(project / "transcripts" / "prod").records()], err
+
+
+def users(t: Transcript) -> list[str]:
+    return [e.text for e in t.events if isinstance(e, UserMessage)]
+
+
+def calls(t: Transcript) -> list[str]:
+    return [e.name for e in t.events if isinstance(e, ToolCall)]
+
+
+def graded(project: Path, rules: str, capsys: pytest.CaptureFixture[str]) -> TrialRecord:
+    (project / "online.yaml").write_text(rules)
+    main(["grade-traces", "prod", "--rules", "online.yaml"])
+    capsys.readouterr()
+    [record] = RunStore(project / "transcripts" / "prod-graded").records()
+    return record
+
+
+@pytest.mark.parametrize("name", ["adk_default.jsonl", "openai_v2_default.jsonl"])
+def test_traces_without_content_say_so_and_how_to_turn_capture_on(project: Path, capsys, name: str):
+    [t], err = imported(project, name, capsys)
+    assert "carry no message content" in err
+    assert "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT" in err
+    assert not any(e.text for e in t.events if isinstance(e, UserMessage | AgentMessage))
+
+
+def test_adk_traces_without_content_keep_their_tool_calls_once_each(project: Path, capsys):
+    [t], _ = imported(project, "adk_default.jsonl", capsys)
+    assert calls(t) == ["lookup_order", "issue_refund"]
+    [failed] = [e for e in t.events if isinstance(e, ToolResult) and not e.ok]
+    assert failed.name == "issue_refund" and "card declined" in str(failed.error)
+
+
+def test_a_conversation_without_content_is_unjudged_never_passed(project: Path, capsys):
+    imported(project, "adk_default.jsonl", capsys)
+    record = graded(project, "expect:\n  rules:\n    - {after_confirmation: issue_refund}\n"
+                             "    - {max_calls: {issue_refund: 1}}\n", capsys)
+    checks = {c.name: c for c in record.checks}
+    assert record.verdict == "unjudged"
+    assert checks["message_content"].status == "not_run"
+    assert "no message content" in checks["message_content"].reason
+    assert [c.status for n, c in checks.items() if n.startswith("after_confirmation")] == ["not_run"]
+    assert checks["max_calls(issue_refund<=1)"].status == "pass"  # tool spans still tell the calls
+
+
+def test_a_conversation_without_content_under_empty_rules_is_unjudged(project: Path, capsys):
+    imported(project, "openai_v2_default.jsonl", capsys)
+    assert graded(project, "", capsys).verdict == "unjudged"
+
+
+def test_adk_event_only_content_is_read_from_the_log_records(project: Path, capsys):
+    [t], err = imported(project, "adk_event_only.jsonl", capsys)
+    assert "no message content" not in err
+    assert users(t) == ADK_USERS
+    assert "Order A123 was delivered. What else?" in [e.text for e in t.events if isinstance(e, AgentMessage)]
+
+
+def test_openai_v2_event_content_is_read_from_the_log_events(project: Path, capsys):
+    [t], err = imported(project, "openai_v2_event_only.jsonl", capsys)
+    assert "no message content" not in err
+    assert users(t) == ["where is my order A123?", "thanks!"]
+    assert calls(t) == ["lookup_order"]
+    [result] = [e for e in t.events if isinstance(e, ToolResult)]
+    assert result.ok and result.result == {"order_id": "A123", "status": "delivered"}
+    assert [e.text for e in t.events if isinstance(e, AgentMessage)] == [
+        "Order A123 was delivered yesterday.", "You are welcome."]
+    assert t.agent_context["system_prompt"] == "You are a support agent."
+
+
+def test_openinference_spans_from_the_real_instrumentation_import(project: Path, capsys):
+    [t], err = imported(project, "openinference_openai.jsonl", capsys)
+    assert users(t) == ["where is my order A123?", "thanks!"] and calls(t) == ["lookup_order"]
+
+
+def test_adk_function_responses_add_no_user_turn(project: Path, capsys):
+    [t], err = imported(project, "adk_span_only.jsonl", capsys)
+    assert users(t) == ADK_USERS
+    assert "(3 user turns, 2 tool calls)" in err
+    [lookup] = [e for e in t.events if isinstance(e, ToolCall) and e.name == "lookup_order"]
+    assert lookup.turn == 1
+    [refund] = [e for e in t.events if isinstance(e, ToolCall) and e.name == "issue_refund"]
+    assert refund.turn == 2
+
+
+def test_promote_of_an_adk_trace_writes_no_empty_user_line(project: Path, capsys):
+    imported(project, "adk_span_only.jsonl", capsys)
+    assert main(["promote", "prod", "1", "--domain", "retail", "--out", "draft.yaml"]) == 0
+    text = (project / "draft.yaml").read_text()
+    assert '- ""' not in text
+    assert yaml.safe_load(text)["user"]["script"] == ADK_USERS
+
+
+def test_a_failed_adk_tool_call_is_counted_once(project: Path, capsys):
+    [t], _ = imported(project, "adk_span_only.jsonl", capsys)
+    assert calls(t) == ["lookup_order", "issue_refund"]
+    [refund] = [e for e in t.events if isinstance(e, ToolResult) and e.name == "issue_refund"]
+    assert not refund.ok and "card declined" in str(refund.error)
+    record = graded(project, "expect:\n  rules:\n    - {max_calls: {issue_refund: 1}}\n", capsys)
+    assert {c.name: c.status for c in record.checks}["max_calls(issue_refund<=1)"] == "pass"

@@ -124,3 +124,23 @@ def openinference_trace_file(path: Path) -> Path:
                 **messages("output", [answer])}):
             pass
     return _write(exporter, path)
+
+
+def orphan_tool_trace_file(path: Path) -> Path:
+    """A conversation (one trace, joined by gen_ai.conversation.id), then a trace of tool spans alone:
+    no conversation id and no model call (a background job's, or one whose parent was not exported)."""
+    provider, exporter = _provider("support-bot")
+    tracer = provider.get_tracer("agent")
+    user = _parts("user", _text("hello"))
+    reply = _parts("assistant", _text("Hi, how can I help?"))
+    with tracer.start_as_current_span("invoke_agent support", attributes={
+            "gen_ai.operation.name": "invoke_agent", "gen_ai.conversation.id": "conv-1"}):
+        with tracer.start_as_current_span("chat gpt-4o", attributes={
+                "gen_ai.operation.name": "chat", "gen_ai.request.model": "gpt-4o",
+                "gen_ai.input.messages": json.dumps([user]), "gen_ai.output.messages": json.dumps([reply])}):
+            pass
+    for name in ("sync_inventory", "sync_inventory"):
+        with tracer.start_as_current_span(f"execute_tool {name}", attributes={
+                "gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": name, "gen_ai.tool.call.id": "<not specified>"}):
+            pass
+    return _write(exporter, path)

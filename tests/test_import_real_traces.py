@@ -26,8 +26,13 @@ def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return tmp_path
 
 
-def imported(project: Path, name: str, capsys: pytest.CaptureFixture[str]) -> tuple[list[Transcript], str]:
-    shutil.copy(FIXTURES / name, project / name)
+def imported(project: Path, name: str, capsys: pytest.CaptureFixture[str], *,
+             spans_only: bool = False) -> tuple[list[Transcript], str]:
+    """Import a fixture (``spans_only``: its spans, as an exporter of spans alone writes them)."""
+    if spans_only:
+        (project / name).write_text((FIXTURES / name).read_text().splitlines()[0] + "\n")
+    else:
+        shutil.copy(FIXTURES / name, project / name)
     assert main(["import", "otlp", name, "--run-id", "prod"]) == 0
     err = capsys.readouterr().err
     return [r.transcript for r in RunStore(project / "transcripts" / "prod").records()], err
@@ -41,12 +46,11 @@ def calls(t: Transcript) -> list[str]:
     return [e.name for e in t.events if isinstance(e, ToolCall)]
 
 
-def graded(project: Path, rules: str, capsys: pytest.CaptureFixture[str]) -> TrialRecord:
+def graded(project: Path, rules: str, capsys: pytest.CaptureFixture[str]) -> tuple[TrialRecord, str]:
     (project / "online.yaml").write_text(rules)
-    main(["grade-traces", "prod", "--rules", "online.yaml"])
-    capsys.readouterr()
+    assert main(["grade-traces", "prod", "--rules", "online.yaml"]) == 0
     [record] = RunStore(project / "transcripts" / "prod-graded").records()
-    return record
+    return record, capsys.readouterr().err
 
 
 @pytest.mark.parametrize("name", ["adk_default.jsonl", "openai_v2_default.jsonl"])
@@ -66,7 +70,7 @@ def test_adk_traces_without_content_keep_their_tool_calls_once_each(project: Pat
 
 def test_a_conversation_without_content_is_unjudged_never_passed(project: Path, capsys):
     imported(project, "adk_default.jsonl", capsys)
-    record = graded(project, "expect:\n  rules:\n    - {after_confirmation: issue_refund}\n"
+    record, _ = graded(project, "expect:\n  rules:\n    - {after_confirmation: issue_refund}\n"
                              "    - {max_calls: {issue_refund: 1}}\n", capsys)
     checks = {c.name: c for c in record.checks}
     assert record.verdict == "unjudged"
@@ -78,7 +82,9 @@ def test_a_conversation_without_content_is_unjudged_never_passed(project: Path, 
 
 def test_a_conversation_without_content_under_empty_rules_is_unjudged(project: Path, capsys):
     imported(project, "openai_v2_default.jsonl", capsys)
-    assert graded(project, "", capsys).verdict == "unjudged"
+    record, err = graded(project, "", capsys)
+    assert record.verdict == "unjudged"
+    assert "verdicts: unjudged 1" in err and "1 of 1 traces carry no message content" in err
 
 
 def test_adk_event_only_content_is_read_from_the_log_records(project: Path, capsys):
@@ -106,7 +112,7 @@ def test_openinference_spans_from_the_real_instrumentation_import(project: Path,
 
 
 def test_adk_function_responses_add_no_user_turn(project: Path, capsys):
-    [t], err = imported(project, "adk_span_only.jsonl", capsys)
+    [t], err = imported(project, "adk_span_only.jsonl", capsys, spans_only=True)
     assert users(t) == ADK_USERS
     assert "(3 user turns, 2 tool calls)" in err
     [lookup] = [e for e in t.events if isinstance(e, ToolCall) and e.name == "lookup_order"]
@@ -116,7 +122,7 @@ def test_adk_function_responses_add_no_user_turn(project: Path, capsys):
 
 
 def test_promote_of_an_adk_trace_writes_no_empty_user_line(project: Path, capsys):
-    imported(project, "adk_span_only.jsonl", capsys)
+    imported(project, "adk_span_only.jsonl", capsys, spans_only=True)
     assert main(["promote", "prod", "1", "--domain", "retail", "--out", "draft.yaml"]) == 0
     text = (project / "draft.yaml").read_text()
     assert '- ""' not in text
@@ -124,9 +130,21 @@ def test_promote_of_an_adk_trace_writes_no_empty_user_line(project: Path, capsys
 
 
 def test_a_failed_adk_tool_call_is_counted_once(project: Path, capsys):
-    [t], _ = imported(project, "adk_span_only.jsonl", capsys)
+    [t], _ = imported(project, "adk_span_only.jsonl", capsys, spans_only=True)
     assert calls(t) == ["lookup_order", "issue_refund"]
     [refund] = [e for e in t.events if isinstance(e, ToolResult) and e.name == "issue_refund"]
     assert not refund.ok and "card declined" in str(refund.error)
-    record = graded(project, "expect:\n  rules:\n    - {max_calls: {issue_refund: 1}}\n", capsys)
+    record, _ = graded(project, "expect:\n  rules:\n    - {max_calls: {issue_refund: 1}}\n", capsys)
     assert {c.name: c.status for c in record.checks}["max_calls(issue_refund<=1)"] == "pass"
+
+
+def test_tool_spans_of_no_conversation_are_reported_not_imported_as_conversations(project: Path, capsys):
+    from tests.otel_traces import orphan_tool_trace_file
+
+    orphan_tool_trace_file(project / "spans.json")
+    assert main(["import", "otlp", "spans.json", "--run-id", "prod"]) == 0
+    err = capsys.readouterr().err
+    assert "imported 1 conversations (1 user turns, 0 tool calls)" in err
+    assert "2 tool span(s) (sync_inventory) in 2 trace(s) belong to no conversation" in err
+    [t] = [r.transcript for r in RunStore(project / "transcripts" / "prod").records()]
+    assert users(t) == ["hello"]

@@ -31,13 +31,14 @@ from simlab.graders.registry import GraderSet, graders_for
 from simlab.specs.expect import Expect
 from simlab.specs.online import Flags, OnlineRules, Sampling
 from simlab.specs.scenario import Scenario, UserSpec
-from simlab.transcript import ErrorEvent, ToolCall, ToolResult, Transcript
 from simlab.traces.conversation import has_content
+from simlab.transcript import ErrorEvent, ToolCall, ToolResult, Transcript
 from simlab.transcript.checks import Check
 
 NOT_ONLINE = ("state", "trajectory", "first_tool_call", "graph", "drift", "drift_llm")
 NO_REFERENCE = "not run: an observed trial has no reference"
 NO_ENVIRONMENT = "not run: an observed trial has no environment"
+NO_CONTENT_CHECK = "message_content"
 NO_CONTENT = ("not run: the trace carries no message content (recorded with content capture off; "
               "`simlab import` says how to turn it on)")
 
@@ -93,7 +94,7 @@ class OnlineGrader:
         self.expect, self.skipped = _online_expect(self.rules.expect, has_domain=self.rules.domain is not None)
         self.textless, textless_skipped = _without_text(self.expect)
         self.textless_skipped = [*self.skipped, *textless_skipped,
-                                 Check(name="message_content", kind="custom", status="not_run", hard=True,
+                                 Check(name=NO_CONTENT_CHECK, kind="custom", status="not_run", hard=True,
                                        reason=NO_CONTENT)]
         self.memo: dict[str, Any] = {}
         self.textless_memo: dict[str, Any] = {}  # graders memoize per scenario: its expect differs

@@ -65,8 +65,9 @@ def content_from_logs(records: list[LogRecord]) -> dict[str, Any]:
         if record.name in _INPUT_EVENTS:
             inputs.append(_message(_INPUT_EVENTS[record.name], body))
         elif record.name == "gen_ai.choice":
-            message = body.get("message") if isinstance(body.get("message"), dict) else {}
-            outputs.append(_message(str(message.get("role") or "assistant"), message))
+            message = body.get("message")
+            chosen: dict[str, Any] = message if isinstance(message, dict) else {}
+            outputs.append(_message(str(chosen.get("role") or "assistant"), chosen))
     if inputs:
         found.setdefault("gen_ai.input.messages", inputs)
     if outputs:
@@ -83,7 +84,8 @@ def _message(role: str, body: dict[str, Any]) -> dict[str, Any]:
     calls = []
     for call in body.get("tool_calls") or []:
         if isinstance(call, dict):
-            function = call.get("function") if isinstance(call.get("function"), dict) else {}
+            given = call.get("function")
+            function: dict[str, Any] = given if isinstance(given, dict) else {}
             calls.append({"id": call.get("id"), "type": "function",
                           "function": {"name": function.get("name"), "arguments": function.get("arguments", {})}})
     if calls:

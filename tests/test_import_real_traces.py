@@ -148,3 +148,14 @@ def test_tool_spans_of_no_conversation_are_reported_not_imported_as_conversation
     assert "2 tool span(s) (sync_inventory) in 2 trace(s) belong to no conversation" in err
     [t] = [r.transcript for r in RunStore(project / "transcripts" / "prod").records()]
     assert users(t) == ["hello"]
+
+
+def test_tool_spans_without_ids_answer_the_call_made_under_their_parent(project: Path, capsys):
+    from tests.otel_traces import parallel_agents_trace_file
+
+    parallel_agents_trace_file(project / "spans.json")
+    assert main(["import", "otlp", "spans.json", "--run-id", "prod"]) == 0
+    [t] = [r.transcript for r in RunStore(project / "transcripts" / "prod").records()]
+    asked = {e.call_id: e.arguments["q"] for e in t.events if isinstance(e, ToolCall) and e.arguments}
+    answered = {e.call_id: e.result["found"] for e in t.events if isinstance(e, ToolResult)}
+    assert len(asked) == 2 and answered == asked

@@ -298,7 +298,7 @@ def _conversation(path: Path, key: str, spans: list[Span]) -> Conversation:
     system: dict[str, Any] | None = None
     convo: list[dict[str, Any]] = []
     tools: list[ToolRun] = []
-    trace_of: dict[int, str] = {}  # id() of a model call's output message -> its span's trace
+    origin: dict[int, Span] = {}  # id() of a model call's output message -> that call's span
     feedback: list[Any] = []
     for span in spans:
         kind = _kind(span)
@@ -321,8 +321,8 @@ def _conversation(path: Path, key: str, spans: list[Span]) -> Conversation:
                                    model=str(a.get("gen_ai.response.model") or a.get("gen_ai.request.model")
                                              or a.get("llm.model_name") or "")))
         convo.extend(outputs)
-        trace_of.update((id(m), span.trace_id) for m in outputs)
-    place_tool_results(conv, convo, tools, trace_of)
+        origin.update((id(m), span) for m in outputs)
+    place_tool_results(conv, convo, tools, origin)
     offset = 1 if system else 0
     for call in conv.calls:
         call.after += offset

@@ -4,8 +4,9 @@ Why pair by parentage and order, not by id alone: ids are not always the model's
 writes its own function-call id on the tool span (``adk-…``) while the messages carry
 ``lookup_order_0``, and writes ``gen_ai.tool.call.id = "<not specified>"`` when the tool raised. A
 placeholder is no id; an id that matches no call is no id either. Such a span answers the earliest
-call of its tool, not yet answered, that a model call made before the span ran, one of its own
-trace first. Only a span that answers no call adds one, where it ran.
+call of its tool, not yet answered, that a model call made before the span ran: first one made by a
+model call under the same parent span as the tool's (or by its parent), then one of its own trace.
+Only a span that answers no call adds one, where it ran.
 """
 
 from __future__ import annotations
@@ -56,9 +57,10 @@ def seen_at(span: Span, convo: list[dict[str, Any]]) -> ToolRun:
 
 
 def place_tool_results(conv: Conversation, convo: list[dict[str, Any]], runs: list[ToolRun],
-                       trace_of: dict[int, str]) -> None:
-    """Each tool span answers one call (and gives its result when no tool message did)."""
-    answered = {str(m.get("tool_call_id")) for m in convo if m.get("role") == "tool"}
+                       origin: dict[int, Span]) -> None:
+    """Each tool span answers one call (and gives its result when no tool message did); ``origin``:
+    the model call's span that wrote each output message (by ``id()``)."""
+    answered = _answered(convo)
     used: set[int] = set()
     latest: dict[int, dict[str, Any]] = {}  # id() of an anchor -> the last call added after it
     for run in runs:
@@ -66,7 +68,7 @@ def place_tool_results(conv: Conversation, convo: list[dict[str, Any]], runs: li
         name = tool_name(span)
         given = real_id(a.get("gen_ai.tool.call.id") or a.get("tool_call.id"))
         result = a.get("gen_ai.tool.call.result", a.get("output.value"))
-        match = _match(convo, run, given, name, used, trace_of)
+        match = _match(convo, run, given, name, used, origin)
         if match is None:  # a tool run no model call asked for (in the records we have): add it where it ran
             arguments = a.get("gen_ai.tool.call.arguments", a.get("input.value", a.get("tool.parameters")))
             match = {"id": given or span.span_id, "type": "function",
@@ -78,7 +80,7 @@ def place_tool_results(conv: Conversation, convo: list[dict[str, Any]], runs: li
         call_id = str(match.get("id"))
         if span.error:
             conv.tool_errors[call_id] = str(result) if result is not None else span.error
-        if call_id in answered:
+        if id(match) in answered:
             continue
         where = next(i for i, m in enumerate(convo)
                      if m.get("role") == "assistant" and any(c is match for c in m.get("tool_calls") or []))
@@ -86,11 +88,24 @@ def place_tool_results(conv: Conversation, convo: list[dict[str, Any]], runs: li
             where += 1
         _insert(conv, convo, where + 1, {"role": "tool", "tool_call_id": call_id,
                                          "content": _dumps(result if result is not None else "")})
-        answered.add(call_id)
+        answered.add(id(match))
+
+
+def _answered(convo: list[dict[str, Any]]) -> set[int]:
+    """The calls (by ``id()``) a tool message answers: the latest call with its id before it (a
+    source may reuse an id, as ADK's ``lookup_order_0`` in every turn)."""
+    latest: dict[str, dict[str, Any]] = {}
+    out: set[int] = set()
+    for m in convo:
+        if m.get("role") == "assistant":
+            latest.update((str(c.get("id")), c) for c in m.get("tool_calls") or [])
+        elif m.get("role") == "tool" and str(m.get("tool_call_id")) in latest:
+            out.add(id(latest[str(m.get("tool_call_id"))]))
+    return out
 
 
 def _match(convo: list[dict[str, Any]], run: ToolRun, given: str | None, name: str, used: set[int],
-           trace_of: dict[int, str]) -> dict[str, Any] | None:
+           origin: dict[int, Span]) -> dict[str, Any] | None:
     requested = [(i, m, c) for i, m in enumerate(convo) if m.get("role") == "assistant"
                  for c in m.get("tool_calls") or []]
     if given is not None:
@@ -98,10 +113,18 @@ def _match(convo: list[dict[str, Any]], run: ToolRun, given: str | None, name: s
         fresh = [c for c in same if id(c) not in used]
         if fresh or same:
             return (fresh or same)[0]
-    candidates = [(trace_of.get(id(m)) != run.span.trace_id, id(c) not in run.known, i, c)
+    candidates = [(id(c) not in run.known, not _related(origin.get(id(m)), run.span),
+                   getattr(origin.get(id(m)), "trace_id", None) != run.span.trace_id, i, c)
                   for i, m, c in requested
                   if id(c) not in used and (c.get("function") or {}).get("name") == name]
-    return min(candidates, key=lambda t: t[:3])[3] if candidates else None
+    return min(candidates, key=lambda t: t[:4])[4] if candidates else None
+
+
+def _related(chat: Span | None, tool: Span) -> bool:
+    """Whether a model call's span and a tool's are siblings, or the tool ran under the model call."""
+    if chat is None or chat.trace_id != tool.trace_id:
+        return False
+    return bool(tool.parent_id) and tool.parent_id in (chat.parent_id, chat.span_id)
 
 
 def _after(convo: list[dict[str, Any]], anchor: dict[str, Any] | None) -> int:

@@ -159,3 +159,11 @@ def test_tool_spans_without_ids_answer_the_call_made_under_their_parent(project:
     asked = {e.call_id: e.arguments["q"] for e in t.events if isinstance(e, ToolCall) and e.arguments}
     answered = {e.call_id: e.result["found"] for e in t.events if isinstance(e, ToolResult)}
     assert len(asked) == 2 and answered == asked
+
+
+def test_promote_of_a_trace_without_content_says_so_and_scripts_no_empty_turns(project: Path, capsys):
+    imported(project, "openai_v2_default.jsonl", capsys)
+    assert main(["promote", "prod", "1", "--domain", "retail", "--out", "draft.yaml"]) == 0
+    assert "carries no message content" in capsys.readouterr().err
+    text = (project / "draft.yaml").read_text()
+    assert '- ""' not in text and "script" not in yaml.safe_load(text)["user"]

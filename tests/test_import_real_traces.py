@@ -16,7 +16,8 @@ from simlab.transcript import AgentMessage, ToolCall, ToolResult, Transcript, Tr
 from tests.support import copy_demo
 
 FIXTURES = Path(__file__).parent / "fixtures" / "traces"
-ADK_USERS = ["where is my order A123?", "refund it please", "what happened?"]
+ADK_USERS = ["where is my order A123?", "refund it please", "please try again"]
+ADK_CALLS = ["lookup_order", "issue_refund", "issue_refund"]  # the refund raised once, then succeeded
 
 
 @pytest.fixture
@@ -63,21 +64,22 @@ def test_traces_without_content_say_so_and_how_to_turn_capture_on(project: Path,
 
 def test_adk_traces_without_content_keep_their_tool_calls_once_each(project: Path, capsys):
     [t], _ = imported(project, "adk_default.jsonl", capsys)
-    assert calls(t) == ["lookup_order", "issue_refund"]
-    [failed] = [e for e in t.events if isinstance(e, ToolResult) and not e.ok]
-    assert failed.name == "issue_refund" and "card declined" in str(failed.error)
+    assert calls(t) == ADK_CALLS
+    results = [e for e in t.events if isinstance(e, ToolResult)]
+    assert [(e.name, e.ok) for e in results] == [("lookup_order", True), ("issue_refund", False), ("issue_refund", True)]
+    assert "card declined" in str(results[1].error)
 
 
 def test_a_conversation_without_content_is_unjudged_never_passed(project: Path, capsys):
     imported(project, "adk_default.jsonl", capsys)
     record, _ = graded(project, "expect:\n  rules:\n    - {after_confirmation: issue_refund}\n"
-                             "    - {max_calls: {issue_refund: 1}}\n", capsys)
+                                "    - {max_calls: {issue_refund: 2}}\n", capsys)
     checks = {c.name: c for c in record.checks}
     assert record.verdict == "unjudged"
     assert checks["message_content"].status == "not_run"
     assert "no message content" in checks["message_content"].reason
     assert [c.status for n, c in checks.items() if n.startswith("after_confirmation")] == ["not_run"]
-    assert checks["max_calls(issue_refund<=1)"].status == "pass"  # tool spans still tell the calls
+    assert checks["max_calls(issue_refund<=2)"].status == "pass"  # tool spans still tell the calls
 
 
 def test_a_conversation_without_content_under_empty_rules_is_unjudged(project: Path, capsys):
@@ -91,7 +93,9 @@ def test_adk_event_only_content_is_read_from_the_log_records(project: Path, caps
     [t], err = imported(project, "adk_event_only.jsonl", capsys)
     assert "no message content" not in err
     assert users(t) == ADK_USERS
-    assert "Order A123 was delivered. What else?" in [e.text for e in t.events if isinstance(e, AgentMessage)]
+    assert [e.text for e in t.events if isinstance(e, AgentMessage)] == [
+        "Order A123 was delivered. What else?", "The refund of 49.90 is issued."]
+    assert calls(t) == ADK_CALLS
 
 
 def test_openai_v2_event_content_is_read_from_the_log_events(project: Path, capsys):
@@ -114,11 +118,9 @@ def test_openinference_spans_from_the_real_instrumentation_import(project: Path,
 def test_adk_function_responses_add_no_user_turn(project: Path, capsys):
     [t], err = imported(project, "adk_span_only.jsonl", capsys, spans_only=True)
     assert users(t) == ADK_USERS
-    assert "(3 user turns, 2 tool calls)" in err
-    [lookup] = [e for e in t.events if isinstance(e, ToolCall) and e.name == "lookup_order"]
-    assert lookup.turn == 1
-    [refund] = [e for e in t.events if isinstance(e, ToolCall) and e.name == "issue_refund"]
-    assert refund.turn == 2
+    assert "(3 user turns, 3 tool calls)" in err
+    assert [(e.name, e.turn) for e in t.events if isinstance(e, ToolCall)] == [
+        ("lookup_order", 1), ("issue_refund", 2), ("issue_refund", 3)]
 
 
 def test_promote_of_an_adk_trace_writes_no_empty_user_line(project: Path, capsys):
@@ -131,11 +133,12 @@ def test_promote_of_an_adk_trace_writes_no_empty_user_line(project: Path, capsys
 
 def test_a_failed_adk_tool_call_is_counted_once(project: Path, capsys):
     [t], _ = imported(project, "adk_span_only.jsonl", capsys, spans_only=True)
-    assert calls(t) == ["lookup_order", "issue_refund"]
-    [refund] = [e for e in t.events if isinstance(e, ToolResult) and e.name == "issue_refund"]
-    assert not refund.ok and "card declined" in str(refund.error)
-    record, _ = graded(project, "expect:\n  rules:\n    - {max_calls: {issue_refund: 1}}\n", capsys)
-    assert {c.name: c.status for c in record.checks}["max_calls(issue_refund<=1)"] == "pass"
+    assert calls(t) == ADK_CALLS
+    refunds = [e for e in t.events if isinstance(e, ToolResult) and e.name == "issue_refund"]
+    assert [e.ok for e in refunds] == [False, True]  # ADK reuses the id issue_refund_0: the retry is its own
+    assert "card declined" in str(refunds[0].error) and refunds[1].result == {"order_id": "A123", "refund": "issued"}
+    record, _ = graded(project, "expect:\n  rules:\n    - {max_calls: {issue_refund: 2}}\n", capsys)
+    assert {c.name: c.status for c in record.checks}["max_calls(issue_refund<=2)"] == "pass"
 
 
 def test_tool_spans_of_no_conversation_are_reported_not_imported_as_conversations(project: Path, capsys):

@@ -60,6 +60,7 @@ def place_tool_results(conv: Conversation, convo: list[dict[str, Any]], runs: li
                        origin: dict[int, Span]) -> None:
     """Each tool span answers one call (and gives its result when no tool message did); ``origin``:
     the model call's span that wrote each output message (by ``id()``)."""
+    unique_ids(convo)
     answered = _answered(convo)
     used: set[int] = set()
     latest: dict[int, dict[str, Any]] = {}  # id() of an anchor -> the last call added after it
@@ -89,6 +90,25 @@ def place_tool_results(conv: Conversation, convo: list[dict[str, Any]], runs: li
         _insert(conv, convo, where + 1, {"role": "tool", "tool_call_id": call_id,
                                          "content": _dumps(result if result is not None else "")})
         answered.add(id(match))
+
+
+def unique_ids(convo: list[dict[str, Any]]) -> None:
+    """Give a call whose id an earlier call has (ADK's ``issue_refund_0`` in every turn) an id of its
+    own, and the tool messages that answer it: a tool error is kept by call id."""
+    count: dict[str, int] = {}
+    now: dict[str, str] = {}  # an id in the source -> the id of its latest call
+    for m in convo:
+        if m.get("role") == "assistant":
+            for c in m.get("tool_calls") or []:
+                if c.get("id") is None:
+                    continue
+                given = str(c["id"])
+                count[given] = count.get(given, 0) + 1
+                if count[given] > 1:
+                    c["id"] = f"{given}~{count[given]}"
+                now[given] = str(c["id"])
+        elif m.get("role") == "tool" and str(m.get("tool_call_id")) in now:
+            m["tool_call_id"] = now[str(m.get("tool_call_id"))]
 
 
 def _answered(convo: list[dict[str, Any]]) -> set[int]:

@@ -170,3 +170,17 @@ def test_promote_of_a_trace_without_content_says_so_and_scripts_no_empty_turns(p
     assert "carries no message content" in capsys.readouterr().err
     text = (project / "draft.yaml").read_text()
     assert '- ""' not in text and "script" not in yaml.safe_load(text)["user"]
+
+
+def test_gemini_shaped_function_responses_add_no_user_turn():
+    from simlab.traces.otlp import genai_messages
+
+    messages = genai_messages([
+        {"role": "user", "parts": [{"text": "refund A123"}]},
+        {"role": "model", "parts": [{"function_call": {"id": "f1", "name": "issue_refund", "args": {"id": "A123"}}}]},
+        {"role": "user", "parts": [{"function_response": {"id": "f1", "name": "issue_refund",
+                                                          "response": {"ok": True}}}]},
+        {"role": "model", "parts": [{"text": "Done."}]}])
+    assert [(m["role"], m.get("content")) for m in messages] == [
+        ("user", "refund A123"), ("assistant", ""), ("tool", '{"ok": true}'), ("assistant", "Done.")]
+    assert messages[1]["tool_calls"][0]["function"] == {"name": "issue_refund", "arguments": '{"id": "A123"}'}

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from simlab.errors import SpecError
+from simlab.inert import one_line
 from simlab.traces.conversation import Conversation, SeenCall, read_source, text_of
 from simlab.traces.openai_jsonl import is_negative
 from simlab.traces.otlp_logs import LogRecord, content_from_logs, log_records
@@ -115,7 +116,7 @@ def read_otlp(path: Path, notes: list[str] | None = None) -> list[Conversation]:
             continue
         conversations.setdefault(key or trace_id, []).extend(members)
     if orphans and notes is not None:
-        names = sorted({tool_name(s) for s in orphans})
+        names = sorted({one_line(tool_name(s)) for s in orphans})
         notes.append(f"{len(orphans)} tool span(s) ({', '.join(names)}) in {len({s.trace_id for s in orphans})} "
                      "trace(s) belong to no conversation (no gen_ai.conversation.id or session.id and no model "
                      "call in their trace): left out")
@@ -202,7 +203,10 @@ def _dumps(value: Any) -> str:
 
 
 def genai_messages(value: Any) -> list[dict[str, Any]]:
-    """GenAI semconv messages (role + parts) as chat messages; chat-format messages pass through."""
+    """GenAI semconv messages (role + parts) as chat messages; chat-format messages pass through.
+    Parts in Gemini's shape (``function_call`` / ``function_response`` / ``text`` keys, no ``type``)
+    are read too. A message that only answers tool calls (ADK sends function responses as role
+    ``user``) gives tool messages and no turn."""
     out: list[dict[str, Any]] = []
     for message in _json(value) or []:
         if not isinstance(message, dict):
@@ -210,25 +214,38 @@ def genai_messages(value: Any) -> list[dict[str, Any]]:
         if "parts" not in message:
             out.append(message)
             continue
-        role, texts, calls, responses = message.get("role"), [], [], 0
+        role = message.get("role")
+        texts: list[str] = []
+        calls: list[dict[str, Any]] = []
+        responses: list[dict[str, Any]] = []
         for part in message.get("parts") or []:
-            kind = part.get("type") if isinstance(part, dict) else None
-            if kind == "text":
-                texts.append(str(part.get("content", "")))
-            elif kind == "tool_call":
-                calls.append({"id": part.get("id"), "type": "function",
-                              "function": {"name": part.get("name"), "arguments": _dumps(part.get("arguments") or {})}})
-            elif kind in ("tool_call_response", "function_response"):
-                responses += 1
-                out.append({"role": "tool", "tool_call_id": part.get("id"), "content": _dumps(part.get("response"))})
-        # a message that only answers tool calls (ADK sends function responses as role "user") is no turn
+            _read_part(part if isinstance(part, dict) else {}, texts, calls, responses)
+        out.extend(responses)
         if role == "tool" or (responses and not texts and not calls):
             continue
-        chat: dict[str, Any] = {"role": role, "content": "".join(texts)}
+        chat: dict[str, Any] = {"role": "assistant" if role == "model" else role, "content": "".join(texts)}
         if calls:
             chat["tool_calls"] = calls
         out.append(chat)
     return out
+
+
+def _read_part(part: dict[str, Any], texts: list[str], calls: list[dict[str, Any]],
+               responses: list[dict[str, Any]]) -> None:
+    kind = part.get("type")
+    gemini_call = part.get("function_call") or part.get("functionCall")
+    gemini_response = part.get("function_response") or part.get("functionResponse")
+    if kind is None and isinstance(gemini_call, dict):
+        kind, part = "tool_call", {**gemini_call, "arguments": gemini_call.get("args")}
+    elif kind is None and isinstance(gemini_response, dict):
+        kind, part = "tool_call_response", gemini_response
+    if kind == "text" or (kind is None and isinstance(part.get("text"), str)):
+        texts.append(str(part.get("content", part.get("text", ""))))
+    elif kind == "tool_call":
+        calls.append({"id": part.get("id"), "type": "function",
+                      "function": {"name": part.get("name"), "arguments": _dumps(part.get("arguments") or {})}})
+    elif kind in ("tool_call_response", "function_response"):
+        responses.append({"role": "tool", "tool_call_id": part.get("id"), "content": _dumps(part.get("response"))})
 
 
 def openinference_messages(attributes: dict[str, Any], side: str) -> list[dict[str, Any]]:

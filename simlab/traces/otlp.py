@@ -39,10 +39,10 @@ NO_CONTENT_HINT = (
     "content capture is off by default in the OpenTelemetry GenAI instrumentation and in google-adk. "
     "Turn it on where the agent runs: OTEL_SEMCONV_STABILITY_OPT_IN=gen_ai_latest_experimental with "
     "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=SPAN_ONLY (content on the spans) or EVENT_ONLY "
-    "(content on log records: export the logs too; simlab reads resourceLogs in the same file); without "
-    "the opt-in, opentelemetry-instrumentation-openai-v2 takes OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true "
-    "(log events). OpenInference captures content unless OPENINFERENCE_HIDE_INPUTS / OPENINFERENCE_HIDE_OUTPUTS "
-    "are set")
+    "(content on log records: export the logs too; simlab reads resourceLogs in the same file, "
+    "one document a line); without the opt-in, opentelemetry-instrumentation-openai-v2 takes "
+    "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true (log events). OpenInference captures "
+    "content unless OPENINFERENCE_HIDE_INPUTS / OPENINFERENCE_HIDE_OUTPUTS are set")
 CHAT_OPERATIONS = ("chat", "text_completion", "generate_content")
 _OI_MESSAGE = re.compile(r"^llm\.(input|output)_messages\.(\d+)\.message\.(.+)$")
 

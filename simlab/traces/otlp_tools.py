@@ -30,7 +30,7 @@ class ToolRun:
 
     span: Span
     anchor: dict[str, Any] | None  # the last message before it ran (None: it ran first)
-    known: set[int]  # the requested calls (by ``id()``) made before it ran
+    seen: int  # how many messages the conversation had when it ran
 
 
 def real_id(value: Any) -> str | None:
@@ -52,8 +52,7 @@ def _dumps(value: Any) -> str:
 
 def seen_at(span: Span, convo: list[dict[str, Any]]) -> ToolRun:
     """The tool span as it ran: after the messages in ``convo`` so far."""
-    known = {id(c) for m in convo if m.get("role") == "assistant" for c in m.get("tool_calls") or []}
-    return ToolRun(span, convo[-1] if convo else None, known)
+    return ToolRun(span, convo[-1] if convo else None, len(convo))
 
 
 def place_tool_results(conv: Conversation, convo: list[dict[str, Any]], runs: list[ToolRun],
@@ -61,6 +60,8 @@ def place_tool_results(conv: Conversation, convo: list[dict[str, Any]], runs: li
     """Each tool span answers one call (and gives its result when no tool message did); ``origin``:
     the model call's span that wrote each output message (by ``id()``)."""
     unique_ids(convo)
+    # where each requested call was made, before anything is inserted (the conversation only grew)
+    made = {id(c): i for i, m in enumerate(convo) if m.get("role") == "assistant" for c in m.get("tool_calls") or []}
     answered = _answered(convo)
     used: set[int] = set()
     latest: dict[int, dict[str, Any]] = {}  # id() of an anchor -> the last call added after it
@@ -69,7 +70,7 @@ def place_tool_results(conv: Conversation, convo: list[dict[str, Any]], runs: li
         name = tool_name(span)
         given = real_id(a.get("gen_ai.tool.call.id") or a.get("tool_call.id"))
         result = a.get("gen_ai.tool.call.result", a.get("output.value"))
-        match = _match(convo, run, given, name, used, origin)
+        match = _match(convo, run, given, name, used, origin, made)
         if match is None:  # a tool run no model call asked for (in the records we have): add it where it ran
             arguments = a.get("gen_ai.tool.call.arguments", a.get("input.value", a.get("tool.parameters")))
             match = {"id": given or span.span_id, "type": "function",
@@ -125,7 +126,7 @@ def _answered(convo: list[dict[str, Any]]) -> set[int]:
 
 
 def _match(convo: list[dict[str, Any]], run: ToolRun, given: str | None, name: str, used: set[int],
-           origin: dict[int, Span]) -> dict[str, Any] | None:
+           origin: dict[int, Span], made: dict[int, int]) -> dict[str, Any] | None:
     requested = [(i, m, c) for i, m in enumerate(convo) if m.get("role") == "assistant"
                  for c in m.get("tool_calls") or []]
     if given is not None:
@@ -133,7 +134,7 @@ def _match(convo: list[dict[str, Any]], run: ToolRun, given: str | None, name: s
         fresh = [c for c in same if id(c) not in used]
         if fresh or same:
             return (fresh or same)[0]
-    candidates = [(id(c) not in run.known, not _related(origin.get(id(m)), run.span),
+    candidates = [(made.get(id(c), run.seen) >= run.seen, not _related(origin.get(id(m)), run.span),
                    getattr(origin.get(id(m)), "trace_id", None) != run.span.trace_id, i, c)
                   for i, m, c in requested
                   if id(c) not in used and (c.get("function") or {}).get("name") == name]

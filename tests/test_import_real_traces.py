@@ -184,3 +184,11 @@ def test_gemini_shaped_function_responses_add_no_user_turn():
     assert [(m["role"], m.get("content")) for m in messages] == [
         ("user", "refund A123"), ("assistant", ""), ("tool", '{"ok": true}'), ("assistant", "Done.")]
     assert messages[1]["tool_calls"][0]["function"] == {"name": "issue_refund", "arguments": '{"id": "A123"}'}
+
+
+def test_adk_parallel_sub_agents_reusing_a_call_id_get_their_own_results(project: Path, capsys):
+    # google-adk's ParallelAgent: both sub-agents' model outputs call search with id search_0
+    [t], _ = imported(project, "adk_parallel.jsonl", capsys, spans_only=True)
+    asked = {e.call_id: e.arguments["q"] for e in t.events if isinstance(e, ToolCall) and e.arguments}
+    answered = {e.call_id: e.result["found"] for e in t.events if isinstance(e, ToolResult)}
+    assert sorted(asked.values()) == ["flights", "hotels"] and answered == asked

@@ -315,7 +315,7 @@ def _conversation(path: Path, key: str, spans: list[Span]) -> Conversation:
     system: dict[str, Any] | None = None
     convo: list[dict[str, Any]] = []
     tools: list[ToolRun] = []
-    origin: dict[int, Span] = {}  # id() of a model call's output message -> that call's span
+    origin: dict[int, Span] = {}  # id() of a message -> the model call's span whose input or output added it
     feedback: list[Any] = []
     for span in spans:
         kind = _kind(span)
@@ -332,7 +332,9 @@ def _conversation(path: Path, key: str, spans: list[Span]) -> Conversation:
         inputs, outputs = _chat_io(span)
         system = system or next((m for m in inputs if m.get("role") == "system"), None)
         rest = [m for m in inputs if m.get("role") != "system"]
+        before = len(convo)
         merge_input(convo, rest)
+        origin.update((id(m), span) for m in convo[before:])
         a = span.attributes
         conv.calls.append(SeenCall(after=len(convo), usage=_usage(a),
                                    model=str(a.get("gen_ai.response.model") or a.get("gen_ai.request.model")

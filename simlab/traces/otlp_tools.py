@@ -58,8 +58,8 @@ def seen_at(span: Span, convo: list[dict[str, Any]]) -> ToolRun:
 def place_tool_results(conv: Conversation, convo: list[dict[str, Any]], runs: list[ToolRun],
                        origin: dict[int, Span]) -> None:
     """Each tool span answers one call (and gives its result when no tool message did); ``origin``:
-    the model call's span that wrote each output message (by ``id()``)."""
-    unique_ids(convo)
+    the model call's span whose input or output added each message (by ``id()``)."""
+    unique_ids(convo, origin)
     # where each requested call was made, before anything is inserted (the conversation only grew)
     made = {id(c): i for i, m in enumerate(convo) if m.get("role") == "assistant" for c in m.get("tool_calls") or []}
     answered = _answered(convo)
@@ -93,11 +93,13 @@ def place_tool_results(conv: Conversation, convo: list[dict[str, Any]], runs: li
         answered.add(id(match))
 
 
-def unique_ids(convo: list[dict[str, Any]]) -> None:
-    """Give a call whose id an earlier call has (ADK's ``issue_refund_0`` in every turn) an id of its
-    own, and the tool messages that answer it: a tool error is kept by call id."""
+def unique_ids(convo: list[dict[str, Any]], origin: dict[int, Span]) -> None:
+    """Give a call whose id an earlier call has (ADK's ``search_0`` in every model output) an id of
+    its own, and the tool message that answers it: the one added by a model call under the same
+    parent span as the call's (a parallel sub-agent's), else the latest still unanswered."""
     count: dict[str, int] = {}
-    now: dict[str, str] = {}  # an id in the source -> the id of its latest call
+    waiting: dict[str, list[tuple[dict[str, Any], Span | None]]] = {}  # source id -> calls unanswered
+    latest: dict[str, dict[str, Any]] = {}
     for m in convo:
         if m.get("role") == "assistant":
             for c in m.get("tool_calls") or []:
@@ -107,9 +109,20 @@ def unique_ids(convo: list[dict[str, Any]]) -> None:
                 count[given] = count.get(given, 0) + 1
                 if count[given] > 1:
                     c["id"] = f"{given}~{count[given]}"
-                now[given] = str(c["id"])
-        elif m.get("role") == "tool" and str(m.get("tool_call_id")) in now:
-            m["tool_call_id"] = now[str(m.get("tool_call_id"))]
+                waiting.setdefault(given, []).append((c, origin.get(id(m))))
+                latest[given] = c
+        elif m.get("role") == "tool" and str(m.get("tool_call_id")) in latest:
+            given = str(m.get("tool_call_id"))
+            open_calls = waiting.get(given, [])
+            here = origin.get(id(m))
+            pick = next((w for w in open_calls if _siblings(w[1], here)), open_calls[-1] if open_calls else None)
+            if pick is not None:
+                open_calls.remove(pick)
+            m["tool_call_id"] = (pick[0] if pick else latest[given])["id"]
+
+
+def _siblings(a: Span | None, b: Span | None) -> bool:
+    return a is not None and b is not None and a.trace_id == b.trace_id and a.parent_id == b.parent_id
 
 
 def _answered(convo: list[dict[str, Any]]) -> set[int]:

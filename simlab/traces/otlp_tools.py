@@ -6,7 +6,9 @@ writes its own function-call id on the tool span (``adk-…``) while the message
 placeholder is no id; an id that matches no call is no id either. Such a span answers the earliest
 call of its tool, not yet answered, that a model call made before the span ran: first one made by a
 model call under the same parent span as the tool's (or by its parent), then one of its own trace.
-Only a span that answers no call adds one, where it ran.
+Only a span that answers no call adds one, where it ran. A call id two model calls reuse (ADK
+numbers calls per model output: ``search_0`` in each parallel sub-agent's) is made unique first,
+each tool message given to the call made under its own parent span (``unique_ids``).
 """
 
 from __future__ import annotations

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from google.protobuf.json_format import MessageToDict
+from opentelemetry import trace
 from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import TracerProvider
@@ -123,4 +124,55 @@ def openinference_trace_file(path: Path) -> Path:
                 "llm.token_count.completion": 7, **messages("input", [system, user, ask, result]),
                 **messages("output", [answer])}):
             pass
+    return _write(exporter, path)
+
+
+def orphan_tool_trace_file(path: Path) -> Path:
+    """A conversation (one trace, joined by gen_ai.conversation.id), then a trace of tool spans alone:
+    no conversation id and no model call (a background job's, or one whose parent was not exported)."""
+    provider, exporter = _provider("support-bot")
+    tracer = provider.get_tracer("agent")
+    user = _parts("user", _text("hello"))
+    reply = _parts("assistant", _text("Hi, how can I help?"))
+    with tracer.start_as_current_span("invoke_agent support", attributes={
+            "gen_ai.operation.name": "invoke_agent", "gen_ai.conversation.id": "conv-1"}):
+        with tracer.start_as_current_span("chat gpt-4o", attributes={
+                "gen_ai.operation.name": "chat", "gen_ai.request.model": "gpt-4o",
+                "gen_ai.input.messages": json.dumps([user]), "gen_ai.output.messages": json.dumps([reply])}):
+            pass
+    for name in ("sync_inventory", "sync_inventory"):
+        with tracer.start_as_current_span(f"execute_tool {name}", attributes={
+                "gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": name, "gen_ai.tool.call.id": "<not specified>"}):
+            pass
+    return _write(exporter, path)
+
+
+def parallel_agents_trace_file(path: Path) -> Path:
+    """Two sub-agents of one conversation each ask for ``search``; B's tool runs first. The tool
+    spans carry ADK's placeholder id, so only their parent spans say which call each answers."""
+    provider, exporter = _provider("research-bot")
+    tracer = provider.get_tracer("agent")
+    user = _parts("user", _text("compare flights and hotels"))
+    asks = {name: _parts("assistant", {"type": "tool_call", "id": f"{name}-call", "name": "search",
+                                       "arguments": {"q": name}}) for name in ("flights", "hotels")}
+    with tracer.start_as_current_span("invoke_agent root", attributes={
+            "gen_ai.operation.name": "invoke_agent", "gen_ai.conversation.id": "conv-p"}):
+        agents = {name: tracer.start_span(f"invoke_agent {name}", attributes={
+            "gen_ai.operation.name": "invoke_agent"}) for name in ("flights", "hotels")}
+        for name in ("flights", "hotels"):
+            with trace.use_span(agents[name], end_on_exit=False), tracer.start_as_current_span(
+                    "chat gpt-4o", attributes={
+                        "gen_ai.operation.name": "chat", "gen_ai.request.model": "gpt-4o",
+                        "gen_ai.input.messages": json.dumps([user]),
+                        "gen_ai.output.messages": json.dumps([asks[name]])}):
+                pass
+        for name in ("hotels", "flights"):
+            with trace.use_span(agents[name], end_on_exit=False), tracer.start_as_current_span(
+                    "execute_tool search", attributes={
+                        "gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "search",
+                        "gen_ai.tool.call.id": "<not specified>",
+                        "gen_ai.tool.call.result": json.dumps({"found": name})}):
+                pass
+        for span in agents.values():
+            span.end()
     return _write(exporter, path)

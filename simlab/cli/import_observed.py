@@ -23,14 +23,16 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         help="also copy the source file, unredacted, into the run folder (raw/)")
 
 
-def import_conversations(args: argparse.Namespace, fmt: str, read: Callable[[Path], list[Conversation]]) -> int:
-    """Read, mask PII, convert, write; then say what was written and what to do next."""
+def import_conversations(args: argparse.Namespace, fmt: str, read: Callable[[Path], list[Conversation]], *,
+                         notes: list[str] | None = None, no_content_hint: str = "") -> int:
+    """Read, mask PII, convert, write; then say what was written, what the source lacks (``notes``
+    the reader left; conversations without content, with ``no_content_hint``) and what to do next."""
     from simlab.errors import UsageError
     from simlab.runner.observed import write_observed_run
     from simlab.runner.prepare import check_run_id
     from simlab.specs import load_config
     from simlab.specs.base import is_spec_id
-    from simlab.traces.conversation import to_transcript
+    from simlab.traces.conversation import has_content, to_transcript
     from simlab.traces.pii import Redactor, load_pii
 
     source = Path(args.source)
@@ -62,6 +64,13 @@ def import_conversations(args: argparse.Namespace, fmt: str, read: Callable[[Pat
     print(f"imported {len(transcripts)} conversations ({sum(t.user_turns() for t in transcripts)} user turns, "
           f"{calls} tool calls) from {source} into {folder}; {redactor.count} PII matches masked"
           + ("; the raw file is kept in raw/" if args.keep_raw else ""), file=sys.stderr)
+    for note in notes or []:
+        print(f"note: {note}", file=sys.stderr)
+    empty = [t for t in transcripts if not has_content(t)]
+    if empty:
+        print(f"warning: {len(empty)} of {len(transcripts)} conversations carry no message content (no text of "
+              "the user's or the agent's): grade-traces leaves them unjudged"
+              + (f"; {no_content_hint}" if no_content_hint else ""), file=sys.stderr)
     print(f"next: simlab grade-traces {run_id} --rules RULES.yaml   (or: simlab view {run_id})", file=sys.stderr)
     return 0
 

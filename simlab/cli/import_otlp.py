@@ -9,6 +9,8 @@ from simlab.cli.import_observed import configure as configure  # the shared argu
 
 def run(args: argparse.Namespace) -> int:
     from simlab.cli.import_observed import import_conversations
-    from simlab.traces.otlp import read_otlp
+    from simlab.traces.otlp import NO_CONTENT_HINT, read_otlp
 
-    return import_conversations(args, "otlp", read_otlp)
+    notes: list[str] = []
+    return import_conversations(args, "otlp", lambda path: read_otlp(path, notes), notes=notes,
+                                no_content_hint=NO_CONTENT_HINT)

@@ -63,6 +63,11 @@ def promote_command(args: argparse.Namespace) -> int:
     out.write_text(text, encoding="utf-8")
     print(f"wrote {out}: a draft of scenario {scenario_id} from {folder.name} {unit}; correct the # TODO lines, "
           f"then: simlab validate {out}", file=sys.stderr)
+    from simlab.traces.conversation import has_content
+
+    if not has_content(t):
+        print(f"warning: {unit}'s trace carries no message content: the draft has no user script (what the user "
+              "said is unknown); `simlab import` says how to turn content capture on", file=sys.stderr)
     return 0
 
 
@@ -126,7 +131,8 @@ def draft(t: Any, run: str, unit: str, domain: Any, domain_ref: str, *, history_
 
     source = t.observed.conversation_id if t.observed is not None else unit
     scenario_id = "promoted-" + (re.sub(r"[^a-z0-9_.-]+", "-", str(source).lower()).strip("-.") or "trace")[:60]
-    users = [e for e in t.events if isinstance(e, UserMessage) and e.turn > history_turns]
+    # a user message without text (a trace recorded without content) has nothing to script
+    users = [e for e in t.events if isinstance(e, UserMessage) and e.turn > history_turns and e.text.strip()]
     results = {e.call_id: e for e in t.events if isinstance(e, ToolResult)}
     lines = ["# " + _note(f"A scenario draft promoted from run {run}, trial {unit}" + (
         f" ({t.observed.source})" if t.observed is not None else "") + "."),

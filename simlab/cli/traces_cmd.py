@@ -44,6 +44,9 @@ def grade_traces_command(args: argparse.Namespace) -> int:
           f"({rate:.0%} of the rest, seed {rules.sample.seed}) → {out}", file=sys.stderr)
     print("verdicts: " + (", ".join(f"{v} {n}" for v, n in sorted(report.verdicts.items())) or "none"),
           file=sys.stderr)
+    if report.no_content:
+        print(f"{len(report.no_content)} of {graded} traces carry no message content: unjudged, the checks that "
+              "read text not run (simlab import says how to turn content capture on)", file=sys.stderr)
     for line in report.violations[:20]:
         print(f"policy violation: {line}", file=sys.stderr)
     if len(report.violations) > 20:

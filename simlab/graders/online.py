@@ -7,6 +7,10 @@ Why these choices:
   owner up in an initial state) are reported ``not_run`` when the rules ask for them, never passed.
   ``no_write_after_refusal`` needs to know which tools write: without a ``domain:`` it is not run.
 - The users were real: the checks of a simulated user (drift, the drift judge) do not apply.
+- A trial without content (spans recorded with content capture off: no text of the user's or the
+  agent's) is never passed: a hard ``message_content`` check is not run, and so is every check that
+  reads text (``after_confirmation``, ``no_write_after_refusal``, ``python:`` rules, which may read
+  it, rubric, groundedness, response match); the checks on tool calls still run, so a violation there still fails it.
 - Sampling is seeded and per trace (sha256 of seed and unit id), so the same seed picks the same
   traces whatever else is in the file; every trace a cheap heuristic flags is graded.
 """
@@ -27,12 +31,16 @@ from simlab.graders.registry import GraderSet, graders_for
 from simlab.specs.expect import Expect
 from simlab.specs.online import Flags, OnlineRules, Sampling
 from simlab.specs.scenario import Scenario, UserSpec
+from simlab.traces.conversation import has_content
 from simlab.transcript import ErrorEvent, ToolCall, ToolResult, Transcript
 from simlab.transcript.checks import Check
 
 NOT_ONLINE = ("state", "trajectory", "first_tool_call", "graph", "drift", "drift_llm")
 NO_REFERENCE = "not run: an observed trial has no reference"
 NO_ENVIRONMENT = "not run: an observed trial has no environment"
+NO_CONTENT_CHECK = "message_content"
+NO_CONTENT = ("not run: the trace carries no message content (recorded with content capture off; "
+              "`simlab import` says how to turn it on)")
 
 
 class _NoState(BaseModel):
@@ -84,24 +92,33 @@ class OnlineGrader:
 
     def __post_init__(self) -> None:
         self.expect, self.skipped = _online_expect(self.rules.expect, has_domain=self.rules.domain is not None)
+        self.textless, textless_skipped = _without_text(self.expect)
+        self.textless_skipped = [*self.skipped, *textless_skipped,
+                                 Check(name=NO_CONTENT_CHECK, kind="custom", status="not_run", hard=True,
+                                       reason=NO_CONTENT)]
         self.memo: dict[str, Any] = {}
+        self.textless_memo: dict[str, Any] = {}  # graders memoize per scenario: its expect differs
 
-    def scenario_for(self, t: Transcript) -> Scenario:
+    def scenario_for(self, t: Transcript, expect: Expect | None = None) -> Scenario:
         return Scenario(id=t.scenario_id, title="observed production conversations", domain=self.domain.name,
-                        persona="observed", user=UserSpec(goal="(a real user: unknown)"), expect=self.expect)
+                        persona="observed", user=UserSpec(goal="(a real user: unknown)"),
+                        expect=self.expect if expect is None else expect)
 
     async def grade(self, t: Transcript, flags: list[str], by: str) -> Graded:
-        scenario = self.scenario_for(t)
-        if "graders" not in self.memo:
+        content = has_content(t)
+        expect, skipped = (self.expect, self.skipped) if content else (self.textless, self.textless_skipped)
+        memo = self.memo if content else self.textless_memo
+        scenario = self.scenario_for(t, expect)
+        if "graders" not in memo:
             chosen = graders_for(scenario)
-            self.memo["graders"] = GraderSet([g for g in chosen.graders if g.name not in NOT_ONLINE])
-        ctx = GradeContext(transcript=t, scenario=scenario, domain=self.domain, judge=self.judge, memo=self.memo)
+            memo["graders"] = GraderSet([g for g in chosen.graders if g.name not in NOT_ONLINE])
+        ctx = GradeContext(transcript=t, scenario=scenario, domain=self.domain, judge=self.judge, memo=memo)
         graded = await grade(ctx)
         note = Check(name="trace_flags", kind="custom", status="fail" if flags else "pass", hard=False,
                      reason=(f"flagged: {', '.join(flags)}" if flags else "no heuristic flagged it")
                      + f"; graded because {'it was flagged' if by == 'flag' else 'the random sample drew it'}",
                      details={"flags": flags, "picked_by": by})
-        checks = [*graded.checks, *self.skipped, note]
+        checks = [*graded.checks, *skipped, note]
         return Graded(checks, verdict_of(t, checks), graded.judge_calls)
 
 
@@ -138,4 +155,29 @@ def _online_expect(expect: Expect, *, has_domain: bool) -> tuple[Expect, list[Ch
     kept = expect.model_copy(update={"state": [], "expected_actions": [], "predicate": None, "trajectory": None,
                                      "first_tool_call": None, "graph_trajectory": None, "graph_state": [],
                                      "rules": rules, "drift_judge": False})
+    return kept, skipped
+
+
+def _without_text(expect: Expect) -> tuple[Expect, list[Check]]:
+    """The expect block without the checks that read what was said, and a not-run check for each
+    (for a trial whose trace carries no message content)."""
+    skipped: list[Check] = []
+    rules = []
+    for rule in expect.rules:
+        name = (f"after_confirmation({rule.after_confirmation})" if rule.after_confirmation
+                else "no_write_after_refusal" if rule.no_write_after_refusal
+                else f"python({rule.python})" if rule.python else None)
+        if name is None:  # a rule on the tool calls alone
+            rules.append(rule)
+            continue
+        name = rule.name or name
+        skipped.append(Check(name=name, kind="policy", status="not_run", hard=True, reason=NO_CONTENT))
+    for item in expect.rubric:
+        skipped.append(Check(name=f"rubric:{item.id}", kind="rubric", status="not_run", hard=item.hard,
+                             reason=NO_CONTENT))
+    if expect.groundedness:
+        skipped.append(Check(name="groundedness", kind="groundedness", status="not_run", reason=NO_CONTENT))
+    if expect.response_match is not None:
+        skipped.append(Check(name="response_match", kind="custom", status="not_run", reason=NO_CONTENT))
+    kept = expect.model_copy(update={"rules": rules, "rubric": [], "groundedness": False, "response_match": None})
     return kept, skipped

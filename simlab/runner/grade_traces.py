@@ -15,7 +15,7 @@ from typing import Any
 
 from simlab.env.domain import load_domain
 from simlab.errors import UsageError
-from simlab.graders.online import OnlineGrader, observed_domain, picked_by, trace_flags
+from simlab.graders.online import NO_CONTENT_CHECK, OnlineGrader, observed_domain, picked_by, trace_flags
 from simlab.runner.observed import new_manifest, write_run
 from simlab.runner.store import RunStore
 from simlab.specs.loader import Loaded, load_model
@@ -30,6 +30,7 @@ class TracesGraded:
     sampled: list[str] = field(default_factory=list)  # picked by the random sample
     verdicts: dict[str, int] = field(default_factory=dict)
     violations: list[str] = field(default_factory=list)  # "unit: check at turn T (call C): reason"
+    no_content: list[str] = field(default_factory=list)  # units whose trace carries no message content
 
 
 def load_rules(path: Path) -> Loaded:
@@ -69,6 +70,8 @@ def grade_traces(source: Path, out: Path, loaded: Loaded, *, judge: Any = None, 
     graded: list[TrialRecord] = asyncio.run(_grade_all(grader, picked))
     for record in graded:
         report.verdicts[str(record.verdict)] = report.verdicts.get(str(record.verdict), 0) + 1
+        if any(c.name == NO_CONTENT_CHECK and c.status == "not_run" for c in record.checks):
+            report.no_content.append(record.unit_id)
         for check in record.checks:
             if check.kind == "policy" and check.status == "fail":
                 where = f" at turn {check.turn}" + (f" (call {check.call_id})" if check.call_id else "")

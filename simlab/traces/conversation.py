@@ -58,6 +58,12 @@ class Conversation:
     redactions: int = 0
 
 
+def has_content(t: Transcript) -> bool:
+    """Whether a trial says what was said: some text of the user's or the agent's. Spans recorded
+    with content capture off carry none (only model calls, tool names, ids and times)."""
+    return any(isinstance(e, UserMessage | AgentMessage) and e.text.strip() for e in t.events)
+
+
 def read_source(path: Path, expected: str) -> str:
     """The text of a source file; an unreadable or non-UTF-8 one is an error naming it."""
     try:

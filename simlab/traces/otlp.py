@@ -28,10 +28,21 @@ from pathlib import Path
 from typing import Any
 
 from simlab.errors import SpecError
-from simlab.traces.conversation import Conversation, SeenCall, read_source
+from simlab.inert import one_line
+from simlab.traces.conversation import Conversation, SeenCall, read_source, text_of
 from simlab.traces.openai_jsonl import is_negative
+from simlab.traces.otlp_logs import LogRecord, content_from_logs, log_records
+from simlab.traces.otlp_tools import ToolRun, place_tool_results, seen_at, tool_name
 from simlab.transcript import Usage
 
+NO_CONTENT_HINT = (
+    "content capture is off by default in the OpenTelemetry GenAI instrumentation and in google-adk. "
+    "Turn it on where the agent runs: OTEL_SEMCONV_STABILITY_OPT_IN=gen_ai_latest_experimental with "
+    "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=SPAN_ONLY (content on the spans) or EVENT_ONLY "
+    "(content on log records: export the logs too; simlab reads resourceLogs in the same file, "
+    "one document a line); without the opt-in, opentelemetry-instrumentation-openai-v2 takes "
+    "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true (log events). OpenInference captures "
+    "content unless OPENINFERENCE_HIDE_INPUTS / OPENINFERENCE_HIDE_OUTPUTS are set")
 CHAT_OPERATIONS = ("chat", "text_completion", "generate_content")
 _OI_MESSAGE = re.compile(r"^llm\.(input|output)_messages\.(\d+)\.message\.(.+)$")
 
@@ -47,6 +58,7 @@ class Span:
     resource: dict[str, Any]
     error: str | None = None
     events: list[dict[str, Any]] = field(default_factory=list)
+    parent_id: str = ""
 
 
 def value_of(value: Any) -> Any:
@@ -74,25 +86,55 @@ def attributes_of(items: Any) -> dict[str, Any]:
     return {str(a["key"]): value_of(a.get("value")) for a in items or [] if isinstance(a, dict) and "key" in a}
 
 
-def read_otlp(path: Path) -> list[Conversation]:
-    """Every conversation in an OTLP JSON file; errors name the file (and line) and what is wrong."""
+def read_otlp(path: Path, notes: list[str] | None = None) -> list[Conversation]:
+    """Every conversation in an OTLP JSON file; errors name the file (and line) and what is wrong.
+    ``notes``: what the file holds that is no conversation's (tool spans no conversation claims)."""
     text = read_source(path, "OTLP JSON")
     documents = _documents(path, text)
     spans: list[Span] = []
+    records: list[LogRecord] = []
     for where, document in documents:
+        if not isinstance(document, dict) or not any(
+                isinstance(document.get(k), list) for k in ("resourceSpans", "resourceLogs")):
+            raise SpecError(f"{where}: not OTLP JSON: expected an object with 'resourceSpans' (a list) "
+                            "or 'resourceLogs'")
         spans.extend(_spans(where, document))
+        records.extend(log_records(where, document))
     if not spans:
         raise SpecError(f"{path}: no spans found (expected OTLP JSON: resourceSpans → scopeSpans → spans)")
+    _content_from_logs(spans, records)
     groups: dict[str, list[Span]] = {}
     for span in spans:
         groups.setdefault(span.trace_id, []).append(span)
     conversations: dict[str, list[Span]] = {}
+    orphans: list[Span] = []
     for trace_id, members in groups.items():
         key = next((str(s.attributes[k]) for s in members for k in ("gen_ai.conversation.id", "session.id")
-                    if s.attributes.get(k)), trace_id)
-        conversations.setdefault(key, []).extend(members)
+                    if s.attributes.get(k)), None)
+        if key is None and not any(_kind(s) == "chat" for s in members):
+            orphans.extend(s for s in members if _kind(s) == "tool")
+            continue
+        conversations.setdefault(key or trace_id, []).extend(members)
+    if orphans and notes is not None:
+        names = sorted({one_line(tool_name(s)) for s in orphans})
+        notes.append(f"{len(orphans)} tool span(s) ({', '.join(names)}) in {len({s.trace_id for s in orphans})} "
+                     "trace(s) belong to no conversation (no gen_ai.conversation.id or session.id and no model "
+                     "call in their trace): left out")
     found = [_conversation(path, key, members) for key, members in conversations.items()]
-    return [c for c in found if c.messages]
+    return [c for c in found if c.messages or c.calls]
+
+
+def _content_from_logs(spans: list[Span], records: list[LogRecord]) -> None:
+    """A model call's messages from its log records, where its span carries none (EVENT_ONLY)."""
+    by_span: dict[str, list[LogRecord]] = {}
+    for record in records:
+        by_span.setdefault(record.span_id, []).append(record)
+    for span in spans:
+        a = span.attributes
+        if span.span_id not in by_span or _kind(span) != "chat" or any(k.startswith("llm.") for k in a):
+            continue
+        for key, value in content_from_logs(by_span[span.span_id]).items():
+            a.setdefault(key, value)
 
 
 def _documents(path: Path, text: str) -> list[tuple[str, Any]]:
@@ -112,11 +154,11 @@ def _documents(path: Path, text: str) -> list[tuple[str, Any]]:
     return out
 
 
-def _spans(where: str, document: Any) -> list[Span]:
-    if not isinstance(document, dict) or not isinstance(document.get("resourceSpans"), list):
-        raise SpecError(f"{where}: not OTLP JSON: expected an object with 'resourceSpans' (a list)")
+def _spans(where: str, document: dict[str, Any]) -> list[Span]:
+    if not isinstance(document.get("resourceSpans", []), list):
+        raise SpecError(f"{where}: not OTLP JSON: 'resourceSpans' must be a list")
     out = []
-    for resource_spans in document["resourceSpans"]:
+    for resource_spans in document.get("resourceSpans") or []:
         resource = attributes_of(((resource_spans or {}).get("resource") or {}).get("attributes"))
         for scope in (resource_spans or {}).get("scopeSpans") or []:
             for raw in (scope or {}).get("spans") or []:
@@ -131,6 +173,7 @@ def _spans(where: str, document: Any) -> list[Span]:
                     error=(status.get("message") or "error status") if failed else None,
                     events=[{"name": e.get("name"), "attributes": attributes_of(e.get("attributes"))}
                             for e in raw.get("events") or [] if isinstance(e, dict)],
+                    parent_id=str(raw.get("parentSpanId") or ""),
                 ))
     return out
 
@@ -160,7 +203,10 @@ def _dumps(value: Any) -> str:
 
 
 def genai_messages(value: Any) -> list[dict[str, Any]]:
-    """GenAI semconv messages (role + parts) as chat messages; chat-format messages pass through."""
+    """GenAI semconv messages (role + parts) as chat messages; chat-format messages pass through.
+    Parts in Gemini's shape (``function_call`` / ``function_response`` / ``text`` keys, no ``type``)
+    are read too. A message that only answers tool calls (ADK sends function responses as role
+    ``user``) gives tool messages and no turn."""
     out: list[dict[str, Any]] = []
     for message in _json(value) or []:
         if not isinstance(message, dict):
@@ -168,23 +214,38 @@ def genai_messages(value: Any) -> list[dict[str, Any]]:
         if "parts" not in message:
             out.append(message)
             continue
-        role, texts, calls = message.get("role"), [], []
+        role = message.get("role")
+        texts: list[str] = []
+        calls: list[dict[str, Any]] = []
+        responses: list[dict[str, Any]] = []
         for part in message.get("parts") or []:
-            kind = part.get("type") if isinstance(part, dict) else None
-            if kind == "text":
-                texts.append(str(part.get("content", "")))
-            elif kind == "tool_call":
-                calls.append({"id": part.get("id"), "type": "function",
-                              "function": {"name": part.get("name"), "arguments": _dumps(part.get("arguments") or {})}})
-            elif kind == "tool_call_response":
-                out.append({"role": "tool", "tool_call_id": part.get("id"), "content": _dumps(part.get("response"))})
-        if role == "tool":
+            _read_part(part if isinstance(part, dict) else {}, texts, calls, responses)
+        out.extend(responses)
+        if role == "tool" or (responses and not texts and not calls):
             continue
-        chat: dict[str, Any] = {"role": role, "content": "".join(texts)}
+        chat: dict[str, Any] = {"role": "assistant" if role == "model" else role, "content": "".join(texts)}
         if calls:
             chat["tool_calls"] = calls
         out.append(chat)
     return out
+
+
+def _read_part(part: dict[str, Any], texts: list[str], calls: list[dict[str, Any]],
+               responses: list[dict[str, Any]]) -> None:
+    kind = part.get("type")
+    gemini_call = part.get("function_call") or part.get("functionCall")
+    gemini_response = part.get("function_response") or part.get("functionResponse")
+    if kind is None and isinstance(gemini_call, dict):
+        kind, part = "tool_call", {**gemini_call, "arguments": gemini_call.get("args")}
+    elif kind is None and isinstance(gemini_response, dict):
+        kind, part = "tool_call_response", gemini_response
+    if kind == "text" or (kind is None and isinstance(part.get("text"), str)):
+        texts.append(str(part.get("content", part.get("text", ""))))
+    elif kind == "tool_call":
+        calls.append({"id": part.get("id"), "type": "function",
+                      "function": {"name": part.get("name"), "arguments": _dumps(part.get("arguments") or {})}})
+    elif kind in ("tool_call_response", "function_response"):
+        responses.append({"role": "tool", "tool_call_id": part.get("id"), "content": _dumps(part.get("response"))})
 
 
 def openinference_messages(attributes: dict[str, Any], side: str) -> list[dict[str, Any]]:
@@ -253,7 +314,8 @@ def _conversation(path: Path, key: str, spans: list[Span]) -> Conversation:
     conv = Conversation(id=key, format="otlp", source=f"{path} (conversation {key})")
     system: dict[str, Any] | None = None
     convo: list[dict[str, Any]] = []
-    tools: list[Span] = []
+    tools: list[ToolRun] = []
+    origin: dict[int, Span] = {}  # id() of a message -> the model call's span whose input or output added it
     feedback: list[Any] = []
     for span in spans:
         kind = _kind(span)
@@ -261,7 +323,7 @@ def _conversation(path: Path, key: str, spans: list[Span]) -> Conversation:
             if k.endswith("feedback") or k.endswith("feedback.score"):
                 feedback.append(v)
         if kind == "tool":
-            tools.append(span)
+            tools.append(seen_at(span, convo))
             continue
         if span.error and conv.error is None:
             conv.error = f"{span.name}: {span.error}"
@@ -270,13 +332,16 @@ def _conversation(path: Path, key: str, spans: list[Span]) -> Conversation:
         inputs, outputs = _chat_io(span)
         system = system or next((m for m in inputs if m.get("role") == "system"), None)
         rest = [m for m in inputs if m.get("role") != "system"]
-        convo.extend(rest[len(convo):])
+        before = len(convo)
+        merge_input(convo, rest)
+        origin.update((id(m), span) for m in convo[before:])
         a = span.attributes
         conv.calls.append(SeenCall(after=len(convo), usage=_usage(a),
                                    model=str(a.get("gen_ai.response.model") or a.get("gen_ai.request.model")
                                              or a.get("llm.model_name") or "")))
         convo.extend(outputs)
-    _place_tool_results(conv, convo, tools)
+        origin.update((id(m), span) for m in outputs)
+    place_tool_results(conv, convo, tools, origin)
     offset = 1 if system else 0
     for call in conv.calls:
         call.after += offset
@@ -295,39 +360,24 @@ def _conversation(path: Path, key: str, spans: list[Span]) -> Conversation:
     return conv
 
 
-def _place_tool_results(conv: Conversation, convo: list[dict[str, Any]], tools: list[Span]) -> None:
-    """Tool spans give results no tool message carried (and errors), next to the call they answer."""
-    answered = {str(m.get("tool_call_id")) for m in convo if m.get("role") == "tool"}
-    requested = [(i, c) for i, m in enumerate(convo) if m.get("role") == "assistant" for c in m.get("tool_calls") or []]
-    used: set[str] = set()
-    for span in tools:
-        a = span.attributes
-        name = str(a.get("gen_ai.tool.name") or a.get("tool.name") or span.name)
-        call_id = a.get("gen_ai.tool.call.id") or a.get("tool_call.id")
-        result = a.get("gen_ai.tool.call.result", a.get("output.value"))
-        arguments = a.get("gen_ai.tool.call.arguments", a.get("input.value", a.get("tool.parameters")))
-        match = next((c for _, c in requested if call_id is not None and str(c.get("id")) == str(call_id)), None) \
-            or next((c for _, c in requested if str(c.get("id")) not in used and c["function"].get("name") == name
-                     and call_id is None), None)
-        if match is None:  # a tool run no model call asked for (in the records we have): add both
-            call_id = str(call_id or span.span_id)
-            convo.append({"role": "assistant", "content": "", "tool_calls": [
-                {"id": call_id, "type": "function", "function": {"name": name, "arguments": _dumps(arguments or {})}}]})
-            requested.append((len(convo) - 1, convo[-1]["tool_calls"][0]))
-            match = convo[-1]["tool_calls"][0]
-        call_id = str(match.get("id"))
-        used.add(call_id)
-        if span.error:
-            conv.tool_errors[call_id] = str(result) if result is not None else span.error
-        if call_id in answered:
-            continue
-        where = next(i for i, m in enumerate(convo)
-                     if m.get("role") == "assistant" and match in (m.get("tool_calls") or []))
-        while where + 1 < len(convo) and convo[where + 1].get("role") == "tool":
-            where += 1
-        convo.insert(where + 1, {"role": "tool", "tool_call_id": call_id,
-                                 "content": _dumps(result if result is not None else "")})
-        answered.add(call_id)
-        for call in conv.calls:  # positions after the insertion move by one
-            if call.after > where:
-                call.after += 1
+def _key(message: dict[str, Any]) -> tuple[Any, ...]:
+    calls = tuple(str((c.get("function") or {}).get("name")) for c in message.get("tool_calls") or [])
+    return message.get("role"), text_of(message.get("content")), calls, message.get("tool_call_id")
+
+
+def merge_input(convo: list[dict[str, Any]], inputs: list[dict[str, Any]]) -> None:
+    """Add what a model call's input adds to the conversation so far. Usually the input repeats the
+    conversation and adds its tail; an agent may also drop a message (ADK drops a call whose tool
+    raised) or the oldest ones (a window): then what follows the shared part is added, less what the
+    conversation already ends with."""
+    have = [_key(m) for m in convo]
+    want = [_key(m) for m in inputs]
+    shared = 0
+    while shared < min(len(have), len(want)) and have[shared] == want[shared]:
+        shared += 1
+    if shared == len(have):
+        convo.extend(inputs[shared:])
+        return
+    tail = want[shared:]
+    overlap = next((n for n in range(min(len(tail), len(have)), 0, -1) if have[-n:] == tail[:n]), 0)
+    convo.extend(inputs[shared + overlap:])

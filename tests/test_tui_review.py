@@ -226,7 +226,7 @@ async def test_two_runs_compared_scenario_by_scenario_then_the_flipped_trials(ro
         await pilot.press("p")
         await pilot.pause()
         assert screen.diff.k == 5 and str(scenarios.ordered_columns[1].label) == "base ^5"
-        assert str(scenarios.get_row("refund-damaged")[1]) == "—"  # n < k: undefined, not 0
+        assert str(scenarios.get_row("refund-damaged")[1]) == "–"  # n < k (report/fmt.DASH): undefined, not 0
         # a flipped trial opens in both runs, side by side
         flips.focus()
         flips.move_cursor(row=flips.get_row_index("refund-damaged#1"))

@@ -230,7 +230,7 @@ def _pre1(data: list[Any]) -> bool:
 
 def eval_set_of(data: Any, stem: str) -> EvalSet:
     """An ``EvalSet`` from a parsed file: an eval set; an older ``.test.json`` list of queries (one
-    case named ``stem``, one invocation per query); or a pre-1.0 list of cases (its eval set named
+    case named by the last part of ``stem``, one invocation per query); or a pre-1.0 list of cases (its eval set named
     ``stem``). Raises pydantic's ValidationError."""
     if isinstance(data, list) and _pre1(data):
         cases = [OldCase.model_validate(item) for item in data]
@@ -240,5 +240,6 @@ def eval_set_of(data: Any, stem: str) -> EvalSet:
             for case in cases])
     if isinstance(data, list):
         entries = [OldEntry.model_validate(item) for item in data]
-        return EvalSet(eval_set_id=stem, eval_cases=[EvalCase(eval_id=stem, conversation=_invocations(entries, stem))])
+        name = stem.rsplit("/", 1)[-1]  # the file's name; the set's id may hold its folder too
+        return EvalSet(eval_set_id=stem, eval_cases=[EvalCase(eval_id=name, conversation=_invocations(entries, name))])
     return EvalSet.model_validate(data)

@@ -274,7 +274,7 @@ async def grade_rubric(ctx: GradeContext, *, samples: int = 1, max_attempts: int
     calls: list[ModelCall] = []
     for item in items:
         name = f"rubric:{item.id}"
-        scope = {"turn": item.turn} if item.turn is not None else {}
+        scope: dict[str, Any] = {"turn": item.turn} if item.turn is not None else {}
         if item.turn is not None and turn_end(ctx.transcript, item.turn) is None:
             checks.append(Check(name=name, kind="rubric", status="fail", hard=item.hard, score=0.0,
                                 reason=f"the conversation ended before turn {item.turn}, which this item judges",

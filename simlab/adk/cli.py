@@ -1,6 +1,8 @@
-"""``simlab import adk SOURCE --domain D``: ADK eval sets (``*.evalset.json``, older ``*.test.json``)
-as simlab scenario files, and a suite per kind of case (fixed conversations with the scripted
-simulator, user simulations with the rules simulator) that runs them with repeated trials."""
+"""``simlab import adk SOURCE --domain D``: ADK eval sets (``*.evalset.json``, older ``*.test.json``
+in either list shape) as simlab scenario files, and a suite per kind of case (fixed conversations
+with the scripted simulator, user simulations with the rules simulator) that runs them with
+repeated trials. Every file is planned before any is written (``Plan``): two cases or suites on one
+target, or a target that exists without ``--force``, stop the import with nothing written."""
 
 from __future__ import annotations
 

@@ -5,10 +5,11 @@ run per case (google-adk 2.13, ``trajectory_evaluator.py``, ``final_response_mat
   expected ones (EXACT: same calls in the same order, no extras; IN_ORDER: the expected calls in
   order, extras allowed; ANY_ORDER: each expected call matched by a distinct call), a call
   matching when its name and, unless ``ignore_args``, its arguments are equal; averaged over the
-  case's invocations.
+  case's invocations. A failure's reason names the first invocation that differs and the call
+  (``trajectory.py``), and the check points at that invocation's user message.
 - ``response_match_score``: per invocation the ROUGE-1 F-measure of the agent's final response
-  against the reference, with ``rouge-score`` (Porter stemming when both texts are mostly Latin
-  script, as ADK does), averaged.
+  against the reference, on the tokens google-adk 2.13 counts (``simlab/graders/rouge.py``),
+  averaged.
 
 An invocation is a user message and everything until the next one; its final response is the
 agent's last message in it. One difference, on transcripts ADK never produces: an invocation

@@ -60,7 +60,7 @@ def test_trajectory_modes_on_the_reference_texts_six_runs() -> None:
 
 @pytest.fixture
 def project(demo_project: Path) -> Path:
-    shutil.copytree(FIXTURES, demo_project / "adk", ignore=shutil.ignore_patterns("written_by_adk", "README.md"))
+    shutil.copytree(FIXTURES, demo_project / "adk", ignore=shutil.ignore_patterns("written_by_adk", "README.md", "generated", "generate.py"))
     return demo_project
 
 
@@ -151,7 +151,7 @@ def test_bad_files_are_one_clear_error(project: Path, capsys) -> None:
     assert "shape.evalset.json: eval_cases.0" in err and "exactly one of conversation" in err
     assert main(["import", "adk", "adk/refund.evalset.json", "--domain", "retail"]) == 0
     assert main(["import", "adk", "adk/refund.evalset.json", "--domain", "retail"]) == 2
-    assert "exists; pass --force" in capsys.readouterr().err
+    assert "files exist; nothing written; pass --force" in capsys.readouterr().err
 
 
 async def test_final_response_match_v2_asks_the_judge_per_invocation() -> None:

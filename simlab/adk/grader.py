@@ -5,10 +5,11 @@ run per case (google-adk 2.13, ``trajectory_evaluator.py``, ``final_response_mat
   expected ones (EXACT: same calls in the same order, no extras; IN_ORDER: the expected calls in
   order, extras allowed; ANY_ORDER: each expected call matched by a distinct call), a call
   matching when its name and, unless ``ignore_args``, its arguments are equal; averaged over the
-  case's invocations.
+  case's invocations. A failure's reason names the first invocation that differs and the call
+  (``trajectory.py``), and the check points at that invocation's user message.
 - ``response_match_score``: per invocation the ROUGE-1 F-measure of the agent's final response
-  against the reference, with ``rouge-score`` (Porter stemming when both texts are mostly Latin
-  script, as ADK does), averaged.
+  against the reference, on the tokens google-adk 2.13 counts (``simlab/graders/rouge.py``),
+  averaged.
 
 An invocation is a user message and everything until the next one; its final response is the
 agent's last message in it. One difference, on transcripts ADK never produces: an invocation
@@ -27,9 +28,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from simlab.graders.base import Check, GradeContext
+from simlab.adk.trajectory import same_call, trajectory_difference
+from simlab.graders.base import Check, GradeContext, check_at
 from simlab.graders.registry import grader
 from simlab.graders.rouge import RougeMissing, rouge1_f
+from simlab.inert import one_line
 from simlab.transcript import AgentMessage, InvalidCall, ToolCall, Transcript, UserMessage
 
 __all__ = ["actual_invocations", "adk_criteria", "trajectory_match"]
@@ -41,6 +44,7 @@ MAPPED = {"rubric_based_final_response_quality_v1": "rubric", "hallucinations_v1
 @dataclass
 class ActualInvocation:
     user: str
+    at: int = 0  # the index of its user message in the transcript
     calls: list[tuple[str, dict[str, Any] | None]] = field(default_factory=list)
     final_response: str = ""
 
@@ -50,9 +54,9 @@ def actual_invocations(transcript: Transcript) -> list[ActualInvocation]:
     message until the next one (an invalid call never ran, so it is no tool use)."""
     invalid = {e.call_id for e in transcript.events if isinstance(e, InvalidCall)}
     out: list[ActualInvocation] = []
-    for event in transcript.events:
+    for index, event in enumerate(transcript.events):
         if isinstance(event, UserMessage):
-            out.append(ActualInvocation(user=event.text))
+            out.append(ActualInvocation(user=event.text, at=index))
         elif out and isinstance(event, ToolCall) and event.call_id not in invalid:
             out[-1].calls.append((event.name, event.arguments))
         elif out and isinstance(event, AgentMessage):
@@ -60,28 +64,24 @@ def actual_invocations(transcript: Transcript) -> list[ActualInvocation]:
     return out
 
 
-def _same(actual: tuple[str, Any], expected: dict[str, Any], ignore_args: bool) -> bool:
-    return actual[0] == expected.get("name") and (ignore_args or (actual[1] or {}) == (expected.get("args") or {}))
-
-
 def trajectory_match(actual: list[tuple[str, Any]], expected: list[dict[str, Any]], match_type: str,
                      ignore_args: bool = False) -> bool:
     """ADK's EXACT / IN_ORDER / ANY_ORDER match of one invocation's calls."""
     if match_type == "EXACT":
-        return len(actual) == len(expected) and all(_same(a, e, ignore_args) for a, e in zip(actual, expected))
+        return len(actual) == len(expected) and all(same_call(a, e, ignore_args) for a, e in zip(actual, expected))
     if not expected:
         return True
     if match_type == "IN_ORDER":
         position = 0
         for call in actual:
-            if _same(call, expected[position], ignore_args):
+            if same_call(call, expected[position], ignore_args):
                 position += 1
                 if position == len(expected):
                     return True
         return False
     left = list(actual)  # ANY_ORDER: each expected call takes the first unused match
     for wanted in expected:
-        hit = next((i for i, call in enumerate(left) if _same(call, wanted, ignore_args)), None)
+        hit = next((i for i, call in enumerate(left) if same_call(call, wanted, ignore_args)), None)
         if hit is None:
             return False
         left.pop(hit)
@@ -89,15 +89,52 @@ def trajectory_match(actual: list[tuple[str, Any]], expected: list[dict[str, Any
 
 
 def _average(name: str, kind: Any, scores: list[float], threshold: float, per: list[dict[str, Any]],
-             note: str = "") -> Check:
+             note: str = "", why: str = "", where: dict[str, Any] | None = None) -> Check:
     score = sum(scores) / len(scores)
     met = score >= threshold
+    because = f"; {why}" if why and not met else ""
     return Check(name=f"adk:{name}", kind=kind, status="pass" if met else "fail", score=score,
                  reason=f"{score:.3f} over {len(scores)} invocations {'meets' if met else 'is below'} the threshold "
-                        f"{threshold:g}{note}", details={"threshold": threshold, "invocations": per})
+                        f"{threshold:g}{note}{because}", details={"threshold": threshold, "invocations": per},
+                 **((where or {}) if not met else {}))
 
 
-@grader("adk", kind="custom")
+def _trajectory(ctx: GradeContext, actual: list[ActualInvocation], expected: list[dict[str, Any]],
+                spec: dict[str, Any], note: str) -> Check:
+    """Per invocation 1 or 0; a failure's reason names the first invocation that differs and its call."""
+    mode, ignore = str(spec.get("match_type", "EXACT")), bool(spec.get("ignore_args", False))
+    per: list[dict[str, Any]] = []
+    for i, wanted in enumerate(expected):
+        tools = wanted.get("tool_uses") or []
+        if i >= len(actual):
+            per.append({"score": 0.0, "why": "the trial never reached it"})
+        elif trajectory_match(actual[i].calls, tools, mode, ignore):
+            per.append({"score": 1.0})
+        else:
+            per.append({"score": 0.0, "why": trajectory_difference(actual[i].calls, tools, mode, ignore)})
+    failed = [i for i, p in enumerate(per) if p["score"] == 0.0]
+    why, where = "", None
+    if failed:
+        first = failed[0]
+        user = expected[first].get("user") or (actual[first].user if first < len(actual) else "")
+        more = f" (and {len(failed) - 1} more invocations differ)" if len(failed) > 1 else ""
+        why = one_line(f"invocation {first + 1} of {len(expected)} ({user[:60]!r}): {per[first]['why']}{more}")
+        where = check_at(ctx.transcript, actual[first].at) if first < len(actual) else None
+    return _average("tool_trajectory_avg_score", "trajectory", [p["score"] for p in per],
+                    float(spec.get("threshold", 0.0)), per, note + f" ({mode})", why, where)
+
+
+def expected_tools(params: dict[str, Any]) -> list[tuple[tuple[Any, ...], str]]:
+    """The tools the case's expected invocations name, where the trajectory criterion checks them
+    (``simlab validate`` looks them up in the scenario's domain)."""
+    if "tool_trajectory_avg_score" not in (params.get("criteria") or {}):
+        return []
+    return [(("invocations", i, "tool_uses", j, "name"), str(call.get("name")))
+            for i, invocation in enumerate(params.get("invocations") or [])
+            for j, call in enumerate(invocation.get("tool_uses") or []) if isinstance(call, dict)]
+
+
+@grader("adk", kind="custom", tools=expected_tools)
 def adk_criteria(criteria: dict[str, dict[str, Any]],
                  invocations: list[dict[str, Any]] | None = None) -> Callable[[GradeContext], list[Check]]:
     """ADK's criteria on one trial. ``invocations``: the case's expected invocations (``user``,
@@ -123,12 +160,7 @@ def adk_criteria(criteria: dict[str, dict[str, Any]],
             missing = max(0, len(expected) - len(actual))
             note = f" ({missing} invocations never reached score 0)" if missing else ""
             if name == "tool_trajectory_avg_score":
-                mode, ignore = str(spec.get("match_type", "EXACT")), bool(spec.get("ignore_args", False))
-                per = [trajectory_match(a.calls, e.get("tool_uses") or [], mode, ignore)
-                       for a, e in zip(actual, expected)]
-                scores = [1.0 if ok else 0.0 for ok in per] + [0.0] * missing
-                checks.append(_average(name, "trajectory", scores, threshold,
-                                       [{"score": s} for s in scores], note + f" ({mode})"))
+                checks.append(_trajectory(ctx, actual, expected, spec, note))
             else:
                 try:
                     scores = [rouge1_f(a.final_response, e.get("final_response") or "")

@@ -3,15 +3,18 @@
 writes either: its models alias to camel case and accept both), and the fields ADK itself
 ignores or that simlab does not use (timestamps, app details, usage) are ignored here too.
 
-Also the older ``.test.json`` shape (a list of ``{query, expected_tool_use: [{tool_name,
-tool_input}], reference}``), which ADK migrates into one eval case of one invocation per entry.
+Also the two older list shapes google-adk 2.13 still loads: the ``.test.json`` list of queries
+(``{query, expected_tool_use: [{tool_name, tool_input}], reference}``), one eval case of one
+invocation per entry (``AgentEvaluator``), and the pre-1.0 list of cases (``[{name, data: [query
+entries], initial_session: {state, app_name, user_id}}]``), one eval case per entry
+(``local_eval_sets_manager.convert_eval_set_to_pydantic_schema``).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from pydantic import AliasChoices, BaseModel, ConfigDict, Field, model_validator
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field, field_validator, model_validator
 from pydantic.alias_generators import to_camel
 
 
@@ -64,6 +67,7 @@ class Invocation(AdkModel):
     user_content: Content
     final_response: Content | None = None
     intermediate_data: IntermediateData | InvocationEvents | None = None
+    rubrics: list[Rubric] | None = Field(None, description="Rubrics for this invocation only.")
 
     def tool_uses(self) -> list[FunctionCall]:
         """The expected tool calls (ADK's ``get_all_tool_calls``): from ``tool_uses``, or from the
@@ -100,6 +104,7 @@ class SessionInput(AdkModel):
 class Rubric(AdkModel):
     rubric_id: str
     rubric_content: dict[str, Any] = Field(default_factory=dict)
+    type: str | None = Field(None, description="The metric kind it is for, e.g. FINAL_RESPONSE_QUALITY.")
 
     @property
     def text(self) -> str:
@@ -146,21 +151,47 @@ class OldEntry(BaseModel):
     reference: str | None = None
 
 
+class OldSession(BaseModel):
+    """``initial_session`` of a pre-1.0 case."""
+
+    model_config = ConfigDict(extra="ignore")
+    app_name: str = ""
+    user_id: str = ""
+    state: dict[str, Any] = Field(default_factory=dict)
+
+
+class OldCase(BaseModel):
+    """One case of the pre-1.0 list format: a name, its queries and the session it starts from."""
+
+    model_config = ConfigDict(extra="ignore")
+    name: str
+    data: list[OldEntry]
+    initial_session: OldSession | None = None
+
+
 class Criterion(BaseModel):
     """One criterion of ``test_config.json``: a bare threshold, or a mapping (ADK's BaseCriterion and
     ToolTrajectoryCriterion: ``threshold``, ``match_type``, ``ignore_args``; rubrics for the rubric
     metrics)."""
 
-    model_config = ConfigDict(extra="ignore", populate_by_name=True)
+    model_config = ConfigDict(extra="allow", populate_by_name=True)
     threshold: float = Field(ge=0, le=1)
     match_type: str = Field("EXACT", validation_alias=AliasChoices("match_type", "matchType"))
     ignore_args: bool = Field(False, validation_alias=AliasChoices("ignore_args", "ignoreArgs"))
     rubrics: list[Rubric] = Field(default_factory=list)
+    judge_model_options: dict[str, Any] = Field(
+        default_factory=dict, validation_alias=AliasChoices("judge_model_options", "judgeModelOptions"))
 
     @model_validator(mode="before")
     @classmethod
     def _from_number(cls, value: Any) -> Any:
         return {"threshold": value} if isinstance(value, (int, float)) and not isinstance(value, bool) else value
+
+    @field_validator("match_type", mode="before")
+    @classmethod
+    def _enum_value(cls, value: Any) -> Any:
+        """ADK writes its MatchType enum by value: 0, 1, 2."""
+        return str(value) if isinstance(value, int) and not isinstance(value, bool) else value
 
     @model_validator(mode="after")
     def _known_match(self) -> Criterion:
@@ -182,17 +213,33 @@ class EvalConfig(BaseModel):
 DEFAULT_CRITERIA = {"tool_trajectory_avg_score": 1.0, "response_match_score": 0.8}  # ADK's defaults
 
 
+def _invocations(entries: list[OldEntry], prefix: str) -> list[Invocation]:
+    return [Invocation(
+        invocation_id=f"{prefix}-{i + 1}",
+        user_content=Content(role="user", parts=[Part(text=e.query)]),
+        final_response=Content(role="model", parts=[Part(text=e.reference)]) if e.reference is not None else None,
+        intermediate_data=IntermediateData(tool_uses=[FunctionCall(name=t.tool_name, args=t.tool_input)
+                                                      for t in e.expected_tool_use]))
+        for i, e in enumerate(entries)]
+
+
+def _pre1(data: list[Any]) -> bool:
+    """A pre-1.0 list of cases (each a mapping with ``data``), not a ``.test.json`` list of queries."""
+    return bool(data) and all(isinstance(item, dict) and "data" in item and "query" not in item for item in data)
+
+
 def eval_set_of(data: Any, stem: str) -> EvalSet:
-    """An ``EvalSet`` from a parsed file: an eval set, or an older ``.test.json`` list (one case
-    named after the file, one invocation per query). Raises pydantic's ValidationError."""
+    """An ``EvalSet`` from a parsed file: an eval set; an older ``.test.json`` list of queries (one
+    case named by the last part of ``stem``, one invocation per query); or a pre-1.0 list of cases (its eval set named
+    ``stem``). Raises pydantic's ValidationError."""
+    if isinstance(data, list) and _pre1(data):
+        cases = [OldCase.model_validate(item) for item in data]
+        return EvalSet(eval_set_id=stem, eval_cases=[EvalCase(
+            eval_id=case.name, conversation=_invocations(case.data, case.name),
+            session_input=SessionInput(**case.initial_session.model_dump()) if case.initial_session else None)
+            for case in cases])
     if isinstance(data, list):
         entries = [OldEntry.model_validate(item) for item in data]
-        conversation = [Invocation(
-            invocation_id=f"{stem}-{i + 1}",
-            user_content=Content(role="user", parts=[Part(text=e.query)]),
-            final_response=Content(role="model", parts=[Part(text=e.reference)]) if e.reference is not None else None,
-            intermediate_data=IntermediateData(tool_uses=[FunctionCall(name=t.tool_name, args=t.tool_input)
-                                                          for t in e.expected_tool_use]))
-            for i, e in enumerate(entries)]
-        return EvalSet(eval_set_id=stem, eval_cases=[EvalCase(eval_id=stem, conversation=conversation)])
+        name = stem.rsplit("/", 1)[-1]  # the file's name; the set's id may hold its folder too
+        return EvalSet(eval_set_id=stem, eval_cases=[EvalCase(eval_id=name, conversation=_invocations(entries, name))])
     return EvalSet.model_validate(data)

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from simlab.env.checks import check_against_domain, state_path_notes
+from simlab.env.checks import check_against_domain, state_path_notes, tool_name_problems
 from simlab.errors import SpecError
 from simlab.specs import ProjectConfig, Suite, UserSpec, load_config, load_model, load_personas, scenario_files
 from simlab.specs.loader import YAML_SUFFIXES, Loaded, LoadedScenario, read_partial, read_scenarios
@@ -109,6 +109,7 @@ def _check_entry(entry: Loaded, report: _Report) -> None:
         if domain is not None:
             paths = [(_at(entry, "expect", "state", i, "path"), a.path) for i, a in enumerate(spec.expect.state)]
             report.notes.extend(state_path_notes(domain, paths))
+            report.problems.extend(_grader_tool_problems(entry, domain))
     _check_graders(entry, ("expect", "graders"), report)
     for line, comment in signal_comments(read_spec_bytes(entry.path).decode("utf-8-sig", "replace")):
         report.warnings.append(f"{entry.path}:{line}: {comment!r} is a YAML comment, so the control signal is "
@@ -127,6 +128,25 @@ def _check_graders(entry: Loaded | None, where: tuple[str, ...], report: _Report
         from simlab.graders.registry import use_problems
 
         report.problems.extend(use_problems(entry, where))
+
+
+def _grader_tool_problems(entry: Loaded, domain: Any) -> list[str]:
+    """The tools a scenario's graders expect the agent to call (ADK's expected tool uses), checked
+    against the domain: a name it lacks makes every trial fail that grader, with no other hint."""
+    uses = getattr(entry.spec, "expect", None)
+    if not uses or not uses.graders:
+        return []
+    from simlab.graders.registry import GraderError, resolve
+
+    refs: list[tuple[tuple[Any, ...], str]] = []
+    for i, use in enumerate(uses.graders):
+        try:
+            bound = resolve(use)
+        except GraderError:
+            continue  # reported by _check_graders
+        if bound.info.tools is not None:
+            refs += [(("expect", "graders", i, "params", *loc), name) for loc, name in bound.info.tools(bound.params)]
+    return tool_name_problems(entry, domain, refs, what="unknown expected tool")
 
 
 def _script_ids(entry: Loaded, report: _Report) -> None:

@@ -49,17 +49,28 @@ def check_against_domain(entry: Loaded) -> tuple[Domain | None, list[str]]:
     except Exception as exc:  # the user's module failed while importing or building its Domain
         return None, [f"{at('domain')}: cannot load domain {scenario.domain!r}: {type(exc).__name__}: {exc}"]
     problems = _state_problems(entry, domain, at)
-    for loc, name in scenario.expect.tool_references():
-        if name.startswith(HANDOFF_PREFIX) and name[len(HANDOFF_PREFIX):].strip():
-            continue  # a handoff to an agent: agents are known only when the run builds them
-        if domain.tool(name) is None:
-            problems.append(f"{at('expect', *loc)}: unknown tool {name!r} in domain {domain.name!r}"
-                            f"{_suggest(name, domain.tool_names)} (tools: {', '.join(domain.tool_names)})")
+    problems.extend(tool_name_problems(entry, domain, [(("expect", *loc), name)
+                                                       for loc, name in scenario.expect.tool_references()]))
     for loc, call in scenario.expect.call_specs():
         problems.extend(_call_problems(entry, domain, ("expect", *loc), call, at))
     problems.extend(_history_problems(entry, domain, at, state_ok=not problems))
     problems.extend(_fault_problems(scenario.faults, domain, at))
     return domain, problems
+
+
+def tool_name_problems(entry: Loaded, domain: Domain, refs: list[tuple[tuple[Any, ...], str]],
+                       what: str = "unknown tool") -> list[str]:
+    """``file:line: field: unknown tool 'x' in domain 'd'; did you mean 'y'?`` for each tool name in
+    ``refs`` (field path in the spec, name) that the domain does not have."""
+    problems = []
+    for loc, name in refs:
+        if name.startswith(HANDOFF_PREFIX) and name[len(HANDOFF_PREFIX):].strip():
+            continue  # a handoff to an agent: agents are known only when the run builds them
+        if domain.tool(name) is None:
+            where = f"{entry.path}:{line_for(entry.lines, loc) or 1}: {'.'.join(map(str, loc))}"
+            problems.append(f"{where}: {what} {name!r} in domain {domain.name!r}{suggest(name, domain.tool_names)} "
+                            f"(tools: {', '.join(domain.tool_names)})")
+    return problems
 
 
 def _history_problems(entry: Loaded, domain: Domain, at: Callable[..., str], *, state_ok: bool) -> list[str]:
@@ -74,12 +85,12 @@ def _history_problems(entry: Loaded, domain: Domain, at: Callable[..., str], *, 
         spec = domain.tool(item.tool)
         if spec is None:
             problems.append(f"{at('history', i, 'tool')}: unknown tool {item.tool!r} in domain {domain.name!r}"
-                            f"{_suggest(item.tool, domain.tool_names)} (tools: {', '.join(domain.tool_names)})")
+                            f"{suggest(item.tool, domain.tool_names)} (tools: {', '.join(domain.tool_names)})")
             continue
         allowed = list(spec.args_model.model_fields)
         wrong = [name for name in item.args if name not in allowed]
         problems.extend(f"{at('history', i, 'args', name)}: tool {item.tool!r} has no argument {name!r}"
-                        f"{_suggest(name, allowed)} (arguments: {', '.join(allowed) or 'none'})" for name in wrong)
+                        f"{suggest(name, allowed)} (arguments: {', '.join(allowed) or 'none'})" for name in wrong)
         if not wrong:
             try:
                 spec.validate(item.args)
@@ -104,7 +115,7 @@ def _fault_problems(faults: list[Any], domain: Domain, at: Callable[..., str]) -
         tool = domain.tool(fault.tool)
         if tool is None:
             problems.append(f"{at('faults', i, 'tool')}: unknown tool {fault.tool!r} in domain {domain.name!r}"
-                            f"{_suggest(fault.tool, domain.tool_names)} (tools: {', '.join(domain.tool_names)})")
+                            f"{suggest(fault.tool, domain.tool_names)} (tools: {', '.join(domain.tool_names)})")
         elif fault.kind == "stale" and tool.access.value != "read":
             problems.append(f"{at('faults', i, 'kind')}: a stale answer needs a READ tool, and {fault.tool!r} is a "
                             "WRITE tool; use kind error, timeout or override for it")
@@ -115,7 +126,7 @@ def _state_problems(entry: Loaded, domain: Domain, at: Callable[..., str]) -> li
     """``initial_state`` must fit the state model, with no key dropped silently."""
     scenario, fields = entry.spec, list(domain.state_model.model_fields)
     problems = [
-        f"{at('initial_state', *loc)}: not in the state of domain {domain.name!r}{_suggest(loc[-1], allowed)} "
+        f"{at('initial_state', *loc)}: not in the state of domain {domain.name!r}{suggest(loc[-1], allowed)} "
         f"(allowed here: {', '.join(allowed)})"
         for loc, allowed in unknown_keys(domain.state_model, scenario.initial_state)
     ]
@@ -139,7 +150,7 @@ def _state_problems(entry: Loaded, domain: Domain, at: Callable[..., str]) -> li
         head = _PATH_HEAD.match(ignored)
         if head and head.group(1) not in fields:
             problems.append(f"{at('expect', 'ignore_paths', i)}: {head.group(1)!r} is not in the state of domain "
-                            f"{domain.name!r}{_suggest(head.group(1), fields)} (fields: {', '.join(fields)})")
+                            f"{domain.name!r}{suggest(head.group(1), fields)} (fields: {', '.join(fields)})")
     return problems
 
 
@@ -184,7 +195,7 @@ def _walk(model: Any, path: str, name: str) -> tuple[str | None, str | None]:
                 fields = list(tp.model_fields)
                 if step not in fields:
                     where = f"{label} ({tp.__name__})" if walked else "the state"
-                    return (f"{step!r} is not in {where} of domain {name!r}{_suggest(step, fields)} "
+                    return (f"{step!r} is not in {where} of domain {name!r}{suggest(step, fields)} "
                             f"(fields: {', '.join(fields)})"), None
                 tp = tp.model_fields[step].annotation
             elif origin is dict or tp is dict:
@@ -214,7 +225,7 @@ def _walk(model: Any, path: str, name: str) -> tuple[str | None, str | None]:
                 fields = list(item[0].model_fields)
                 if step[0] not in fields:
                     return (f"[{step[0]}=…]: {step[0]!r} is not a field of the items of {label}"
-                            f"{_suggest(step[0], fields)} (fields: {', '.join(fields)})"), None
+                            f"{suggest(step[0], fields)} (fields: {', '.join(fields)})"), None
         if isinstance(step, str):
             walked += f".{step}" if walked else step
         else:
@@ -239,7 +250,7 @@ def _call_problems(
         return []  # already reported as an unknown tool
     allowed = list(spec.args_model.model_fields)
     problems = [
-        f"{at(*loc, 'args', name)}: tool {call.tool!r} has no argument {name!r}{_suggest(name, allowed)} "
+        f"{at(*loc, 'args', name)}: tool {call.tool!r} has no argument {name!r}{suggest(name, allowed)} "
         f"(arguments: {', '.join(allowed) or 'none'})"
         for name in call.args if name not in allowed
     ]
@@ -253,6 +264,7 @@ def _call_problems(
     return problems
 
 
-def _suggest(name: Any, options: list[str]) -> str:
+def suggest(name: Any, options: list[str]) -> str:
+    """``; did you mean 'x'?`` for the closest of ``options``, or nothing."""
     close = difflib.get_close_matches(str(name), options, n=1, cutoff=0.6)
     return f"; did you mean {close[0]!r}?" if close else ""

@@ -33,7 +33,7 @@ from simlab.graders.base import GradeContext
 from simlab.graders.judge_prompt import data_rules, nonce_for, transcript_as_data
 from simlab.graders.registry import grader
 from simlab.llm.types import ChatModel, Message, ModelError
-from simlab.transcript import Check, ModelCall, Transcript
+from simlab.transcript import Check, ModelCall, Transcript, UserMessage
 from simlab.transcript.checks import CheckStatus
 
 __all__ = ["NO_JUDGE", "JudgeOutcome", "Malformed", "YesNo", "ask_json", "at_least_one", "grade_rubric",
@@ -180,18 +180,38 @@ Answer one yes/no question: does the conversation satisfy the criterion below? A
 transcript clearly shows that it holds; if it is violated, or the evidence is missing, answer "no".
 
 Criterion: {criterion}
-{policy}
+{scope}{policy}
 Reply with only a JSON object, no other text:
 {{"verdict": "yes" or "no", "reason": "{placeholder}"}}"""
 
 
-def rubric_messages(transcript: Transcript, criterion: str, policy: str = "") -> list[Message]:
+TURN_SCOPE = ("The criterion is about turn {turn} only: the user's message of turn {turn} and the agent's answer "
+              "to it. The transcript ends with that turn; the turns before it are given for context. Judge turn "
+              "{turn} against the criterion.\n")
+
+
+def turn_end(transcript: Transcript, turn: int) -> int | None:
+    """The index just past the last event of ``turn``, or None when the trial never reached it (no
+    user message of that turn)."""
+    if not any(isinstance(e, UserMessage) and e.turn == turn for e in transcript.events):
+        return None
+    return next((i for i, e in enumerate(transcript.events) if e.turn > turn), len(transcript.events))
+
+
+def rubric_messages(transcript: Transcript, criterion: str, policy: str = "", *,
+                    turn: int | None = None) -> list[Message]:
+    """The judge's messages for one rubric item; with ``turn``, the transcript up to the end of that
+    turn and an instruction to judge that turn."""
     nonce = nonce_for(transcript, "rubric")
     policy_text = (f"\nThe policy the agent was given (trusted, for reference):\n{policy.strip()[:4000]}\n"
                    if policy.strip() else "")
-    system = RUBRIC_SYSTEM.format(rules=data_rules(nonce), criterion=criterion, policy=policy_text,
+    scope, end = "", None
+    if turn is not None:
+        scope, end = TURN_SCOPE.format(turn=turn), turn_end(transcript, turn)
+    system = RUBRIC_SYSTEM.format(rules=data_rules(nonce), criterion=criterion, policy=policy_text, scope=scope,
                                   placeholder=REASON_PLACEHOLDER)
-    user = (f"{transcript_as_data(transcript, nonce=nonce)}\n\nDoes the conversation above satisfy the "
+    asked = "turn " + str(turn) + " of the conversation" if turn is not None else "the conversation"
+    user = (f"{transcript_as_data(transcript, nonce=nonce, end=end)}\n\nDoes {asked} above satisfy the "
             "criterion given in your instructions? Reply with the JSON object only.")
     return [{"role": "system", "content": system}, {"role": "user", "content": user}]
 
@@ -254,16 +274,23 @@ async def grade_rubric(ctx: GradeContext, *, samples: int = 1, max_attempts: int
     calls: list[ModelCall] = []
     for item in items:
         name = f"rubric:{item.id}"
-        if ctx.judge is None:
-            checks.append(not_run(name, "rubric", item.hard, question=item.text))
+        scope: dict[str, Any] = {"turn": item.turn} if item.turn is not None else {}
+        if item.turn is not None and turn_end(ctx.transcript, item.turn) is None:
+            checks.append(Check(name=name, kind="rubric", status="fail", hard=item.hard, score=0.0,
+                                reason=f"the conversation ended before turn {item.turn}, which this item judges",
+                                details={"question": item.text, **scope}))
             continue
-        messages = rubric_messages(ctx.transcript, item.text, getattr(ctx.domain, "policy", "") or "")
+        if ctx.judge is None:
+            checks.append(not_run(name, "rubric", item.hard, question=item.text, **scope))
+            continue
+        messages = rubric_messages(ctx.transcript, item.text, getattr(ctx.domain, "policy", "") or "",
+                                   turn=item.turn)
         verdict, reason, details = await judge_criterion(ctx.judge, ctx.transcript, messages, key=f"rubric/{item.id}",
                                                          samples=samples, max_attempts=max_attempts, calls=calls)
         status: CheckStatus = "error" if verdict is None else "pass" if verdict == "yes" else "fail"
         score = None if verdict is None else float(verdict == "yes")
         checks.append(Check(name=name, kind="rubric", status=status, hard=item.hard, score=score, reason=reason,
-                            details={"question": item.text, **details}))
+                            details={"question": item.text, **scope, **details}))
     soft = [c for c, item in zip(checks, items) if not item.hard]
     if soft:
         checks.append(_soft_score(soft))

@@ -58,6 +58,7 @@ BUILTINS: dict[str, str] = {
     "response_match": "simlab.graders.rouge",
 }
 _REGISTRY: dict[str, GraderInfo] = {}
+ToolRefs = Callable[[dict[str, Any]], list[tuple[tuple[Any, ...], str]]]
 
 
 class GraderError(ValueError):
@@ -78,6 +79,8 @@ class GraderInfo:
     judge: bool
     kind: CheckKind  # of the error check it gives when it raises
     ref: str  # module:qualname of the factory
+    tools: ToolRefs | None = None  # params -> [(where in params, tool name)]: checked against the domain
+
 
     @property
     def builtin(self) -> bool:
@@ -85,10 +88,12 @@ class GraderInfo:
 
 
 def grader(name: str | Callable[..., Any] | None = None, *, judge: bool = False,
-           kind: CheckKind = "custom") -> Any:
+           kind: CheckKind = "custom", tools: ToolRefs | None = None) -> Any:
     """Register a grader factory under ``name`` (default: the function's name); ``@grader`` alone works
     too. ``judge=True``: it asks the judge model (see the module's docstring). ``kind``: the kind of the
-    error check it gives when it raises (its own checks say their kind)."""
+    error check it gives when it raises (its own checks say their kind). ``tools(params)``: the tool
+    names its parameters expect the agent to call, as ``[(path in params, name)]``; ``simlab
+    validate`` checks them against the scenario's domain."""
     if callable(name):
         return grader()(name)
 
@@ -117,7 +122,7 @@ def grader(name: str | Callable[..., Any] | None = None, *, judge: bool = False,
                                   "the function that grades a trial (see @grader)")
             return Grader(info, _json_safe(bound.arguments), fn)
 
-        info = GraderInfo(key, make, judge, kind, ref)
+        info = GraderInfo(key, make, judge, kind, ref, tools)
         make.grader_info = info  # type: ignore[attr-defined]
         _REGISTRY[key] = info  # a module loaded again registers again: the newest wins
         return make

@@ -173,6 +173,10 @@ class RubricItem(SpecModel):
     id: str
     text: str
     hard: bool = False
+    turn: int | None = Field(
+        None, ge=1, description="Judge only this user turn (1 = the first live one) and what led to it: the judge "
+                                "sees the conversation up to the end of that turn. A trial that never reached it "
+                                "fails the item. Default: the whole conversation.")
 
 
 GRADER_NAME = re.compile(r"^[A-Za-z_][\w.-]*$")

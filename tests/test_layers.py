@@ -18,7 +18,7 @@ LAYERS: dict[str, float] = {
     "sim": 5, "serve": 5, "frameworks": 5, "graders": 6, "runner": 7, "results": 8, "report": 8,
     "cli": 9, "tui": 9, "api": 9, "testing": 9, "pytest_plugin": 9, "starter": 9, "__main__": 9,
 }
-ADK = {"schema": 1, "grader": 6, "judge": 6, "convert": 9, "cli": 9}  # adk/ spans layers, module by module
+ADK = {"schema": 1, "grader": 6, "judge": 6, "trajectory": 6, "convert": 9, "cli": 9}  # adk/ spans layers, module by module
 FACADE = 9  # simlab/__init__.py and what it exports (``from simlab import run``)
 
 # heavy library -> the modules (path prefixes under simlab/) that may import it

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -12,7 +15,7 @@ import pytest
 from simlab.cli.main import main
 from simlab.errors import UsageError
 from simlab.runner.plan import plan_units
-from simlab.runner.shard import parse_shard, shard_of, shard_units, split
+from simlab.runner.shard import AUTO_SOURCES, parse_shard, resolve_shard, shard_of, shard_units, split
 from tests.support import write_project
 
 TIMING = {"started_at", "duration_s", "latency_s", "time_to_first_action_s", "model_call_latency_s"}
@@ -36,6 +39,7 @@ def records(path: Path) -> dict[str, dict]:
     return out
 
 
+AUTO_VARIABLES = {name for _, index, count, _ in AUTO_SOURCES for name in (index, count)}
 UNITS = plan_units({f"scenario-{i}": 100 for i in range(10)}, 0)
 
 
@@ -105,3 +109,61 @@ def test_concatenated_shards_are_exactly_the_full_run_and_report_and_grade_work(
     assert merged_summary["scenarios"].keys() == full_summary["scenarios"].keys()
     assert main(["grade", "merged", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["trials"] == 12
+
+
+@pytest.mark.parametrize(("environ", "expected"), [
+    ({"SIMLAB_SHARD_INDEX": "0", "SIMLAB_SHARD_COUNT": "4"}, (1, 4)),
+    ({"JOB_COMPLETION_INDEX": "3", "SIMLAB_SHARD_COUNT": "4"}, (4, 4)),  # a Kubernetes Indexed Job
+    ({"CI_NODE_INDEX": "1", "CI_NODE_TOTAL": "2"}, (1, 2)),  # GitLab counts from 1
+    ({"CIRCLE_NODE_INDEX": "1", "CIRCLE_NODE_TOTAL": "3"}, (2, 3)),
+    ({"BUILDKITE_PARALLEL_JOB": "0", "BUILDKITE_PARALLEL_JOB_COUNT": "1"}, (1, 1)),
+])
+def test_shard_auto_reads_the_engines_variables(environ, expected):
+    assert resolve_shard("auto", environ) == expected
+    assert resolve_shard("2/5", environ) == (2, 5)  # written out, the flag wins over the environment
+    assert resolve_shard(None, environ) == (1, 1)
+
+
+@pytest.mark.parametrize(("environ", "says"), [
+    ({}, "none of SIMLAB_SHARD_INDEX, JOB_COMPLETION_INDEX"),
+    ({"JOB_COMPLETION_INDEX": "2"}, "SIMLAB_SHARD_COUNT is not"),
+    ({"JOB_COMPLETION_INDEX": "4", "SIMLAB_SHARD_COUNT": "4"}, "between 1 and N"),
+    ({"CI_NODE_INDEX": "x", "CI_NODE_TOTAL": "2"}, "whole numbers"),
+])
+def test_shard_auto_without_a_usable_environment_is_a_usage_error(environ, says):
+    with pytest.raises(UsageError, match=says):
+        resolve_shard("auto", environ)
+
+
+def test_shard_processes_of_an_indexed_job_merge_into_exactly_one_runs_units_and_verdicts(tmp_path):
+    """Three machines of a Kubernetes Indexed Job (`--shard auto` from JOB_COMPLETION_INDEX) play one
+    suite, `simlab merge` joins their folders, and the merged run is the unsharded run: the same units,
+    the same records and the same gate result."""
+    def simlab(cwd: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
+        environ = {k: v for k, v in os.environ.items() if k not in AUTO_VARIABLES} | env
+        return subprocess.run([sys.executable, "-m", "simlab", *args], cwd=cwd, env=environ,
+                              capture_output=True, text=True, timeout=300)
+
+    assert simlab(tmp_path, "init", "project").returncode == 0
+    project = tmp_path / "project"
+    suite = project / "suites" / "smoke.yaml"
+    suite.write_text(suite.read_text().replace("trials: 4", "trials: 9"))
+    count = 3
+    machines = []
+    for index in range(count):  # a copy of the checkout per pod
+        pod = tmp_path / f"pod-{index}"
+        shutil.copytree(project, pod)
+        done = simlab(pod, "run", "--suite", "suites/smoke.yaml", "--run-id", "nightly", "--shard", "auto",
+                      "--no-progress", JOB_COMPLETION_INDEX=str(index), SIMLAB_SHARD_COUNT=str(count))
+        assert done.returncode == 0, done.stderr
+        assert f"shard {index + 1}/{count} done" in done.stderr
+        machines.append(pod / "transcripts" / "nightly")
+    full = simlab(project, "run", "--suite", "suites/smoke.yaml", "--run-id", "nightly", "--no-progress")
+    merged = simlab(project, "merge", "merged", *map(str, machines))
+    assert merged.returncode == 0, merged.stderr
+    runs = project / "transcripts"
+    assert records(runs / "merged" / "trials.jsonl") == records(runs / "nightly" / "trials.jsonl")
+    assert len(records(runs / "nightly" / "trials.jsonl")) == 2 * 9
+    gate = simlab(project, "gate", "merged", "--suite", "suites/smoke.yaml")
+    assert gate.returncode == full.returncode == 0
+    assert gate.stdout.splitlines()[-1] == full.stdout.splitlines()[-1]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import shlex
 import sys
 from pathlib import Path
@@ -15,7 +16,7 @@ from simlab.report.terminal import print_report, report_console, silence
 from simlab.results.figures import RunSummary
 from simlab.runner.batch import BatchOptions, BatchResult, run_batch
 from simlab.runner.prepare import RunPlan, RunRequest, prepare
-from simlab.runner.shard import parse_shard
+from simlab.runner.shard import resolve_shard
 
 EXIT_INTERRUPTED = 130
 
@@ -53,7 +54,7 @@ def replay_settings(args: argparse.Namespace) -> None:
 
 
 def run_command(args: argparse.Namespace) -> int:
-    shard = parse_shard(args.shard) if getattr(args, "shard", None) else (1, 1)
+    shard = resolve_shard(getattr(args, "shard", None), os.environ)
     replay_settings(args)
     req = RunRequest(
         root=Path("."), paths=args.paths, suite=args.suite, agent=args.agent, simulator=args.simulator,

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TypeVar
 
 from simlab.errors import UsageError
@@ -42,6 +42,42 @@ def parse_shard(text: str) -> tuple[int, int]:
     return index, count
 
 
+# Where ``--shard auto`` finds this machine's share: (engine, index variable, count variable, first index).
+# Kubernetes sets only the index; an Indexed Job's manifest passes its completions as SIMLAB_SHARD_COUNT
+# (examples/k8s/). GitHub Actions exposes a matrix job's index only as `strategy.job-index`: the workflow
+# copies it into SIMLAB_SHARD_INDEX (examples/ci/github-nightly.yml).
+AUTO_SOURCES: tuple[tuple[str, str, str, int], ...] = (
+    ("simlab", "SIMLAB_SHARD_INDEX", "SIMLAB_SHARD_COUNT", 0),
+    ("a Kubernetes Indexed Job", "JOB_COMPLETION_INDEX", "SIMLAB_SHARD_COUNT", 0),
+    ("GitLab CI parallel", "CI_NODE_INDEX", "CI_NODE_TOTAL", 1),
+    ("CircleCI parallelism", "CIRCLE_NODE_INDEX", "CIRCLE_NODE_TOTAL", 0),
+    ("Buildkite parallelism", "BUILDKITE_PARALLEL_JOB", "BUILDKITE_PARALLEL_JOB_COUNT", 0),
+)
+
+
+def resolve_shard(text: str | None, environ: Mapping[str, str]) -> tuple[int, int]:
+    """``--shard`` as ``(I, N)``: ``I/N`` as written, ``auto`` from the environment (``AUTO_SOURCES``,
+    the first whose index variable is set), ``(1, 1)`` when not given."""
+    if not text:
+        return 1, 1
+    if text.strip().lower() != "auto":
+        return parse_shard(text)
+    for engine, index_var, count_var, first in AUTO_SOURCES:
+        if index_var not in environ:
+            continue
+        index, count = environ[index_var].strip(), environ.get(count_var, "").strip()
+        if not count:
+            raise UsageError(f"--shard auto: {index_var} is set ({engine}) but {count_var} is not; "
+                             f"set {count_var} to the number of shares (the job's completions or matrix size)")
+        if not (index.isdigit() and count.isdigit()):
+            raise UsageError(f"--shard auto: {index_var}={index!r} and {count_var}={count!r} ({engine}) "
+                             "must be whole numbers")
+        return parse_shard(f"{int(index) - first + 1}/{int(count)}")
+    names = ", ".join(index_var for _, index_var, _, _ in AUTO_SOURCES)
+    raise UsageError(f"--shard auto: none of {names} is set, so this machine's share is unknown; "
+                     "write --shard I/N, or set SIMLAB_SHARD_INDEX (from 0) and SIMLAB_SHARD_COUNT")
+
+
 def shard_units(units: Sequence[U], index: int, count: int) -> list[U]:
     """The units of share ``index`` (1-based) of ``count``, in plan order."""
     if count == 1:
@@ -58,4 +94,4 @@ def split(units: Sequence[U], workers: int, *, shards: int = 1) -> list[list[U]]
     return parts
 
 
-__all__ = ["parse_shard", "shard_of", "shard_units", "split", "unit_number"]
+__all__ = ["AUTO_SOURCES", "parse_shard", "resolve_shard", "shard_of", "shard_units", "split", "unit_number"]

@@ -111,6 +111,7 @@ SLOW: dict[str, set[str]] = {
     "tests/test_pytest_plugin.py": {"test_markers_from_tags_and_a_gate_of_ones_own", "test_the_flaky_agent_fails_naming_checks_and_transcripts", "test_scenarios_pass_with_the_careful_agent_and_write_junit", "test_without_an_agent_nothing_is_collected"},
     "tests/test_report_html.py": {"test_the_html_report_renders_offline_in_a_headless_browser"},
     "tests/test_tui_review.py": {"test_find_inside_one_transcript_walks_its_hits", "test_one_tool_call_opens_whole_from_the_keyboard_and_copies"},
+    "tests/test_examples_deploy.py": {"test_the_kubernetes_jobs_played_here_merge_into_the_unsharded_run", "test_the_workflow_played_here_merges_its_matrix_into_the_unsharded_run"},
     "tests/test_shard.py": {"test_shard_processes_of_an_indexed_job_merge_into_exactly_one_runs_units_and_verdicts"},
     "tests/test_suite_speed.py": {"test_collecting_the_suite_imports_no_heavy_library"},
 }

@@ -87,6 +87,8 @@ class StrictServer:
     refused: list[tuple[int, str]] = field(default_factory=list)
     fail_next: list[int] = field(default_factory=list)  # statuses of the next answers (or DROP), one per call
     stop_after: int | None = None  # stop serving (a crash) once this many calls were answered
+    gather: int | None = None  # hold each request until this many are in flight at once (then never again) ...
+    gather_s: float = 0.5  # ... or for at most this long: a run that keeps a lower cap is slowed, never stuck
 
     def __post_init__(self) -> None:
         self._validator = _Validator()
@@ -95,6 +97,9 @@ class StrictServer:
         self._thread: threading.Thread | None = None
         self._connections: set[socket.socket] = set()  # open keep-alive connections: a crash cuts them
         self.answered = 0
+        self.in_flight = 0
+        self.peak = 0  # the most requests in flight at once, from every process that calls it
+        self._gathered = threading.Condition(self._lock)
 
     @property
     def base(self) -> str:
@@ -125,7 +130,11 @@ class StrictServer:
             def do_POST(self) -> None:  # noqa: N802 - the standard library's name
                 length = int(self.headers.get("Content-Length") or 0)
                 raw = self.rfile.read(length)
-                status, payload = server._answer(self.path, dict(self.headers), raw)
+                server._arrive()
+                try:
+                    status, payload = server._answer(self.path, dict(self.headers), raw)
+                finally:
+                    server._leave()
                 if status == DROP:  # the connection is cut with no answer at all
                     self.close_connection = True
                     self.connection.shutdown(socket.SHUT_RDWR)
@@ -170,6 +179,18 @@ class StrictServer:
         self.stop()
 
     # ----------------------------------------------------------------------------- answers
+
+    def _arrive(self) -> None:
+        with self._gathered:
+            self.in_flight += 1
+            self.peak = max(self.peak, self.in_flight)
+            self._gathered.notify_all()
+            if self.gather is not None:
+                self._gathered.wait_for(lambda: self.peak >= (self.gather or 0), timeout=self.gather_s)
+
+    def _leave(self) -> None:
+        with self._gathered:
+            self.in_flight -= 1
 
     def _answer(self, path: str, headers: dict[str, str], raw: bytes) -> tuple[int, dict[str, Any]]:
         if not path.rstrip("/").endswith("/chat/completions"):

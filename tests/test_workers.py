@@ -16,7 +16,7 @@ import pytest
 
 from simlab.cli.main import main
 from simlab.runner.store import encode_record
-from simlab.runner.workers import LockedAppender, share
+from simlab.runner.workers import LockedAppender
 from simlab.transcript import Termination, Transcript, TrialRecord
 from tests.support import TrialGate, write_project
 from tests.test_shard import records
@@ -38,11 +38,6 @@ def test_two_workers_play_every_unit_once_with_the_results_of_one_process(tmp_pa
     one = records(tmp_path / "one/transcripts/demo/trials.jsonl")
     two = records(tmp_path / "two/transcripts/demo/trials.jsonl")  # raises on a unit written twice
     assert len(one) == 20 and one == two
-
-
-def test_concurrency_and_caps_are_shared_out_not_multiplied():
-    assert [share(8, 3, i) for i in range(3)] == [3, 3, 2]
-    assert [share(1, 2, i) for i in range(2)] == [1, 1]
 
 
 def test_locked_appender_cuts_a_half_line_left_by_a_killed_writer(tmp_path):

@@ -69,9 +69,10 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--on-divergence", metavar="THEN",
                      help="with --replay: stop (default; termination diverged), or the simulator that takes over: "
                           "rules, scripted or a LiteLLM model")
-    run.add_argument("--shard", metavar="I/N",
+    run.add_argument("--shard", metavar="I/N|auto",
                      help="play only share I of N (1-based), e.g. one job of a CI matrix; the same split on "
-                          "every machine, then `simlab merge` the shards")
+                          "every machine, then `simlab merge` the shards. auto: from a Kubernetes Indexed Job, "
+                          "GitLab, CircleCI or Buildkite, or SIMLAB_SHARD_INDEX/COUNT")
 
     init = sub.add_parser("init", help="write a runnable starter project (domain, agent, persona, scenarios, suite)",
                           description="A tiny library domain, a Python agent, a persona, two scenarios and a suite, "

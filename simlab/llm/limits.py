@@ -13,13 +13,19 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import asynccontextmanager
 
 
-class _Bucket:
-    """Token bucket: ``rpm`` requests per minute, bursts up to ``rpm``."""
+def share(total: int, parts: int, index: int) -> int:
+    """Part ``index`` (from 0) of a whole ``total`` dealt to ``parts``: the parts add up to it, and
+    none is below 1 (a process with no slot could never call; see ``ModelLimiter.divide``)."""
+    return max(1, total // parts + (1 if index < total % parts else 0))
 
-    def __init__(self, rpm: int, clock: Callable[[], float]):
+
+class _Bucket:
+    """Token bucket: ``rpm`` requests per minute, bursts up to ``rpm`` (at least one request)."""
+
+    def __init__(self, rpm: float, clock: Callable[[], float]):
         self.rate = rpm / 60.0
-        self.capacity = float(rpm)
-        self.tokens = float(rpm)
+        self.capacity = max(1.0, float(rpm))
+        self.tokens = self.capacity
         self.clock = clock
         self.stamp = clock()
 
@@ -46,8 +52,8 @@ class ModelLimiter:
         caps: Mapping[str, int] | None = None,
         *,
         default: int | None = None,
-        rpm: Mapping[str, int] | None = None,
-        default_rpm: int | None = None,
+        rpm: Mapping[str, float] | None = None,
+        default_rpm: float | None = None,
         clock: Callable[[], float] = time.monotonic,
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
     ):
@@ -64,6 +70,25 @@ class ModelLimiter:
         self._buckets: dict[str, _Bucket] = {}
         self.in_flight: dict[str, int] = {}
         self.peak: dict[str, int] = {}
+
+    def divide(self, parts: int, index: int) -> None:
+        """Keep part ``index`` (from 0) of ``parts`` of every limit, so that ``parts`` processes or
+        machines, each with its own part, stay within the limits together: a cap in whole slots
+        (exact while ``parts`` is at most the cap: ``smallest_cap`` tells), a rate as an exact
+        fraction. Call it before the first call."""
+        self.caps = {model: share(cap, parts, index) for model, cap in self.caps.items()}
+        self.rpm = {model: rpm / parts for model, rpm in self.rpm.items()}
+        if self.default is not None:
+            self.default = share(self.default, parts, index)
+        if self.default_rpm is not None:
+            self.default_rpm = self.default_rpm / parts
+
+    def smallest_cap(self) -> tuple[str, int] | None:
+        """(model, cap) of the tightest in-flight cap, if any."""
+        if not self.caps:
+            return None
+        model = min(self.caps, key=lambda name: self.caps[name])
+        return model, self.caps[model]
 
     def cap(self, model: str) -> int | None:
         return self.caps.get(model, self.default)

@@ -96,6 +96,8 @@ def run_batch(req: RunRequest, options: BatchOptions | None = None) -> BatchResu
     for note in plan.notes:
         options.note(f"note: {note}")
     limiter, agent, simulator, judge = build_models(plan, options.note)
+    if limiter is not None:
+        _divide_limits(plan, limiter, options.shard, options.note)
     units = shard_units(plan.units, *options.shard)
     store = RunStore(plan.folder)
     store.lock()
@@ -119,6 +121,7 @@ def run_batch(req: RunRequest, options: BatchOptions | None = None) -> BatchResu
         shard = options.shard
         scope = f" (shard {shard[0]}/{shard[1]}: {len(units)} of them)" if shard[1] > 1 else ""
         workers = _workers(options.workers, plan.concurrency, len(todo))
+        workers = _within_caps(workers, limiter, options.note)
         parallel = workers > 1 and len(todo) > 1
         auto = " (auto)" if options.workers == "auto" else ""
         options.note(f"run {plan.run_id}: {len(plan.scenarios)} scenarios, {len(plan.units)} trials{scope}"
@@ -135,6 +138,30 @@ def run_batch(req: RunRequest, options: BatchOptions | None = None) -> BatchResu
         return BatchResult(plan, store, units, skipped, outcome, interrupted)
     finally:
         store.unlock()
+
+
+def _divide_limits(plan: RunPlan, limiter: ModelLimiter, shard: tuple[int, int],
+                   note: Callable[[str], None]) -> None:
+    """Keep this shard's part of the run's model limits (``model_limits_scope: run``, the default)."""
+    index, count = shard
+    if count == 1 or plan.model_limits_scope != "run":
+        return
+    tight = limiter.smallest_cap()
+    if tight is not None and tight[1] < count:
+        note(f"note: model_concurrency of {tight[0]} is {tight[1]} for the whole run, cut into {count} shards: "
+             f"each shard keeps 1 slot, so together they may hold {count} (fewer shards keep the cap)")
+    limiter.divide(count, index - 1)
+
+
+def _within_caps(workers: int, limiter: ModelLimiter | None, note: Callable[[str], None]) -> int:
+    """No more worker processes than the tightest model_concurrency: each process holds at least
+    one slot of every cap, so more of them would exceed it together."""
+    tight = limiter.smallest_cap() if limiter is not None else None
+    if tight is None or workers <= tight[1]:
+        return workers
+    note(f"note: {tight[1]} workers, not {workers}: model_concurrency of {tight[0]} is {tight[1]} "
+         "and every worker process holds at least one slot")
+    return tight[1]
 
 
 def _workers(asked: int | str, concurrency: int, units: int) -> int:

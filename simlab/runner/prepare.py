@@ -76,6 +76,7 @@ class RunPlan:
     manifest: dict[str, Any]
     max_run_cost_usd: float | None = None
     model_rpm: dict[str, int] = field(default_factory=dict)
+    model_limits_scope: str = "run"  # "machine": every shard gets the whole caps (specs/config.py)
     notes: list[str] = field(default_factory=list)  # said once before playing (e.g. settings a flag kept)
     trial_sources: dict[str, tuple[int, str]] = field(default_factory=dict)  # scenario → (trials, who set it)
     max_error_rate: float | None = None  # None: the default of a plain run (report.gates.RUN_MAX_ERROR_RATE)
@@ -166,6 +167,7 @@ def prepare(req: RunRequest) -> RunPlan:
         manifest={},
         max_run_cost_usd=suite.max_run_cost_usd if suite else None,
         model_rpm=pick("model_rpm", None, {}) or {},
+        model_limits_scope=pick("model_limits_scope", None, "run"),
         notes=notes,
         trial_sources=trial_sources,
         max_error_rate=pick("max_error_rate"),

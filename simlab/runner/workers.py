@@ -39,6 +39,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from simlab.errors import InfraError, UsageError
+from simlab.llm.limits import share
 from simlab.runner.execute import RunOutcome, execute
 from simlab.runner.heads_index import append_entries
 from simlab.runner.plan import WorkUnit
@@ -122,11 +123,6 @@ class LockedAppender:
 
     def close(self) -> None:
         os.close(self._fd)
-
-
-def share(total: int, workers: int, index: int) -> int:
-    """Worker ``index``'s part of a total (concurrency, a model's cap): at least 1."""
-    return max(1, total // workers + (1 if index < total % workers else 0))
 
 
 @dataclasses.dataclass
@@ -261,9 +257,8 @@ def _child(pool: WorkerPool, index: int, units: list[WorkUnit], write_fd: int, r
     os.close(read_fd)
     _die_with_parent(parent)
     count = len(pool.parts)
-    if pool.limiter is not None:
-        pool.limiter.caps = {model: share(cap, count, index) for model, cap in pool.limiter.caps.items()}
-        pool.limiter.rpm = {model: share(rpm, count, index) for model, rpm in pool.limiter.rpm.items()}
+    if pool.limiter is not None:  # the run's (or this shard's) limits, divided between its workers
+        pool.limiter.divide(count, index)
     plan = dataclasses.replace(pool.plan, concurrency=share(pool.plan.concurrency, count, index),
                                max_run_cost_usd=None)
     appender = LockedAppender(plan.folder / "trials.jsonl")
@@ -320,4 +315,4 @@ def _die_with_parent(parent: int) -> None:
         os._exit(1)
 
 
-__all__ = ["LockedAppender", "WorkerPool", "share"]
+__all__ = ["LockedAppender", "WorkerPool"]

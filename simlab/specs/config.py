@@ -261,6 +261,10 @@ class RunSettings(SpecModel):
     model_rpm: dict[str, Annotated[int, Field(ge=1)]] = Field(
         default_factory=dict, description="Per-model cap on requests per minute, retries included: {model: N}."
     )
+    model_limits_scope: Literal["run", "machine"] | None = Field(
+        None, description="What model_concurrency and model_rpm bound: run (default) the whole run, so the "
+                          "machines of `--shard i/N` each get 1/N of them; machine: each shard gets all of them. "
+                          "The workers of one machine (--workers) always divide its part.")
     seed: int | None = None
     limits: Limits | None = None
     max_retries: int | None = Field(None, ge=0, le=20, description="Retries of a transient model error.")

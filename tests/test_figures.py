@@ -81,7 +81,7 @@ def test_compare_gives_a_typed_comparison_and_prints_it_as_json(demo: Path, monk
 
 def test_every_stored_head_is_a_trial_head(demo: Path) -> None:
     store = RunStore(demo / "transcripts" / "demo")
-    heads = list(store.heads())
+    heads = list(store.iter_heads())
     records = list(store.records())
     assert len(heads) == len(records) == 30 and all(isinstance(h, TrialHead) for h in heads)
     for head, record in zip(heads, records):

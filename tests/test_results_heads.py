@@ -211,3 +211,17 @@ def test_the_head_written_reads_back_the_same_through_every_reader() -> None:
         for stored in (line, headless):  # the head read from the line's front, and computed from the whole line
             assert line_value(stored, 0, len(stored), Path("t.jsonl"), 1, "head") == (record.unit_id, typed)
         assert TrialHead.model_validate(TrialRecord.model_validate_json(line).head) == record_head(record)
+
+
+def test_each_row_of_the_results_table_is_its_trials_typed_head(demo_run: Path) -> None:
+    """``results.parquet`` holds, per trial, the head's figures under their names and then its check
+    columns: nothing shifted, nothing of the model's own bookkeeping."""
+    from simlab.results.frames import FIGURES
+
+    table = read_results(demo_run / "trials.jsonl").table
+    heads = list(RunStore(demo_run).iter_heads())
+    assert list(table.column_names[:len(FIGURES)]) == list(FIGURES)
+    assert all(name.startswith("check:") for name in table.column_names[len(FIGURES):])
+    for stored, head in zip(table.to_pylist(), heads, strict=True):
+        want = head.row.model_dump()
+        assert {k: v for k, v in stored.items() if v is not None or k in want} == want

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from operator import attrgetter
 from pathlib import Path
 from typing import Any
 
@@ -69,6 +70,7 @@ SUMMARY_FIELDS = ("verdict", "scenario_id", "persona_id", "termination", "termin
                   "agent_input_tokens", "agent_output_tokens", "simulator_input_tokens", "simulator_output_tokens",
                   "judge_calls", "judge_cost_usd", "replayed", "diverged_turn")
 FIGURES = tuple(TrialFigures.model_fields)  # the row's own columns, in order, before its checks
+_figures, _summary_fields = attrgetter(*FIGURES), attrgetter(*SUMMARY_FIELDS)
 ADK_CHECK = "check:adk:"  # the columns of ADK's criteria (simlab/adk/grader.py)
 TOOL_CHECK = "check:tool_precision"  # the trajectory grader's soft check that carries the call counts
 FLOAT_COLUMNS = tuple(f"{role}_{f}" for role in ROLES for f in USAGE_FIELDS) + ("cost_usd", "redundant_calls")
@@ -99,13 +101,14 @@ def collect(heads: Iterable[TrialHead]) -> Results:
     rows: list[dict[str, Any]] = []
     tally = CheckTally()
     for n, head in enumerate(heads):
-        fields, checks = vars(head.row), head.row.model_extra or {}
+        row = head.row
+        checks = row.model_extra or {}
         group = groups.get(key := tuple(checks))
         if group is None:  # ADK's criteria, per trial: shown beside pass^k (simlab/adk/grader.py)
             group = groups[key] = ([], [], tuple(name for name in key if name.startswith(ADK_CHECK)))
         group[0].append(n)
-        group[1].append((*fields.values(), *checks.values()))
-        summary_row = {name: fields[name] for name in SUMMARY_FIELDS}
+        group[1].append((*_figures(row), *checks.values()))
+        summary_row = dict(zip(SUMMARY_FIELDS, _summary_fields(row)))
         if head.unjudged:  # which kinds of hard check did not run: an allow list may accept them
             summary_row["unjudged_kinds"] = frozenset(kind for _, kind in head.unjudged)
         if group[2]:

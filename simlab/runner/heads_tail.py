@@ -169,6 +169,7 @@ class Tail:
         return number, unit, head, offset, length
 
     def _refused(self, exc: LineError) -> None:
+        exc = exc.with_traceback(None)  # kept: its frames would keep the read's buffer from being reused
         if not self.keep_going:
             self._failed = exc
             raise exc

@@ -17,6 +17,7 @@ from simlab.runner.heads_read import read_line
 from simlab.runner.heads_tail import scan_heads
 from simlab.runner.lines import ReadNotes, parse_record
 from simlab.runner.store import RunStore
+from simlab.transcript.head import TrialHead
 from simlab.transcript.verdicts import passes
 
 KEEP_PER_SCENARIO = 20  # failing trials named per scenario: a CI page stays readable
@@ -24,13 +25,20 @@ KEEP_PER_SCENARIO = 20  # failing trials named per scenario: a CI page stays rea
 
 @dataclass
 class FailedTrial:
-    """A trial that did not pass: its id (``scenario#n``), where its transcript is, and why."""
+    """A trial that did not pass: its typed head, where its transcript is, and why."""
 
-    unit_id: str
-    verdict: str
+    head: TrialHead
     line: int
     reasons: list[str] = field(default_factory=list)  # "check (kind): reason", or the error's cause
     record: dict[str, Any] | None = None  # the parsed line, when asked for (the HTML report)
+
+    @property
+    def unit_id(self) -> str:
+        return self.head.row.unit_id
+
+    @property
+    def verdict(self) -> str:
+        return self.head.row.verdict or ""  # a trial kept here was graded: it did not pass
 
 
 @dataclass
@@ -79,7 +87,7 @@ def digest(folder: Path, *, allow_unjudged: Collection[str] = (), keep: int = KE
         if len(kept) >= keep:
             continue
         raw = parse_record(read_line(store.trials_path, offset, length), store.trials_path, number)
-        kept.append(FailedTrial(unit_id=row.unit_id, verdict=row.verdict, line=number,
+        kept.append(FailedTrial(head, line=number,
                                 reasons=reasons_of(raw), record=raw if records else None))
     return out
 

@@ -5,8 +5,8 @@ gives each trial's ``transcript/head.TrialHead``: the head simlab stores at the 
 validated, or computed from the whole record for a line without one. A row keeps the head's
 figures the lists show, under the head's own names, and derives only what the lists display
 (the failed checks, hard and soft; the kinds of hard check that did not run); it parses nothing.
-It holds those few fields rather than the head itself: a ``TrialHead`` takes about 8 KB of
-memory, a row a tenth of that, so a run of 100,000 trials stays small in the viewer.
+It holds those few fields rather than the head itself: a ``TrialHead`` takes about 7 KB of
+memory, a row about half a kilobyte, so a run of 100,000 trials stays small in the viewer.
 """
 
 from __future__ import annotations

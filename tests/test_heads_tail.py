@@ -216,3 +216,21 @@ def test_each_head_read_is_the_typed_head_written(run: Path, lines: list[bytes])
     run.write_bytes(b"".join(lines))
     for (_, unit, head, _, _), line in zip(Tail(run).read(), lines, strict=True):
         assert head.model_dump(mode="json") == json.loads(line)["head"] and head.row.unit_id == unit
+
+
+def test_a_bulk_read_pauses_the_cyclic_collector_and_gives_it_back_as_it_was() -> None:
+    import gc
+
+    from simlab.runner.heads_tail import gc_paused
+
+    assert gc.isenabled()
+    with gc_paused():
+        assert not gc.isenabled()
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        with gc_paused():
+            pass
+        assert not gc.isenabled()  # a caller that had it off keeps it off
+    finally:
+        gc.enable()

@@ -100,14 +100,16 @@ def collect(heads: Iterable[TrialHead]) -> Results:
     groups: dict[tuple[str, ...], tuple[list[int], list[tuple[Any, ...]], tuple[str, ...]]] = {}
     rows: list[dict[str, Any]] = []
     tally = CheckTally()
+    plain = True
     for n, head in enumerate(heads):
         row = head.row
         checks = row.model_extra or {}
         group = groups.get(key := tuple(checks))
         if group is None:  # ADK's criteria, per trial: shown beside pass^k (simlab/adk/grader.py)
             group = groups[key] = ([], [], tuple(name for name in key if name.startswith(ADK_CHECK)))
+            plain = tuple(vars(row)) == FIGURES  # a validated row's __dict__: its fields, in order
         group[0].append(n)
-        group[1].append((*_figures(row), *checks.values()))
+        group[1].append((*(vars(row).values() if plain else _figures(row)), *checks.values()))
         summary_row = dict(zip(SUMMARY_FIELDS, _summary_fields(row)))
         if head.unjudged:  # which kinds of hard check did not run: an allow list may accept them
             summary_row["unjudged_kinds"] = frozenset(kind for _, kind in head.unjudged)
@@ -196,9 +198,11 @@ def _add_check_rows(columns: dict[str, list[Any]], raw: dict[str, Any]) -> None:
 def read_results(path: Path, notes: Any = None) -> Results:
     """``collect`` straight from a trials file, from the heads of its lines (``notes``: a
     ``runner.lines.ReadNotes``, with the plan to count in and collecting what was skipped)."""
+    from simlab.runner.heads_tail import gc_paused
     from simlab.runner.store import RunStore
 
-    return collect(RunStore(path.parent).iter_heads(notes))
+    with gc_paused():
+        return collect(RunStore(path.parent).iter_heads(notes))
 
 
 def read_checks_table(path: Path, notes: Any = None) -> Any:

@@ -18,7 +18,10 @@ every reader reads it: report, gate, compare, grade, resume, merge and the viewe
   error naming the file and the line (exit 3).
 - ``heads_index.py`` keeps an index of the heads beside the file (``heads.jsonl``), which
   ``heads_read.py`` checks entry by entry against these bytes before use; whatever it does not
-  hold is read by this rule.
+  hold is read by this rule. ``heads_tail.Tail`` reads the heads of a file by this rule as it grows
+  (the viewer), and once to its end (``scan_heads``: every other reader of heads).
+- A head is given typed (``transcript/head.TrialHead``, validated from its bytes); one that does not
+  validate is not trusted, and its line is read whole.
 - A unit is stored once. A second line for the same unit is an error naming the unit and both
   lines, unless the two lines are byte-identical: then the later one is dropped, with a warning.
 """
@@ -206,15 +209,19 @@ def head_span(data: bytes | bytearray, start: int, end: int) -> tuple[int, int] 
     return match.end(), stop
 
 
+_validate_head = TrialHead.__pydantic_validator__.validate_json  # model_validate_json, less its wrapper
+
+
 def parse_head(text: bytes | bytearray) -> TrialHead | None:
     """A head's bytes as the typed head every reader above this layer gets, or None when they are
     not a valid head of this version (then the line is parsed whole and its head computed: the
     fast path gives up, it is never wrong). pydantic-core validates the bytes straight into the
     model, with no dict between."""
     try:
-        return TrialHead.model_validate_json(text)
+        head: TrialHead = _validate_head(text)
     except ValueError:  # pydantic's ValidationError is a ValueError
         return None
+    return head
 
 
 def _head_row(text: bytes | bytearray) -> dict[str, Any] | None:

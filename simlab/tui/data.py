@@ -19,7 +19,7 @@ from datetime import UTC
 from pathlib import Path
 from typing import Any
 
-from simlab.runner.heads_tail import Tail
+from simlab.runner.heads_tail import Tail, gc_paused
 from simlab.runner.lines import ReadNotes
 from simlab.runner.store import planned_units
 from simlab.tui.rows import TrialRow
@@ -162,7 +162,7 @@ class RunIndex:
     def read_new(self, batch: int = BATCH) -> Iterator[list[TrialRow]]:
         """Index what was appended since the last read, in batches of rows; a torn last line
         waits. A file read again from its start (rewritten, replaced) starts a new list of rows."""
-        with self._lock:
+        with self._lock, gc_paused():  # many small objects, no cycles: runner/heads_tail.gc_paused
             trials = self.tail.read()
             if self.tail.restarts != self._restarts:
                 self._restarts, self.rows = self.tail.restarts, []

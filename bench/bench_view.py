@@ -93,12 +93,17 @@ def write_big_run(folder: Path, trials: int, per_scenario: int = 100, heads: boo
     if not heads:  # as simlab wrote them before record schema 2
         templates = {k: json.dumps({key: value for key, value in json.loads(line).items() if key != "head"},
                                    ensure_ascii=False, separators=(",", ":")) for k, line in templates.items()}
+    from simlab.runner.plan import derive_seed
+
     with open(folder / "trials.jsonl", "w", encoding="utf-8") as fh:
         for sid, n in scenarios.items():
             for trial in range(1, n + 1):
-                line = templates[(trial - 1) % 3 + 1].replace("SCENARIO", sid)
-                line = line.replace(f'"trial":{(trial - 1) % 3 + 1},', f'"trial":{trial},')  # head and transcript
-                line = line.replace(f'#{(trial - 1) % 3 + 1}"', f'#{trial}"')
+                k = (trial - 1) % 3 + 1
+                line = templates[k].replace("SCENARIO", sid)
+                line = line.replace(f'"trial":{k},', f'"trial":{trial},')  # head and transcript
+                line = line.replace(f'#{k}"', f'#{trial}"')
+                # the unit's own seed (head and transcript): every reader checks it (runner/identity.py)
+                line = line.replace(f'"seed":{derive_seed(0, "SCENARIO", k)},', f'"seed":{derive_seed(0, sid, trial)},')
                 fh.write(line + "\n")
     return folder
 

@@ -15,7 +15,7 @@ from simlab.cli.main import main
 from simlab.errors import InfraError
 from simlab.report.build import build
 from simlab.report.digest import digest
-from simlab.runner import heads_index, heads_read
+from simlab.runner import heads_index, heads_read, heads_tail
 from simlab.runner.heads_index import HEADER, HEADS
 from simlab.runner.heads_read import IndexedLines
 from simlab.runner.regrade import regrade
@@ -64,7 +64,7 @@ def reference(folder: Path, tmp_path: Path) -> tuple[dict, pd.DataFrame]:
 def figures_without_index(folder: Path) -> tuple[dict, pd.DataFrame]:
     with pytest.MonkeyPatch.context() as mp:  # the index is neither read nor written
         mp.setattr(heads_read.IndexedLines, "verified", lambda self: iter(()))
-        mp.setattr(heads_read._Catchup, "commit", lambda self: None)
+        mp.setattr(heads_read.Catchup, "commit", lambda self: None)
         return figures(folder)
 
 
@@ -90,11 +90,12 @@ def spy_reads(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, int]]:
     calls: list[tuple[str, int]] = []
     real = heads_read.block_lines
 
-    def spy(path: Path, start: int = 0, number: int = 0):  # type: ignore[no-untyped-def]
+    def spy(path: Path, start: int = 0, *args):  # type: ignore[no-untyped-def]
         calls.append((Path(path).name, start))
-        return real(path, start, number)
+        return real(path, start, *args)
 
-    monkeypatch.setattr(heads_read, "block_lines", spy)
+    monkeypatch.setattr(heads_read, "block_lines", spy)  # the index
+    monkeypatch.setattr(heads_tail, "block_lines", spy)  # the trials file past it
     return calls
 
 
@@ -148,7 +149,7 @@ def test_the_viewer_takes_its_rows_from_the_index(demo: Path, tmp_path: Path,
     indexed = copy_run(demo, tmp_path / "indexed")
     want = RunIndex(RunInfo.load(bare)).read_all()
     reads = spy_reads(monkeypatch)
-    monkeypatch.setattr("simlab.tui.data.line_value", lambda *a: pytest.fail("a line was read whole"))
+    monkeypatch.setattr("simlab.runner.heads_tail.line_value", lambda *a: pytest.fail("a line was read whole"))
     index = RunIndex(RunInfo.load(indexed))
     assert index.read_all() == want and reads and index.offset == (indexed / "trials.jsonl").stat().st_size
     assert index.problem is None and not index.changed()

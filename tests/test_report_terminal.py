@@ -20,6 +20,7 @@ from simlab.report.terminal import PIPED_WIDTH, print_report
 from simlab.results.frames import collect
 from simlab.results.summary import summarize
 from simlab.runner.store import RunStore
+from simlab.transcript.head import TrialHead
 from simlab.transcript.model import Transcript
 from simlab.transcript.verdicts import CLASSES
 
@@ -81,13 +82,13 @@ def test_columns_still_sets_the_width_when_piped(project, capsys, monkeypatch):
 
 
 def head(unit: str, verdict: str, failed: list[Any], termination: str = "goal_reached",
-         loop: bool = False) -> dict[str, Any]:
+         loop: bool = False) -> TrialHead:
     scenario, _, trial = unit.partition("#")
-    return {"v": 2, "row": {"run_id": "r", "unit_id": unit, "scenario_id": scenario, "persona_id": "p",
+    return TrialHead.model_validate({"v": 2, "row": {"run_id": "r", "unit_id": unit, "scenario_id": scenario, "persona_id": "p",
                             "trial": int(trial), "seed": 0, "agent": "a", "simulator": "rules", "verdict": verdict,
                             "termination": termination, "termination_detail": "", "cost_usd": None,
                             "policy_violations": 0, "loop": loop, "duration_s": 1.0},
-            "failed": failed, "not_run": [], "unjudged": [], "errored": [], "attacks": {}}
+            "failed": failed, "not_run": [], "unjudged": [], "errored": [], "attacks": {}})
 
 
 def test_checks_failing_in_error_trials_are_marked_infrastructure():

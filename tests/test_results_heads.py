@@ -45,9 +45,9 @@ def without_head(record: dict) -> str:
     return json.dumps(record, ensure_ascii=False, separators=(",", ":"))
 
 
-def computed_head(record: dict) -> dict:
+def computed_head(record: dict) -> TrialHead:
     """The head the writer computes from the record's models, as a reader gets it."""
-    return record_head(TrialRecord.model_validate(record)).model_dump(mode="json")
+    return record_head(TrialRecord.model_validate(record))
 
 
 def test_every_line_starts_with_the_head_a_full_parse_gives(demo_run: Path) -> None:
@@ -57,12 +57,12 @@ def test_every_line_starts_with_the_head_a_full_parse_gives(demo_run: Path) -> N
         record = json.loads(line)
         assert line.startswith(b'{"schema_version":2,"unit_id":"%s","head":{' % record["unit_id"].encode())
         head = read_head(line)
-        assert head == record["head"] and TrialHead.model_validate(head).model_dump(mode="json") == head
+        assert isinstance(head, TrialHead) and head.model_dump(mode="json") == record["head"]
         del record["head"]
         assert head == computed_head(record)
-    heads = [read_head(line) for line in lines]
-    assert any(h["failed"] for h in heads) and any(h["not_run"] for h in heads)
-    assert any(h["attacks"] for h in heads) and any(h["row"]["verdict"] == "pass" for h in heads)
+    heads = [h for h in map(read_head, lines) if h is not None]
+    assert any(h.failed for h in heads) and any(h.not_run for h in heads)
+    assert any(h.attacks for h in heads) and any(h.row.verdict == "pass" for h in heads)
 
 
 def test_the_report_is_the_same_with_or_without_heads(demo_run: Path, tmp_path: Path) -> None:
@@ -200,13 +200,28 @@ def test_the_head_written_reads_back_the_same_through_every_reader() -> None:
             ModelCall(turn=1, role="judge", model="j", usage=Usage(input_tokens=5, output_tokens=None, cost_usd=0.1)),
             ToolResult(turn=1, call_id="x", name="lookup_order", ok=False, error="no such order")]
         record.checks[0].category, record.checks[0].status = "prompt_injection", "fail"
-        head = record_head(record).model_dump(mode="json")
+        typed = record_head(record)
+        head = typed.model_dump(mode="json")
         assert head["attacks"] == {"prompt_injection": True} and head["row"]["judge_calls"] == 1
         assert head["row"]["tool_errors"] >= 1 and head["row"]["judge_output_tokens"] is None
         assert head["row"]["judge_input_tokens"] == 5 and head["row"]["judge_cost_usd"] == 0.1
         line = encode_record(record).rstrip(b"\n")
         headless = record.model_dump_json(exclude={"head"}).encode()
-        assert read_head(line) == head and read_head(headless) is None
+        assert read_head(line) == typed and read_head(headless) is None
         for stored in (line, headless):  # the head read from the line's front, and computed from the whole line
-            assert line_value(stored, 0, len(stored), Path("t.jsonl"), 1, "head") == (record.unit_id, head)
+            assert line_value(stored, 0, len(stored), Path("t.jsonl"), 1, "head") == (record.unit_id, typed)
         assert TrialHead.model_validate(TrialRecord.model_validate_json(line).head) == record_head(record)
+
+
+def test_each_row_of_the_results_table_is_its_trials_typed_head(demo_run: Path) -> None:
+    """``results.parquet`` holds, per trial, the head's figures under their names and then its check
+    columns: nothing shifted, nothing of the model's own bookkeeping."""
+    from simlab.results.frames import FIGURES
+
+    table = read_results(demo_run / "trials.jsonl").table
+    heads = list(RunStore(demo_run).iter_heads())
+    assert list(table.column_names[:len(FIGURES)]) == list(FIGURES)
+    assert all(name.startswith("check:") for name in table.column_names[len(FIGURES):])
+    for stored, head in zip(table.to_pylist(), heads, strict=True):
+        want = head.row.model_dump()
+        assert {k: v for k, v in stored.items() if v is not None or k in want} == want

@@ -117,7 +117,7 @@ async def test_trials_screen_filters(root: Path) -> None:
         assert len(keys(table)) == 1 and screen.filter.verdict is not None
         await pilot.press("x", "r")
         await pilot.press("end", "enter")
-        assert keys(table) == ["final-sale#2"] and screen.filter.reason == "error"
+        assert keys(table) == ["final-sale#2"] and screen.filter.termination == "error"
         await pilot.press("x", "k")
         options = app.screen.query_one("#picker-options")
         assert "expected_state" in text_of(options)

@@ -14,8 +14,8 @@ from simlab.runner.store import encode_record, read_head
 from simlab.transcript import TrialRecord
 from simlab.transcript.row import record_head
 from simlab.tui.data import RunIndex, RunInfo, discover_runs, find_run
-from simlab.tui.filters import TrialFilter, apply, check_counts, reason_counts, verdict_counts
-from simlab.tui.rows import TrialRow, row_from_head
+from simlab.tui.filters import TrialFilter, apply, check_counts, termination_counts, verdict_counts
+from simlab.tui.rows import TrialRow
 from simlab.tui.search import count_hits, search_rows
 from simlab.tui.summary import k_columns, summarize, summarize_run
 from tests.sample_runs import sample_record, write_sample_run
@@ -33,11 +33,11 @@ def lines(run: RunInfo) -> list[bytes]:
 def row_of(line: bytes) -> TrialRow:
     """The viewer's row of one line, read as the index reads it (the storage layer's one reader)."""
     line = line.rstrip(b"\n")
-    return row_from_head(line_value(line, 0, len(line), Path("t.jsonl"), 1, "head")[1], 0, len(line))
+    return TrialRow.of(line_value(line, 0, len(line), Path("t.jsonl"), 1, "head")[1], 0, len(line))
 
 
 def full_parse_row(line: bytes) -> TrialRow:
-    return row_from_head(record_head(TrialRecord.model_validate_json(line)).model_dump(mode="json"), 0, len(line))
+    return TrialRow.of(record_head(TrialRecord.model_validate_json(line)), 0, len(line))
 
 
 def test_the_head_gives_the_row_of_a_full_parse(run: RunInfo) -> None:
@@ -64,8 +64,8 @@ def test_look_alikes_inside_data_do_not_fool_the_reader() -> None:
     for line in (encode_record(record), record.model_dump_json().encode()):  # with its head, and without
         assert (read_head(line.rstrip(b"\n")) is None) == (b'"head":null' in line)
         row = row_of(line)
-        assert row.reason == "goal_reached" and row.verdict == "fail"
-        assert "fake" not in row.failed_checks and "expected_state" in row.failed_checks
+        assert row.termination == "goal_reached" and row.verdict == "fail"
+        assert "fake" not in row.hard_failed and "expected_state" in row.hard_failed
 
 
 def test_other_key_orders_are_parsed_whole() -> None:
@@ -75,13 +75,13 @@ def test_other_key_orders_are_parsed_whole() -> None:
     line = json.dumps(shuffled).encode()
     assert read_head(line) is None
     row = row_of(line)
-    assert row.unit_id == "s#1" and row.verdict == "pass" and row.turns == 2 and row.tool_calls == 2
+    assert row.unit_id == "s#1" and row.verdict == "pass" and row.user_turns == 2 and row.tool_calls == 2
 
 
 def test_row_counts_turns_tools_and_cost() -> None:
     row = row_of(encode_record(sample_record("r", "s", 1)))
-    assert (row.turns, row.tool_calls, row.model_calls) == (2, 2, 2)
-    assert row.cost == pytest.approx(0.0021 * 2 + 0.0002)
+    assert (row.user_turns, row.tool_calls) == (2, 2)
+    assert row.cost_usd == pytest.approx(0.0021 * 2 + 0.0002)
 
 
 def test_index_reads_only_appended_lines_and_waits_for_a_torn_tail(run: RunInfo) -> None:
@@ -119,10 +119,10 @@ def test_an_unreadable_line_is_the_error_every_reader_gives_and_the_rest_stays_b
     assert index.problem is not None and "trials.jsonl:7: not valid JSON" in index.problem
 
 
-def test_small_chunks_give_the_same_rows(run: RunInfo) -> None:
+def test_small_batches_give_the_same_rows(run: RunInfo) -> None:
     index = RunIndex(run)
-    batches = list(index.read_new(chunk=1000))  # smaller than one line
-    assert sum(map(len, batches)) == 6
+    batches = list(index.read_new(batch=4))
+    assert [len(b) for b in batches] == [4, 2] and index.rows == RunIndex(run).read_all()
 
 
 def test_runs_are_found_newest_first(tmp_path: Path) -> None:
@@ -169,12 +169,12 @@ def test_filters(run: RunInfo) -> None:
     assert [r.unit_id for r in apply(rows, TrialFilter(failed_only=True))] == [
         "final-sale#1", "final-sale#2", "refund-damaged#3"]
     assert [r.unit_id for r in apply(rows, TrialFilter(verdict="invalid"))] == ["final-sale#1"]
-    assert [r.unit_id for r in apply(rows, TrialFilter(reason="error"))] == ["final-sale#2"]
+    assert [r.unit_id for r in apply(rows, TrialFilter(termination="error"))] == ["final-sale#2"]
     assert [r.unit_id for r in apply(rows, TrialFilter(check="expected_state"))] == ["refund-damaged#3"]
     only = TrialFilter(scenario="refund-damaged", failed_only=True)
     assert only.active and not only.cleared().active and only.describe() == ["failed only"]
     assert verdict_counts(rows) == {"pass": 3, "fail": 1, "invalid": 1, "error": 1}
-    assert reason_counts(rows)["error"] == 1 and check_counts(rows)["drift:invented_identifier"] == 1
+    assert termination_counts(rows)["error"] == 1 and check_counts(rows)["drift:invented_identifier"] == 1
 
 
 def test_search_counts_visible_text_not_json_keys(run: RunInfo) -> None:
@@ -228,17 +228,17 @@ def test_the_failed_checks_room_of_an_empty_list_is_the_headers_room() -> None:
     assert failed_checks_room([], True, 80) < failed_checks_room([], False, 80)
 
 
-def _row(unit: str, verdict: str | None, kinds: tuple[str, ...] = (), reason: str = "goal_reached") -> TrialRow:
+def _row(unit: str, verdict: str | None, kinds: tuple[str, ...] = (), termination: str = "goal_reached"
+         ) -> TrialRow:
     return TrialRow(offset=0, length=0, unit_id=unit, scenario_id="s", trial=int(unit[-1]), verdict=verdict,
-                    reason=reason, detail="", failed_checks=(), soft_failed=(), check_count=0,
-                    unjudged_kinds=frozenset(kinds))
+                    termination=termination, unjudged_kinds=frozenset(kinds))
 
 
 def test_failed_only_lists_what_did_not_pass_by_the_one_rule() -> None:
     """An unjudged trial that the run's allow_unjudged counts as a pass is not "failed" (the report
     counts it as a pass); one with a kind the run does not allow is, as are invalid and error trials."""
     rows = [_row("s#1", "unjudged", ("rubric",)), _row("s#2", "unjudged", ("rubric", "budget")), _row("s#3", "pass"),
-            _row("s#4", "invalid"), _row("s#5", "error"), _row("s#6", None, reason="max_turns")]
+            _row("s#4", "invalid"), _row("s#5", "error"), _row("s#6", None, termination="max_turns")]
     allowed = TrialFilter(failed_only=True, allowed=frozenset({"rubric"}))
     assert [r.unit_id for r in apply(rows, allowed)] == ["s#2", "s#4", "s#5", "s#6"]
     assert [r.unit_id for r in apply(rows, TrialFilter(failed_only=True))] == ["s#1", "s#2", "s#4", "s#5", "s#6"]

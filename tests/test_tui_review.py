@@ -142,8 +142,7 @@ async def test_find_inside_one_transcript_walks_its_hits(root: Path, size: tuple
 
 def row(scenario: str, trial: int, verdict: str) -> TrialRow:
     return TrialRow(offset=0, length=0, unit_id=f"{scenario}#{trial}", scenario_id=scenario, trial=trial,
-                    verdict=verdict, reason="goal_reached", detail="", failed_checks=(), soft_failed=(),
-                    check_count=1)
+                    verdict=verdict, termination="goal_reached", check_count=1)
 
 
 def test_one_k_for_the_screen_while_trials_arrive() -> None:

@@ -90,6 +90,6 @@ def test_trials_that_did_not_pass_are_the_same_everywhere(demo: tuple[Path, RunS
     from simlab.runner.store import RunStore
 
     heads = list(RunStore(folder).iter_heads())
-    assert sum(not passes(h["row"]["verdict"], [k for _, k in h.get("unjudged") or ()],
+    assert sum(not passes(h.row.verdict, [k for _, k in h.unjudged],
                           summary.unjudged.allowed_kinds) for h in heads) == summary.trials - sum(
         s.passes for s in summary.scenarios.values())

@@ -1,8 +1,8 @@
 """The trials behind a run's figures, for outputs that name them: JUnit (time, failing trial ids,
 the transcript's file and line, the failing checks' reasons) and the HTML report.
 
-One pass over the heads under the one line rule (``runner/heads_read.scan_heads``: from the
-run's index of heads, or from the front of each line), and only the lines of trials that did not
+One pass over the typed heads under the one line rule (``runner/heads_tail.scan_heads``: from
+the run's index of heads, or from the front of each line), and only the lines of trials that did not
 pass are read and parsed whole, so a run of 100,000 passing trials costs what the report costs.
 """
 
@@ -13,9 +13,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from simlab.runner.heads_read import read_line, scan_heads
+from simlab.runner.heads_read import read_line
+from simlab.runner.heads_tail import scan_heads
 from simlab.runner.lines import ReadNotes, parse_record
 from simlab.runner.store import RunStore
+from simlab.transcript.head import TrialHead
 from simlab.transcript.verdicts import passes
 
 KEEP_PER_SCENARIO = 20  # failing trials named per scenario: a CI page stays readable
@@ -23,13 +25,20 @@ KEEP_PER_SCENARIO = 20  # failing trials named per scenario: a CI page stays rea
 
 @dataclass
 class FailedTrial:
-    """A trial that did not pass: its id (``scenario#n``), where its transcript is, and why."""
+    """A trial that did not pass: its typed head, where its transcript is, and why."""
 
-    unit_id: str
-    verdict: str
+    head: TrialHead
     line: int
     reasons: list[str] = field(default_factory=list)  # "check (kind): reason", or the error's cause
     record: dict[str, Any] | None = None  # the parsed line, when asked for (the HTML report)
+
+    @property
+    def unit_id(self) -> str:
+        return self.head.row.unit_id
+
+    @property
+    def verdict(self) -> str:
+        return self.head.row.verdict or ""  # a trial kept here was graded: it did not pass
 
 
 @dataclass
@@ -39,7 +48,10 @@ class Digest:
     unknown_seconds: dict[str, int] = field(default_factory=dict)  # scenario → trials of unknown duration
     failed: dict[str, list[FailedTrial]] = field(default_factory=dict)  # scenario → the first few
     not_passed: dict[str, int] = field(default_factory=dict)  # scenario → all that did not pass
-    heads: list[dict[str, Any]] = field(default_factory=list)  # every head, when asked for
+    # every trial's cost and duration, when asked for (``heads``: the HTML's distributions); not the
+    # heads themselves, which at 100,000 trials would hold the report's memory several times over
+    costs: list[float | None] = field(default_factory=list)
+    durations: list[float | None] = field(default_factory=list)
 
     def where(self, trial: FailedTrial) -> str:
         return f"{self.path}:{trial.line}"
@@ -53,30 +65,29 @@ def digest(folder: Path, *, allow_unjudged: Collection[str] = (), keep: int = KE
            records: bool = False, heads: bool = False) -> Digest:
     """The digest of the run in ``folder``: the same trials as its summary (units of its plan),
     an unjudged trial counted as passed where the summary counts it so (``allow_unjudged``: pass
-    the summary's ``unjudged.allowed_kinds``)."""
+    the summary's ``unjudged.allowed_kinds``); ``heads`` keeps every trial's cost and duration."""
     allowed = frozenset(allow_unjudged)
     store = RunStore(folder)
     manifest = store.read_manifest()
     notes = ReadNotes(store.trials_path, plan=store.planned_units(manifest) if manifest is not None else None)
     out = Digest(store.trials_path)
     for number, _, head, offset, length in scan_heads(store.trials_path, notes):
-        row = head["row"]
-        sid = row["scenario_id"]
-        duration = row.get("duration_s")
-        out.seconds[sid] = out.seconds.get(sid, 0.0) + (float(duration) if duration is not None else 0.0)
+        row = head.row
+        sid, duration = row.scenario_id, row.duration_s
+        out.seconds[sid] = out.seconds.get(sid, 0.0) + (duration if duration is not None else 0.0)
         if duration is None:  # left out of the sum and counted, never taken for 0 s
             out.unknown_seconds[sid] = out.unknown_seconds.get(sid, 0) + 1
         if heads:
-            out.heads.append(head)
-        if row.get("verdict") is None or passes(row["verdict"], [kind for _, kind in head.get("unjudged") or ()],
-                                                allowed):
+            out.costs.append(row.cost_usd)
+            out.durations.append(duration)
+        if row.verdict is None or passes(row.verdict, [kind for _, kind in head.unjudged], allowed):
             continue  # the one rule of what passed (verdicts.passes); ungraded trials have no verdict to show
         out.not_passed[sid] = out.not_passed.get(sid, 0) + 1
         kept = out.failed.setdefault(sid, [])
         if len(kept) >= keep:
             continue
         raw = parse_record(read_line(store.trials_path, offset, length), store.trials_path, number)
-        kept.append(FailedTrial(unit_id=row["unit_id"], verdict=row["verdict"], line=number,
+        kept.append(FailedTrial(head, line=number,
                                 reasons=reasons_of(raw), record=raw if records else None))
     return out
 

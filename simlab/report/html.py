@@ -128,9 +128,9 @@ def _failing_checks(summary: RunSummary) -> str:
 
 
 def _distributions(digest: Digest) -> str:
-    costs = [h["row"].get("cost_usd") for h in digest.heads]
+    costs = digest.costs
     known = [float(c) for c in costs if c is not None]
-    durations = [h["row"].get("duration_s") for h in digest.heads]
+    durations = digest.durations
     latency = [float(d) for d in durations if d is not None]  # an unknown duration is left out, never 0 s
     charts = []
     if known:

@@ -1,7 +1,7 @@
 """A run's trials as flat tables: one row per trial (``results.parquet``), one row per check
 (``checks.parquet``, on request).
 
-The trials table is built from the head at the front of each stored line (``transcript/row.py``),
+The trials table is built from each stored line's typed head (``transcript/head.TrialHead``),
 never from the transcripts, so a report of 100,000 trials stays fast. Nested detail stays in the
 JSON transcripts; the tables hold flat columns only. Unknown numbers stay missing (NaN/None),
 never 0.
@@ -11,9 +11,11 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from operator import attrgetter
 from pathlib import Path
 from typing import Any
 
+from simlab.transcript.head import TrialFigures, TrialHead
 from simlab.transcript.row import ROLES, USAGE_FIELDS
 
 RESULTS_FILE = "results.parquet"
@@ -35,24 +37,24 @@ class CheckTally:
     errored: dict[tuple[str, str], list[Any]] = field(default_factory=dict)  # (name, kind) → [count, hard, reason]
     attacks: dict[str, list[int]] = field(default_factory=dict)
 
-    def add(self, head: dict[str, Any]) -> None:
-        errored = (head.get("row") or {}).get("verdict") == "error"
-        for name, kind, hard in head.get("failed") or ():
+    def add(self, head: TrialHead) -> None:
+        errored = head.row.verdict == "error"
+        for name, kind, hard in head.failed:
             key = (name, kind)
             self.failures[key] = self.failures.get(key, 0) + 1
             if hard:
                 self.hard_failures[key] = self.hard_failures.get(key, 0) + 1
                 if errored:  # the check failed because the trial could not be played
                     self.infra_failures[key] = self.infra_failures.get(key, 0) + 1
-        for name in head.get("not_run") or ():
+        for name in head.not_run:
             self.not_run[name] = self.not_run.get(name, 0) + 1
-        for name, kind in head.get("unjudged") or ():
+        for name, kind in head.unjudged:
             self.unjudged[(name, kind)] = self.unjudged.get((name, kind), 0) + 1
-        for name, kind, hard, reason in head.get("errored") or ():
+        for name, kind, hard, reason in head.errored:
             entry = self.errored.setdefault((name, kind), [0, False, reason])
             entry[0] += 1
             entry[1] = entry[1] or hard
-        for category, succeeded in (head.get("attacks") or {}).items():
+        for category, succeeded in head.attacks.items():
             counts = self.attacks.setdefault(category, [0, 0])
             counts[0] += 1
             counts[1] += bool(succeeded)
@@ -67,6 +69,8 @@ SUMMARY_FIELDS = ("verdict", "scenario_id", "persona_id", "termination", "termin
                   "policy_violations", "loop", "duration_s", "retries", "retry_wait_s", "simulator",
                   "agent_input_tokens", "agent_output_tokens", "simulator_input_tokens", "simulator_output_tokens",
                   "judge_calls", "judge_cost_usd", "replayed", "diverged_turn")
+FIGURES = tuple(TrialFigures.model_fields)  # the row's own columns, in order, before its checks
+_figures, _summary_fields = attrgetter(*FIGURES), attrgetter(*SUMMARY_FIELDS)
 ADK_CHECK = "check:adk:"  # the columns of ADK's criteria (simlab/adk/grader.py)
 TOOL_CHECK = "check:tool_precision"  # the trajectory grader's soft check that carries the call counts
 FLOAT_COLUMNS = tuple(f"{role}_{f}" for role in ROLES for f in USAGE_FIELDS) + ("cost_usd", "redundant_calls")
@@ -85,38 +89,42 @@ class Results:
         return len(self.rows)
 
 
-def collect(heads: Iterable[dict[str, Any]]) -> Results:
+def collect(heads: Iterable[TrialHead]) -> Results:
     """``Results`` from the trials' heads, in one pass with flat memory per trial.
 
-    Rows are grouped by their columns (a scenario's checks make its own ``check:<name>`` columns)
-    and each column is assembled in one piece; a column a trial lacks (another scenario's check)
-    is empty (null) there. Columns come in the order they are first seen.
+    Rows are grouped by their check columns (a scenario's checks make its own ``check:<name>``
+    columns, after the row's own fields) and each column is assembled in one piece; a column a
+    trial lacks (another scenario's check) is empty (null) there. Columns come in the order they
+    are first seen.
     """
-    groups: dict[tuple[str, ...], tuple[list[int], list[tuple[Any, ...]]]] = {}
+    groups: dict[tuple[str, ...], tuple[list[int], list[tuple[Any, ...]], tuple[str, ...]]] = {}
     rows: list[dict[str, Any]] = []
     tally = CheckTally()
+    plain = True
     for n, head in enumerate(heads):
-        row = head["row"]
-        group = groups.get(key := tuple(row))
-        if group is None:
-            group = groups[key] = ([], [])
+        row = head.row
+        checks = row.model_extra or {}
+        group = groups.get(key := tuple(checks))
+        if group is None:  # ADK's criteria, per trial: shown beside pass^k (simlab/adk/grader.py)
+            group = groups[key] = ([], [], tuple(name for name in key if name.startswith(ADK_CHECK)))
+            plain = tuple(vars(row)) == FIGURES  # a validated row's __dict__: its fields, in order
         group[0].append(n)
-        group[1].append(tuple(row.values()))
-        summary_row = {name: row.get(name) for name in SUMMARY_FIELDS}
-        if head.get("unjudged"):  # which kinds of hard check did not run: an allow list may accept them
-            summary_row["unjudged_kinds"] = frozenset(kind for _, kind in head["unjudged"])
-        adk = {key[len(ADK_CHECK):]: value for key, value in row.items() if key.startswith(ADK_CHECK)}
-        if adk:  # ADK's criteria, per trial: shown beside pass^k (simlab/adk/grader.py)
-            summary_row["adk"] = adk
-        if "tool_counts" in head:  # tp, fp, fn against the trajectory; None: no trajectory check counted
-            summary_row["tool_counts"] = head["tool_counts"]
-        elif row.get(TOOL_CHECK) is not None:  # a head written before the counts were kept
+        group[1].append((*(vars(row).values() if plain else _figures(row)), *checks.values()))
+        summary_row = dict(zip(SUMMARY_FIELDS, _summary_fields(row)))
+        if head.unjudged:  # which kinds of hard check did not run: an allow list may accept them
+            summary_row["unjudged_kinds"] = frozenset(kind for _, kind in head.unjudged)
+        if group[2]:
+            summary_row["adk"] = {name[len(ADK_CHECK):]: checks[name] for name in group[2]}
+        if "tool_counts" in head.model_fields_set:  # tp, fp, fn; None: no trajectory check counted
+            summary_row["tool_counts"] = head.tool_counts
+        elif checks.get(TOOL_CHECK) is not None:  # a head written before the counts were kept
             summary_row["tool_counts_unknown"] = True
-        if head.get("errored"):  # the first hard check its grader could not decide: an error's cause
-            summary_row["errored_check"] = next((f"{n}: {r}" for n, _, hard, r in head["errored"] if hard), None)
+        if head.errored:  # the first hard check its grader could not decide: an error's cause
+            summary_row["errored_check"] = next((f"{n}: {r}" for n, _, hard, r in head.errored if hard), None)
         rows.append(summary_row)
         tally.add(head)
-    return Results(_table(groups, len(rows)), rows, tally)
+    return Results(_table({FIGURES + key: (index, values) for key, (index, values, _) in groups.items()}, len(rows)),
+                   rows, tally)
 
 
 def _table(groups: dict[tuple[str, ...], tuple[list[int], list[tuple[Any, ...]]]], n: int) -> Any:
@@ -190,9 +198,11 @@ def _add_check_rows(columns: dict[str, list[Any]], raw: dict[str, Any]) -> None:
 def read_results(path: Path, notes: Any = None) -> Results:
     """``collect`` straight from a trials file, from the heads of its lines (``notes``: a
     ``runner.lines.ReadNotes``, with the plan to count in and collecting what was skipped)."""
+    from simlab.runner.heads_tail import gc_paused
     from simlab.runner.store import RunStore
 
-    return collect(RunStore(path.parent).iter_heads(notes))
+    with gc_paused():
+        return collect(RunStore(path.parent).iter_heads(notes))
 
 
 def read_checks_table(path: Path, notes: Any = None) -> Any:

@@ -10,7 +10,8 @@ where it provably agrees with it:
   length without the newline, where its head starts within it, and the head's own bytes), or
   ``{"o":OFFSET,"n":LENGTH}`` for a line not in simlab's own shape (read whole, as every reader
   reads it).
-- A reader (``heads_read.py``) checks every entry against ``trials.jsonl`` without reading transcripts: the line's
+- A reader (``heads_read.py``, for ``heads_tail.py``) checks every entry against ``trials.jsonl``
+  without reading transcripts: the line's
   framing up to the head, the head byte for byte, ``,"transcript":{`` after it, the ``}`` and
   newline that end the line, and that the lines follow one another (blank lines between them
   checked blank). The first entry that does not hold (a file rewritten, truncated, an index longer

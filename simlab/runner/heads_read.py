@@ -1,6 +1,6 @@
 """Reading ``heads.jsonl`` (``heads_index.py`` says what it holds): each entry checked against
-``trials.jsonl`` before its head is used, the rest of the trials file read by the one line rule
-(``lines.py``) and written back into the index."""
+``trials.jsonl`` before its head is used (``IndexedLines``); what a reader (``heads_tail.Tail``)
+reads past it by the one line rule (``lines.py``) is written back into the index (``Catchup``)."""
 
 from __future__ import annotations
 
@@ -11,9 +11,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from simlab.errors import InfraError
-from simlab.runner.heads_index import ENTRY, HEADER, TempIndex, covered, entry, index_path, write_all
-from simlab.runner.lines import Parse, ReadNotes, UnitLedger, block_lines, line_value, parse_head
+from simlab.runner.heads_index import ENTRY, HEADER, TempIndex, covered, index_path, write_all
+from simlab.runner.lines import block_lines
 
 _HEAD_KEY = re.compile(rb'\{"schema_version":\d+,"unit_id":"(?:[^"\\]|\\.)*","head":')
 _PLAIN_HEAD_KEY = re.compile(rb'\{"schema_version":\d+,"unit_id":"[^"\\]*","head":')  # _HEAD_KEY, fast: no escapes
@@ -120,76 +119,14 @@ def _ended(data: bytes, held: Any) -> bool:
     return data[:2] == b"}\n" if held[3] is not None else data[1:2] == b"\n"
 
 
-def scan_heads(path: Path, notes: ReadNotes | None = None) -> Iterator[tuple[int, str, Any, int, int]]:
-    """``lines.scan(path, "head", notes)`` through the index, with each line's place: ``(number,
-    unit, head, offset, length)``. What the index does not cover is read the old way and written
-    back (a rebuild where there is no index)."""
-    notes = notes if notes is not None else ReadNotes(path)
-    if not path.exists():
-        return
-    ledger = UnitLedger(path, notes)
-    index = IndexedLines(path)
-    plan, admit, identity = notes.plan, ledger.admit_at, notes.run_identity()
-    try:
-        for number, offset, length, head_bytes, line in index.verified():
-            head = parse_head(head_bytes) if head_bytes is not None else None
-            if head is not None and isinstance((head.get("row") or {}).get("unit_id"), str):
-                unit = head["row"]["unit_id"]
-            else:  # a line not in simlab's shape, or a head of another kind: the rule of lines.py
-                data = line if line is not None else read_line(path, offset, length)
-                unit, head = line_value(data, 0, length, path, number, "head")
-            if not admit(unit, number, offset, length):
-                continue
-            if identity is not None:
-                identity.check(path, number, unit, head["row"])
-            if plan is not None and unit not in plan:
-                notes.unplanned.append((unit, number))
-                continue
-            yield number, unit, head, offset, length
-        yield from _tail(path, index, ledger, notes)
-    except OSError as exc:
-        raise InfraError(f"{path}: cannot read ({exc.strerror or exc})") from None
-
-
-def _planned(notes: ReadNotes, number: int, unit: str, head: Any, offset: int, length: int
-             ) -> Iterator[tuple[int, str, Any, int, int]]:
-    if notes.plan is not None and unit not in notes.plan:
-        notes.unplanned.append((unit, number))
-        return
-    yield number, unit, head, offset, length
-
-
 def read_line(path: Path, offset: int, length: int) -> bytes:
-    """The line ``scan_heads`` placed at ``offset`` (without its newline)."""
+    """The line an index entry places at ``offset`` (without its newline)."""
     with open(path, "rb") as fh:
         fh.seek(offset)
         return fh.read(length)
 
 
-def _tail(path: Path, index: IndexedLines, ledger: UnitLedger, notes: ReadNotes
-          ) -> Iterator[tuple[int, str, Any, int, int]]:
-    """The lines past what the index holds, read under the one line rule; their entries are
-    written back once the file has been read to its end without an error."""
-    out = _Catchup(path, index)
-    identity = notes.run_identity()
-    try:
-        parse: Parse = "head"
-        for number, offset, data, start, end, last in block_lines(path, index.end, index.number):
-            if last:  # a torn tail: skipped by every reader, cut by the next run
-                notes.torn_tail, notes.torn_line = end - start, number
-                break
-            unit, head = line_value(data, start, end, path, number, parse)
-            out.add(entry(offset, data, start, end))
-            if ledger.admit(unit, number, offset, memoryview(data)[start:end]):
-                if identity is not None:
-                    identity.check(path, number, unit, head["row"])
-                yield from _planned(notes, number, unit, head, offset, end - start)
-        out.commit()
-    finally:
-        out.discard()
-
-
-class _Catchup(TempIndex):
+class Catchup(TempIndex):
     """The entries a reader read the old way, written to a temporary file, then appended to an
     index that holds whole (under its flock, if nobody changed it since) or put in place of one
     that did not."""

@@ -4,7 +4,7 @@ A line is a trial of a run only when its unit id is its transcript's ``scenario_
 transcript names the run (or a run the manifest records as a source: a shard it was merged from, the
 observed run a graded sample came from), its seed is the one the plan derives for that unit
 (``plan.derive_seed``) and its agent is the agent the run pins. Every reader of ``trials.jsonl``
-applies this check to every line it yields (``lines.scan``, ``heads_read.scan_heads``), from the
+applies this check to every line it yields (``lines.scan``, ``heads_tail.Tail``), from the
 head's row on the fast path: the head holds all five fields (``transcript/row.record_head``), so no
 transcript is parsed. A line that fails is a ``lines.TrialMismatch`` naming file, line and field (exit 3:
 like a corrupt line, the run's files cannot stand for the run; ``LineError``).

@@ -18,7 +18,10 @@ every reader reads it: report, gate, compare, grade, resume, merge and the viewe
   error naming the file and the line (exit 3).
 - ``heads_index.py`` keeps an index of the heads beside the file (``heads.jsonl``), which
   ``heads_read.py`` checks entry by entry against these bytes before use; whatever it does not
-  hold is read by this rule.
+  hold is read by this rule. ``heads_tail.Tail`` reads the heads of a file by this rule as it grows
+  (the viewer), and once to its end (``scan_heads``: every other reader of heads).
+- A head is given typed (``transcript/head.TrialHead``, validated from its bytes); one that does not
+  validate is not trusted, and its line is read whole.
 - A unit is stored once. A second line for the same unit is an error naming the unit and both
   lines, unless the two lines are byte-identical: then the later one is dropped, with a warning.
 """
@@ -29,7 +32,7 @@ import json
 import os
 import re
 import secrets
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -39,7 +42,7 @@ from pydantic_core import to_json
 from simlab.errors import InfraError
 from simlab.redact import holds_secret, map_strings, mask_tree
 from simlab.runner.identity import RunIdentity, load_identity, row_of_record
-from simlab.transcript.head import HEAD_VERSION
+from simlab.transcript.head import HEAD_VERSION, TrialHead
 from simlab.transcript.model import TrialRecord
 from simlab.transcript.row import record_head
 
@@ -140,17 +143,23 @@ def _read_at(path: Path, offset: int, length: int) -> bytes:
         return fh.read(length)
 
 
-def block_lines(path: Path, start: int = 0, number: int = 0) -> Iterator[tuple[int, int, bytearray, int, int, bool]]:
+def block_lines(path: Path, start: int = 0, number: int = 0, stop: int | None = None,
+                reached: list[int] | None = None) -> Iterator[tuple[int, int, bytearray, int, int, bool]]:
     """``(number, offset, buffer, start, end, last)`` for each non-blank line of a file: ``offset``
     is where the line starts in the file, ``last`` says it has no newline (a torn tail). The file
     is read in reused 4 MB blocks and never split into line objects (1.6 GB for 100,000 trials);
     the buffer is only valid until the next line. ``start`` (a line start) and ``number`` (the
-    lines before it) read only the rest of a file: the tail past its index of heads."""
+    lines before it) read only the rest of a file: the tail past its index of heads, or past what
+    an incremental read (``heads_tail.Tail``) took before. ``stop`` reads no byte past it (the
+    size a reader saw); ``reached``, once the lines are all given, holds ``[offset, number]``: the
+    end of the last whole line (the start of a torn tail) and the lines up to it, blank included."""
     base = start  # the file offset of data[0]
     data, block = bytearray(), bytearray(_BLOCK)  # reused: fresh 4 MB buffers would cost page faults
+    left = -1 if stop is None else stop - start  # bytes still to read; -1: to the end of the file
     with open(path, "rb") as fh:
         fh.seek(start)
-        while size := fh.readinto(block):
+        while left and (size := fh.readinto(block if left < 0 or left >= _BLOCK else memoryview(block)[:left])):
+            left -= size if left > 0 else 0
             data += memoryview(block)[:size]
             pos = 0
             while (end := data.find(b"\n", pos)) >= 0:
@@ -160,6 +169,8 @@ def block_lines(path: Path, start: int = 0, number: int = 0) -> Iterator[tuple[i
                 pos = end + 1
             del data[:pos]  # cheap: a bytearray drops its head without moving the rest
             base += pos
+    if reached is not None:
+        reached[:] = [base, number]
     if data.strip():
         yield number + 1, base, data, 0, len(data), True
 
@@ -175,7 +186,7 @@ def _second_record(data: bytes | bytearray, pos: int, end: int) -> bool:
     return False
 
 
-def read_head(data: bytes | bytearray, start: int = 0, end: int | None = None) -> dict[str, Any] | None:
+def read_head(data: bytes | bytearray, start: int = 0, end: int | None = None) -> TrialHead | None:
     """The head at the front of a line, or None when the line is not in simlab's own shape.
 
     Only the head is parsed. It ends where the transcript begins: ``,"transcript":{`` cannot occur
@@ -198,15 +209,33 @@ def head_span(data: bytes | bytearray, start: int, end: int) -> tuple[int, int] 
     return match.end(), stop
 
 
-def parse_head(text: bytes | bytearray) -> dict[str, Any] | None:
-    """A head's bytes parsed, or None when they are not a head of this version."""
+_validate_head = TrialHead.__pydantic_validator__.validate_json  # model_validate_json, less its wrapper
+
+
+def parse_head(text: bytes | bytearray) -> TrialHead | None:
+    """A head's bytes as the typed head every reader above this layer gets, or None when they are
+    not a valid head of this version (then the line is parsed whole and its head computed: the
+    fast path gives up, it is never wrong). pydantic-core validates the bytes straight into the
+    model, with no dict between."""
+    try:
+        head: TrialHead = _validate_head(text)
+    except ValueError:  # pydantic's ValidationError is a ValueError
+        return None
+    return head
+
+
+def _head_row(text: bytes | bytearray) -> dict[str, Any] | None:
+    """The row of a head's bytes as a dict, for the identity check alone (``scan``'s unit and line
+    reads, which yield no head and need five of its fields): cheaper than the model."""
     from pydantic_core import from_json
 
     try:
         head = from_json(text)
     except ValueError:
         return None
-    return head if isinstance(head, dict) and head.get("v") == HEAD_VERSION else None
+    if not isinstance(head, dict) or head.get("v") != HEAD_VERSION or not isinstance(head.get("row"), dict):
+        return None
+    return head["row"]
 
 
 def read_unit(data: bytes | bytearray, start: int, end: int) -> str | None:
@@ -257,10 +286,10 @@ def record_of(raw: dict[str, Any], path: Path, number: int) -> TrialRecord:
                         f"{first['msg']}); the file was edited or corrupted; {FIX}") from None
 
 
-def head_of(raw: dict[str, Any], path: Path, number: int) -> dict[str, Any]:
-    """The head of a parsed line without one (record schema 1, a hand edit), computed as the writer
-    computes it (``transcript/row.record_head``) and given as the dict a stored head parses to."""
-    return record_head(record_of(raw, path, number)).model_dump(mode="json")
+def head_of(raw: dict[str, Any], path: Path, number: int) -> TrialHead:
+    """The head of a parsed line without one (record schema 1, a hand edit, a head that is not
+    valid), computed as the writer computes it (``transcript/row.record_head``)."""
+    return record_head(record_of(raw, path, number))
 
 
 def line_value(data: bytes | bytearray, start: int, end: int, path: Path, number: int,
@@ -273,8 +302,8 @@ def line_value(data: bytes | bytearray, start: int, end: int, path: Path, number
             return unit, unit
     elif parse == "head":
         head = read_head(data, start, end)
-        if head is not None and isinstance((head.get("row") or {}).get("unit_id"), str):
-            return head["row"]["unit_id"], head
+        if head is not None:
+            return head.row.unit_id, head
     raw = parse_record(bytes(data[start:end]), path, number)
     if parse == "head":
         return raw["unit_id"], head_of(raw, path, number)
@@ -309,16 +338,22 @@ def scan(path: Path, parse: Parse, notes: ReadNotes | None = None) -> Iterator[t
 
 
 def _row(value: Any, parse: Parse, data: bytes | bytearray, start: int, end: int, path: Path,
-         number: int) -> dict[str, Any]:
+         number: int) -> Mapping[str, Any]:
     """The figures of a line that ``RunIdentity.check`` reads: its head's row, or its transcript's."""
     if parse == "head":
-        return value["row"]
+        return figures_of(value)
     if parse == "raw":
         return row_of_record(value)
-    head = read_head(data, start, end)
-    if head is not None and isinstance(head.get("row"), dict):
-        return head["row"]
+    span = head_span(data, start, end)
+    row = None if span is None else _head_row(data[span[0]:span[1]])
+    if row is not None:
+        return row
     return row_of_record(parse_record(bytes(data[start:end]), path, number))
+
+
+def figures_of(head: TrialHead) -> Mapping[str, Any]:
+    """A typed head's row as the mapping ``RunIdentity.check`` reads (its fields, not copied)."""
+    return vars(head.row)
 
 
 _SURROGATE = re.compile("[\ud800-\udfff]")

@@ -23,7 +23,7 @@ from typing import Any
 
 from simlab.errors import InfraError
 from simlab.redact import mask_tree
-from simlab.runner import heads_index, heads_read
+from simlab.runner import heads_index, heads_tail
 from simlab.runner.lines import (
     LineError,
     ReadNotes,
@@ -159,20 +159,13 @@ class RunStore:
         for _, _, raw in scan(self.trials_path, "raw", notes):
             yield raw
 
-    def iter_heads(self, notes: ReadNotes | None = None) -> Iterator[dict[str, Any]]:
-        """Each stored trial's head, each unit once, in file order, without parsing transcripts: the
-        head is read from the front of its line, as the dict pydantic-core parses (a ``TrialHead``
-        dump: the report's hot path, where validating each costs 2× the parse). A line without one
-        (record schema 1, a hand edit) is parsed whole and its head computed, so the result is the
-        same."""
-        for _, _, head, _, _ in heads_read.scan_heads(self.trials_path, notes):
+    def iter_heads(self, notes: ReadNotes | None = None) -> Iterator[TrialHead]:
+        """Each stored trial's head, typed, each unit once, in file order, without parsing
+        transcripts (``heads_tail.scan_heads``: from the index of heads, or from the front of each
+        line). A line without a valid head (record schema 1, a hand edit) is parsed whole and its
+        head computed, so the result is the same."""
+        for _, _, head, _, _ in heads_tail.scan_heads(self.trials_path, notes):
             yield head
-
-    def heads(self, notes: ReadNotes | None = None) -> Iterator[TrialHead]:
-        """``iter_heads``, each validated into a ``TrialHead``: for readers that want types more
-        than speed."""
-        for head in self.iter_heads(notes):
-            yield TrialHead.model_validate(head)
 
     def finished_unit_ids(self, notes: ReadNotes | None = None) -> set[str]:
         """The unit ids stored so far, without parsing whole lines (see ``finished_unit_ids``)."""
@@ -185,8 +178,8 @@ class RunStore:
     def error_unit_ids(self) -> set[str]:
         """The units whose stored verdict is ``error`` (infrastructure): not finished work, so a
         resume plays them again. Read from each line's head, under the one line rule."""
-        return {unit for _, unit, head, _, _ in heads_read.scan_heads(self.trials_path)
-                if head["row"].get("verdict") == "error"}
+        return {unit for _, unit, head, _, _ in heads_tail.scan_heads(self.trials_path)
+                if head.row.verdict == "error"}
 
     def retire(self, unit_ids: set[str]) -> int:
         """Move the lines of ``unit_ids`` out of ``trials.jsonl`` into ``retired.jsonl``, so the

@@ -1,4 +1,4 @@
-"""Which trials a list shows: failed only, a verdict, a termination reason, a failing check, a search."""
+"""Which trials a list shows: failed only, a verdict, how it ended (termination), a failing check, a search."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from dataclasses import dataclass, replace
 
 from simlab.tui.rows import TrialRow
 
-__all__ = ["UNGRADED", "TrialFilter", "apply", "check_counts", "reason_counts", "verdict_counts"]
+__all__ = ["UNGRADED", "TrialFilter", "apply", "check_counts", "termination_counts", "verdict_counts"]
 
 UNGRADED = "not graded"
 
@@ -18,7 +18,7 @@ class TrialFilter:
     scenario: str | None = None
     failed_only: bool = False
     verdict: str | None = None
-    reason: str | None = None
+    termination: str | None = None
     check: str | None = None
     query: str = ""
     hits: frozenset[str] | None = None  # unit ids where ``query`` was found
@@ -31,9 +31,9 @@ class TrialFilter:
             return False
         if self.verdict is not None and (row.verdict or UNGRADED) != self.verdict:
             return False
-        if self.reason is not None and row.reason != self.reason:
+        if self.termination is not None and row.termination != self.termination:
             return False
-        if self.check is not None and self.check not in row.failed_checks + row.soft_failed:
+        if self.check is not None and self.check not in row.hard_failed + row.soft_failed:
             return False
         return self.hits is None or row.unit_id in self.hits
 
@@ -55,8 +55,8 @@ class TrialFilter:
             labels.append("failed only")
         if self.verdict is not None:
             labels.append(f"verdict {self.verdict}")
-        if self.reason is not None:
-            labels.append(f"ended {self.reason}")
+        if self.termination is not None:
+            labels.append(f"ended {self.termination}")
         if self.check is not None:
             labels.append(f"failing {self.check}")
         if self.hits is not None:
@@ -73,9 +73,9 @@ def verdict_counts(rows: Iterable[TrialRow]) -> Counter[str]:
     return Counter(r.verdict or UNGRADED for r in rows)
 
 
-def reason_counts(rows: Iterable[TrialRow]) -> Counter[str]:
-    return Counter(r.reason for r in rows)
+def termination_counts(rows: Iterable[TrialRow]) -> Counter[str]:
+    return Counter(r.termination for r in rows)
 
 
 def check_counts(rows: Iterable[TrialRow]) -> Counter[str]:
-    return Counter(name for r in rows for name in set(r.failed_checks + r.soft_failed))
+    return Counter(name for r in rows for name in set(r.hard_failed + r.soft_failed))

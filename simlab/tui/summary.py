@@ -40,14 +40,14 @@ class ScenarioProgress:
 
     def add(self, row: TrialRow, allowed: frozenset[str]) -> None:
         self.trials += 1
-        self.reasons[row.reason] += 1
-        self.goal_reached += row.reason == "goal_reached"
-        self.costs.append(row.cost)
+        self.reasons[row.termination] += 1
+        self.goal_reached += row.termination == "goal_reached"
+        self.costs.append(row.cost_usd)
         verdict = row.verdict
         if verdict is None:
             return
         allow = verdict == "unjudged" and counts_as_pass(verdict, row.unjudged_kinds, allowed)
-        self.tally.add("pass" if allow else verdict, row.reason, row.cost, persona_id=row.persona_id,
+        self.tally.add("pass" if allow else verdict, row.termination, row.cost_usd, persona_id=row.persona_id,
                        policy_violations=row.policy_violations, counted_as_pass=allow)
 
     @property

@@ -10,7 +10,7 @@ from textual.binding import Binding
 from textual.widgets import DataTable, Input
 
 from simlab.tui.data import RunInfo
-from simlab.tui.filters import TrialFilter, apply, check_counts, reason_counts, verdict_counts
+from simlab.tui.filters import TrialFilter, apply, check_counts, termination_counts, verdict_counts
 from simlab.tui.rows import TrialRow
 from simlab.tui.screens.base import RunScreen
 from simlab.tui.screens.picker import PickerScreen
@@ -31,7 +31,7 @@ class TrialsScreen(RunScreen):
                 tooltip="failed only: every trial that did not pass (fail, invalid, error, unjudged unless "
                         "allow_unjudged counts it; ungraded: did not reach the goal)"),
         Binding("v", "pick('verdict')", "Verdict", tooltip="filter by verdict"),
-        Binding("r", "pick('reason')", "Ended", tooltip="filter by how the trial ended (termination reason)"),
+        Binding("r", "pick('termination')", "Ended", tooltip="filter by how the trial ended (termination reason)"),
         Binding("k", "pick('check')", "Check", tooltip="filter by a failing check"),
         Binding("slash", "search", "Search", tooltip="search the text of the trials shown (empty search: off)"),
         Binding("x", "clear", "Clear filters", show=False, tooltip="clear filters and search"),
@@ -111,12 +111,13 @@ class TrialsScreen(RunScreen):
 
     def action_pick(self, what: str) -> None:
         scope = self.scope()
-        counts: Counter[str] = {"verdict": verdict_counts, "reason": reason_counts, "check": check_counts}[what](scope)
+        count = {"verdict": verdict_counts, "termination": termination_counts, "check": check_counts}[what]
+        counts: Counter[str] = count(scope)
         if not counts:
             self.notify("no failing checks in these trials" if what == "check" else "nothing to choose from",
                         markup=False)
             return
-        title = {"verdict": "Show trials with verdict", "reason": "Show trials that ended",
+        title = {"verdict": "Show trials with verdict", "termination": "Show trials that ended",
                  "check": "Show trials failing check"}[what]
 
         def chosen(value: str | None) -> None:

@@ -22,9 +22,9 @@ def failed_checks_text(row: TrialRow, width: int = 40) -> Text:
     a single name longer than ``width`` is cut."""
     if not row.check_count:
         return Text("")
-    if not row.failed_checks and not row.soft_failed:
+    if not row.hard_failed and not row.soft_failed:
         return Text("none", style="dim")
-    names = [(name, "red") for name in row.failed_checks] + [(f"~{name}", "dim") for name in row.soft_failed]
+    names = [(name, "red") for name in row.hard_failed] + [(f"~{name}", "dim") for name in row.soft_failed]
     out = Text(no_wrap=True)
     for i, (name, style) in enumerate(names):
         rest = len(names) - i - 1
@@ -63,9 +63,9 @@ class TrialsTable(KeyedTable):
             label.append("◆ " if row.unit_id == marked else "  ", "bold magenta")
             label.append(f"#{row.trial}")
             cells: list[object] = [_cut(literal(row.scenario_id), SCENARIO_MAX)] if self.show_scenario else []
-            cells += [label, verdict_text(row.verdict), Text(fmt_cost(row.cost), justify="right"),
-                      failed_checks_text(row, room), reason_text(row.reason),
-                      *(Text(str(c), justify="right") for c in (row.turns, row.tool_calls))]
+            cells += [label, verdict_text(row.verdict), Text(fmt_cost(row.cost_usd), justify="right"),
+                      failed_checks_text(row, room), reason_text(row.termination),
+                      *(Text(str(c), justify="right") for c in (row.user_turns, row.tool_calls))]
             self.add_row(*cells, key=row.unit_id)
         self.restore(current)
 
@@ -86,7 +86,7 @@ def failed_checks_room(rows: list[TrialRow], show_scenario: bool, width: int) ->
     least 16): the widest trial label, verdict and cost, and the scenario when shown."""
     used = max([len("trial"), *(len(f"  #{r.trial}") for r in rows)]) + PAD
     used += max([len("verdict"), *(len(verdict_text(r.verdict)) for r in rows)]) + PAD
-    used += max([len("cost"), *(len(fmt_cost(r.cost)) for r in rows)]) + PAD
+    used += max([len("cost"), *(len(fmt_cost(r.cost_usd)) for r in rows)]) + PAD
     if show_scenario:
         used += min(SCENARIO_MAX, max([len("scenario"), *(len(r.scenario_id) for r in rows)])) + PAD
     return max(16, width - used - 2 - PAD)  # the scroll bar, the column's own padding

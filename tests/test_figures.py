@@ -64,7 +64,8 @@ def test_summary_json_and_report_json_are_the_typed_summary(demo: Path, monkeypa
     assert keys == ["state", "schema_version", "run_id", "trials", "scenarios_count", "ungraded", "suite", "scenarios",
                     "violated_rules", "top_failing_checks", "attacks", "not_run_checks", "unjudged",
                     "error_causes", "check_errors", "invalid_by_simulator", "pins", "mixed_pins", "completeness",
-                    "warnings", "divergence", "adk_criteria", "dataset"]  # in the order they always had
+                    "warnings", "divergence", "adk_criteria", "dataset", "failure_modes",
+                    "failure_modes_more"]  # in the order they always had, new ones last
 
 
 def test_compare_gives_a_typed_comparison_and_prints_it_as_json(demo: Path, monkeypatch, capsys) -> None:
@@ -94,7 +95,7 @@ def test_a_stored_head_is_never_trusted_when_the_line_is_written_again() -> None
     record = sample_record("r", "s", 1)
     raw = json.loads(encode_record(record))
     assert raw["head"] == record_head(record).model_dump(mode="json")
-    for spoiled in ({**raw["head"], "v": 3}, {**raw["head"], "row": {"verdict": "fail"}}, {"v": 2}, None):
+    for spoiled in ({**raw["head"], "v": 4}, {**raw["head"], "row": {"verdict": "fail"}}, {"v": 2}, None):
         again = TrialRecord.model_validate({**raw, "head": spoiled})
         assert json.loads(encode_record(again))["head"] == raw["head"]  # derived data: computed afresh
 

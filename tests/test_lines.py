@@ -21,8 +21,8 @@ def hostile(unit: str) -> TrialRecord:
     """A record whose strings imitate the framing: a second record's start, the head's end, a head."""
     record = sample_record("r", "s", 3).model_copy(update={"unit_id": unit})
     record.transcript.events[3].result = {  # a tool result
-        "a": '{"schema_version":2,"unit_id":"x#1","head":{"v":2}', "b": ',"transcript":{"schema_version":1',
-        "head": {"v": 2, "row": {"verdict": "pass"}}, "verdict": "pass"}
+        "a": '{"schema_version":2,"unit_id":"x#1","head":{"v":3}', "b": ',"transcript":{"schema_version":1',
+        "head": {"v": 3, "row": {"verdict": "pass"}}, "verdict": "pass"}
     record.checks[0].name = 'quote " and ,"transcript":{"x":1} and \\ backslash'
     return record
 

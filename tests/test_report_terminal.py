@@ -84,7 +84,7 @@ def test_columns_still_sets_the_width_when_piped(project, capsys, monkeypatch):
 def head(unit: str, verdict: str, failed: list[Any], termination: str = "goal_reached",
          loop: bool = False) -> TrialHead:
     scenario, _, trial = unit.partition("#")
-    return TrialHead.model_validate({"v": 2, "row": {"run_id": "r", "unit_id": unit, "scenario_id": scenario, "persona_id": "p",
+    return TrialHead.model_validate({"v": 3, "row": {"run_id": "r", "unit_id": unit, "scenario_id": scenario, "persona_id": "p",
                             "trial": int(trial), "seed": 0, "agent": "a", "simulator": "rules", "verdict": verdict,
                             "termination": termination, "termination_detail": "", "cost_usd": None,
                             "policy_violations": 0, "loop": loop, "duration_s": 1.0},

@@ -60,7 +60,7 @@ def test_look_alikes_inside_data_do_not_fool_the_reader() -> None:
     # a tool result that contains the very keys a byte-level reader might look for
     record.transcript.events[3].result = {
         "x": [1], "termination": {"reason": "max_turns", "detail": "", "turn": 9}, "final_state": None,
-        "checks": [{"name": "fake", "status": "fail"}], "verdict": "pass", "head": {"v": 2}}
+        "checks": [{"name": "fake", "status": "fail"}], "verdict": "pass", "head": {"v": 3}}
     for line in (encode_record(record), record.model_dump_json().encode()):  # with its head, and without
         assert (read_head(line.rstrip(b"\n")) is None) == (b'"head":null' in line)
         row = row_of(line)

@@ -18,6 +18,7 @@ from simlab.report.gates import GateReport, gate_run
 from simlab.report.junit import junit_xml
 from simlab.report.step_summary import write_step_summary
 from simlab.report.terminal import report_console
+from simlab.report.why import mode_change_lines
 from simlab.results.figures import PooledChange, RunSummary, ScenarioChange
 from simlab.specs import Suite, load_suite
 
@@ -102,6 +103,8 @@ def compare_command(args: argparse.Namespace) -> int:
         console.print(Text(f"warning: pins differ: {one_line(line)}", style="yellow"))
     for warning in result.warnings:
         console.print(Text(f"warning: {one_line(warning)}", style="yellow"))
+    for line in mode_change_lines(result):  # failure modes new, grown, shrunk, fixed (report/why.py)
+        console.print(Text(f"failure mode {line}"))
     _print_first_differences(args, console)
     console.print(Text(f"verdict: {pooled.verdict}", style="bold"))
     console.print(Text(f"result: {why} (exit {code})"))

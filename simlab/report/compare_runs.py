@@ -17,6 +17,8 @@ from simlab.results.figures import (
     Comparison,
     Count,
     FlakeChange,
+    ModeChange,
+    ModeStatus,
     Paired,
     PooledChange,
     RunSummary,
@@ -121,7 +123,39 @@ def compare(base: RunSummary, cand: RunSummary, *, allow_different_pins: bool = 
             sign_test_p=_sign_test(rows),
         ),
         warnings=warnings,
+        modes=mode_changes(base, cand),
     )
+
+
+_ORDER = {"new": 0, "grew": 1, "unknown": 2, "shrank": 3, "fixed": 4, "same": 5}
+
+
+def mode_changes(base: RunSummary, cand: RunSummary) -> list[ModeChange]:
+    """Each failure mode of either run, new ones first, then those that grew (by share of trials)."""
+    one = {m.mode: m for m in base.failure_modes}
+    two = {m.mode: m for m in cand.failure_modes}
+    out = []
+    for mode in dict.fromkeys([*two, *one]):
+        a, b = one.get(mode), two.get(mode)
+        blame = (b or a).blame  # type: ignore[union-attr]
+        count_a = a.trials if a else (None if base.failure_modes_more else 0)
+        count_b = b.trials if b else (None if cand.failure_modes_more else 0)
+        share_a = count_a / base.trials if count_a is not None and base.trials else None
+        share_b = count_b / cand.trials if count_b is not None and cand.trials else None
+        status: ModeStatus
+        if count_a is None or count_b is None:
+            status = "unknown"
+        elif not count_a:
+            status = "new"
+        elif not count_b:
+            status = "fixed"
+        elif share_a is None or share_b is None or share_a == share_b:
+            status = "same"
+        else:
+            status = "grew" if share_b > share_a else "shrank"
+        out.append(ModeChange(mode=mode, blame=blame, base=count_a, candidate=count_b, base_share=share_a,
+                              candidate_share=share_b, status=status))
+    return sorted(out, key=lambda m: (_ORDER[m.status], -max(m.candidate or 0, m.base or 0), m.mode))
 
 
 def _sign_test(rows: list[ScenarioChange]) -> float | None:

@@ -71,6 +71,7 @@ def digest(folder: Path, *, allow_unjudged: Collection[str] = (), keep: int = KE
     manifest = store.read_manifest()
     notes = ReadNotes(store.trials_path, plan=store.planned_units(manifest) if manifest is not None else None)
     out = Digest(store.trials_path)
+    modes: set[str | None] = set()
     for number, _, head, offset, length in scan_heads(store.trials_path, notes):
         row = head.row
         sid, duration = row.scenario_id, row.duration_s
@@ -84,7 +85,9 @@ def digest(folder: Path, *, allow_unjudged: Collection[str] = (), keep: int = KE
             continue  # the one rule of what passed (verdicts.passes); ungraded trials have no verdict to show
         out.not_passed[sid] = out.not_passed.get(sid, 0) + 1
         kept = out.failed.setdefault(sid, [])
-        if len(kept) >= keep:
+        first_of_mode = row.failure_mode is not None and row.failure_mode not in modes
+        modes.add(row.failure_mode)
+        if len(kept) >= keep and not first_of_mode:  # a mode's first trial is kept: reports link to it
             continue
         raw = parse_record(read_line(store.trials_path, offset, length), store.trials_path, number)
         kept.append(FailedTrial(head, line=number,

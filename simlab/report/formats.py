@@ -11,10 +11,12 @@ import io
 import re
 from typing import Any
 
+from simlab.report import why
 from simlab.report.completeness import summary_state
 from simlab.report.dataset_lines import adk_lines, dataset_lines
 from simlab.report.fmt import IN_ERROR_TRIALS, interval, money, pct, safe, shown_ks, upper_bound
 from simlab.report.trouble import trouble_lines
+from simlab.report.why import mode_lines, more_modes
 from simlab.results.figures import RunSummary
 from simlab.transcript.verdicts import class_label, unjudged_text
 
@@ -62,6 +64,17 @@ def state_markdown(summary: RunSummary) -> list[str]:
     return [f"> **Warning:** {md_escape(line)}", ""] if line else []
 
 
+def _why(summary: RunSummary, top: int = 3) -> list[str]:
+    """The top failure modes (the step summary's "why trials failed")."""
+    modes = mode_lines(summary, top)
+    if not modes:
+        return []
+    lines = ["", f"**{why.TITLE}**", "", _row(list(why.HEADER)), _row(["---:", "---:", "---", "---", "---", "---"])]
+    lines += [_row([md_escape(cell) for cell in line.cells]) for line in modes]
+    more = more_modes(summary, top)
+    return lines + ["", f"_{md_escape(why.NOTE)}_" + (f" · {md_escape(more)}" if more else "")]
+
+
 def _markdown(summary: RunSummary, first: bool = True) -> str:
     """The markdown report; ``first``: led by the completeness line (``state_markdown``), which the
     step summary puts above its gates instead."""
@@ -91,6 +104,7 @@ def _markdown(summary: RunSummary, first: bool = True) -> str:
                            *(pct(s.raw.pass_hat_k.get(k)) for k in more),
                            class_label(s.flake_class, "–"), str(s.invalid), str(s.errors),
                            *([unjudged_text(s.unjudged, s.unjudged_counted_as_pass)] if unjudged else [])]))
+    lines += _why(summary)
     failing = summary.top_failing_checks
     if failing:
         infra = any(r.in_error_trials for r in failing[:10])  # the column only when a failure is infrastructure's

@@ -13,15 +13,18 @@ import html
 import json
 from functools import cache
 from typing import Any
+from urllib.parse import quote
 
 from pydantic import TypeAdapter, ValidationError
 
 from simlab.graders.judge_prompt import event_text
+from simlab.report import why
 from simlab.report.charts import curves_svg, histogram_svg
 from simlab.report.completeness import summary_state
 from simlab.report.digest import Digest, FailedTrial
 from simlab.report.fmt import DASH, IN_ERROR_TRIALS, interval, money, num, pct, safe, shown_ks, upper_bound
 from simlab.report.trouble import trouble_lines
+from simlab.report.why import mode_lines, more_modes
 from simlab.results.figures import RunSummary
 from simlab.transcript.model import Event
 from simlab.transcript.verdicts import class_label, unjudged_text, verdict_label
@@ -69,6 +72,7 @@ def html_report(summary: RunSummary, digest: Digest) -> str:
     if max_k > 1:
         parts.append("<h2>pass^k curves</h2><p class=\"dim\">pass^k: the chance that k trials in a row all pass, "
                      "per scenario (raw: every trial counts).</p>" + curves_svg(curves))
+    parts.append(_why(summary))
     parts.append(_failing_checks(summary))
     parts += [f'<p class="warn">{e(line)}</p>' for line in trouble_lines(summary)]
     parts.append(_distributions(digest))
@@ -113,6 +117,27 @@ def _scenarios(summary: RunSummary, max_k: int) -> str:
                  money(s.cost_per_success_usd) if s.passes else DASH]
         rows.append("<tr>" + "".join(f"<td>{e(c)}</td>" for c in cells) + "</tr>")
     return f"<h2>scenarios</h2><table><tr>{head}</tr>{''.join(rows)}</table>"
+
+
+def trial_anchor(unit_id: str) -> str:
+    """The id of a trial's block in the report (a unit id holds ``#``: quoted)."""
+    return "trial-" + quote(unit_id, safe="")
+
+
+def _why(summary: RunSummary) -> str:
+    lines = mode_lines(summary, 20)
+    if not lines:
+        return ""
+    head = "".join(f"<th>{e(h)}</th>" for h in why.HEADER)
+    rows = []
+    for line in lines:
+        cells = [f"<td>{e(c)}</td>" for c in line.cells]
+        link = f'<a href="#{trial_anchor(line.mode.representative)}">{e(line.cells[4])}</a>'
+        cells[4] = f"<td>{link}</td>"
+        rows.append("<tr>" + "".join(cells) + "</tr>")
+    more = more_modes(summary, 20)
+    note = f'<p class="dim">{e(why.NOTE)}' + (f" · {e(more)}" if more else "") + "</p>"
+    return f'<h2 id="why">{e(why.TITLE)}</h2><table><tr>{head}</tr>{"".join(rows)}</table>{note}'
 
 
 def _failing_checks(summary: RunSummary) -> str:
@@ -164,13 +189,15 @@ def _trial(trial: FailedTrial, digest: Digest, unfolded: bool = False) -> str:
     record = trial.record or {}
     checks = record.get("checks") or []
     failing_events = {c.get("event") for c in checks if c.get("status") in ("fail", "error") and c.get("hard", True)}
+    failing_events.add(trial.head.row.first_fault_event)  # the first faulty step (transcript/blame.py)
     events = (record.get("transcript") or {}).get("events") or []
     items = []
     for index, event in enumerate(events):
         mark = f' class="{FAILED_CLASS}"' if index in failing_events else ""
         items.append(f"<li{mark} value=\"{index}\">{e(_event_text(event))}</li>")
     reasons = "".join(f"<li>{e(r)}</li>" for r in trial.reasons)
-    return (f"<details{' open' if unfolded else ''}><summary><code>{e(trial.unit_id)}</code> "
+    return (f"<details id=\"{trial_anchor(trial.unit_id)}\"{' open' if unfolded else ''}><summary>"
+            f"<code>{e(trial.unit_id)}</code> "
             f"<span class=\"verdict-{e(trial.verdict)}\">{e(verdict_label(trial.verdict))}</span> — "
             f"<span class=\"dim\">{e(digest.where(trial))}</span></summary>"
             f"<ul>{reasons}</ul><ol class=\"events\" start=\"0\">{''.join(items)}</ol></details>")

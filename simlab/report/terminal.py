@@ -11,6 +11,7 @@ from rich.table import Table
 from rich.text import Text
 
 from simlab.inert import one_line
+from simlab.report import why
 from simlab.report.completeness import summary_state
 from simlab.report.dataset_lines import adk_lines, dataset_lines
 from simlab.report.fmt import (
@@ -26,6 +27,7 @@ from simlab.report.fmt import (
     upper_bound,
 )
 from simlab.report.trouble import trouble_lines
+from simlab.report.why import mode_lines, more_modes
 from simlab.results.figures import RunSummary, SuiteFigures
 from simlab.transcript.verdicts import class_label, unjudged_text
 
@@ -67,6 +69,9 @@ def report_console(stderr: bool = False) -> Console:
     return ReportConsole(stderr=stderr, width=PIPED_WIDTH)
 
 
+WIDE = 150  # columns from which the failure modes are a table
+
+
 def print_report(summary: RunSummary, console: Console, *, view: str = "raw", top: int = 8) -> None:
     suite = summary.suite
     max_k = max(suite.raw.pass_k, default=1)
@@ -84,6 +89,7 @@ def print_report(summary: RunSummary, console: Console, *, view: str = "raw", to
                            f"{how.format(one_line(summary.run_id))}`", style="yellow"))
     console.print(_headline(suite, max_k))
     console.print(_scenario_table(summary, max_k, view, console.width))
+    _why(summary, console, top)
     failing = summary.top_failing_checks
     if failing:
         infra = any(row.in_error_trials for row in failing[:top])
@@ -189,3 +195,31 @@ def _scenario_table(summary: RunSummary, max_k: int, view: str, width: int) -> T
             cells.append(money(s.cost_per_success_usd) if s.passes else DASH)
         table.add_row(*cells)
     return table
+
+
+def _why(summary: RunSummary, console: Console, top: int) -> None:
+    lines = mode_lines(summary, top)
+    if not lines:
+        return
+    if console.width < WIDE:  # a table this wide would squeeze the modes to nothing: one line each
+        console.print(Text(why.TITLE, style="italic"))
+        for line in lines:
+            trials, scenarios, blame, mode, first, weight = line.cells
+            console.print(Text(f"  {_plural(trials, 'trial')} · {_plural(scenarios, 'scenario')} · {blame}: {mode}"))
+            console.print(Text(f"    read first {first} · if fixed: {weight}", style="dim"))
+    else:
+        table = Table(title=why.TITLE, title_justify="left", show_edge=False)
+        for name in why.HEADER:
+            table.add_column(name, justify="right" if name in ("trials", "scenarios") else "left",
+                             no_wrap=name != "failure mode")
+        for line in lines:
+            table.add_row(*(Text(cell) for cell in line.cells))
+        console.print(table)
+    console.print(Text(why.NOTE, style="dim"))
+    more = more_modes(summary, top)
+    if more:
+        console.print(Text(more, style="dim"))
+
+
+def _plural(count: str, noun: str) -> str:
+    return f"{count} {noun}" + ("" if count == "1" else "s")

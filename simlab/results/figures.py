@@ -166,6 +166,22 @@ class ErrorCause(_Figures):
     trials: int
 
 
+class FailureMode(_Figures):
+    """Trials that did not pass the same way (``transcript/blame.py``), ranked by the trials they cost."""
+
+    mode: str = Field(description="The signature: blame, the deciding check's kind and name, the tool at the step.")
+    blame: str
+    trials: int
+    scenarios: list[str] = Field(description="The scenarios it cost trials in, sorted.")
+    verdicts: dict[str, int]
+    representative: str = Field(description="unit_id of the trial to read first: the mode's first trial.")
+    first_fault_turn: int | None = None
+    first_fault_event: int | None = None
+    without: dict[int, float | None] = Field(
+        default_factory=dict, description="The suite's pass^k (suite.raw) at a few k had these trials passed: its "
+                                          "weight on the headline.")
+
+
 class CheckError(_Figures):
     name: str
     kind: str
@@ -257,6 +273,10 @@ class RunSummary(_Figures):
     dataset: dict[str, DatasetScore] = Field(
         default_factory=dict, description="Dataset-level figures by key: tool_precision, tool_recall, tool_f1 "
                                           "(pooled over trials with a trajectory), and the keys of summary functions.")
+    failure_modes: list[FailureMode] = Field(default_factory=list, description="Why trials failed: the modes of "
+                                                                               "the trials that did not pass, "
+                                                                               "most costly first.")
+    failure_modes_more: int = Field(0, description="Modes left out of failure_modes (the top ones are kept).")
 
 
 # -- two runs compared (``report/compare_runs.py``) ------------------------------------------
@@ -312,6 +332,23 @@ class Paired(_Figures):
     sign_test_p: float | None = None
 
 
+ModeStatus = Literal["new", "fixed", "grew", "shrank", "same", "unknown"]
+
+
+class ModeChange(_Figures):
+    """One failure mode in two runs (``report/compare_runs.py``): its trials in each, as a share of each
+    run's trials; None where the mode is beyond the top modes a summary keeps (unknown, not zero)."""
+
+    mode: str
+    blame: str
+    base: int | None
+    candidate: int | None
+    base_share: float | None
+    candidate_share: float | None
+    status: ModeStatus = Field(description="new: only in the candidate; fixed: only in the base; grew/shrank: "
+                                           "its share of the trials; unknown: beyond one side's kept modes.")
+
+
 class Comparison(_Figures):
     """Candidate run against base run (``simlab compare``): per scenario, pooled, paired."""
 
@@ -322,3 +359,5 @@ class Comparison(_Figures):
     pooled: PooledChange
     paired: Paired
     warnings: list[str] = Field(default_factory=list)
+    modes: list[ModeChange] = Field(default_factory=list, description="Failure modes new in the candidate, "
+                                                                     "fixed, grown or shrunk (then the same ones).")

@@ -119,6 +119,9 @@ def collect(heads: Iterable[TrialHead]) -> Results:
             summary_row["tool_counts"] = head.tool_counts
         elif checks.get(TOOL_CHECK) is not None:  # a head written before the counts were kept
             summary_row["tool_counts_unknown"] = True
+        if row.failure_mode is not None:  # why it did not pass (transcript/blame.py): results/modes.py
+            summary_row["fault"] = (row.failure_mode, row.blame, row.unit_id, row.first_fault_turn,
+                                    row.first_fault_event)
         if head.errored:  # the first hard check its grader could not decide: an error's cause
             summary_row["errored_check"] = next((f"{n}: {r}" for n, _, hard, r in head.errored if hard), None)
         rows.append(summary_row)

@@ -36,6 +36,7 @@ from simlab.results.figures import (
     ViewFigures,
 )
 from simlab.results.frames import Results
+from simlab.results.modes import failure_modes
 from simlab.results.stats import flake_class, mean_defined, pass_at_k, pass_curve, pass_hat_k, percentile, wilson
 from simlab.transcript.checks import VERDICTS
 from simlab.transcript.verdicts import counts_as_pass  # defined with the verdicts
@@ -143,6 +144,8 @@ def summarize(results: Results, *, run_id: str | None = None, max_k: int | None 
     top = max((t.n for t in tallies.values()), default=0)
     ks = range(1, (min(max_k, top) if max_k else top) + 1)
     scenarios = {sid: t.figures(ks) for sid, t in sorted(tallies.items())}
+    modes, more_modes = failure_modes(rows, {sid: (t.verdicts.get("pass", 0), t.n) for sid, t in tallies.items()},
+                                      min(top, CURVE_MAX_K))  # whatever max_k: the same weights
     return RunSummary(
         run_id=run_id, trials=len(rows), scenarios_count=len(scenarios), ungraded=len(every) - len(rows),
         suite=_suite(rows, scenarios, ks), scenarios=scenarios,
@@ -157,6 +160,7 @@ def summarize(results: Results, *, run_id: str | None = None, max_k: int | None 
             checks=[UnjudgedCheck(name=name, kind=kind, trials=count) for (name, kind), count
                     in sorted(tally.unjudged.items(), key=lambda kv: (-kv[1], kv[0]))]),
         error_causes=error_causes(rows),
+        failure_modes=modes, failure_modes_more=more_modes,
         check_errors=[CheckError(name=name, kind=kind, hard=hard, count=count, reason=reason)
                       for (name, kind), (count, hard, reason)
                       in sorted(tally.errored.items(), key=lambda kv: (-kv[1][0], kv[0]))],

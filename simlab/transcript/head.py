@@ -2,7 +2,7 @@
 
 The head is derived data, computed from the record's models when the line is written
 (``row.record_head``), so a report or the viewer reads every figure it needs without parsing the
-transcript. Its JSON is the wire format of record schema 2 (``{"v":2,"row":{…},"failed":[…],…}``)
+transcript. Its JSON is the wire format of record schema 2 (``{"v":3,"row":{…},"failed":[…],…}``)
 and ``row`` is one row of ``results.parquet``, whose columns are its fields in this order, then one
 ``check:<name>`` column per check.
 
@@ -22,7 +22,7 @@ from typing import Annotated, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
-HEAD_VERSION: Final = 2  # 2: unjudged and errored checks; tool_errors no longer counts invalid calls (counts.py)
+HEAD_VERSION: Final = 3  # 2: unjudged and errored checks, tool_errors without invalid calls; 3: blame (blame.py)
 CHECK_COLUMN = "check:"  # the prefix of the row's per-check status columns
 REASON_CHARS = 240  # of an errored check's reason kept in the head (the cause a report names)
 
@@ -86,6 +86,12 @@ class TrialFigures(BaseModel):
     replayed: bool = Field(False, description="The user turns were replayed from a recorded trial.")
     diverged_turn: int | None = Field(None, description="A replay: the first agent turn that differed from the "
                                                         "recording; None when none did (or not a replay).")
+    blame: str | None = Field(None, description="Whose fault a trial that did not pass is: agent, user, tool, "
+                                                "provider, judge or lab (transcript/blame.py); None for a pass.")
+    first_fault_turn: int | None = Field(None, description="The turn of the first faulty step; None for a pass.")
+    first_fault_event: int | None = Field(None, description="Its index in the transcript's events; None for a pass.")
+    failure_mode: str | None = Field(None, description="The trial's failure signature (blame: check kind, name, "
+                                                       "tool), shared by trials that failed the same way.")
 
     @property
     def checks(self) -> dict[str, str | None]:
@@ -99,7 +105,7 @@ class TrialHead(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    v: Literal[2] = Field(HEAD_VERSION, description="The head's version; another version is recomputed.")
+    v: Literal[3] = Field(HEAD_VERSION, description="The head's version; another version is recomputed.")
     row: TrialFigures
     failed: list[tuple[str, str, bool]] = Field(default_factory=list, description="[name, kind, hard] of each "
                                                                                   "failed check.")

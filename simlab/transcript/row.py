@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from simlab.transcript.blame import diagnose
 from simlab.transcript.counts import tool_counts
 from simlab.transcript.head import CHECK_COLUMN, REASON_CHARS, TrialFigures, TrialHead
 from simlab.transcript.model import Pin, TrialRecord, Usage, spends_nothing_unseen
@@ -132,6 +133,10 @@ def record_head(record: TrialRecord) -> TrialHead:
     row["check_count"] = len(record.checks)
     row["replayed"] = t.replay is not None
     row["diverged_turn"] = t.replay.diverged_turn if t.replay is not None else None
+    fault = diagnose(t, record.checks, record.verdict)
+    if fault is not None:
+        row.update(blame=fault.blame, first_fault_turn=fault.turn, first_fault_event=fault.event,
+                   failure_mode=fault.mode)
     for c in record.checks:
         row[CHECK_COLUMN + c.name] = c.status
     return TrialHead(row=TrialFigures(**row), failed=failed, not_run=not_run, unjudged=unjudged, errored=errored,

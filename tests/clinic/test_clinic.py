@@ -63,9 +63,30 @@ EXPECTED: dict[str, dict[str, tuple[str, tuple[str, ...]]]] = {
 for table in EXPECTED.values():  # the scripted patient who states a number nobody gave her: never the agent's fault
     table["clinic-scripted-invented-number"] = ("invalid", ("drift:invented_identifier",))
 
+# agent -> scenario -> the first faulty step of each trial that did not pass (transcript/blame.py):
+# blame, and the planted defect's step (the call it made), or the user's drifting message
+FIRST_FAULT: dict[str, dict[str, tuple[str, str]]] = {
+    "hasty_agent": {"clinic-cancel-own": ("agent", "cancel_appointment"), "clinic-book": ("agent", "book_appointment"),
+                    "clinic-scripted-yes-no-problem": ("agent", "cancel_appointment"),
+                    "clinic-scripted-changes-mind": ("agent", "cancel_appointment")},
+    "trusting_agent": {"clinic-cancel-own": ("agent", "get_appointment"),
+                       "clinic-cancel-someone-elses": ("agent", "get_appointment"),
+                       "clinic-refill": ("agent", "lookup_prescription"),
+                       "clinic-scripted-yes-no-problem": ("agent", "get_appointment"),
+                       "clinic-scripted-changes-mind": ("agent", "get_appointment")},
+    "nosy_agent": {"clinic-cancel-someone-elses": ("agent", "get_appointment AP-300")},  # someone else's record
+    "sloppy_agent": {"clinic-book": ("agent", "book_appointment P-1 S-12")},  # the second free slot
+    "deaf_agent": {"clinic-scripted-changes-mind": ("agent", "cancel_appointment")},  # after her "no"
+    "careful_agent": {},
+}
+for table in FIRST_FAULT.values():
+    table["clinic-scripted-invented-number"] = ("user", "user message")
 
-def run_suites(agent: str, root: Path) -> dict[str, list[tuple[str, tuple[str, ...]]]]:
-    """Both suites against ``agent``: each scenario's (verdict, failed hard checks) per trial."""
+
+def run_suites(agent: str, root: Path, faults: dict[str, list[tuple[str, str] | None]]
+               ) -> dict[str, list[tuple[str, tuple[str, ...]]]]:
+    """Both suites against ``agent``: each scenario's (verdict, failed hard checks) per trial; each
+    trial's ``first_fault`` goes to ``faults``."""
     found: dict[str, list[tuple[str, tuple[str, ...]]]] = {}
     shutil.copy(AGENTS, root / "clinic_agents.py")  # the user's own file, in the project: loaded by its path
     for suite in ("rules", "scripted"):
@@ -78,19 +99,37 @@ def run_suites(agent: str, root: Path) -> dict[str, list[tuple[str, tuple[str, .
             record = json.loads(line)
             failed = tuple(c["name"] for c in record["checks"] if c["status"] == "fail" and c["hard"])
             found.setdefault(record["transcript"]["scenario_id"], []).append((record["verdict"], failed))
+            faults.setdefault(record["transcript"]["scenario_id"], []).append(first_fault(record))
     return found
+
+
+def first_fault(record: dict) -> tuple[str, str] | None:
+    """(blame, the first faulty step: ``tool argument…`` of a call, or ``user message``) from the head."""
+    row = record["head"]["row"]
+    if row["blame"] is None:
+        return None
+    event = record["transcript"]["events"][row["first_fault_event"]]
+    if event["type"] == "tool_call":
+        return row["blame"], " ".join([event["name"], *map(str, event["arguments"].values())])
+    return row["blame"], f"{event['type']} message"
 
 
 @pytest.mark.parametrize("agent", sorted(EXPECTED))
 def test_every_verdict_is_right(agent: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys) -> None:
     monkeypatch.chdir(tmp_path)
-    found = run_suites(agent, tmp_path)
+    faults: dict[str, list[tuple[str, str] | None]] = {}
+    found = run_suites(agent, tmp_path, faults)
     capsys.readouterr()
     assert set(found) == set(EXPECTED[agent])
     for scenario, trials in found.items():
         verdict, checks = EXPECTED[agent][scenario]
         for got_verdict, got_checks in trials:
             assert (got_verdict, sorted(got_checks)) == (verdict, sorted(checks)), f"{agent} on {scenario}"
+    for scenario, got in faults.items():  # blame and the first faulty step: the planted defect's own step
+        want = FIRST_FAULT[agent].get(scenario)
+        for fault in got:
+            assert fault == want or (want is not None and fault is not None and fault[0] == want[0]
+                                     and fault[1].startswith(want[1] + " ")), f"{agent} on {scenario}: {fault}"
 
 
 def test_the_clinic_validates_with_one_warning(monkeypatch: pytest.MonkeyPatch, capsys) -> None:

@@ -1,0 +1,123 @@
+"""Blame, first faulty step and failure mode of a trial (transcript/blame.py), one row per kind of
+fault: whose fault it is follows the verdict's precedence (graders/base.verdict_of decides the
+verdict here, so the two can never disagree), and the step is the one the fault is at."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from simlab.graders.base import verdict_of
+from simlab.transcript import Check
+from simlab.transcript.blame import BLAMES, diagnose
+from simlab.transcript.model import (
+    AgentMessage,
+    ErrorEvent,
+    Pin,
+    Termination,
+    TerminationReason,
+    ToolCall,
+    ToolResult,
+    Transcript,
+    UserMessage,
+)
+
+
+def transcript(*events: Any, end: str = "goal_reached") -> Transcript:
+    return Transcript(run_id="r", unit_id="s#1", scenario_id="s", persona_id="p", domain="retail", trial=1, seed=1,
+                      agent=Pin(kind="python", ref="a:b"), simulator=Pin(kind="rules", ref="rules"),
+                      events=list(events), termination=Termination(reason=TerminationReason(end), turn=3))
+
+
+def call(turn: int, name: str, access: str = "read", **arguments: Any) -> ToolCall:
+    return ToolCall(turn=turn, call_id=f"c{turn}{name}", name=name, arguments=arguments, access=access)  # type: ignore[arg-type]
+
+
+def ok(turn: int, name: str) -> ToolResult:
+    return ToolResult(turn=turn, call_id=f"c{turn}{name}", name=name, ok=True, result={})
+
+
+def check(name: str, kind: str, status: str = "fail", **more: Any) -> Check:
+    return Check(name=name, kind=kind, status=status, **more)  # type: ignore[arg-type]
+
+
+CHAT = (UserMessage(turn=1, text="refund A123 please"),          # 0
+        call(1, "lookup_order", order_id="A123"), ok(1, "lookup_order"),  # 1, 2
+        AgentMessage(turn=1, text="Shall I refund it?"),          # 3
+        UserMessage(turn=2, text="yes"),                          # 4
+        call(2, "issue_refund", "write", order_id="A123", method="store_credit"), ok(2, "issue_refund"),  # 5, 6
+        AgentMessage(turn=2, text="Done: refunded."))             # 7
+
+CASES: dict[str, tuple[Transcript, list[Check], str, str, int | None, str]] = {
+    # name: (transcript, checks, verdict, blame, first faulty event, mode)
+    "policy rule at the offending call": (
+        transcript(*CHAT), [check("before(check_refund_policy, issue_refund)", "policy", event=5, turn=2)],
+        "fail", "agent", 5, "agent: policy before(check_refund_policy, issue_refund) at issue_refund"),
+    "wrong value: the write that put it": (
+        transcript(*CHAT), [check("refunds[order_id=A123].method equals 'original_card'", "state",
+                                  details={"path": "refunds[order_id=A123].method"})],
+        "fail", "agent", 5, "agent: state refunds[order_id=A#].method equals 'original_card' at issue_refund"),
+    "missing write: where it was due": (
+        transcript(*CHAT[:4], AgentMessage(turn=1, text="Bye.")), [check("refund issued", "state",
+                                                                         details={"path": "refunds[order_id=Z9]"})],
+        "fail", "agent", 4, "agent: state refund issued"),
+    "an explicit step beats a fallback": (
+        transcript(*CHAT), [check("refund issued", "state"),
+                            check("trajectory:in_order", "trajectory", event=1, turn=1)],
+        "fail", "agent", 1, "agent: trajectory in_order at lookup_order"),
+    "a loop: its first repeated call": (
+        transcript(UserMessage(turn=1, text="hi"), call(1, "lookup_order", order_id="A1"), ok(1, "lookup_order"),
+                   call(1, "find", query="x"), ok(1, "find"), call(1, "find", query="x"), ok(1, "find"),
+                   call(1, "find", query="x"), end="agent_loop"),
+        [check("termination", "efficiency", event=7, turn=1)],
+        "fail", "agent", 3, "agent: efficiency termination agent_loop at find"),
+    "the user drifted": (
+        transcript(*CHAT[:4], UserMessage(turn=2, text="my card is 4111")),
+        [check("drift:invented_identifier", "drift", event=4, turn=2), check("refund issued", "state")],
+        "invalid", "user", 4, "user: drift invented_identifier"),
+    "a policy breach before the drift is the agent's": (
+        transcript(*CHAT, UserMessage(turn=3, text="also my order 77")),
+        [check("forbidden(issue_refund)", "policy", event=5, turn=2), check("drift:invented_identifier", "drift",
+                                                                             event=8, turn=3)],
+        "fail", "agent", 5, "agent: policy forbidden(issue_refund) at issue_refund"),
+    "a domain tool crashed": (
+        transcript(*CHAT[:2], ToolResult(turn=1, call_id="c1lookup_order", name="lookup_order", ok=False, error="x"),
+                   ErrorEvent(turn=1, source="tool", kind="crash", message="KeyError"), AgentMessage(turn=1, text="?")),
+        [check("tool_crash:lookup_order", "custom", "error", event=3)],
+        "error", "tool", 3, "tool: lookup_order crashed (crash)"),
+    "the provider failed": (
+        transcript(*CHAT[:1], ErrorEvent(turn=1, source="agent", kind="transient", message="503 after 4 retries"),
+                   end="error"), [],
+        "error", "provider", 1, "provider: agent transient"),
+    "the simulator's model failed": (
+        transcript(*CHAT[:4], ErrorEvent(turn=2, source="simulator", kind="auth", message="401"), end="error"), [],
+        "error", "provider", 4, "provider: simulator auth"),
+    "simlab itself broke": (
+        transcript(*CHAT[:1], ErrorEvent(turn=1, source="lab", kind="crash", message="bug"), end="error"), [],
+        "error", "lab", 1, "lab: lab crash"),
+    "a judge that could not decide": (
+        transcript(*CHAT), [check("rubric:polite", "rubric", "error")],
+        "error", "judge", 7, "judge: rubric polite could not be decided"),
+    "no judge: unjudged": (
+        transcript(*CHAT), [check("rubric:polite", "rubric", "not_run")],
+        "unjudged", "judge", 7, "judge: rubric polite did not run"),
+    "a predicate that raised": (
+        transcript(*CHAT), [check("predicate", "state", "error")],
+        "error", "lab", 7, "lab: state predicate could not be decided"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_blame_and_first_faulty_step(name: str) -> None:
+    t, checks, verdict, blame, event, mode = CASES[name]
+    assert verdict_of(t, checks) == verdict
+    fault = diagnose(t, checks, verdict)
+    assert fault is not None and fault.blame in BLAMES
+    assert (fault.blame, fault.event, fault.mode) == (blame, event, mode)
+    assert fault.turn == t.events[event].turn  # type: ignore[union-attr]
+
+
+def test_a_pass_and_an_ungraded_trial_have_no_fault() -> None:
+    assert diagnose(transcript(*CHAT), [check("x", "state", "pass")], "pass") is None
+    assert diagnose(transcript(*CHAT), [], None) is None

@@ -179,16 +179,14 @@ def test_markdown_export_is_literal_and_fenced() -> None:
 
 def test_compare_names_the_first_divergence() -> None:
     ok, bad = sample_record("r", "s", 1), sample_record("r", "s", 3)
-    assert "turn 1, step 3" in first_divergence(ok, bad)
-    from simlab.report.first_difference import first_difference
-
-    turn, _ = first_difference(ok.transcript, bad.transcript)  # simlab compare's turn: the viewer phrases it
-    assert f"first difference at turn {turn}, step 3: " in first_divergence(ok, bad)
-    assert "issue_refund" in first_divergence(ok, bad) and "issue_store_credit" in first_divergence(ok, bad)
+    said = first_divergence(ok, bad)
+    assert said.startswith("first difference at turn 1, step 3: #1 called issue_refund(")
+    assert "; #3 called issue_store_credit(" in said
     lines = differences(ok, bad)
     assert lines[0] == "#1 pass, ended goal_reached · #3 fail, ended goal_reached"
     assert any(line.startswith("failed only in #3: expected_state") for line in lines)
-    assert first_divergence(ok, sample_record("r", "s", 2)) == "same messages and tool calls"
+    assert lines[-1] == said
+    assert first_divergence(ok, sample_record("r", "s", 2)) == "same messages, tool calls, signals and ending"
 
 
 def test_the_trial_header_shows_a_known_zero_cost_like_the_report() -> None:

@@ -24,7 +24,6 @@ from simlab.tui.render import (
     clean,
     event_blocks,
     event_text,
-    fmt_cost,
     fold,
     literal,
     pretty_json,
@@ -79,13 +78,15 @@ def test_signals_errors_invalid_calls_and_usage() -> None:
     assert "invalid call nope: unknown tool" in inv.plain
     usage = event_text(ModelCall(turn=1, role="agent", model="m/x", usage=Usage(
         input_tokens=1200, output_tokens=30, cost_usd=None, latency_s=1.5, retries=2, retry_wait_s=3.0))).plain
-    assert "in 1,200" in usage and "out 30" in usage and "cost ?" in usage and "2 retries" in usage
+    assert "in 1,200" in usage and "out 30" in usage and "cost unknown" in usage and "2 retries" in usage
 
 
 def test_unknown_cost_is_not_zero() -> None:
-    assert fmt_cost(None) == "unknown"  # the reports' word (report/fmt.money)
-    assert fmt_cost(0.01234) == "$0.0123"
-    assert fmt_cost(0.5, complete=False) == "≥$0.5000"
+    from simlab.report.fmt import money
+
+    assert money(None) == "unknown"  # the reports' word: the viewer formats through report/fmt
+    assert money(0.01234) == "$0.0123"
+    assert money(0.5, complete=False) == "≥$0.5000"
 
 
 def test_tool_call_title_and_body() -> None:

@@ -14,6 +14,7 @@ from simlab.inert import one_line
 from simlab.report.build import build, project_run
 from simlab.report.compare_runs import compare, compare_exit
 from simlab.report.digest import digest
+from simlab.report.fmt import change
 from simlab.report.gates import GateReport, gate_run
 from simlab.report.junit import junit_xml
 from simlab.report.step_summary import write_step_summary
@@ -137,6 +138,4 @@ def _print_first_differences(args: argparse.Namespace, console: Console, shown: 
 
 
 def _interval(row: ScenarioChange | PooledChange) -> str:
-    if row.difference is None or row.low is None or row.high is None:
-        return "–"
-    return f"{row.difference:+.0%} [{row.low:+.0%}, {row.high:+.0%}]"
+    return change(row.difference, row.low, row.high)

@@ -161,7 +161,7 @@ def test_run_replay_stops_at_the_first_divergence_and_compare_shows_it(project: 
     assert main(["compare", "base", "cand"]) == 0
     out = capsys.readouterr()
     assert "per trial: 4 of 4 shared trials differ" in out.out
-    assert "kv-0#1: first differs at turn 1: tool call 1 was set_item" in out.out.replace("\n", " ")
+    assert "kv-0#1: first differs at turn 1, step 2: tool call 1 was set_item" in out.out.replace("\n", " ")
     assert "replays the users of base" in out.err
 
 

@@ -24,7 +24,6 @@ from simlab.tui.render import (
     clean,
     event_blocks,
     event_text,
-    fmt_cost,
     fold,
     literal,
     pretty_json,
@@ -79,13 +78,15 @@ def test_signals_errors_invalid_calls_and_usage() -> None:
     assert "invalid call nope: unknown tool" in inv.plain
     usage = event_text(ModelCall(turn=1, role="agent", model="m/x", usage=Usage(
         input_tokens=1200, output_tokens=30, cost_usd=None, latency_s=1.5, retries=2, retry_wait_s=3.0))).plain
-    assert "in 1,200" in usage and "out 30" in usage and "cost ?" in usage and "2 retries" in usage
+    assert "in 1,200" in usage and "out 30" in usage and "cost unknown" in usage and "2 retries" in usage
 
 
 def test_unknown_cost_is_not_zero() -> None:
-    assert fmt_cost(None) == "unknown"  # the reports' word (report/fmt.money)
-    assert fmt_cost(0.01234) == "$0.0123"
-    assert fmt_cost(0.5, complete=False) == "≥$0.5000"
+    from simlab.report.fmt import money
+
+    assert money(None) == "unknown"  # the reports' word: the viewer formats through report/fmt
+    assert money(0.01234) == "$0.0123"
+    assert money(0.5, complete=False) == "≥$0.5000"
 
 
 def test_tool_call_title_and_body() -> None:
@@ -179,16 +180,14 @@ def test_markdown_export_is_literal_and_fenced() -> None:
 
 def test_compare_names_the_first_divergence() -> None:
     ok, bad = sample_record("r", "s", 1), sample_record("r", "s", 3)
-    assert "turn 1, step 3" in first_divergence(ok, bad)
-    from simlab.report.first_difference import first_difference
-
-    turn, _ = first_difference(ok.transcript, bad.transcript)  # simlab compare's turn: the viewer phrases it
-    assert f"first difference at turn {turn}, step 3: " in first_divergence(ok, bad)
-    assert "issue_refund" in first_divergence(ok, bad) and "issue_store_credit" in first_divergence(ok, bad)
+    said = first_divergence(ok, bad)
+    assert said.startswith("first difference at turn 1, step 3: #1 called issue_refund(")
+    assert "; #3 called issue_store_credit(" in said
     lines = differences(ok, bad)
     assert lines[0] == "#1 pass, ended goal_reached · #3 fail, ended goal_reached"
     assert any(line.startswith("failed only in #3: expected_state") for line in lines)
-    assert first_divergence(ok, sample_record("r", "s", 2)) == "same messages and tool calls"
+    assert lines[-1] == said
+    assert first_divergence(ok, sample_record("r", "s", 2)) == "same messages, tool calls, signals and ending"
 
 
 def test_the_trial_header_shows_a_known_zero_cost_like_the_report() -> None:

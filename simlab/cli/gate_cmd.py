@@ -14,6 +14,7 @@ from simlab.inert import one_line
 from simlab.report.build import build, project_run
 from simlab.report.compare_runs import compare, compare_exit
 from simlab.report.digest import digest
+from simlab.report.fmt import change
 from simlab.report.gates import GateReport, gate_run
 from simlab.report.junit import junit_xml
 from simlab.report.step_summary import write_step_summary
@@ -123,7 +124,7 @@ def _replays(candidate: RunSummary, base: Path) -> bool:
 
 
 def _print_first_differences(args: argparse.Namespace, console: Console, shown: int = 20) -> None:
-    """Per trial in both runs: the turn where the two versions first differ (a replay's divergence)."""
+    """Per trial in both runs: the turn and step where the two first differ (``report/first_difference``)."""
     from simlab.report.first_difference import trial_differences
 
     found = trial_differences(project_run(args.base), project_run(args.candidate))
@@ -132,13 +133,12 @@ def _print_first_differences(args: argparse.Namespace, console: Console, shown: 
         return
     console.print(Text(f"per trial: {len(differing)} of {len(found)} shared trials differ"))
     for unit, diff in differing[:shown]:
-        turn, why = diff or (0, "")
-        console.print(Text(f"  {one_line(unit)}: first differs at turn {turn}: {one_line(why)}"))
+        if diff is not None:
+            console.print(Text(f"  {one_line(unit)}: first differs at turn {diff.turn}, step {diff.step}: "
+                               f"{one_line(diff.how)}"))
     if len(differing) > shown:
         console.print(Text(f"  … and {len(differing) - shown} more"))
 
 
 def _interval(row: ScenarioChange | PooledChange) -> str:
-    if row.difference is None or row.low is None or row.high is None:
-        return "–"
-    return f"{row.difference:+.0%} [{row.low:+.0%}, {row.high:+.0%}]"
+    return change(row.difference, row.low, row.high)

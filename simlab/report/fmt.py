@@ -1,4 +1,10 @@
-"""Formatting figures for people: percentages, intervals, money; unknown shows as a dash."""
+"""Formatting figures for people, for every surface (terminal, markdown, HTML and JUnit reports,
+``simlab compare``, the viewer): percentages, intervals, money, durations, token counts.
+
+Two kinds of missing figure, never shown as 0: ``UNKNOWN`` (the word ``unknown``) for a figure that
+exists but nobody knows (a cost without a price, a duration or token count nobody recorded), and
+``DASH`` for a figure that is not defined (a rate of no trials, pass^k with fewer than k, a cost
+per success without a success)."""
 
 from __future__ import annotations
 
@@ -7,6 +13,7 @@ import re
 from simlab.results.figures import Rate
 
 DASH = "–"
+UNKNOWN = "unknown"
 IN_ERROR_TRIALS = ("in error trials: failures in trials that ended in an infrastructure error (the trial could not "
                    "be played, so the check says nothing about the agent)")
 """What the failing-checks tables' "in error trials" column means (terminal, markdown, HTML)."""
@@ -44,13 +51,36 @@ def money(value: float | None, complete: bool = True) -> str:
     """``$0.0123`` (``$1,234.50`` from a dollar on); ``unknown`` when nothing is known; ``≥$0.01``
     when ``complete`` is False (some part of it is unknown). Every surface says cost this way."""
     if value is None:
-        return "unknown"
+        return UNKNOWN
     text = f"${value:.4f}" if value < 1 else f"${value:,.2f}"
     return text if complete else f"≥{text}"
 
 
+def per_success(value: float | None, successes: int) -> str:
+    """Cost per success: not defined (a dash) without a success, else ``money``."""
+    return money(value) if successes else DASH
+
+
+def seconds(value: float | None, digits: int = 2) -> str:
+    """``1.25s``; ``unknown`` when nobody recorded it."""
+    return UNKNOWN if value is None else f"{value:.{digits}f}s"
+
+
+def count(value: float | None) -> str:
+    """A count such as tokens: ``12,345``; ``unknown`` when the provider did not say."""
+    return UNKNOWN if value is None else f"{value:,.0f}"
+
+
 def num(value: float | None, digits: int = 2) -> str:
+    """A rate or ratio: ``0.62``; a dash when it is not defined."""
     return DASH if value is None else f"{value:.{digits}f}"
+
+
+def change(difference: float | None, low: float | None, high: float | None) -> str:
+    """A change between two runs with its interval: ``+12% [-3%, +27%]``; a dash when not defined."""
+    if difference is None or low is None or high is None:
+        return DASH
+    return f"{difference:+.0%} [{low:+.0%}, {high:+.0%}]"
 
 
 CURVE_WIDTH = 16  # characters of the curve column, whatever the number of trials

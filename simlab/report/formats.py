@@ -14,7 +14,7 @@ from typing import Any
 from simlab.report import why
 from simlab.report.completeness import summary_state
 from simlab.report.dataset_lines import adk_lines, dataset_lines
-from simlab.report.fmt import IN_ERROR_TRIALS, interval, money, pct, safe, shown_ks, upper_bound
+from simlab.report.fmt import IN_ERROR_TRIALS, interval, pct, per_success, safe, shown_ks, upper_bound
 from simlab.report.trouble import trouble_lines
 from simlab.report.why import mode_lines, more_modes
 from simlab.results.figures import RunSummary
@@ -86,7 +86,7 @@ def _markdown(summary: RunSummary, first: bool = True) -> str:
     lines.append(f"**{summary.trials} trials, {summary.scenarios_count} scenarios** · "
                  f"success {interval(suite.raw.success)} · "
                  + " · ".join(f"pass^{k} {pct(suite.raw.pass_k[k].pass_hat_k)}" for k in ks if k > 1)
-                 + f" · cost per success {money(suite.cost_per_success_usd)}")
+                 + f" · cost per success {per_success(suite.cost_per_success_usd, suite.raw.success.c)}")
     lines.append("")
     if suite.unjudged_rate.c:
         lines.append(f"unjudged {upper_bound(suite.unjudged_rate)} (a hard check did not run: not counted as passed)")

@@ -22,7 +22,18 @@ from simlab.report import why
 from simlab.report.charts import curves_svg, histogram_svg
 from simlab.report.completeness import summary_state
 from simlab.report.digest import Digest, FailedTrial
-from simlab.report.fmt import DASH, IN_ERROR_TRIALS, interval, money, num, pct, safe, shown_ks, upper_bound
+from simlab.report.fmt import (
+    DASH,
+    IN_ERROR_TRIALS,
+    interval,
+    money,
+    pct,
+    per_success,
+    safe,
+    seconds,
+    shown_ks,
+    upper_bound,
+)
 from simlab.report.trouble import trouble_lines
 from simlab.report.why import mode_lines, more_modes
 from simlab.results.figures import RunSummary
@@ -96,8 +107,9 @@ def _figures(summary: RunSummary, max_k: int) -> str:
         ("unjudged", unjudged_text(suite.unjudged_rate.c, summary.unjudged.counted_as_pass)),
         ("policy violations", upper_bound(suite.policy_violation_rate)),
         ("loops (one call repeated)", upper_bound(suite.loop_rate)),
-        ("cost", f"{money(suite.cost_usd)} · per success {money(suite.cost_per_success_usd)}"),
-        ("latency", f"p50 {num(suite.latency_s.p50)} s · p95 {num(suite.latency_s.p95)} s"
+        ("cost", f"{money(suite.cost_usd)} · "
+                 f"per success {per_success(suite.cost_per_success_usd, suite.raw.success.c)}"),
+        ("latency", f"p50 {seconds(suite.latency_s.p50)} · p95 {seconds(suite.latency_s.p95)}"
                     + (f" (duration unknown for {suite.latency_s.unknown} trials)" if suite.latency_s.unknown else "")),
         ("terminations", ", ".join(f"{k} {v}" for k, v in suite.terminations.items()) or DASH),
     ]
@@ -114,7 +126,7 @@ def _scenarios(summary: RunSummary, max_k: int) -> str:
         cells = [sid, f"{s.passes}/{s.n}", interval(s.raw.success), *(pct(s.raw.pass_hat_k.get(k)) for k in ks),
                  class_label(s.flake_class, DASH), s.invalid, s.errors,
                  unjudged_text(s.unjudged, s.unjudged_counted_as_pass), money(s.cost_usd),
-                 money(s.cost_per_success_usd) if s.passes else DASH]
+                 per_success(s.cost_per_success_usd, s.passes)]
         rows.append("<tr>" + "".join(f"<td>{e(c)}</td>" for c in cells) + "</tr>")
     return f"<h2>scenarios</h2><table><tr>{head}</tr>{''.join(rows)}</table>"
 

@@ -16,7 +16,7 @@ import xml.etree.ElementTree as ET
 
 from simlab.report.completeness import summary_state
 from simlab.report.digest import Digest
-from simlab.report.fmt import safe
+from simlab.report.fmt import UNKNOWN, safe
 from simlab.report.gates import GateReport
 from simlab.results.figures import RunSummary
 
@@ -43,7 +43,7 @@ def junit_xml(summary: RunSummary, gates: GateReport, suite_id: str, digest: Dig
         for name, value in (("passes", s.passes), ("trials", s.n), ("invalid", s.invalid), ("errors", s.errors),
                             ("unjudged", s.unjudged + s.unjudged_counted_as_pass),
                             ("unjudged_counted_as_pass", s.unjudged_counted_as_pass), ("cost_usd", s.cost_usd)):
-            ET.SubElement(props, "property", name=name, value="unknown" if value is None else str(value))
+            ET.SubElement(props, "property", name=name, value=UNKNOWN if value is None else str(value))
         if digest is not None and digest.unknown_seconds.get(sid):  # time sums the known durations only
             ET.SubElement(props, "property", name="duration_unknown_trials", value=str(digest.unknown_seconds[sid]))
         trials = _trials_text(digest, sid)

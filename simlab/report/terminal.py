@@ -18,11 +18,13 @@ from simlab.report.fmt import (
     CURVE_WIDTH,
     DASH,
     IN_ERROR_TRIALS,
+    count,
     curve,
     interval,
     money,
-    num,
     pct,
+    per_success,
+    seconds,
     shown_ks,
     upper_bound,
 )
@@ -145,11 +147,11 @@ def _headline(suite: SuiteFigures, max_k: int) -> Text:
         + (f"unjudged {upper_bound(unjudged)}   " if unjudged.c else "")
         + f"policy violations {upper_bound(suite.policy_violation_rate)}   "
         f"loops (one call repeated) {upper_bound(suite.loop_rate)}",
-        f"cost {money(suite.cost_usd)}   per success {money(suite.cost_per_success_usd)}   "
+        f"cost {money(suite.cost_usd)}   per success {per_success(suite.cost_per_success_usd, suite.raw.success.c)}   "
         + (f"judge {money(suite.judge_cost_usd)} ({suite.judge_calls} calls)   " if suite.judge_calls else "")
         +
-        f"tokens p50 {num(suite.tokens.p50, 0)} p95 {num(suite.tokens.p95, 0)}   "
-        f"latency p50 {num(suite.latency_s.p50)}s p95 {num(suite.latency_s.p95)}s   "
+        f"tokens p50 {count(suite.tokens.p50)} p95 {count(suite.tokens.p95)}   "
+        f"latency p50 {seconds(suite.latency_s.p50)} p95 {seconds(suite.latency_s.p95)}   "
         + (f"(duration unknown for {suite.latency_s.unknown} trials)   " if suite.latency_s.unknown else "")
         +
         f"retries {suite.retries} ({suite.retry_wait_s:.1f}s waiting)",
@@ -192,7 +194,7 @@ def _scenario_table(summary: RunSummary, max_k: int, view: str, width: int) -> T
             cells.append(f"{s.invalid}/{s.errors}"
                          + (f"/{unjudged_text(s.unjudged, s.unjudged_counted_as_pass)}" if unjudged else ""))
         if wide:
-            cells.append(money(s.cost_per_success_usd) if s.passes else DASH)
+            cells.append(per_success(s.cost_per_success_usd, s.passes))
         table.add_row(*cells)
     return table
 

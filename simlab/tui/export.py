@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from simlab.inert import one_line
+from simlab.report.fmt import count, money, seconds
 from simlab.report.formats import md_escape
 from simlab.transcript import (
     AgentMessage,
@@ -25,7 +26,7 @@ from simlab.transcript import (
     TrialRecord,
     UserMessage,
 )
-from simlab.tui.render import clean, event_blocks, fmt_cost
+from simlab.tui.render import clean, event_blocks
 
 __all__ = ["export_path", "transcript_markdown"]
 
@@ -103,8 +104,9 @@ def transcript_markdown(record: TrialRecord) -> str:
             lines += [f"*error from {_text(e.source)} ({_text(e.kind)}): {_text(e.message)}*", ""]
         elif isinstance(e, ModelCall):
             u = e.usage
-            lines += [f"<sub>{e.role} call {_text(e.model)}: in {u.input_tokens}, out {u.output_tokens}, "
-                      f"{fmt_cost(u.cost_usd)}, {u.latency_s:.2f}s</sub>", ""]
+            cost = ("cost " if u.cost_usd is None else "") + money(u.cost_usd)
+            lines += [f"<sub>{e.role} call {_text(e.model)}: in {count(u.input_tokens)}, "
+                      f"out {count(u.output_tokens)}, {cost}, {seconds(u.latency_s)}</sub>", ""]
     if record.checks:
         lines += ["## Checks", "", "| status | check | kind | reason |", "|---|---|---|---|"]
         for c in record.checks:

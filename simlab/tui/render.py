@@ -16,7 +16,7 @@ from typing import Any
 
 from rich.text import Text
 
-from simlab.report.fmt import money, num
+from simlab.report.fmt import count, money, seconds
 from simlab.transcript import (
     AgentMessage,
     ErrorEvent,
@@ -32,7 +32,7 @@ from simlab.transcript import (
 from simlab.transcript.verdicts import VERDICT_INFO, verdict_label
 
 __all__ = [
-    "FOLD_LINES", "clean", "event_blocks", "event_text", "fmt_cost", "fmt_rate", "fold", "literal", "mark",
+    "FOLD_LINES", "clean", "event_blocks", "event_text", "fold", "literal", "mark",
     "pretty_json", "reason_text", "termination_text", "tool_args_inline", "tool_call_title", "tool_result_text",
     "verdict_text",
 ]
@@ -56,15 +56,6 @@ def clean(text: str) -> str:
 def literal(text: Any, style: str = "") -> Text:
     """Transcript data as literal text: never markup, never a raw control sequence."""
     return Text(clean(text if isinstance(text, str) else str(text)), style=style)
-
-
-def fmt_cost(cost: float | None, complete: bool = True) -> str:
-    """A cost as every report says it (``report/fmt.money``: ``unknown`` when nothing is known)."""
-    return money(cost, complete)
-
-
-def fmt_rate(value: float | None) -> str:
-    return num(value)
 
 
 def verdict_text(verdict: str | None) -> Text:
@@ -219,12 +210,11 @@ def mark(text: Text, term: str | None) -> Text:
 def _usage_line(event: ModelCall) -> Text:
     u = event.usage
     parts = [f"{event.role} call", clean(event.model)]
-    parts.append(f"in {u.input_tokens:,}" if u.input_tokens is not None else "in ?")
-    parts.append(f"out {u.output_tokens:,}" if u.output_tokens is not None else "out ?")
+    parts += [f"in {count(u.input_tokens)}", f"out {count(u.output_tokens)}"]
     if u.cached_tokens:
-        parts.append(f"cached {u.cached_tokens:,}")
-    parts.append(fmt_cost(u.cost_usd) if u.cost_usd is not None else "cost ?")
-    parts.append(f"{u.latency_s:.2f}s")
+        parts.append(f"cached {count(u.cached_tokens)}")
+    parts.append(("cost " if u.cost_usd is None else "") + money(u.cost_usd))
+    parts.append(seconds(u.latency_s))
     if u.retries:
         parts.append(f"{u.retries} retr{'y' if u.retries == 1 else 'ies'} ({u.retry_wait_s:.1f}s waiting)")
     out = Text("· " + " · ".join(parts), "dim")

@@ -1,61 +1,34 @@
-"""What differs between two trials of one scenario, in a sentence or two. Pure."""
+"""What differs between two trials of one scenario, in a sentence or two. Pure: where they first
+differ is ``report/first_difference`` (what ``simlab compare`` says too); this only phrases it."""
 
 from __future__ import annotations
 
-import json
-from typing import Any
-
-from simlab.report.first_difference import first_difference
-from simlab.transcript import AgentMessage, Signal, ToolCall, TrialRecord, UserMessage
+from simlab.report.first_difference import Step, first_difference
+from simlab.transcript import TrialRecord
 from simlab.tui.render import clean
 
-__all__ = ["differences", "first_divergence", "steps"]
+__all__ = ["differences", "first_divergence"]
 
 SHOWN = 4  # failed checks named per side; the transcripts' own panels have the rest
+_SAY = {"user": 'user said "{}"', "agent": 'agent said "{}"', "tool": "called {}", "signal": "signal {}",
+        "end": "ended {}"}
 
 
-def steps(events: list[Any]) -> list[tuple[int, str, str]]:
-    """(turn, kind, what) for the events that make a conversation: messages, tool calls, signals."""
-    out = []
-    for e in events:
-        if isinstance(e, UserMessage):
-            out.append((e.turn, "user", e.text))
-        elif isinstance(e, AgentMessage):
-            out.append((e.turn, "agent", e.text))
-        elif isinstance(e, ToolCall):
-            args = json.dumps(e.arguments, sort_keys=True) if e.arguments is not None else e.raw_arguments
-            out.append((e.turn, "tool", f"{e.name}({args})"))
-        elif isinstance(e, Signal):
-            out.append((e.turn, "signal", f"{e.role} {e.signal}"))
-    return out
-
-
-def _say(step: tuple[int, str, str] | None) -> str:
-    if step is None:
-        return "had already ended"
-    _, kind, what = step
-    what = clean(what).replace("\n", " ")
+def _say(step: Step, turn: int) -> str:
+    what = clean(step.what).replace("\n", " ")
     what = what if len(what) <= 60 else what[:59] + "…"
-    return {"user": f'user said "{what}"', "agent": f'agent said "{what}"', "tool": f"called {what}",
-            "signal": f"signal {what}"}[kind]
+    said = _SAY[step.kind].format(what)
+    return said if step.turn == turn else f"went on to turn {step.turn}: {said}"
 
 
 def first_divergence(a: TrialRecord, b: TrialRecord) -> str:
-    """Where the two trials first differ, as ``simlab compare`` finds it (``report/first_difference``:
-    one algorithm), phrased with what each side did at that point of the turn."""
+    """Where the two trials first differ, with what each side did there."""
     found = first_difference(a.transcript, b.transcript)
     if found is None:
-        return "same messages and tool calls"
-    turn, how = found
-    sa = [s for s in steps(a.transcript.events) if s[0] == turn]
-    sb = [s for s in steps(b.transcript.events) if s[0] == turn]
-    for i in range(max(len(sa), len(sb))):
-        x = sa[i] if i < len(sa) else None
-        y = sb[i] if i < len(sb) else None
-        if x is None or y is None or x[1:] != y[1:]:
-            return (f"first difference at turn {turn}, step {i + 1}: #{a.transcript.trial} {_say(x)}; "
-                    f"#{b.transcript.trial} {_say(y)}")
-    return f"first difference at turn {turn}: {clean(how)}"
+        return "same messages, tool calls, signals and ending"
+    return (f"first difference at turn {found.turn}, step {found.step}: "
+            f"#{a.transcript.trial} {_say(found.base, found.turn)}; "
+            f"#{b.transcript.trial} {_say(found.candidate, found.turn)}")
 
 
 def differences(a: TrialRecord, b: TrialRecord) -> list[str]:

@@ -13,10 +13,11 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Static
 
 from simlab.errors import SimlabError
+from simlab.report.fmt import change, num
 from simlab.results.figures import PooledChange, ScenarioChange
 from simlab.transcript.verdicts import class_label
 from simlab.tui.data import RunInfo
-from simlab.tui.render import fmt_rate, literal, verdict_text
+from simlab.tui.render import literal, verdict_text
 from simlab.tui.rows import TrialRow
 from simlab.tui.runs_diff import RunsDiff, diff_runs
 from simlab.tui.widgets.crumbs import Crumbs
@@ -28,9 +29,7 @@ VERDICT_STYLE = {"regressed": "bold red", "improved": "bold green", "within nois
 
 
 def _interval(row: ScenarioChange | PooledChange) -> str:
-    if row.difference is None or row.low is None or row.high is None:
-        return "—"
-    return f"{row.difference:+.0%} [{row.low:+.0%}, {row.high:+.0%}]"
+    return change(row.difference, row.low, row.high)
 
 
 class RunCompareScreen(Screen):
@@ -92,8 +91,8 @@ class RunCompareScreen(Screen):
         for row in c.scenarios:
             before, after = diff.pass_k.get(row.scenario, (None, None))
             flake = f"{class_label(row.flake_class.base)} → {class_label(row.flake_class.candidate)}"
-            table.add_row(literal(row.scenario), Text(fmt_rate(before), justify="right"),
-                          Text(fmt_rate(after), justify="right"), f"{row.base.c}/{row.base.n}",
+            table.add_row(literal(row.scenario), Text(num(before), justify="right"),
+                          Text(num(after), justify="right"), f"{row.base.c}/{row.base.n}",
                           f"{row.candidate.c}/{row.candidate.n}", _interval(row),
                           Text(row.verdict, style=VERDICT_STYLE[row.verdict]),
                           Text(flake, style="bold magenta" if row.flipped else ""), key=row.scenario)

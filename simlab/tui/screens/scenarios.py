@@ -7,8 +7,9 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.widgets import DataTable, Static
 
+from simlab.report.fmt import money, num
 from simlab.transcript.verdicts import unjudged_text
-from simlab.tui.render import fmt_cost, fmt_rate, literal
+from simlab.tui.render import literal
 from simlab.tui.screens.base import RunScreen
 from simlab.tui.summary import RunOverview, ScenarioProgress, screen_k, summarize_run
 from simlab.tui.widgets.crumbs import Crumbs
@@ -26,12 +27,12 @@ def run_summary_text(s: RunOverview, agent: str, simulator: str) -> Text:
     or error trials), the players on the last."""
     out = Text()
     if s.graded:
-        out.append(f"pass^1 {fmt_rate(s.pass_1)}", "bold")
+        out.append(f"pass^1 {num(s.pass_1)}", "bold")
         if s.k > 1:
-            out.append(f" · pass^{s.k} {fmt_rate(s.pass_k)}", "bold")
+            out.append(f" · pass^{s.k} {num(s.pass_k)}", "bold")
             if s.pass_k_scenarios < s.scenarios:
                 out.append(f" ({s.pass_k_scenarios}/{s.scenarios} scenarios)", "dim")
-        out.append(f" · success {fmt_rate(s.raw_pass_1)} · {s.invalid} invalid · {s.error} error"
+        out.append(f" · success {num(s.raw_pass_1)} · {s.invalid} invalid · {s.error} error"
                    + (f" · {unjudged_text(s.unjudged, s.unjudged_as_pass)} unjudged"
                       if s.unjudged or s.unjudged_as_pass else ""))
         if s.graded < s.trials:
@@ -39,7 +40,7 @@ def run_summary_text(s: RunOverview, agent: str, simulator: str) -> Text:
     else:
         out.append("not graded", "bold yellow")
         out.append(" · how the trials ended")
-    out.append(f" · cost {fmt_cost(s.cost, s.cost_complete)}")
+    out.append(f" · cost {money(s.cost, s.cost_complete)}")
     if s.graded:
         out.append(f"\npass^k: mean over scenarios of their valid trials · success: all {s.graded} graded trials",
                    "dim")

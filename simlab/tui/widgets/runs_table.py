@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from rich.text import Text
 
+from simlab.report.fmt import money, num
 from simlab.tui.data import RunInfo
-from simlab.tui.render import fmt_cost, fmt_rate, literal
+from simlab.tui.render import literal
 from simlab.tui.summary import RunOverview
 from simlab.tui.widgets.keyed_table import KeyedTable
 
@@ -42,10 +43,10 @@ class RunsTable(KeyedTable):
                 trials, rate, cost = Text("…", style="dim"), Text("…", style="dim"), Text("…", style="dim")
             else:
                 trials = Text(f"{s.trials:,}", justify="right")
-                rate = Text(fmt_rate(s.pass_k) if s.pass_k is not None else
+                rate = Text(num(s.pass_k) if s.pass_k is not None else
                             ("not graded" if not s.graded else "n < k"), justify="right",
                             style="" if s.pass_k is not None else "dim")
-                cost = Text(fmt_cost(s.cost, s.cost_complete), justify="right")
+                cost = Text(money(s.cost, s.cost_complete), justify="right")
             label = Text("◆ " if run.key == marked else "", "bold magenta").append(literal(run.run_id, "bold"))
             self.add_row(label, Text(created), trials, rate, cost,
                          literal(short(run.pin("agent"))), literal(short(run.pin("simulator"), 16)), key=run.key)

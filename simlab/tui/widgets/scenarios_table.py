@@ -5,8 +5,9 @@ from __future__ import annotations
 
 from rich.text import Text
 
+from simlab.report.fmt import DASH, num
 from simlab.transcript.verdicts import CLASSES
-from simlab.tui.render import fmt_rate, literal, reason_text
+from simlab.tui.render import literal, reason_text
 from simlab.tui.summary import ScenarioProgress, k_columns
 from simlab.tui.widgets.keyed_table import KeyedTable
 
@@ -63,8 +64,8 @@ class ScenariosTable(KeyedTable):
             cells: list[object] = [literal(name), _trials(s)]
             if graded:
                 figures = s.figures(ks)  # the report's own figures of this scenario
-                cells.append(Text(f"{s.passed}/{s.graded}" if s.graded else "—", justify="right"))
-                cells += [Text(fmt_rate(figures.valid.pass_k[k].pass_hat_k if figures else None), justify="right")
+                cells.append(Text(f"{s.passed}/{s.graded}" if s.graded else DASH, justify="right"))
+                cells += [Text(num(figures.valid.pass_k[k].pass_hat_k if figures else None), justify="right")
                           for k in ks]
                 cells += [flake_text(figures.flake_class if figures else None),
                           _num(figures.invalid if figures else 0, "magenta"),

@@ -7,10 +7,11 @@ from collections.abc import Sequence
 from rich.text import Text
 from textual.widgets import Static
 
+from simlab.report.fmt import money, seconds
 from simlab.transcript import ModelCall, TrialRecord
 from simlab.transcript.counts import tool_counts
 from simlab.transcript.model import spends_nothing_unseen
-from simlab.tui.render import clean, fmt_cost, literal, reason_text, verdict_text
+from simlab.tui.render import clean, literal, reason_text, verdict_text
 from simlab.tui.summary import total_cost
 
 __all__ = ["TrialHeader", "plural", "tool_summary", "trial_summary"]
@@ -35,8 +36,8 @@ def trial_summary(record: TrialRecord) -> Text:
     if not calls and all(spends_nothing_unseen(p.kind, p.settings) for p in (t.agent, t.simulator)):
         cost = 0.0  # no call, and none could go unseen: a known zero, as the report says
     out.append(f" · {plural(t.user_turns(), 'turn')} · {tool_summary(t.events)}"
-               f" · {'cost ' if cost is None else ''}{fmt_cost(cost, complete)} · "
-               + (f"{t.duration_s:.2f}s" if t.duration_s is not None else "duration unknown"), "dim")
+               f" · {'cost ' if cost is None else ''}{money(cost, complete)} · "
+               + ("duration " if t.duration_s is None else "") + seconds(t.duration_s), "dim")
     out.append(f"\nagent {clean(t.agent.ref)} · simulator {clean(t.simulator.ref)} · persona {clean(t.persona_id)}"
                f" · seed {t.seed}", "dim")
     return out

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from rich.text import Text
 
-from simlab.tui.render import fmt_cost, literal, reason_text, verdict_text
+from simlab.report.fmt import money
+from simlab.tui.render import literal, reason_text, verdict_text
 from simlab.tui.rows import TrialRow
 from simlab.tui.widgets.keyed_table import KeyedTable
 
@@ -63,7 +64,7 @@ class TrialsTable(KeyedTable):
             label.append("◆ " if row.unit_id == marked else "  ", "bold magenta")
             label.append(f"#{row.trial}")
             cells: list[object] = [_cut(literal(row.scenario_id), SCENARIO_MAX)] if self.show_scenario else []
-            cells += [label, verdict_text(row.verdict), Text(fmt_cost(row.cost_usd), justify="right"),
+            cells += [label, verdict_text(row.verdict), Text(money(row.cost_usd), justify="right"),
                       failed_checks_text(row, room), reason_text(row.termination),
                       *(Text(str(c), justify="right") for c in (row.user_turns, row.tool_calls))]
             self.add_row(*cells, key=row.unit_id)
@@ -86,7 +87,7 @@ def failed_checks_room(rows: list[TrialRow], show_scenario: bool, width: int) ->
     least 16): the widest trial label, verdict and cost, and the scenario when shown."""
     used = max([len("trial"), *(len(f"  #{r.trial}") for r in rows)]) + PAD
     used += max([len("verdict"), *(len(verdict_text(r.verdict)) for r in rows)]) + PAD
-    used += max([len("cost"), *(len(fmt_cost(r.cost_usd)) for r in rows)]) + PAD
+    used += max([len("cost"), *(len(money(r.cost_usd)) for r in rows)]) + PAD
     if show_scenario:
         used += min(SCENARIO_MAX, max([len("scenario"), *(len(r.scenario_id) for r in rows)])) + PAD
     return max(16, width - used - 2 - PAD)  # the scroll bar, the column's own padding

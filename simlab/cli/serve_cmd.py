@@ -18,8 +18,19 @@ from simlab.serve import require_serve_extra
 
 SHOWN = 200  # characters of a tool's arguments or result printed per call
 
+HELP = "serve a domain's tools over MCP for one session (point an agent at them)"
+DESCRIPTION = ("Serve DOMAIN's tools over MCP (streamable HTTP) for one hand-driven session: prints the URL, "
+               "then every call. Needs the serve extra.")
 
-def serve_command(args: argparse.Namespace) -> int:
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("domain", metavar="DOMAIN", help="a built-in domain (retail) or module[:attr] defining one")
+    parser.add_argument("--scenario", metavar="FILE", help="start from this scenario's initial state")
+    parser.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
+    parser.add_argument("--port", type=int, default=0, help="port (default: any free one)")
+
+
+def run(args: argparse.Namespace) -> int:
     require_serve_extra("simlab serve")
     from pydantic import ValidationError
 

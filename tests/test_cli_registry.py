@@ -21,7 +21,8 @@ from tests.cli_shape import shape, subcommands
 FIXTURE = Path(__file__).parent / "fixtures" / "cli" / "parser.json"
 # what a command module may not import at its top: they would be loaded by every --help
 HEAVY = ("pydantic", "rich", "yaml", "litellm", "textual", "simlab.specs", "simlab.runner", "simlab.report",
-         "simlab.results", "simlab.env", "simlab.llm", "simlab.graders", "simlab.tui", "simlab.transcript")
+         "simlab.results", "simlab.env", "simlab.llm", "simlab.graders", "simlab.tui", "simlab.transcript",
+         "simlab.serve", "asyncio", "inspect", "subprocess", "ssl")
 
 
 def test_the_parser_keeps_every_command_flag_default_and_help_as_it_was():

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import shlex
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -207,6 +206,8 @@ def tell_terminal(text: str) -> None:
 def resume_command(command: list[str], run_id: str) -> str:
     """The command that resumes a run: the one it was started with (run.json keeps it), with its
     run id made explicit (a generated id would otherwise start a new run)."""
+    import shlex
+
     words = list(command) or ["simlab", "run"]
     if not any(w == "--run-id" or w.startswith("--run-id=") for w in words):
         words += ["--run-id", run_id]

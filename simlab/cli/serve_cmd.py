@@ -1,20 +1,16 @@
 """``simlab serve DOMAIN``: a domain's tools over MCP for one hand-driven session, so a developer can
 point an agent at them. The state is the domain's seed data, or a scenario's initial state
-(``--scenario``); every call is printed as it is recorded in a trial. Ctrl-C or SIGTERM stops it."""
+(``--scenario``); every call is printed as it is recorded in a trial. Ctrl-C or SIGTERM stops it.
+Imported for every ``--help`` (``cli/main.COMMANDS``): serving needs are imported in ``run``."""
 
 from __future__ import annotations
 
 import argparse
-import asyncio
-import contextlib
-import json
-import signal
 import sys
 from pathlib import Path
 from typing import Any
 
 from simlab.errors import UsageError
-from simlab.serve import require_serve_extra
 
 SHOWN = 200  # characters of a tool's arguments or result printed per call
 
@@ -31,13 +27,16 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    require_serve_extra("simlab serve")
+    import asyncio
+
     from pydantic import ValidationError
 
     from simlab.env.domain import Environment, load_domain
+    from simlab.serve import require_serve_extra
     from simlab.specs.loader import load_model
     from simlab.specs.scenario import Scenario
 
+    require_serve_extra("simlab serve")
     domain = load_domain(args.domain, source="simlab serve")
     overrides: dict[str, Any] = {}
     where = "its seed data"
@@ -63,6 +62,10 @@ def run(args: argparse.Namespace) -> int:
 
 
 async def _serve(env: Any, where: str, host: str, port: int, calls: list[Any]) -> None:
+    import asyncio
+    import contextlib
+    import signal
+
     from simlab.serve.server import ToolServer
     from simlab.sim.tool_handle import ToolHandle
     from simlab.transcript import ToolCall
@@ -90,6 +93,8 @@ async def _serve(env: Any, where: str, host: str, port: int, calls: list[Any]) -
 
 
 def _line(event: Any) -> str:
+    import json
+
     kind = event.type
     if kind == "tool_call":
         return f"tool_call   {event.name} {_cut(event.raw_arguments or '{}')}"

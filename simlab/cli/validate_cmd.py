@@ -16,7 +16,6 @@ from __future__ import annotations
 import argparse
 import re
 import sys
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -33,11 +32,13 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         help="files or folders (default: the project's scenarios and personas)")
 
 
-@dataclass
 class _Report:
-    problems: list[str] = field(default_factory=list)
-    warnings: list[str] = field(default_factory=list)
-    notes: list[str] = field(default_factory=list)
+    """What one validation found (a plain class: ``dataclasses`` would load ``inspect`` for --help)."""
+
+    def __init__(self) -> None:
+        self.problems: list[str] = []
+        self.warnings: list[str] = []
+        self.notes: list[str] = []
 
 
 def run(args: argparse.Namespace) -> int:

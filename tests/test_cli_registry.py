@@ -1,7 +1,7 @@
-"""The command line as a registry (``cli/main.COMMANDS``): every command a module with ``HELP``,
+"""The command line as a registry (``cli/main.COMMANDS``): every command a module with
 ``configure`` and ``run``; the parser the same as before the commands moved there (flags,
-defaults, help); ``--help`` imports none of the heavy packages; and the Markdown reference
-(``cli/reference.py``) covers every command and flag."""
+defaults, help); ``--help`` imports only its command's module and none of the heavy packages; and
+the Markdown reference (``cli/reference.py``) covers every command and flag."""
 
 from __future__ import annotations
 
@@ -15,11 +15,11 @@ from pathlib import Path
 import pytest
 
 from simlab.cli import reference
-from simlab.cli.main import COMMANDS, build_parser, command_module, main
+from simlab.cli.main import COMMANDS, build_parser, command_module, command_named, main
 from tests.cli_shape import shape, subcommands
 
 FIXTURE = Path(__file__).parent / "fixtures" / "cli" / "parser.json"
-# what a command module may not import at its top: they would be loaded by every --help
+# what a command module may not import at its top: its --help, and building the whole parser, would load it
 HEAVY = ("pydantic", "rich", "yaml", "litellm", "textual", "simlab.specs", "simlab.runner", "simlab.report",
          "simlab.results", "simlab.env", "simlab.llm", "simlab.graders", "simlab.tui", "simlab.transcript",
          "simlab.serve", "asyncio", "inspect", "subprocess", "ssl")
@@ -34,15 +34,32 @@ def test_every_command_is_a_module_of_the_registry_with_its_pair():
     assert list(subcommands(build_parser())) == list(COMMANDS)
     for name in COMMANDS:
         module = command_module(name)
-        assert isinstance(module.HELP, str) and module.HELP, name
         assert callable(module.configure) and callable(module.run), name
-        parser = argparse.ArgumentParser(prog=f"simlab {name}")
-        module.configure(parser)  # a fresh parser takes the same arguments
+        assert isinstance(getattr(module, "DESCRIPTION", ""), str), name
 
 
-def _imported_by(code: str, tmp_path: Path) -> list[str]:
+def test_the_parser_of_one_command_is_that_command_of_the_whole_parser():
+    """``main`` builds the arguments of the command given only: the same as in the whole parser."""
+    whole = shape(build_parser())
+    for name in COMMANDS:
+        alone = shape(build_parser([name]))
+        assert alone["commands"][name] == whole["commands"][name], name
+        assert [c["help"] for c in alone["commands"].values()] == [c["help"] for c in whole["commands"].values()]
+        others = [c for other, c in alone["commands"].items() if other != name]
+        assert all([a["dest"] for a in c["arguments"]] == ["help"] for c in others), name  # listed only
+
+
+@pytest.mark.parametrize(("argv", "named"), [
+    (["run", "--help"], "run"), (["--help"], None), (["-h", "gate"], "gate"), (["bogus"], None),
+    (["grade-traces", "r", "--rules", "x"], "grade-traces"), ([], None), (["--version"], None),
+])
+def test_the_command_named_by_the_arguments(argv: list[str], named: str | None):
+    assert command_named(argv) == named
+
+
+def _imported_by(code: str, tmp_path: Path, prefixes: tuple[str, ...] = HEAVY) -> list[str]:
     script = ("import sys\n" + code + "\n"
-              f"print('\\n'.join(m for m in sys.modules if m.startswith({HEAVY!r})), file=sys.stderr)\n")
+              f"print('\\n'.join(m for m in sys.modules if m.startswith({prefixes!r})), file=sys.stderr)\n")
     done = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, capture_output=True, text=True,
                           env={**os.environ, "COLUMNS": "100"}, timeout=60)
     assert done.returncode == 0, done.stderr
@@ -57,9 +74,21 @@ def test_building_the_parser_imports_nothing_heavy(tmp_path: Path):
 
 @pytest.mark.parametrize("argv", [["--help"], ["run", "--help"], ["validate", "--help"]])
 def test_help_imports_nothing_heavy(tmp_path: Path, argv: list[str]):
-    code = ("from simlab.cli.main import main\n"
+    assert _imported_by(_help(argv), tmp_path) == []
+
+
+def _help(argv: list[str]) -> str:
+    return ("from simlab.cli.main import main\n"
             f"try:\n    main({argv!r})\nexcept SystemExit as done:\n    assert done.code == 0, done.code\n")
-    assert _imported_by(code, tmp_path) == []
+
+
+@pytest.mark.parametrize(("argv", "modules"), [
+    (["--help"], []), (["run", "--help"], ["simlab.cli.run_cmd"]),
+    (["import", "openai", "--help"], ["simlab.cli.import_cmd", "simlab.cli.import_observed", "simlab.cli.import_openai"]),
+])
+def test_help_imports_only_the_module_of_its_command(tmp_path: Path, argv: list[str], modules: list[str]):
+    found = _imported_by(_help(argv), tmp_path, prefixes=("simlab.cli.",))
+    assert sorted(set(found) - {"simlab.cli.main", "simlab.cli.argtypes"}) == modules
 
 
 def test_the_probe_sees_a_heavy_import(tmp_path: Path):

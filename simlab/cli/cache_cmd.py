@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import argparse
 
-HELP = "the response cache of model answers (--cache, cache: in simlab.yaml)"
-
 
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("action", choices=["clear"], help="clear: delete every stored answer")

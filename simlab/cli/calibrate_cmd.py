@@ -6,8 +6,6 @@ import argparse
 
 from simlab.cli.argtypes import positive
 
-HELP = "measure a judge against human labels (agreement, kappa)"
-
 
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("labels", help="LABELS.yaml: transcripts, criteria, human yes/no labels")

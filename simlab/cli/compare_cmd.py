@@ -1,6 +1,6 @@
 """``simlab compare BASE CANDIDATE``: tell a regression from noise, per scenario and pooled.
-Imported for every ``--help`` (``cli/main.COMMANDS``): what comparing needs is imported where it
-is used."""
+Imported to parse its arguments, ``--help`` too (``cli/main.COMMANDS``): what comparing needs is
+imported where it is used."""
 
 from __future__ import annotations
 
@@ -16,9 +16,6 @@ if TYPE_CHECKING:
     from rich.console import Console
 
     from simlab.results.figures import PooledChange, RunSummary, ScenarioChange
-
-HELP = "compare two runs: per scenario and pooled, with intervals (exit 0; 1 regressed with --fail-on-regression; " \
-       "3 no data)"
 
 
 def configure(parser: argparse.ArgumentParser) -> None:

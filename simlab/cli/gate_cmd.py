@@ -1,6 +1,6 @@
 """``simlab gate``: decide a nightly build by a suite's gates (also what ``simlab run --suite`` ends
-with). Imported for every ``--help`` (``cli/main.COMMANDS``): what a gate needs is imported where
-it is used."""
+with). Imported to parse its arguments, ``--help`` too (``cli/main.COMMANDS``): what a gate needs is
+imported where it is used."""
 
 from __future__ import annotations
 
@@ -16,8 +16,6 @@ if TYPE_CHECKING:
     from simlab.report.gates import GateReport
     from simlab.results.figures import RunSummary
     from simlab.specs import Suite
-
-HELP = "check a run against a suite's gates (exit 0 held, 1 failed, 3 inconclusive)"
 
 
 def configure(parser: argparse.ArgumentParser) -> None:

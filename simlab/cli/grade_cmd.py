@@ -1,5 +1,5 @@
-"""``simlab grade``: re-grade a stored run without simulating again. Imported for every ``--help``
-(``cli/main.COMMANDS``): what re-grading needs is imported in ``run``."""
+"""``simlab grade``: re-grade a stored run without simulating again. Imported to parse its
+arguments, ``--help`` too (``cli/main.COMMANDS``): what re-grading needs is imported in ``run``."""
 
 from __future__ import annotations
 
@@ -9,8 +9,6 @@ import sys
 from pathlib import Path
 
 from simlab.inert import one_line
-
-HELP = "re-grade a stored run without simulating again"
 
 
 def configure(parser: argparse.ArgumentParser) -> None:

@@ -21,7 +21,6 @@ FORMATS: dict[str, tuple[str, str]] = {
 }
 
 
-HELP = "import conversations or eval sets written by other tools"
 DESCRIPTION = "Turn other tools' files into simlab runs or scenarios."
 
 

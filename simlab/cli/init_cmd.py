@@ -9,7 +9,6 @@ from typing import Any
 
 from simlab.errors import UsageError
 
-HELP = "write a runnable starter project (domain, agent, persona, scenarios, suite)"
 DESCRIPTION = ("A tiny library domain, a Python agent, a persona, two scenarios and a suite, green on the first "
                "`simlab run`.")
 

@@ -7,6 +7,7 @@ import importlib
 import os
 import signal
 import sys
+from collections.abc import Iterable
 from typing import Any
 
 from simlab.errors import EXIT_INFRA, EXIT_USAGE, SimlabError
@@ -16,49 +17,65 @@ from simlab.version import __version__
 EXIT_INTERRUPTED = 130
 
 
-# Every command, in the order ``simlab --help`` lists them: its name → its module. A command module
-# has HELP (its line in ``simlab --help``), optionally DESCRIPTION (atop its own --help),
-# configure(parser) (its arguments) and run(args) -> exit code. Every one is imported to build the
-# parser, so each keeps its top-level imports light and imports what its work needs inside run
+# name → (its module, its line in ``simlab --help``), in the order ``simlab --help`` lists them. A
+# command module has configure(parser) (its arguments; DESCRIPTION, if it has one, heads its own
+# --help) and run(args) -> exit code. It is imported only when its command is parsed (its --help
+# included), so ``simlab --help`` imports none, and it imports what its work needs inside run
 # (tests/test_cli_registry.py checks both). Add a command here.
-COMMANDS: dict[str, str] = {
-    "run": "simlab.cli.run_cmd",
-    "init": "simlab.cli.init_cmd",
-    "runs": "simlab.cli.runs_cmd",
-    "tools": "simlab.cli.tools_cmd",
-    "validate": "simlab.cli.validate_cmd",
-    "report": "simlab.cli.report_cmd",
-    "grade": "simlab.cli.grade_cmd",
-    "gate": "simlab.cli.gate_cmd",
-    "compare": "simlab.cli.compare_cmd",
-    "calibrate": "simlab.cli.calibrate_cmd",
-    "merge": "simlab.cli.merge_cmd",
-    "view": "simlab.cli.view_cmd",
-    "serve": "simlab.cli.serve_cmd",
-    "cache": "simlab.cli.cache_cmd",
-    "grade-traces": "simlab.cli.traces_cmd",
-    "promote": "simlab.cli.promote_cmd",
-    "import": "simlab.cli.import_cmd",
-    "schema": "simlab.cli.schema_cmd",
+COMMANDS: dict[str, tuple[str, str]] = {
+    "run": ("simlab.cli.run_cmd", "simulate conversations and record transcripts"),
+    "init": ("simlab.cli.init_cmd", "write a runnable starter project (domain, agent, persona, scenarios, suite)"),
+    "runs": ("simlab.cli.runs_cmd", "list the runs: id, date, trials done of planned, pass^1, pass^k, agent"),
+    "tools": ("simlab.cli.tools_cmd", "show a domain's tools, their arguments and its seed data"),
+    "validate": ("simlab.cli.validate_cmd", "check scenario, persona, suite and config files"),
+    "report": ("simlab.cli.report_cmd", "summarise a run: pass^k, intervals, failing checks, cost"),
+    "grade": ("simlab.cli.grade_cmd", "re-grade a stored run without simulating again"),
+    "gate": ("simlab.cli.gate_cmd", "check a run against a suite's gates (exit 0 held, 1 failed, 3 inconclusive)"),
+    "compare": ("simlab.cli.compare_cmd", "compare two runs: per scenario and pooled, with intervals (exit 0; "
+                                          "1 regressed with --fail-on-regression; 3 no data)"),
+    "calibrate": ("simlab.cli.calibrate_cmd", "measure a judge against human labels (agreement, kappa)"),
+    "merge": ("simlab.cli.merge_cmd", "merge the shards of a run (--shard i/N on several machines) into one run"),
+    "view": ("simlab.cli.view_cmd", "browse runs and transcripts in the terminal"),
+    "serve": ("simlab.cli.serve_cmd", "serve a domain's tools over MCP for one session (point an agent at them)"),
+    "cache": ("simlab.cli.cache_cmd", "the response cache of model answers (--cache, cache: in simlab.yaml)"),
+    "grade-traces": ("simlab.cli.traces_cmd", "grade imported production traces: reference-free checks on a "
+                                              "seeded sample plus every flagged trace"),
+    "promote": ("simlab.cli.promote_cmd",
+                "write a scenario YAML draft from a stored trial (e.g. an imported production trace)"),
+    "import": ("simlab.cli.import_cmd", "import conversations or eval sets written by other tools"),
+    "schema": ("simlab.cli.schema_cmd", "write JSON Schemas for the YAML files (for editors)"),
 }
 
 
 def command_module(name: str) -> Any:
     """The module of command ``name`` (``COMMANDS``)."""
-    return importlib.import_module(COMMANDS[name])
+    return importlib.import_module(COMMANDS[name][0])
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(commands: Iterable[str] | None = None) -> argparse.ArgumentParser:
+    """The command line: every command listed with its help line; the arguments of ``commands``
+    (default: all of them), whose modules are imported for it (``main`` builds the one it runs)."""
     parser = argparse.ArgumentParser(
         prog="simlab",
         description="Simulated users talk to your agent; every conversation is recorded, graded and summarised.",
     )
     parser.add_argument("--version", action="version", version=f"simlab {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for name in COMMANDS:
-        module = command_module(name)
-        module.configure(sub.add_parser(name, help=module.HELP, description=getattr(module, "DESCRIPTION", None)))
+    chosen = set(COMMANDS if commands is None else commands)
+    for name, (_, text) in COMMANDS.items():
+        command = sub.add_parser(name, help=text)
+        if name in chosen:
+            module = command_module(name)
+            command.description = getattr(module, "DESCRIPTION", None)
+            module.configure(command)
     return parser
+
+
+def command_named(argv: list[str]) -> str | None:
+    """The command ``argv`` names: its first word that is no option (simlab's own options, --help and
+    --version, take no value), when that word is a command."""
+    word = next((w for w in argv if not w.startswith("-")), None)
+    return word if word in COMMANDS else None
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -110,7 +127,8 @@ def _ignore_interrupts() -> None:
 
 
 def _main(argv: list[str] | None) -> int:
-    parser = build_parser()
+    named = command_named(sys.argv[1:] if argv is None else argv)
+    parser = build_parser([named] if named else [])  # only the command given is imported
     args, extra = parser.parse_known_args(argv)
     if args.command == "import":
         args.rest = extra  # the format's own arguments: its module parses them (cli/import_cmd.py)

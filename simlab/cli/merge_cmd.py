@@ -1,5 +1,6 @@
 """``simlab merge OUT SHARD_DIR...``: the shards of a run played on several machines, as one run.
-Imported for every ``--help`` (``cli/main.COMMANDS``): what merging needs is imported in ``run``."""
+Imported to parse its arguments, ``--help`` too (``cli/main.COMMANDS``): what merging needs is
+imported in ``run``."""
 
 from __future__ import annotations
 
@@ -9,7 +10,6 @@ from pathlib import Path
 
 from simlab.inert import one_line
 
-HELP = "merge the shards of a run (--shard i/N on several machines) into one run"
 DESCRIPTION = ("Check that the shards are parts of one run (same pins and plan, no torn or bad line, no unit "
                "twice) and write them as one run.")
 

@@ -19,7 +19,6 @@ from typing import Any
 
 from simlab.errors import UsageError
 
-HELP = "write a scenario YAML draft from a stored trial (e.g. an imported production trace)"
 DESCRIPTION = ("Turn one trial of a run into a scenario draft that `simlab validate` accepts; # TODO comments say "
                "what to correct.")
 

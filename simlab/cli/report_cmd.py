@@ -1,4 +1,4 @@
-"""``simlab report``: summarise a stored run. Imported for every ``--help``
+"""``simlab report``: summarise a stored run. Imported to parse its arguments, ``--help`` too
 (``cli/main.COMMANDS``): what reading a run needs is imported where it is used."""
 
 from __future__ import annotations
@@ -13,8 +13,6 @@ from simlab.inert import one_line
 
 if TYPE_CHECKING:
     from simlab.results.figures import RunSummary
-
-HELP = "summarise a run: pass^k, intervals, failing checks, cost"
 
 
 def configure(parser: argparse.ArgumentParser) -> None:

@@ -1,5 +1,6 @@
 """``simlab run``: the command line of ``runner.batch.run_batch``: parse, play, print, exit code.
-Imported for every ``--help`` (``cli/main.COMMANDS``): what playing needs is imported in ``run``."""
+Imported to parse its arguments, ``--help`` too (``cli/main.COMMANDS``): what playing needs is
+imported in ``run``."""
 
 from __future__ import annotations
 
@@ -20,7 +21,6 @@ if TYPE_CHECKING:
 
 EXIT_INTERRUPTED = 130
 
-HELP = "simulate conversations and record transcripts"
 DESCRIPTION = "Plan scenario × trial units and play them; re-running a run id resumes it."
 
 

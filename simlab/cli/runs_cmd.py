@@ -12,8 +12,6 @@ from simlab.inert import one_line
 if TYPE_CHECKING:
     from simlab.results.figures import RunSummary
 
-HELP = "list the runs: id, date, trials done of planned, pass^1, pass^k, agent"
-
 
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--k", type=positive, default=3, help="the k of the pass^k column (default 3)")

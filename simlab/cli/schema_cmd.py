@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import argparse
 
-HELP = "write JSON Schemas for the YAML files (for editors)"
-
 
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", default="schemas", help="folder to write into (default: schemas)")

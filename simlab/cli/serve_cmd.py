@@ -1,7 +1,8 @@
-"""``simlab serve DOMAIN``: a domain's tools over MCP for one hand-driven session, so a developer can
-point an agent at them. The state is the domain's seed data, or a scenario's initial state
+"""``simlab serve DOMAIN``: a domain's tools over MCP for one hand-driven session, so a developer
+can point an agent at them. The state is the domain's seed data, or a scenario's initial state
 (``--scenario``); every call is printed as it is recorded in a trial. Ctrl-C or SIGTERM stops it.
-Imported for every ``--help`` (``cli/main.COMMANDS``): serving needs are imported in ``run``."""
+Imported to parse its arguments, ``--help`` too (``cli/main.COMMANDS``): what serving needs is
+imported in ``run``."""
 
 from __future__ import annotations
 
@@ -14,7 +15,6 @@ from simlab.errors import UsageError
 
 SHOWN = 200  # characters of a tool's arguments or result printed per call
 
-HELP = "serve a domain's tools over MCP for one session (point an agent at them)"
 DESCRIPTION = ("Serve DOMAIN's tools over MCP (streamable HTTP) for one hand-driven session: prints the URL, "
                "then every call. Needs the serve extra.")
 

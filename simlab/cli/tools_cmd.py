@@ -8,8 +8,6 @@ import json
 from simlab.errors import SpecError, UsageError
 from simlab.inert import one_line
 
-HELP = "show a domain's tools, their arguments and its seed data"
-
 
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("domain", help="a built-in domain (retail) or an importable module exposing DOMAIN")

@@ -6,7 +6,6 @@ import argparse
 import sys
 from pathlib import Path
 
-HELP = "grade imported production traces: reference-free checks on a seeded sample plus every flagged trace"
 DESCRIPTION = ("Apply a rules file's reference-free checks to the observed trials of an imported run and write "
                "the graded ones as a new run.")
 

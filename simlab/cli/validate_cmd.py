@@ -7,9 +7,8 @@ scripted line stating an identifier the user was never given. Notes (stdout) say
 be checked: a state path into a free-form mapping. Graders a scenario or a suite names
 (``module:function``) are imported, and their parameters bound to their factories.
 
-Imported for every ``--help`` (``cli/main.COMMANDS``): the spec machinery is imported where it is
-used.
-"""
+Imported to parse its arguments, ``--help`` too (``cli/main.COMMANDS``): the spec machinery is
+imported where it is used."""
 
 from __future__ import annotations
 
@@ -23,8 +22,6 @@ from simlab.errors import SpecError
 
 if TYPE_CHECKING:
     from simlab.specs.loader import Loaded
-
-HELP = "check scenario, persona, suite and config files"
 
 
 def configure(parser: argparse.ArgumentParser) -> None:

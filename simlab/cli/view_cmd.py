@@ -5,8 +5,6 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-HELP = "browse runs and transcripts in the terminal"
-
 
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("target", nargs="?", help="a run id or a run folder (default: the newest run)")

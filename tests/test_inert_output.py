@@ -256,12 +256,13 @@ class InterruptingStream(io.StringIO):
 
 def test_a_double_ctrl_c_during_start_up_exits_130_without_a_traceback(tmp_path, monkeypatch) -> None:
     import simlab.cli.main as cli_main
+    import simlab.cli.run_cmd as run_cmd
 
     def starting(args):  # the first Ctrl-C lands while the command's modules are imported
         raise KeyboardInterrupt
 
     monkeypatch.chdir(tmp_path)
-    monkeypatch.setattr(cli_main, "_run", starting)
+    monkeypatch.setattr(run_cmd, "run", starting)
     stderr = InterruptingStream()
     monkeypatch.setattr("sys.stderr", stderr)
     before = signal.getsignal(signal.SIGINT)

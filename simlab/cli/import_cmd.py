@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import argparse
 import importlib
-from typing import Any
 
 # name → (module with configure(parser) and run(args), one line of help). Add a format here.
 FORMATS: dict[str, tuple[str, str]] = {
@@ -22,18 +21,17 @@ FORMATS: dict[str, tuple[str, str]] = {
 }
 
 
-def add_parser(sub: Any) -> None:
-    parser = sub.add_parser("import", help="import conversations or eval sets written by other tools",
-                            description="Turn other tools' files into simlab runs or scenarios.")
+DESCRIPTION = "Turn other tools' files into simlab runs or scenarios."
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
     formats = parser.add_subparsers(dest="format", metavar="FORMAT")
     for name, (module, text) in FORMATS.items():
-        # the format's own arguments (and its --help) are parsed by import_command, once its module is loaded
+        # the format's own arguments (and its --help) are parsed by run, once its module is loaded
         formats.add_parser(name, help=text, add_help=False).set_defaults(_import_module=module)
-    parser.set_defaults(_import_parser=parser)
 
 
-
-def import_command(args: argparse.Namespace, argv: list[str] | None = None) -> int:
+def run(args: argparse.Namespace, argv: list[str] | None = None) -> int:
     """Parse the format's own arguments (its module is imported now), then run it."""
     from simlab.errors import UsageError
 

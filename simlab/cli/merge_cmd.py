@@ -1,4 +1,6 @@
-"""``simlab merge OUT SHARD_DIR...``: the shards of a run played on several machines, as one run."""
+"""``simlab merge OUT SHARD_DIR...``: the shards of a run played on several machines, as one run.
+Imported to parse its arguments, ``--help`` too (``cli/main.COMMANDS``): what merging needs is
+imported in ``run``."""
 
 from __future__ import annotations
 
@@ -7,13 +9,24 @@ import sys
 from pathlib import Path
 
 from simlab.inert import one_line
-from simlab.report.build import resolve_run
-from simlab.runner.merge import merge_shards
-from simlab.runner.prepare import check_run_id
-from simlab.specs import load_config
+
+DESCRIPTION = ("Check that the shards are parts of one run (same pins and plan, no torn or bad line, no unit "
+               "twice) and write them as one run.")
 
 
-def merge_command(args: argparse.Namespace) -> int:
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("out", help="run id (or folder) of the merged run; it must not exist yet")
+    parser.add_argument("shards", nargs="+", metavar="SHARD_DIR", help="run folders (or run ids) of the shards")
+    parser.add_argument("--force", action="store_true",
+                        help="merge shards whose pins (code included) differ; the merged run is marked mixed")
+
+
+def run(args: argparse.Namespace) -> int:
+    from simlab.report.build import resolve_run
+    from simlab.runner.merge import merge_shards
+    from simlab.runner.prepare import check_run_id
+    from simlab.specs import load_config
+
     transcripts = Path(load_config(Path("simlab.yaml")).transcripts)
     out = Path(args.out) if "/" in args.out else transcripts / check_run_id(args.out)
     shards = [resolve_run(target, transcripts) for target in args.shards]

@@ -19,22 +19,21 @@ from typing import Any
 
 from simlab.errors import UsageError
 
-
-def add_parser(sub: Any) -> None:
-    promote = sub.add_parser("promote", help="write a scenario YAML draft from a stored trial (e.g. an imported "
-                                             "production trace)",
-                             description="Turn one trial of a run into a scenario draft that `simlab validate` "
-                                         "accepts; # TODO comments say what to correct.")
-    promote.add_argument("run", help="run id or folder")
-    promote.add_argument("trial", help="the trial: its unit id (observed#3) or its number in a one-scenario run")
-    promote.add_argument("--domain", help="the domain the scenario plays in (needed for an imported trace)")
-    promote.add_argument("--out", help="the file to write (default scenarios/promoted/<id>.yaml)")
-    promote.add_argument("--history-turns", type=int, default=0, metavar="N",
-                         help="start the scenario after the first N turns, given as history: (default 0)")
-    promote.add_argument("--force", action="store_true", help="overwrite the file if it exists")
+DESCRIPTION = ("Turn one trial of a run into a scenario draft that `simlab validate` accepts; # TODO comments say "
+               "what to correct.")
 
 
-def promote_command(args: argparse.Namespace) -> int:
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("run", help="run id or folder")
+    parser.add_argument("trial", help="the trial: its unit id (observed#3) or its number in a one-scenario run")
+    parser.add_argument("--domain", help="the domain the scenario plays in (needed for an imported trace)")
+    parser.add_argument("--out", help="the file to write (default scenarios/promoted/<id>.yaml)")
+    parser.add_argument("--history-turns", type=int, default=0, metavar="N",
+                        help="start the scenario after the first N turns, given as history: (default 0)")
+    parser.add_argument("--force", action="store_true", help="overwrite the file if it exists")
+
+
+def run(args: argparse.Namespace) -> int:
     from simlab.env.domain import load_domain
     from simlab.report.build import project_run
     from simlab.runner.store import RunStore

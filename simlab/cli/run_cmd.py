@@ -1,24 +1,80 @@
-"""``simlab run``: the command line of ``runner.batch.run_batch``: parse, play, print, exit code."""
+"""``simlab run``: the command line of ``runner.batch.run_batch``: parse, play, print, exit code.
+Imported to parse its arguments, ``--help`` too (``cli/main.COMMANDS``): what playing needs is
+imported in ``run``."""
 
 from __future__ import annotations
 
 import argparse
 import os
-import shlex
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from simlab.cli.progress import Progress
+from simlab.cli.argtypes import positive, tags, workers
 from simlab.errors import EXIT_INFRA as EXIT_INCOMPLETE
-from simlab.report.build import build
-from simlab.report.gates import RUN_MAX_ERROR_RATE, error_budget_problem
-from simlab.report.terminal import print_report, report_console, silence
-from simlab.results.figures import RunSummary
-from simlab.runner.batch import BatchOptions, BatchResult, run_batch
-from simlab.runner.prepare import RunPlan, RunRequest, prepare
-from simlab.runner.shard import resolve_shard
+from simlab.errors import UsageError
+
+if TYPE_CHECKING:
+    from simlab.results.figures import RunSummary
+    from simlab.runner.batch import BatchResult
+    from simlab.runner.prepare import RunPlan
 
 EXIT_INTERRUPTED = 130
+
+DESCRIPTION = "Plan scenario × trial units and play them; re-running a run id resumes it."
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("paths", nargs="*", help="scenario files or folders (default: simlab.yaml's scenarios)")
+    parser.add_argument("--suite", help="a suite file naming scenarios and settings")
+    parser.add_argument("--agent",
+                        help="LiteLLM model string, python:module:attr, or an agent service's http:// URL")
+    parser.add_argument("--simulator", help="rules | scripted | a LiteLLM model string")
+    parser.add_argument("--judge", help="judge model (LiteLLM string), for the graders")
+    parser.add_argument("--trials", type=positive, help="trials per scenario")
+    parser.add_argument("--concurrency", type=positive, help="trials played at once")
+    parser.add_argument("--run-id", help="name of the run folder; an existing one is resumed")
+    parser.add_argument("--seed", type=int, help="run seed; trial seeds are derived from it (default 0)")
+    parser.add_argument("--force", action="store_true", help="resume even if the stored pins differ")
+    parser.add_argument("-k", dest="keywords", metavar="EXPR",
+                        help="only scenarios whose id, title or tags match: words joined by and/or/not, e.g. "
+                             "-k 'refund and not card'")
+    parser.add_argument("--tags", type=tags, default=[],
+                        help="only scenarios carrying one of these tags (comma-separated)")
+    parser.add_argument("--partial-ok", action="store_true",
+                        help="with --suite and -k, --tags or paths: gate the part of the suite played (every "
+                             "report says partial) instead of exiting 3")
+    parser.add_argument("--list", "--dry-run", dest="list", action="store_true",
+                        help="show the planned scenarios and trials (and where each trial count comes from); "
+                             "play nothing")
+    parser.add_argument("--keep-errors", action="store_true",
+                        help="on resume, keep trials that ended in an infrastructure error instead of playing "
+                             "them again")
+    parser.add_argument("--allow-same-family", action="store_true",
+                        help="allow a simulator of the same model family as the agent")
+    parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+    parser.add_argument("--junit", help="with --suite: write a JUnit XML file of the gates")
+    parser.add_argument("--workers", type=workers, default=1,
+                        help="processes playing disjoint shares of the units, to use every core (default 1), "
+                             "or auto: one per 16 trials in flight, at most one per core; --concurrency is the "
+                             "total across them")
+    parser.add_argument("--cache", action="store_true", default=None,
+                        help="answer a model request from the response cache when the same request (same trial "
+                             "seed and role) was answered before; new answers are stored (transcripts/.cache)")
+    parser.add_argument("--replay", metavar="RUN",
+                        help="replay the user turns of every trial of RUN against the agent (a frozen user); "
+                             "default scenarios and trials: RUN's")
+    parser.add_argument("--divergence", choices=["tools", "never", "judge"],
+                        help="with --replay: when the agent's turn counts as diverging (default tools: its tool "
+                             "calls differ from the recording's; judge: the judge model (--judge) says the next "
+                             "recorded user turn no longer fits)")
+    parser.add_argument("--on-divergence", metavar="THEN",
+                        help="with --replay: stop (default; termination diverged), or the simulator that takes "
+                             "over: rules, scripted or a LiteLLM model")
+    parser.add_argument("--shard", metavar="I/N|auto",
+                        help="play only share I of N (1-based), e.g. one job of a CI matrix; the same split on "
+                             "every machine, then `simlab merge` the shards. auto: from a Kubernetes Indexed "
+                             "Job, GitLab, CircleCI or Buildkite, or SIMLAB_SHARD_INDEX/COUNT")
 
 
 def replay_settings(args: argparse.Namespace) -> None:
@@ -26,7 +82,6 @@ def replay_settings(args: argparse.Namespace) -> None:
     every unit id meets its recording)."""
     import json
 
-    from simlab.errors import UsageError
     from simlab.report.build import project_run
     from simlab.runner.store import RunStore
 
@@ -53,9 +108,19 @@ def replay_settings(args: argparse.Namespace) -> None:
     args.simulator = json.dumps(spec)
 
 
-def run_command(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace) -> int:
+    from simlab.cli.progress import Progress
+    from simlab.report.build import build
+    from simlab.report.gates import RUN_MAX_ERROR_RATE, error_budget_problem
+    from simlab.report.terminal import print_report, report_console
+    from simlab.runner.batch import BatchOptions, run_batch
+    from simlab.runner.prepare import RunRequest, prepare
+    from simlab.runner.shard import resolve_shard
+
     shard = resolve_shard(getattr(args, "shard", None), os.environ)
     replay_settings(args)
+    if not args.paths and not args.suite:
+        check_project()
     req = RunRequest(
         root=Path("."), paths=args.paths, suite=args.suite, agent=args.agent, simulator=args.simulator,
         judge=args.judge, trials=args.trials, concurrency=args.concurrency, run_id=args.run_id, seed=args.seed,
@@ -97,12 +162,23 @@ def run_command(args: argparse.Namespace) -> int:
     return EXIT_INCOMPLETE if problem or outcome.stopped_by else 0
 
 
+def check_project() -> None:
+    """``simlab run`` with nothing named, in a folder that is no simlab project: say how to start one
+    rather than that the default ``scenarios`` folder is missing."""
+    if not Path("simlab.yaml").exists() and not Path("scenarios").exists():
+        raise UsageError(f"no simlab.yaml and no scenarios/ in {Path.cwd()}: nothing to run here. Start a project "
+                         "with `simlab init` (a runnable starter), or name what to play: simlab run SCENARIO_FILES "
+                         "or simlab run --suite SUITE")
+
+
 def interrupted(result: BatchResult, summary: RunSummary) -> int:
     """Ctrl-C: the finished trials' report, then how to resume; exit 130, the same in a terminal
     and through a pipe. A Ctrl-C typed in a terminal reaches every process of the pipeline, so in
     ``simlab run … 2>&1 | tee log`` the reader is gone too: what can no longer be written is
     dropped (``ReportConsole``; stderr pointed at /dev/null), the resume command goes to the
     terminal itself (``tell_terminal``), and the exit code still says 130."""
+    from simlab.report.terminal import print_report, report_console, silence
+
     command = resume_command(result.plan.manifest.get("command") or [], result.plan.run_id)
     line = f"interrupted: finished trials are saved; {result.left} left. Resume with: {command}"
     try:
@@ -130,6 +206,8 @@ def tell_terminal(text: str) -> None:
 def resume_command(command: list[str], run_id: str) -> str:
     """The command that resumes a run: the one it was started with (run.json keeps it), with its
     run id made explicit (a generated id would otherwise start a new run)."""
+    import shlex
+
     words = list(command) or ["simlab", "run"]
     if not any(w == "--run-id" or w.startswith("--run-id=") for w in words):
         words += ["--run-id", run_id]

@@ -1,32 +1,42 @@
-"""``simlab serve DOMAIN``: a domain's tools over MCP for one hand-driven session, so a developer can
-point an agent at them. The state is the domain's seed data, or a scenario's initial state
-(``--scenario``); every call is printed as it is recorded in a trial. Ctrl-C or SIGTERM stops it."""
+"""``simlab serve DOMAIN``: a domain's tools over MCP for one hand-driven session, so a developer
+can point an agent at them. The state is the domain's seed data, or a scenario's initial state
+(``--scenario``); every call is printed as it is recorded in a trial. Ctrl-C or SIGTERM stops it.
+Imported to parse its arguments, ``--help`` too (``cli/main.COMMANDS``): what serving needs is
+imported in ``run``."""
 
 from __future__ import annotations
 
 import argparse
-import asyncio
-import contextlib
-import json
-import signal
 import sys
 from pathlib import Path
 from typing import Any
 
 from simlab.errors import UsageError
-from simlab.serve import require_serve_extra
 
 SHOWN = 200  # characters of a tool's arguments or result printed per call
 
+DESCRIPTION = ("Serve DOMAIN's tools over MCP (streamable HTTP) for one hand-driven session: prints the URL, "
+               "then every call. Needs the serve extra.")
 
-def serve_command(args: argparse.Namespace) -> int:
-    require_serve_extra("simlab serve")
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("domain", metavar="DOMAIN", help="a built-in domain (retail) or module[:attr] defining one")
+    parser.add_argument("--scenario", metavar="FILE", help="start from this scenario's initial state")
+    parser.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
+    parser.add_argument("--port", type=int, default=0, help="port (default: any free one)")
+
+
+def run(args: argparse.Namespace) -> int:
+    import asyncio
+
     from pydantic import ValidationError
 
     from simlab.env.domain import Environment, load_domain
+    from simlab.serve import require_serve_extra
     from simlab.specs.loader import load_model
     from simlab.specs.scenario import Scenario
 
+    require_serve_extra("simlab serve")
     domain = load_domain(args.domain, source="simlab serve")
     overrides: dict[str, Any] = {}
     where = "its seed data"
@@ -52,6 +62,10 @@ def serve_command(args: argparse.Namespace) -> int:
 
 
 async def _serve(env: Any, where: str, host: str, port: int, calls: list[Any]) -> None:
+    import asyncio
+    import contextlib
+    import signal
+
     from simlab.serve.server import ToolServer
     from simlab.sim.tool_handle import ToolHandle
     from simlab.transcript import ToolCall
@@ -79,6 +93,8 @@ async def _serve(env: Any, where: str, host: str, port: int, calls: list[Any]) -
 
 
 def _line(event: Any) -> str:
+    import json
+
     kind = event.type
     if kind == "tool_call":
         return f"tool_call   {event.name} {_cut(event.raw_arguments or '{}')}"

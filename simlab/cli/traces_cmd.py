@@ -6,8 +6,21 @@ import argparse
 import sys
 from pathlib import Path
 
+DESCRIPTION = ("Apply a rules file's reference-free checks to the observed trials of an imported run and write "
+               "the graded ones as a new run.")
 
-def grade_traces_command(args: argparse.Namespace) -> int:
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("run", help="an imported run (simlab import): run id or folder")
+    parser.add_argument("--rules", required=True, metavar="FILE",
+                        help="the rules file: expect: (the checks), sample: (rate, seed, flags), domain: (optional)")
+    parser.add_argument("--out", help="run id of the graded run (default: RUN-graded)")
+    parser.add_argument("--judge", help="judge model for rubric and groundedness (none: those checks are not run)")
+    parser.add_argument("--rate", type=float, help="fraction of the unflagged traces to grade (over sample.rate)")
+    parser.add_argument("--seed", type=int, help="seed of the sample (over sample.seed)")
+
+
+def run(args: argparse.Namespace) -> int:
     from simlab.errors import UsageError
     from simlab.report.build import resolve_run
     from simlab.runner.grade_traces import grade_traces, load_rules

@@ -6,32 +6,42 @@ for what is valid but almost certainly not meant: a control signal swallowed by 
 scripted line stating an identifier the user was never given. Notes (stdout) say what could not
 be checked: a state path into a free-form mapping. Graders a scenario or a suite names
 (``module:function``) are imported, and their parameters bound to their factories.
-"""
+
+Imported to parse its arguments, ``--help`` too (``cli/main.COMMANDS``): the spec machinery is
+imported where it is used."""
 
 from __future__ import annotations
 
 import argparse
 import re
 import sys
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from simlab.env.checks import check_against_domain, state_path_notes, tool_name_problems
 from simlab.errors import SpecError
-from simlab.specs import ProjectConfig, Suite, UserSpec, load_config, load_model, load_personas, scenario_files
-from simlab.specs.loader import YAML_SUFFIXES, Loaded, LoadedScenario, read_partial, read_scenarios
-from simlab.specs.yamlio import line_for, load_yaml_file, read_spec_bytes, signal_comments
+
+if TYPE_CHECKING:
+    from simlab.specs.loader import Loaded
 
 
-@dataclass
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("paths", nargs="*",
+                        help="files or folders (default: the project's scenarios and personas)")
+
+
 class _Report:
-    problems: list[str] = field(default_factory=list)
-    warnings: list[str] = field(default_factory=list)
-    notes: list[str] = field(default_factory=list)
+    """What one validation found (a plain class: ``dataclasses`` would load ``inspect`` for --help)."""
+
+    def __init__(self) -> None:
+        self.problems: list[str] = []
+        self.warnings: list[str] = []
+        self.notes: list[str] = []
 
 
-def validate_command(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace) -> int:
+    from simlab.specs import ProjectConfig, Suite, load_config, load_model, load_personas, scenario_files
+    from simlab.specs.loader import LoadedScenario, read_partial, read_scenarios
+
     report = _Report()
     try:
         config = load_config(Path("simlab.yaml"))
@@ -101,6 +111,9 @@ def validate_command(args: argparse.Namespace) -> int:
 
 def _check_entry(entry: Loaded, report: _Report) -> None:
     """Domain, tools and state of one scenario (also of a partial one), and its warnings."""
+    from simlab.env.checks import check_against_domain, state_path_notes
+    from simlab.specs.yamlio import read_spec_bytes, signal_comments
+
     spec = entry.spec
     given = spec.model_fields_set
     if "domain" in given:
@@ -136,6 +149,7 @@ def _grader_tool_problems(entry: Loaded, domain: Any) -> list[str]:
     uses = getattr(entry.spec, "expect", None)
     if not uses or not uses.graders:
         return []
+    from simlab.env.checks import tool_name_problems
     from simlab.graders.registry import GraderError, resolve
 
     refs: list[tuple[tuple[Any, ...], str]] = []
@@ -152,6 +166,7 @@ def _grader_tool_problems(entry: Loaded, domain: Any) -> list[str]:
 def _script_ids(entry: Loaded, report: _Report) -> None:
     """Warn about a fixed opening or script line that states an id the user was never given."""
     from simlab.graders.drift import unknown_identifiers  # no model import: validate stays light
+    from simlab.specs import UserSpec
 
     user = entry.spec.__dict__.get("user")
     if user is None:
@@ -170,6 +185,8 @@ def _script_ids(entry: Loaded, report: _Report) -> None:
 
 def _suite_files(suite: Loaded, report: _Report) -> list[Path]:
     """The scenario files a suite names; a path or glob that finds none is a problem."""
+    from simlab.specs import scenario_files
+
     found: list[Path] = []
     for i, pattern in enumerate(suite.spec.scenarios):
         try:
@@ -201,10 +218,14 @@ def _by_place(line: str) -> tuple[str, int]:
 
 
 def _at(entry: Loaded, *loc: Any) -> str:
+    from simlab.specs.yamlio import line_for
+
     return f"{entry.path}:{line_for(entry.lines, loc) or 1}: {'.'.join(map(str, loc))}"
 
 
 def _kind(path: Path, personas_dir: Path) -> str:
+    from simlab.specs.loader import YAML_SUFFIXES
+
     if path.name in ("simlab.yaml", "simlab.yml"):
         return "config"
     if path.suffix.lower() not in YAML_SUFFIXES:
@@ -219,6 +240,8 @@ def _kind(path: Path, personas_dir: Path) -> str:
 
 def _looks_like_suite(path: Path) -> bool:
     """A suite outside ``suites/``: a mapping with ``scenarios`` (and no scenario fields)."""
+    from simlab.specs.yamlio import load_yaml_file
+
     try:
         data, _ = load_yaml_file(path)
     except SpecError:

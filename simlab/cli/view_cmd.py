@@ -6,7 +6,11 @@ import argparse
 from pathlib import Path
 
 
-def view_command(args: argparse.Namespace) -> int:
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("target", nargs="?", help="a run id or a run folder (default: the newest run)")
+
+
+def run(args: argparse.Namespace) -> int:
     from simlab.specs import load_config
     from simlab.tui import make_app
 

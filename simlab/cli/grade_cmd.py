@@ -1,0 +1,67 @@
+"""``simlab grade``: re-grade a stored run without simulating again. Imported to parse its
+arguments, ``--help`` too (``cli/main.COMMANDS``): what re-grading needs is imported in ``run``."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from simlab.inert import one_line
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("run", nargs="?", help="run id or run folder (default: the newest run)")
+    parser.add_argument("--rejudge", action="store_true", help="also re-run the LLM judges (model calls)")
+    parser.add_argument("--judge", help="judge model for --rejudge (default: the run's)")
+    parser.add_argument("--cache", action="store_true",
+                        help="with --rejudge: answer the judges from the response cache where they were asked "
+                             "the same before (without it, --rejudge asks the judge model again)")
+    parser.add_argument("--show", type=int, default=20, help="how many check changes to list")
+    parser.add_argument("--json", action="store_true", help="print the changes as JSON on stdout")
+
+
+def run(args: argparse.Namespace) -> int:
+    from simlab.report.build import build, project_run
+    from simlab.report.terminal import print_report, report_console
+    from simlab.runner.factory import build_judge
+    from simlab.runner.regrade import regrade
+    from simlab.runner.store import RunStore
+    from simlab.specs import load_config
+
+    folder = project_run(args.run)
+    store = RunStore(folder)
+    manifest = store.read_manifest() or {}
+    judge_ref = args.judge or manifest.get("pins", {}).get("judge")
+    config = load_config(Path("simlab.yaml"))
+    cache = None
+    if args.rejudge and getattr(args, "cache", False):  # a re-judge asks again unless told to use the cache
+        from simlab.llm.cache import ResponseCache
+        from simlab.runner.prepare import cache_folder, cache_max_mb
+
+        cache = ResponseCache(cache_folder(config), max_mb=cache_max_mb(config.cache))
+    judge = build_judge(judge_ref, cache=cache) if args.rejudge else None
+    store.lock()
+    try:
+        store.repair_torn_tail()
+        report = regrade(store, Path(config.personas), judge=judge, rejudge=args.rejudge)
+    finally:
+        store.unlock()
+    err = sys.stderr
+    if report.changed_scenario_files:
+        print(f"note: scenario files changed since the run: {', '.join(map(one_line, report.changed_scenario_files))}",
+              file=err)
+    changes = ", ".join(f"{k}: {v}" for k, v in report.verdict_changes.items()) or "no verdict changed"
+    print(f"re-graded {report.trials} trials of {one_line(folder.name)}: {changes}", file=err)
+    for line in report.check_changes[: args.show]:
+        print(f"  {one_line(line)}", file=err)
+    if len(report.check_changes) > args.show:
+        print(f"  … and {len(report.check_changes) - args.show} more check changes", file=err)
+    summary = build(folder)
+    if args.json:
+        print(json.dumps({"trials": report.trials, "verdict_changes": report.verdict_changes,
+                          "check_changes": report.check_changes}, indent=2))
+    else:
+        print_report(summary, report_console())
+    return 0

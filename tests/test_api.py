@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import inspect
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -93,6 +94,13 @@ def test_the_public_surface_is_pinned_small_and_light() -> None:
     assert simlab.SimlabError is SimlabError and issubclass(simlab.errors.UsageError, simlab.SimlabError)
     with pytest.raises(AttributeError):
         simlab.LiteLLMModel  # noqa: B018 - internal names are not part of the facade
+
+
+def test_architecture_promises_exactly_the_exported_names() -> None:
+    text = (REPO / "ARCHITECTURE.md").read_text(encoding="utf-8")
+    section = text.split("\n## Public API\n", 1)[1].split("\n## ", 1)[0]
+    promised = section.split("- the `simlab` package's `__all__`", 1)[1].split("; `tests/test_api.py`", 1)[0]
+    assert re.findall(r"`([A-Za-z_]+)`", promised) == PUBLIC
 
 
 @pytest.mark.parametrize("flag", ["--version", "--help"])

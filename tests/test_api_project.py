@@ -37,7 +37,7 @@ def watched_agent(inp: simlab.AgentInput) -> Any:
     return careful_agent(inp)
 
 
-watched_agent.uses_models = False  # type: ignore[attr-defined]
+watched_agent.uses_models = False
 
 
 def _watch() -> None:

@@ -218,19 +218,21 @@ def _name(obj: Any, what: str) -> str:
     code pins hash (the module's file); ``UsageError`` for what no name can find again."""
     module, name = getattr(obj, "__module__", None), getattr(obj, "__qualname__", None)
     if not module or not name or "<" in name:
-        raise UsageError(f"{what} {obj!r}: pass a module-level function, an instance of a module-level class, or "
-                         "a reference ('python:module:name'); a lambda or a nested function or class has no name "
-                         "the run can pin")
+        raise UsageError(f"{what} {obj!r}: pass a module-level function, an instance of a module-level "
+                         "class, or a reference ('python:module:name'); a lambda or a nested function or "
+                         "class has no name the run can pin")
     return f"{module}:{name}"
 
 
 def _agent(agent: str | Callable[..., Any] | Agent | None) -> tuple[str | None, Any]:
-    """(the reference the run pins, the object it plays: None to build it from the reference)."""
+    """(the reference the run pins, the object it plays: None to build it from the reference). A
+    function is played as it is too (the same pin as its reference: ``python``, ``module:name``)."""
     from simlab.sim.agent_io import Agent
     from simlab.sim.python_agent import PythonAgent
 
     if agent is None or isinstance(agent, str):
         return agent, None
+    _not_a_class(agent, "agent")
     if isinstance(agent, Agent):
         name = _name(type(agent), "agent")
         return f"python:{name}", _ObjectAgent(agent, name)
@@ -246,10 +248,17 @@ def _simulator(simulator: str | Simulator | None) -> tuple[str | None, Any]:
 
     if simulator is None or isinstance(simulator, str):
         return simulator, None
+    _not_a_class(simulator, "simulator")
     if isinstance(simulator, Simulator):
         return None, simulator
-    raise UsageError(f"simulator {simulator!r}: pass 'rules', 'scripted', a model, or an object with pin() and "
-                     "async next_message(view)")
+    raise UsageError(f"simulator {simulator!r}: pass 'rules', 'scripted', a model, or an object with "
+                     "pin() and async next_message(view)")
+
+
+def _not_a_class(obj: Any, what: str) -> None:
+    if isinstance(obj, type) and callable(getattr(obj, "pin", None)):
+        raise UsageError(f"{what} {obj.__qualname__}: pass an instance of the class ({obj.__qualname__}()), "
+                         "not the class")
 
 
 class _ObjectAgent:
@@ -269,4 +278,4 @@ class _ObjectAgent:
         return Pin(kind="python", ref=self.name, settings=settings)
 
     async def respond(self, inp: AgentInput) -> AgentReply:
-        return await self.agent.respond(inp)
+        return await self.agent.respond(inp)  # the protocol's: an async respond

@@ -160,12 +160,14 @@ def test_what_no_name_can_find_again_is_refused_clearly(tmp_path):
     class Local(CarefulObject):
         pass
 
-    for agent in (Local(), lambda inp: "hi", 42):
+    for agent in (Local(), lambda inp: "hi", 42, CarefulObject):
         with pytest.raises(simlab.SimlabError, match="agent") as caught:
             simlab.run(SCENARIOS, agent=agent, project=project)  # type: ignore[arg-type]
         assert caught.value.exit_code == 2
     with pytest.raises(simlab.SimlabError, match="simulator"):
         simlab.run(SCENARIOS, agent=CarefulObject(), simulator=object(), project=project)  # type: ignore[arg-type]
+    with pytest.raises(simlab.SimlabError, match=r"an instance of the class \(NamedRules\(\)\)"):
+        simlab.run(SCENARIOS, agent=CarefulObject(), simulator=NamedRules, project=project)  # type: ignore[arg-type]
     assert not (project / "transcripts").exists()
 
 

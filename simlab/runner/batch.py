@@ -135,7 +135,7 @@ def run_batch(req: RunRequest, options: BatchOptions | None = None) -> BatchResu
         auto = " (auto)" if options.workers == "auto" else ""
         options.note(f"run {plan.run_id}: {len(plan.scenarios)} scenarios, {len(plan.units)} trials{scope}"
                      + (f" ({skipped} already done, resuming)" if skipped else "")
-                     + f"; agent {plan.agent.ref}, simulator {simulator.pin().ref}"
+                     + f"; agent {plan.agent.ref}, simulator {_simulator_ref(plan, options)}"
                      + (f"; {workers} workers{auto}" if parallel else (f"; 1 worker{auto}" if auto else "")))
         progress = options.progress(len(units), skipped) if options.progress else _Quiet()
         if parallel:
@@ -147,6 +147,10 @@ def run_batch(req: RunRequest, options: BatchOptions | None = None) -> BatchResu
         return BatchResult(plan, store, units, skipped, outcome, interrupted)
     finally:
         store.unlock()
+
+
+def _simulator_ref(plan: RunPlan, options: BatchOptions) -> str:
+    return plan.simulator.ref if options.simulator is None else str(options.simulator.pin().ref)
 
 
 def _divide_limits(plan: RunPlan, limiter: ModelLimiter, shard: tuple[int, int],

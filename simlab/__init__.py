@@ -1,14 +1,17 @@
 """simlab: a simulated-user conversation lab.
 
-The public surface is what this module exports (``__all__``); every other module is internal and
-may change. The facade stays cheap to import: names load on first use, so ``import simlab``
-pulls in neither LiteLLM, pandas nor Textual.
+The public surface is what this module exports (``__all__``, pinned by ``tests/test_api.py``);
+every other module is internal and may change (ARCHITECTURE.md, *Public API*). The facade stays
+cheap to import: names load on first use, so ``import simlab`` pulls in neither LiteLLM, pandas
+nor Textual.
 
 - Domains: ``Domain``, ``tool``, ``READ``, ``WRITE``, ``ToolError``.
-- Agents: ``AgentInput``, ``AgentReply``, the ``Agent`` protocol.
-- Simulators: the ``Simulator`` protocol, ``SimView``, ``UserTurn``.
+- Agents: ``AgentInput``, ``AgentReply``, the ``Agent`` protocol (an object meeting it can be
+  passed to ``run``).
+- Simulators: the ``Simulator`` protocol (likewise), ``SimView``, ``UserTurn``.
 - Checks: ``Check``, the ``grader`` decorator and ``GradeContext`` (what a grader gets).
-- Runs: ``run(...)``, ``arun(...)``, ``load_run(...)``, ``Run``, ``RunSummary``.
+- Runs: ``run(...)``, ``arun(...)``, ``load_run(...)``, ``Run``, ``RunSummary``, ``RunManifest``.
+- Errors: ``SimlabError`` (what the user must fix; ``python -m simlab`` is the CLI).
 """
 
 from __future__ import annotations
@@ -38,6 +41,7 @@ _EXPORTS: dict[str, str] = {
     "load_run": "simlab.api",
     "Run": "simlab.api",
     "RunSummary": "simlab.results.figures",
+    "RunManifest": "simlab.runner.manifest",
     "SimlabError": "simlab.errors",
 }
 
@@ -57,6 +61,7 @@ if TYPE_CHECKING:
     from simlab.graders.base import GradeContext as GradeContext
     from simlab.graders.registry import grader as grader
     from simlab.results.figures import RunSummary as RunSummary
+    from simlab.runner.manifest import RunManifest as RunManifest
     from simlab.sim.agent_io import Agent as Agent
     from simlab.sim.agent_io import AgentInput as AgentInput
     from simlab.sim.agent_io import AgentReply as AgentReply

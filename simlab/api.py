@@ -3,24 +3,27 @@
 ``simlab.run(...)`` plays the same batch as ``simlab run`` (``runner.batch.run_batch``) and returns
 a ``Run``; it works outside an event loop and inside one (a notebook, an async test), where the
 batch plays on a thread of its own. ``simlab.load_run(path_or_id)`` opens a stored run. A ``Run``
-gives the typed summary (``run.summary.suite.pass_hat_k[3]``), the trials and checks as pandas
-DataFrames, the transcripts as typed records, comparisons, gates and reports. pandas is imported
-only when a DataFrame is asked for.
+gives the typed manifest and summary (``run.summary.suite.pass_hat_k[3]``), the trials and checks
+as pandas DataFrames, the transcripts as typed records, comparisons, gates and reports. pandas is
+imported only when a DataFrame is asked for.
+
+Nothing here changes the process's working directory: the project's folder is passed down
+(``RunRequest.root``, ``imports.in_project`` for the code a spec names), so a run on one thread
+moves nothing another thread sees. The one process-wide change is the CLI's: the project's folder
+is put on ``sys.path`` (once), so that its own modules import.
 """
 
 from __future__ import annotations
 
 import asyncio
 import concurrent.futures
-import contextlib
-import os
-import sys
 from collections.abc import Callable, Iterator
 from functools import cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from simlab.errors import UsageError
+from simlab.imports import in_project
 
 if TYPE_CHECKING:  # the heavy or deep parts load when used
     import pandas
@@ -28,45 +31,52 @@ if TYPE_CHECKING:  # the heavy or deep parts load when used
     from simlab.report.compare_runs import Comparison
     from simlab.report.gates import GateReport
     from simlab.results.figures import RunSummary
-    from simlab.transcript import TrialRecord
+    from simlab.runner.manifest import RunManifest
+    from simlab.sim.agent_io import Agent, AgentInput, AgentReply
+    from simlab.sim.simulators.base import Simulator
+    from simlab.transcript import Pin, TrialRecord
 
 __all__ = ["Run", "arun", "load_run", "run"]
 
-AgentLike = str | Callable[..., Any]
 ReportFormat = Literal["markdown", "json", "csv"]
+_T = TypeVar("_T")
 
 
 class Run:
     """A run on disk (``transcripts/<run_id>/``): its manifest, figures, tables and transcripts.
-    Figures are computed when first asked for, from the files as they are then."""
+    Figures are computed when first asked for, from the files as they are then. ``project``: the
+    folder holding ``simlab.yaml`` (where a suite's summary functions and relative paths are read
+    from); by default the folder above the runs' folder."""
 
-    def __init__(self, folder: str | Path):
+    def __init__(self, folder: str | Path, *, project: str | Path | None = None):
         self.folder = Path(folder)
         if not (self.folder / "run.json").exists() and not (self.folder / "trials.jsonl").exists():
             raise UsageError(f"{self.folder}: not a run folder (no run.json, no trials.jsonl)")
+        self.project = Path(project).resolve() if project is not None else self.folder.resolve().parent.parent
 
     def __repr__(self) -> str:
         return f"Run({str(self.folder)!r})"
 
     @property
     def id(self) -> str:
-        return str(self.manifest.get("run_id") or self.folder.name)
+        return self.manifest.run_id or self.folder.name
 
     @cached_property
-    def manifest(self) -> dict[str, Any]:
-        """``run.json``: the command, every pin, the plan (empty when the file is missing)."""
+    def manifest(self) -> RunManifest:
+        """``run.json`` typed: the command, every pin, the plan (every field empty when the file is
+        missing; a field an older simlab did not write reads as its default)."""
+        from simlab.runner.manifest import read_manifest_model
         from simlab.runner.store import RunStore
 
-        return RunStore(self.folder).read_manifest() or {}
+        store = RunStore(self.folder)
+        return read_manifest_model(store.manifest_path, store.read_manifest())
 
     @cached_property
     def summary(self) -> RunSummary:
         """The run's figures, typed (``summary.json`` as a model), as ``simlab report`` computes them."""
         from simlab.report.build import build
-        from simlab.results.figures import RunSummary
 
-        built = build(self.folder, write=False)
-        return built if isinstance(built, RunSummary) else RunSummary.model_validate(built)
+        return self._in_project(lambda: build(self.folder, write=False))
 
     def trials(self) -> pandas.DataFrame:
         """One row per trial (the columns of ``results.parquet``: identity, verdict, termination,
@@ -94,36 +104,41 @@ class Run:
 
     def compare(self, other: Run, *, margin: float = 0.0, allow_different_pins: bool = False) -> Comparison:
         """This run as the baseline against ``other``, per scenario and pooled, as ``simlab compare``."""
-        from simlab.report.build import build
         from simlab.report.compare_runs import compare
 
-        return compare(build(self.folder, write=False), build(other.folder, write=False),
-                       allow_different_pins=allow_different_pins, margin=margin)
+        return compare(self.summary, other.summary, allow_different_pins=allow_different_pins, margin=margin)
 
     def gate(self, suite: str | Path) -> GateReport:
-        """The suite's gates on this run (``.exit_code``: 0 held, 1 failed, 3 inconclusive)."""
+        """The suite's gates on this run (``.exit_code``: 0 held, 1 failed, 3 inconclusive). A
+        relative ``suite`` path is read from the project's folder."""
         from simlab.report.build import build, resolve_run
         from simlab.report.gates import gate_run
         from simlab.specs import load_config, load_suite
 
-        spec = load_suite(Path(suite)).spec
-        transcripts = self.folder.parent
+        root = self.project
+        path = root / suite
+        spec = load_suite(path).spec
 
         def baseline(ref: str) -> Any:
-            config = load_config(transcripts.parent / "simlab.yaml")
-            return build(resolve_run(ref, transcripts.parent / config.transcripts), write=False)
+            config = load_config(root / "simlab.yaml")
+            return build(resolve_run(ref, root / config.transcripts), write=False)
 
-        summary = build(self.folder, write=False, allow_unjudged=list(spec.allow_unjudged or []),
-                        summary_evaluators=list(spec.summary_evaluators))
-        return gate_run(self.folder, summary, spec, suite_path=suite, load_baseline=baseline,
-                        root=transcripts.parent)
+        def gated() -> GateReport:
+            summary = build(self.folder, write=False, allow_unjudged=list(spec.allow_unjudged or []),
+                            summary_evaluators=list(spec.summary_evaluators))
+            return gate_run(self.folder, summary, spec, suite_path=path, load_baseline=baseline, root=root)
+
+        return self._in_project(gated)
 
     def report(self, format: ReportFormat = "markdown") -> str:
         """The report as text: ``markdown``, ``json`` or ``csv``."""
-        from simlab.report.build import build
         from simlab.report.formats import render
 
-        return render(build(self.folder, write=False), format)
+        return render(self.summary, format)
+
+    def _in_project(self, work: Callable[[], _T]) -> _T:
+        with in_project(self.project):
+            return work()
 
 
 def load_run(run: str | Path | None = None, *, project: str | Path = ".") -> Run:
@@ -132,41 +147,49 @@ def load_run(run: str | Path | None = None, *, project: str | Path = ".") -> Run
     from simlab.report.build import resolve_run
     from simlab.specs import load_config
 
-    root = Path(project)
+    root = Path(project).resolve()
     transcripts = root / load_config(root / "simlab.yaml").transcripts
-    return Run(resolve_run(None if run is None else str(run), transcripts))
+    return Run(resolve_run(None if run is None else str(run), transcripts), project=root)
 
 
 def run(scenarios: str | Path | list[str | Path] | None = None, *, suite: str | Path | None = None,
-        agent: AgentLike | None = None, simulator: str | None = None, judge: str | None = None,
-        trials: int | None = None, concurrency: int | None = None, workers: int = 1, run_id: str | None = None,
-        seed: int | None = None, project: str | Path = ".", allow_same_family: bool = False,
-        force: bool = False, keep_errors: bool = False,
+        agent: str | Callable[..., Any] | Agent | None = None, simulator: str | Simulator | None = None,
+        judge: str | None = None, trials: int | None = None, concurrency: int | None = None,
+        workers: int = 1, run_id: str | None = None, seed: int | None = None, project: str | Path = ".",
+        allow_same_family: bool = False, force: bool = False, keep_errors: bool = False,
         on_note: Callable[[str], None] | None = None) -> Run:
     """Play a batch as ``simlab run`` does and return the ``Run``.
 
     Arguments mean what the CLI's flags mean; unset ones come from the suite and ``simlab.yaml``.
-    ``agent`` may also be the Python callable itself (a module-level function, found again by
-    ``module:name``). ``project`` is the folder holding ``simlab.yaml`` (the batch runs there, as
-    the CLI runs in the current folder). Notes and warnings go to ``on_note`` (default: dropped).
-    A run that is interrupted or stopped keeps its finished trials; re-running with the same
-    ``run_id`` resumes it. Errors the user must fix raise ``simlab.errors.SimlabError``.
+    ``project`` is the folder holding ``simlab.yaml``: relative ``scenarios`` and ``suite`` paths
+    are read from it, as the CLI reads them from the folder it runs in; the process's working
+    directory is never changed. ``agent`` is a reference (``python:module:name``, a model…), a
+    module-level function (pinned as ``python:module:name``), or an object meeting the ``Agent``
+    protocol (an instance of a module-level class, pinned as ``python:module:Class`` with its own
+    ``pin()`` in the settings); ``simulator`` a reference or an object meeting the ``Simulator``
+    protocol (pinned by its ``pin()``). Objects are played as they are, in this process (worker
+    processes are forked and inherit them). Notes and warnings go to ``on_note`` (default:
+    dropped). A run that is interrupted or stopped keeps its finished trials; re-running with the
+    same ``run_id`` resumes it. Errors the user must fix raise ``simlab.SimlabError``.
     """
     from simlab.runner.batch import BatchOptions, run_batch
     from simlab.runner.prepare import RunRequest
 
+    root = Path(project).resolve()
     paths = [scenarios] if isinstance(scenarios, (str, Path)) else list(scenarios or [])
-    req = RunRequest(root=Path("."), paths=[str(p) for p in paths], suite=str(suite) if suite else None,
-                     agent=_agent_ref(agent), simulator=simulator, judge=judge, trials=trials,
-                     concurrency=concurrency, run_id=run_id, seed=seed, allow_same_family=allow_same_family,
+    ref, agent_object = _agent(agent)
+    sim_ref, sim_object = _simulator(simulator)
+    req = RunRequest(root=root, paths=[str(p) for p in paths], suite=str(suite) if suite else None,
+                     agent=ref, simulator=sim_ref, judge=judge, trials=trials, concurrency=concurrency,
+                     run_id=run_id, seed=seed, allow_same_family=allow_same_family,
                      command=["simlab.run(...)"])
     options = BatchOptions(force=force, keep_errors=keep_errors, workers=workers,
-                           note=on_note or (lambda text: None))
+                           note=on_note or (lambda text: None), agent=agent_object, simulator=sim_object)
 
     def play() -> Run:
-        with _in_project(Path(project)):
+        with in_project(root):
             result = run_batch(req, options)
-            return Run(result.plan.folder.resolve())
+        return Run(result.plan.folder, project=root)
 
     try:
         asyncio.get_running_loop()
@@ -177,9 +200,9 @@ def run(scenarios: str | Path | list[str | Path] | None = None, *, suite: str | 
 
 
 async def arun(scenarios: str | Path | list[str | Path] | None = None, *, suite: str | Path | None = None,
-               agent: AgentLike | None = None, simulator: str | None = None, judge: str | None = None,
-               trials: int | None = None, concurrency: int | None = None, workers: int = 1,
-               run_id: str | None = None, seed: int | None = None, project: str | Path = ".",
+               agent: str | Callable[..., Any] | Agent | None = None, simulator: str | Simulator | None = None,
+               judge: str | None = None, trials: int | None = None, concurrency: int | None = None,
+               workers: int = 1, run_id: str | None = None, seed: int | None = None, project: str | Path = ".",
                allow_same_family: bool = False, force: bool = False, keep_errors: bool = False,
                on_note: Callable[[str], None] | None = None) -> Run:
     """``run`` for async code that must not block its event loop while the batch plays (the same
@@ -190,31 +213,69 @@ async def arun(scenarios: str | Path | list[str | Path] | None = None, *, suite:
         allow_same_family=allow_same_family, force=force, keep_errors=keep_errors, on_note=on_note)
 
 
-def _agent_ref(agent: AgentLike | None) -> str | None:
-    """A callable as ``python:module:qualified.name``: the reference the run pins and imports again."""
-    if agent is None or isinstance(agent, str):
-        return agent
-    module, name = getattr(agent, "__module__", None), getattr(agent, "__qualname__", None)
+def _name(obj: Any, what: str) -> str:
+    """``module:qualified.name`` of a module-level function or class: what a run pins, and what its
+    code pins hash (the module's file); ``UsageError`` for what no name can find again."""
+    module, name = getattr(obj, "__module__", None), getattr(obj, "__qualname__", None)
     if not module or not name or "<" in name:
-        raise UsageError(f"agent {agent!r}: pass a module-level function (or its 'python:module:name' reference); "
-                         "a lambda or a nested function cannot be found again by name")
-    return f"python:{module}:{name}"
+        raise UsageError(f"{what} {obj!r}: pass a module-level function, an instance of a module-level "
+                         "class, or a reference ('python:module:name'); a lambda or a nested function or "
+                         "class has no name the run can pin")
+    return f"{module}:{name}"
 
 
-@contextlib.contextmanager
-def _in_project(root: Path) -> Iterator[None]:
-    """Work in the project's folder, as the CLI does (relative paths, simlab.yaml, code confinement),
-    with its root on ``sys.path``, as the CLI has it: the project's own agents and domain modules
-    import the same way from ``simlab run``, the API and the pytest plugin."""
-    here = Path.cwd()
-    target = root.resolve()
-    if str(target) not in sys.path:
-        sys.path.insert(0, str(target))
-    if target == here.resolve():
-        yield
-        return
-    os.chdir(target)
-    try:
-        yield
-    finally:
-        os.chdir(here)
+def _agent(agent: str | Callable[..., Any] | Agent | None) -> tuple[str | None, Any]:
+    """(the reference the run pins, the object it plays: None to build it from the reference). A
+    function is played as it is too (the same pin as its reference: ``python``, ``module:name``)."""
+    from simlab.sim.agent_io import Agent
+    from simlab.sim.python_agent import PythonAgent
+
+    if agent is None or isinstance(agent, str):
+        return agent, None
+    _not_a_class(agent, "agent")
+    if isinstance(agent, Agent):
+        name = _name(type(agent), "agent")
+        return f"python:{name}", _ObjectAgent(agent, name)
+    if callable(agent):
+        name = _name(agent, "agent")
+        return f"python:{name}", PythonAgent(agent, name)
+    raise UsageError(f"agent {agent!r}: pass a reference, a function, or an object with pin() and "
+                     "async respond(inp)")
+
+
+def _simulator(simulator: str | Simulator | None) -> tuple[str | None, Any]:
+    from simlab.sim.simulators.base import Simulator
+
+    if simulator is None or isinstance(simulator, str):
+        return simulator, None
+    _not_a_class(simulator, "simulator")
+    if isinstance(simulator, Simulator):
+        return None, simulator
+    raise UsageError(f"simulator {simulator!r}: pass 'rules', 'scripted', a model, or an object with "
+                     "pin() and async next_message(view)")
+
+
+def _not_a_class(obj: Any, what: str) -> None:
+    if isinstance(obj, type) and callable(getattr(obj, "pin", None)):
+        raise UsageError(f"{what} {obj.__qualname__}: pass an instance of the class ({obj.__qualname__}()), "
+                         "not the class")
+
+
+class _ObjectAgent:
+    """An agent object given to ``run``: played as it is; its transcripts' pin names its class (the
+    reference the run pins, which every trial is checked against) and keeps the object's own pin."""
+
+    def __init__(self, agent: Agent, name: str):
+        self.agent, self.name = agent, name
+
+    def pin(self) -> Pin:
+        from simlab.transcript import Pin
+
+        settings: dict[str, Any] = {"pin": self.agent.pin().model_dump(mode="json")}
+        uses_models = getattr(self.agent, "uses_models", None)
+        if uses_models is not None:  # as a function's: it declares that it spends no tokens unseen
+            settings["uses_models"] = uses_models
+        return Pin(kind="python", ref=self.name, settings=settings)
+
+    async def respond(self, inp: AgentInput) -> AgentReply:
+        return await self.agent.respond(inp)  # the protocol's: an async respond

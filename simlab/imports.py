@@ -1,24 +1,49 @@
 """Import what a spec names as ``module:attr`` (a dotted module, or a path to a ``.py`` file).
 
 This runs code: the module's own, when it is imported. A dotted module comes from the project
-(its root is on ``sys.path``) or from what is installed. A ``.py`` path must lie inside the project
-(the folder simlab runs in, symbolic links resolved): a scenario file from elsewhere cannot make
-simlab run ``/tmp/x.py`` or ``../../x.py`` unless the user opts in with
-``SIMLAB_ALLOW_CODE_OUTSIDE_PROJECT=1``.
+(its root is on ``sys.path``) or from what is installed. A ``.py`` path is read from the project
+and must lie inside it (symbolic links resolved): a scenario file from elsewhere cannot make simlab
+run ``/tmp/x.py`` or ``../../x.py`` unless the user opts in with
+``SIMLAB_ALLOW_CODE_OUTSIDE_PROJECT=1``. The project is the current folder (the CLI), or the one
+``in_project`` names for the code it runs (the public API): a context variable, so a run in one
+thread never moves another thread's project, and the process's working directory never moves.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import importlib
 import importlib.util
 import os
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextvars import ContextVar
 from pathlib import Path
 from typing import Any
 
 OPT_IN = "SIMLAB_ALLOW_CODE_OUTSIDE_PROJECT"
+_PROJECT: ContextVar[Path | None] = ContextVar("simlab_project", default=None)
+
+
+def project_root() -> Path:
+    """The project's folder, absolute: the one ``in_project`` set here, else the current folder."""
+    return _PROJECT.get() or Path.cwd().resolve()
+
+
+@contextlib.contextmanager
+def in_project(root: Path) -> Iterator[Path]:
+    """Resolve ``.py`` references against ``root`` in this context (this thread, and the tasks and
+    forked processes it starts), with ``root`` on ``sys.path`` as the CLI has its folder: the
+    project's own modules import the same way from ``simlab run``, the API and the pytest plugin."""
+    target = root.resolve()
+    if str(target) not in sys.path:
+        sys.path.insert(0, str(target))
+    token = _PROJECT.set(target)
+    try:
+        yield target
+    finally:
+        _PROJECT.reset(token)
 
 
 class RefError(ValueError):
@@ -41,7 +66,7 @@ def load_attr(ref: str, *, example: str = "module:attr", what: str = "attribute"
         confine(module_name)
     try:
         if module_name.endswith(".py"):
-            path = os.path.abspath(module_name)
+            path = os.path.normpath(project_root() / module_name)
             name = "simlab_user_" + hashlib.sha256(path.encode()).hexdigest()[:12]
             spec = importlib.util.spec_from_file_location(name, path)
             if spec is None or spec.loader is None:
@@ -72,7 +97,7 @@ def load_attr(ref: str, *, example: str = "module:attr", what: str = "attribute"
 
 def confine(path_text: str) -> Path:
     """The path of a ``.py`` file a spec names, if it lies inside the project; ``RefError`` if not."""
-    root = Path.cwd().resolve()
+    root = project_root()
     path = (root / path_text).resolve()
     if os.environ.get(OPT_IN) == "1" or path.is_relative_to(root):
         return path

@@ -3,15 +3,21 @@ and DataFrames, compare and gate, and the same from inside a running event loop.
 
 from __future__ import annotations
 
+import inspect
 import json
+import re
 import shutil
 import subprocess
 import sys
+import typing
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 import simlab
+import simlab.api
+import simlab.errors
 from simlab.cli.main import main
 from simlab.errors import SimlabError
 
@@ -38,23 +44,74 @@ def careful(inp):
 careful.uses_models = False
 
 
-def test_the_public_surface_is_small_and_light() -> None:
+# pinned exactly: growing the public surface is a decision, made here (and in ARCHITECTURE.md)
+PUBLIC = ["__version__", "Domain", "tool", "READ", "WRITE", "ToolError", "AgentInput", "AgentReply", "Agent",
+          "Simulator", "SimView", "UserTurn", "Check", "GradeContext", "grader", "run", "arun", "load_run", "Run",
+          "RunSummary", "RunManifest", "SimlabError"]
+RUN_ARGS = ("(scenarios: str | Path | list[str | Path] | None = None, *, suite: str | Path | None = None, "
+            "agent: str | Callable[..., Any] | Agent | None = None, simulator: str | Simulator | None = None, "
+            "judge: str | None = None, trials: int | None = None, concurrency: int | None = None, "
+            "workers: int = 1, run_id: str | None = None, seed: int | None = None, project: str | Path = ., "
+            "allow_same_family: bool = False, force: bool = False, keep_errors: bool = False, "
+            "on_note: Callable[[str], None] | None = None) -> Run")
+SIGNATURES = {
+    "run": RUN_ARGS,
+    "arun": RUN_ARGS,
+    "load_run": "(run: str | Path | None = None, *, project: str | Path = .) -> Run",
+    "Run": "(folder: str | Path, *, project: str | Path | None = None)",
+    "Run.compare": "(self, other: Run, *, margin: float = 0.0, allow_different_pins: bool = False) -> Comparison",
+    "Run.gate": "(self, suite: str | Path) -> GateReport",
+    "Run.report": "(self, format: ReportFormat = markdown) -> str",
+    "Run.trials": "(self) -> pandas.DataFrame",
+    "Run.checks": "(self) -> pandas.DataFrame",
+    "Run.transcripts": "(self) -> Iterator[TrialRecord]",
+}
+RUN_MEMBERS = {"folder", "project", "id", "manifest", "summary", "trials", "checks", "transcripts", "compare",
+               "gate", "report"}
+
+
+def signature(name: str) -> str:
+    """The signature as written in the source (its annotations are strings there), unquoted."""
+    obj: Any = simlab
+    for part in name.split("."):
+        obj = getattr(obj, part)
+    return str(inspect.signature(obj)).replace("'", "")
+
+
+def test_the_public_surface_is_pinned_small_and_light() -> None:
     code = ("import sys, simlab; assert not {'litellm', 'pandas', 'textual'} & set(sys.modules), sys.modules.keys(); "
-            "print(sorted(simlab.__all__))")
+            "print(list(simlab.__all__))")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, timeout=120)
     assert done.returncode == 0, done.stderr
-    names = set(eval(done.stdout))  # noqa: S307 - our own printed list
-    # pinned exactly: growing the public surface is a decision, made here
-    assert names == {"__version__", "Domain", "tool", "READ", "WRITE", "ToolError", "AgentInput", "AgentReply",
-                     "Agent", "Simulator", "SimView", "UserTurn", "Check", "GradeContext", "grader", "run", "arun",
-                     "load_run", "Run", "RunSummary", "SimlabError"}
-    for name in names - {"__version__"}:
+    assert eval(done.stdout) == PUBLIC  # noqa: S307 - our own printed list
+    assert simlab.__all__ == PUBLIC and sorted(dir(simlab)) == sorted(PUBLIC)
+    for name in PUBLIC[1:]:
         assert getattr(simlab, name) is not None  # each one loads
-    done = subprocess.run([sys.executable, "-m", "simlab", "--version"], capture_output=True, text=True, cwd=REPO,
-                          timeout=120)
-    assert done.returncode == 0 and done.stdout.strip() == f"simlab {simlab.__version__}", done.stderr
+    assert {name: signature(name) for name in SIGNATURES} == SIGNATURES
+    assert {n for n in dir(simlab.Run) if not n.startswith("_")} | {"folder", "project"} == RUN_MEMBERS
+    assert typing.get_args(typing.get_type_hints(simlab.Run.report, vars(simlab.api))["format"]) == \
+        ("markdown", "json", "csv")
+    assert simlab.SimlabError is SimlabError and issubclass(simlab.errors.UsageError, simlab.SimlabError)
     with pytest.raises(AttributeError):
         simlab.LiteLLMModel  # noqa: B018 - internal names are not part of the facade
+
+
+def test_architecture_promises_exactly_the_exported_names() -> None:
+    text = (REPO / "ARCHITECTURE.md").read_text(encoding="utf-8")
+    section = text.split("\n## Public API\n", 1)[1].split("\n## ", 1)[0]
+    promised = section.split("- the `simlab` package's `__all__`", 1)[1].split("; `tests/test_api.py`", 1)[0]
+    assert re.findall(r"`([A-Za-z_]+)`", promised) == PUBLIC
+
+
+@pytest.mark.parametrize("flag", ["--version", "--help"])
+def test_python_dash_m_simlab_is_the_cli(flag: str) -> None:
+    done = subprocess.run([sys.executable, "-m", "simlab", flag], capture_output=True, text=True, cwd=REPO,
+                          timeout=120)
+    assert done.returncode == 0, done.stderr
+    if flag == "--version":
+        assert done.stdout.strip() == f"simlab {simlab.__version__}"
+    else:
+        assert done.stdout.startswith("usage: simlab") and " run " in done.stdout
 
 
 def test_run_load_and_read_a_run_as_a_notebook_does(project: Path, capsys) -> None:
@@ -93,7 +150,8 @@ def test_run_load_and_read_a_run_as_a_notebook_does(project: Path, capsys) -> No
 
 def test_a_callable_agent_compare_and_gate(project: Path) -> None:
     base = simlab.run(SCENARIOS, agent=careful, trials=3, run_id="base", project=project)
-    assert base.manifest["pins"]["agent"]["python"] == f"{careful.__module__}:careful"
+    assert base.manifest.pins.agent == {"python": f"{careful.__module__}:careful", "temperature": 0.0,
+                                        "max_steps": 10, "params": {}}
     worse = simlab.run(SCENARIOS, agent="python:examples.retail_agents:flaky_agent", trials=3, run_id="worse",
                        project=project)
     comparison = worse.compare(base, allow_different_pins=True)

@@ -17,6 +17,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Protocol
 
 from simlab.errors import UsageError
+from simlab.redact import mask_tree
 from simlab.runner.execute import RunOutcome, execute
 from simlab.runner.factory import build_agent, build_judge, build_simulator
 from simlab.runner.plan import WorkUnit, remaining
@@ -68,6 +69,11 @@ class BatchOptions:
     shard: tuple[int, int] = (1, 1)  # play only share I of N
     note: Callable[[str], None] = lambda text: None  # what the caller shows of notes and warnings
     progress: Callable[[int, int], ProgressSink] | None = None  # (total, already done) → a progress sink
+    # objects played as they are instead of what the plan's specs build (the public API's in-process
+    # agent and simulator; forked workers inherit them): the agent's pin must name the plan's agent
+    # (identity.py checks every trial against it); the simulator's own pin is what the run pins
+    agent: Any = None
+    simulator: Any = None
 
 
 @dataclass
@@ -95,7 +101,10 @@ def run_batch(req: RunRequest, options: BatchOptions | None = None) -> BatchResu
     plan = prepare(req)
     for note in plan.notes:
         options.note(f"note: {note}")
-    limiter, agent, simulator, judge = build_models(plan, options.note)
+    if options.simulator is not None:
+        plan.manifest["pins"]["simulator"] = mask_tree(options.simulator.pin().model_dump(mode="json"))
+    limiter, agent, simulator, judge = build_models(plan, options.note, agent=options.agent,
+                                                    simulator=options.simulator)
     if limiter is not None:
         _divide_limits(plan, limiter, options.shard, options.note)
     units = shard_units(plan.units, *options.shard)
@@ -126,7 +135,7 @@ def run_batch(req: RunRequest, options: BatchOptions | None = None) -> BatchResu
         auto = " (auto)" if options.workers == "auto" else ""
         options.note(f"run {plan.run_id}: {len(plan.scenarios)} scenarios, {len(plan.units)} trials{scope}"
                      + (f" ({skipped} already done, resuming)" if skipped else "")
-                     + f"; agent {plan.agent.ref}, simulator {plan.simulator.ref}"
+                     + f"; agent {plan.agent.ref}, simulator {_simulator_ref(plan, options)}"
                      + (f"; {workers} workers{auto}" if parallel else (f"; 1 worker{auto}" if auto else "")))
         progress = options.progress(len(units), skipped) if options.progress else _Quiet()
         if parallel:
@@ -138,6 +147,10 @@ def run_batch(req: RunRequest, options: BatchOptions | None = None) -> BatchResu
         return BatchResult(plan, store, units, skipped, outcome, interrupted)
     finally:
         store.unlock()
+
+
+def _simulator_ref(plan: RunPlan, options: BatchOptions) -> str:
+    return plan.simulator.ref if options.simulator is None else str(options.simulator.pin().ref)
 
 
 def _divide_limits(plan: RunPlan, limiter: ModelLimiter, shard: tuple[int, int],
@@ -172,10 +185,12 @@ def _workers(asked: int | str, concurrency: int, units: int) -> int:
     return int(asked)
 
 
-def build_models(plan: RunPlan, note: Callable[[str], None] = lambda text: None) -> tuple[Any, Any, Any, Any]:
-    """(limiter, agent, simulator, judge); pin warnings go to ``note`` once, here."""
+def build_models(plan: RunPlan, note: Callable[[str], None] = lambda text: None, *, agent: Any = None,
+                 simulator: Any = None) -> tuple[Any, Any, Any, Any]:
+    """(limiter, agent, simulator, judge); pin warnings go to ``note`` once, here. An ``agent`` or
+    ``simulator`` object given is kept as it is (the plan's spec for it is not built)."""
     limiter = None
-    if plan.agent.model or plan.simulator.kind == "llm" or plan.judge:
+    if (agent is None and plan.agent.model) or (simulator is None and plan.simulator.kind == "llm") or plan.judge:
         from simlab.llm.limits import ModelLimiter
 
         limiter = ModelLimiter(plan.model_concurrency, rpm=plan.model_rpm)
@@ -186,12 +201,14 @@ def build_models(plan: RunPlan, note: Callable[[str], None] = lambda text: None)
         cache = ResponseCache(plan.cache_dir, max_mb=plan.cache_max_mb)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        agent = build_agent(plan.agent, limiter=limiter, max_retries=plan.max_retries,
-                            timeout_s=plan.call_timeout_s, cache=cache)
+        if agent is None:
+            agent = build_agent(plan.agent, limiter=limiter, max_retries=plan.max_retries,
+                                timeout_s=plan.call_timeout_s, cache=cache)
         judge = build_judge(plan.judge, limiter=limiter, max_retries=plan.max_retries,
                             timeout_s=plan.call_timeout_s, cache=cache)
-        simulator = build_simulator(plan.simulator, plan.agent, limiter=limiter, max_retries=plan.max_retries,
-                                    timeout_s=plan.call_timeout_s, judge=judge, cache=cache)
+        if simulator is None:
+            simulator = build_simulator(plan.simulator, plan.agent, limiter=limiter, max_retries=plan.max_retries,
+                                        timeout_s=plan.call_timeout_s, judge=judge, cache=cache, root=plan.root)
     for warning in caught:
         note(f"warning: {warning.message}")
     return limiter, agent, simulator, judge

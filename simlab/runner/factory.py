@@ -50,14 +50,16 @@ def build_agent(spec: AgentSpec, *, limiter: ModelLimiter | None = None, max_ret
 
 def build_simulator(spec: SimulatorSpec, agent: AgentSpec, *, limiter: ModelLimiter | None = None,
                     max_retries: int = 4, timeout_s: float = 60.0, judge: ChatModel | None = None,
-                    cache: Any = None) -> Simulator:
-    """The simulator a spec names; ``judge`` (a chat model): what a replay with ``divergence: judge`` asks."""
+                    cache: Any = None, root: Path = Path(".")) -> Simulator:
+    """The simulator a spec names; ``judge`` (a chat model): what a replay with ``divergence: judge`` asks;
+    ``root``: the project's folder, where a replay's run is looked up."""
     if spec.kind == "rules":
         return RulesSimulator()
     if spec.kind == "scripted":
         return ScriptedSimulator()
     if spec.kind == "replay":
-        return _replay(spec, agent, judge, limiter=limiter, max_retries=max_retries, timeout_s=timeout_s, cache=cache)
+        return _replay(spec, agent, judge, limiter=limiter, max_retries=max_retries, timeout_s=timeout_s, cache=cache,
+                       root=root)
     from simlab.llm.family import is_pinned
 
     assert spec.model is not None
@@ -85,8 +87,8 @@ def _replay(spec: SimulatorSpec, agent: AgentSpec, judge: Any, **how: Any) -> Si
     from simlab.sim.replay import ReplaySimulator
     from simlab.specs import load_config
 
-    run = str(spec.run)
-    folder = next((f for f in (Path(run), Path(load_config(Path("simlab.yaml")).transcripts) / run)
+    run, root = str(spec.run), how["root"]
+    folder = next((f for f in (root / run, root / load_config(root / "simlab.yaml").transcripts / run)
                    if (f / "trials.jsonl").exists()), None)
     if folder is None:
         raise UsageError(f"replay: no run {run!r} with trials (a run id under the transcripts folder, or a run folder)")

@@ -37,7 +37,9 @@ CACHE_DIR = ".cache"  # under the runs' folder; llm/cache.py's CACHE_DIR (not im
 
 @dataclass
 class RunRequest:
-    """What the user asked for; ``None`` means "not given here"."""
+    """What the user asked for; ``None`` means "not given here". Relative paths (``paths``,
+    ``suite``) are read from ``root``, the project's folder (``simlab.yaml``): the current folder for
+    the CLI, the one the public API is given (it never changes the process's working directory)."""
 
     root: Path = Path(".")
     paths: list[str] = field(default_factory=list)
@@ -86,6 +88,7 @@ class RunPlan:
     summary_evaluators: list[str] = field(default_factory=list)  # the suite's dataset-level functions
     cache_dir: Path | None = None  # the response cache's folder (llm/cache.py); None: off
     cache_max_mb: float = 1024.0
+    root: Path = Path(".")  # the project's folder (RunRequest.root)
 
 
 def cache_folder(config: ProjectConfig, root: Path = Path(".")) -> Path:
@@ -101,7 +104,8 @@ def cache_max_mb(setting: bool | CacheSpec | None) -> float:
 def prepare(req: RunRequest) -> RunPlan:
     root = req.root
     config: ProjectConfig = load_config(root / "simlab.yaml")
-    suite_file = load_suite(Path(req.suite)) if req.suite else None
+    suite_path = root / req.suite if req.suite else None
+    suite_file = load_suite(suite_path) if suite_path else None
     suite = suite_file.spec if suite_file else None
     layers = [s for s in (suite, config) if s is not None]
 
@@ -115,9 +119,9 @@ def prepare(req: RunRequest) -> RunPlan:
         return default
 
     if req.paths:
-        files = scenario_files(req.paths)
-    elif suite is not None:
-        files = scenario_files(suite.scenarios, base=Path(req.suite or ".").parent)
+        files = scenario_files(req.paths, base=root)
+    elif suite is not None and suite_path is not None:
+        files = scenario_files(suite.scenarios, base=suite_path.parent)
     else:
         files = scenario_files(config.scenarios, base=root)
     personas = load_personas(root / config.personas)
@@ -174,16 +178,17 @@ def prepare(req: RunRequest) -> RunPlan:
         allow_unjudged=list(pick("allow_unjudged", None, []) or []),
         graders=list(suite.graders) if suite else [],
         summary_evaluators=list(suite.summary_evaluators) if suite else [],
+        root=root,
     )
     cache = pick("cache", req.cache)
     if cache:
         plan.cache_dir = cache_folder(config, root)
         plan.cache_max_mb = cache_max_mb(cache)
     plan.manifest = manifest_for(plan, req, trials)
-    if req.suite:  # the suite's own plan, against which its gates judge this run
+    if suite_path is not None:  # the suite's own plan, against which its gates judge this run
         from simlab.runner.suite_plan import pin_suite
 
-        pin_suite(plan.manifest, plan.notes, trials, Path(req.suite), suite.id if suite else None, root,
+        pin_suite(plan.manifest, plan.notes, trials, suite_path, suite.id if suite else None, root,
                   partial_ok=req.partial_ok)
     return plan
 
@@ -375,7 +380,7 @@ def pins_of(plan: RunPlan, trials: dict[str, int]) -> dict[str, Any]:
         "code": _code(plan),
         "scenarios": {
             sid: {
-                "path": str(s.path),
+                "path": _pinned_path(s.path, plan.root),
                 "sha256": s.sha256,
                 "persona": s.persona.id,
                 "persona_sha256": s.persona_sha256,
@@ -386,11 +391,19 @@ def pins_of(plan: RunPlan, trials: dict[str, int]) -> dict[str, Any]:
     })
 
 
+def _pinned_path(path: Path, root: Path) -> str:
+    """A scenario's path as pinned: relative to the project's folder when it lies there, as the CLI
+    run from that folder writes it (a resume and ``simlab grade`` read it from there)."""
+    if path.is_absolute() and root.is_absolute() and path.is_relative_to(root):
+        return str(path.relative_to(root))
+    return str(path)
+
+
 def _code(plan: RunPlan) -> dict[str, Any]:
     """``pins.code`` (``code_pins.py``): the agent's and the domains' files, simlab, the commit."""
     from simlab.runner.code_pins import run_code_pins
 
-    return run_code_pins(plan.agent, [s.spec.domain for s in plan.scenarios.values()])
+    return run_code_pins(plan.agent, [s.spec.domain for s in plan.scenarios.values()], plan.root)
 
 
 def pin_differences(stored: dict[str, Any], current: dict[str, Any], prefix: str = "") -> list[str]:

@@ -14,7 +14,7 @@ calls (the least disturbed block). Two figures per variant:
 Variants: ``now`` (simlab as it is); ``now`` with one saving undone (``+logging``: LiteLLM's
 success logging kept though nothing listens; ``+price search``: no per-token price behind an
 ``api_base``, so LiteLLM searches its price map for a name it does not know; ``+tools copy``: the
-tools copied on every call; ``+retry object``: tenacity's retry object built on every call);
+tools copied on every call; ``+retry object``: every call run through tenacity, not only those that failed once);
 ``before`` (all four undone: the client before this work); and the floors: ``bare acompletion``
 with the same request (LiteLLM alone, as a user calling it would), and the same with LiteLLM's
 logging skipped and a price given. Usage and cost are checked unchanged on a priced model
@@ -71,11 +71,11 @@ def undo(*savings):
         LiteLLMModel._kwargs = kwargs_then
     if "retry" in savings:
         from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt
+        from simlab.llm.retry import is_retryable
         async def built_every_call(attempt, policy, stats, *, describe=str):
-            async for try_ in AsyncRetrying(stop=stop_after_attempt(policy.max_retries + 1),
-                                            retry=retry_if_exception(lambda e: False), reraise=True):
-                with try_:
-                    return await attempt()
+            return await AsyncRetrying(stop=stop_after_attempt(policy.max_retries + 1), wait=policy.wait,
+                                       retry=retry_if_exception(is_retryable), sleep=asyncio.sleep,
+                                       reraise=True)(attempt)
         client.call_with_retries = built_every_call
 
 {setting}

@@ -32,7 +32,7 @@ def project(root: Path, scenarios: int = 6, trials: int = 10, concurrency: int =
 
 def start(root: Path, run_id: str, gate: TrialGate | None = None) -> subprocess.Popen:
     """A ``simlab run`` child; with a ``gate`` it plays only the trials the gate allows."""
-    env = {**os.environ, "PYTHONPATH": str(REPO), "SIMLAB_BACKOFF_SCALE": "0", **(gate.env() if gate else {})}
+    env = {**os.environ, "PYTHONPATH": str(REPO), **(gate.env() if gate else {})}
     return subprocess.Popen([sys.executable, "-m", "simlab.cli.main", "run", "--run-id", run_id, "--no-progress"],
                             cwd=root, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
 

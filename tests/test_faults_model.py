@@ -10,7 +10,6 @@ import pytest
 
 from simlab.llm import LiteLLMModel, ModelError, ModelErrorKind
 from simlab.llm.faults import MALFORMED, PERMANENT, TRANSIENT, Fault, FaultPlan, FaultyModel
-from simlab.llm.retry import BACKOFF_SCALE_ENV, backoff_scale
 
 HELLO = [{"role": "user", "content": "hi"}]
 TOOLS = [{"type": "function", "function": {"name": "get_item", "parameters": {"type": "object"}}}]
@@ -109,19 +108,3 @@ async def test_permanent_faults_are_never_retried(llm_sleeps: list[float]) -> No
             await LiteLLMModel(faulty.register("perm"), role="judge").chat(HELLO)
         assert faulty.log.attempts == 1
     assert llm_sleeps == []
-
-
-def test_backoff_scale_switch(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv(BACKOFF_SCALE_ENV, raising=False)
-    assert backoff_scale() == 1.0
-    monkeypatch.setenv(BACKOFF_SCALE_ENV, "0")
-    assert backoff_scale() == 0.0
-    monkeypatch.setenv(BACKOFF_SCALE_ENV, "nonsense")
-    assert backoff_scale() == 1.0
-
-
-async def test_backoff_scale_zero_records_what_was_actually_waited(monkeypatch, llm_sleeps) -> None:
-    monkeypatch.setenv(BACKOFF_SCALE_ENV, "0")
-    faulty = FaultyModel(lambda m, t: "ok", FaultPlan({Fault.RATE_LIMIT_RETRY_AFTER: 1.0}, retry_after_s=30))
-    result = await LiteLLMModel(faulty.register("scaled"), role="agent").chat(HELLO)
-    assert result.usage.retries == 2 and result.usage.retry_wait_s == 0.0 and llm_sleeps == [0.0, 0.0]

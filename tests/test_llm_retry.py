@@ -16,6 +16,7 @@ from simlab.llm import (
     LiteLLMModel,
     ModelError,
     ModelErrorKind,
+    ModelLimiter,
     RetryPolicy,
     classify,
     register_fake,
@@ -116,6 +117,48 @@ async def test_jitter_stays_within_exponential_ceiling(llm_sleeps: list[float]) 
         assert 0.0 <= wait <= 0.5 * 2**n
 
 
+async def test_back_off_windows_double_up_to_max_wait(llm_sleeps: list[float]) -> None:
+    fn = failing(8, lambda: litellm.ServiceUnavailableError("busy", **KW))
+    policy = RetryPolicy(max_retries=8, rng=random.Random(3))
+    rng = random.Random(3)
+    expected = [rng.uniform(0, min(30.0, 0.5 * 2**n)) for n in range(8)]  # windows 0.5 … 30, 30
+    result = await LiteLLMModel(register_fake("windows", fn), role="agent", retry_policy=policy).chat(HELLO)
+    assert result.text == "recovered" and llm_sleeps == pytest.approx(expected)
+
+
+async def test_max_retries_counts_per_call(llm_sleeps: list[float]) -> None:
+    fn = failing(100, lambda: litellm.ServiceUnavailableError("busy", **KW))
+    model = LiteLLMModel(register_fake("per-call", fn), role="agent", max_retries=2)
+    for call in (1, 2):  # one policy, one budget of retries for each call
+        with pytest.raises(ModelError) as caught:
+            await model.chat(HELLO)
+        assert caught.value.usage is not None and caught.value.usage.retries == 2
+        assert fn.calls["n"] == 3 * call and len(llm_sleeps) == 2 * call  # type: ignore[attr-defined]
+    assert "gave up after 2 retries" in str(caught.value)
+
+
+async def test_no_retries_means_one_attempt(llm_sleeps: list[float]) -> None:
+    fn = failing(1, lambda: rate_limited("2"))
+    with pytest.raises(ModelError) as caught:
+        await LiteLLMModel(register_fake("no-retries", fn), role="agent", max_retries=0).chat(HELLO)
+    assert caught.value.kind is ModelErrorKind.TRANSIENT and llm_sleeps == []
+    assert fn.calls["n"] == 1  # type: ignore[attr-defined]
+
+
+async def test_no_slot_is_held_while_backing_off() -> None:
+    limiter = ModelLimiter({"simlab-fake/slots": 1})
+    held: list[int] = []
+
+    async def sleep(seconds: float) -> None:
+        held.append(limiter.in_flight.get("simlab-fake/slots", 0))
+
+    fn = failing(2, lambda: rate_limited("1"))
+    model = LiteLLMModel(register_fake("slots", fn), role="agent", limiter=limiter, sleep=sleep)
+    result = await model.chat(HELLO)
+    assert held == [0, 0] and limiter.peak["simlab-fake/slots"] == 1  # taken by each attempt, not the waits
+    assert result.usage.retries == 2 and result.usage.retry_wait_s == 2.0
+
+
 async def test_retry_after_seconds_is_honoured(llm_sleeps: list[float]) -> None:
     fn = failing(1, lambda: rate_limited("7"))
     result = await LiteLLMModel(register_fake("retry-after", fn), role="agent").chat(HELLO)
@@ -151,7 +194,6 @@ def test_retry_after_forms() -> None:
     assert retry_after_seconds(by_kwarg) == 4.0
     ms = litellm.RateLimitError("x", response=httpx.Response(429, headers={"retry-after-ms": "250"}, request=REQ), **KW)
     assert retry_after_seconds(ms) == 0.25
-    assert RetryPolicy().wait_for(rate_limited("5"), 3) == 5.0
 
 
 @pytest.mark.parametrize(("make", "kind"), [

@@ -11,8 +11,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+from tests.no_backoff import PRELUDE, SKIPPED
+
 REPO = Path(__file__).resolve().parents[1]
-ENV = {**os.environ, "PYTHONPATH": str(REPO), "SIMLAB_BACKOFF_SCALE": "0"}
+ENV = {**os.environ, "PYTHONPATH": str(REPO)}
 
 
 def test_simlab_serve_serves_a_scenarios_state_prints_each_call_and_stops_on_ctrl_c(tmp_path: Path) -> None:
@@ -96,7 +98,7 @@ def test_an_http_agent_run_imports_no_litellm_even_when_its_endpoint_fails(tmp_p
 
     for name in ("scenarios", "personas"):
         shutil.copytree(REPO / name, tmp_path / name, ignore=shutil.ignore_patterns("__pycache__"))
-    code = ("import sys; from simlab.cli.main import main\n"
+    code = (PRELUDE + "import sys; from simlab.cli.main import main\n"  # retried, back-off skipped
             "rc = main(sys.argv[1:])\n"
             "assert 'litellm' not in sys.modules, 'litellm imported'; sys.exit(rc)")
     dead = f"http://127.0.0.1:{free_port()}/v1"
@@ -105,3 +107,4 @@ def test_an_http_agent_run_imports_no_litellm_even_when_its_endpoint_fails(tmp_p
                           text=True, timeout=300)
     assert done.returncode == 3, done.stderr  # classified (unreachable) without LiteLLM's exception classes
     assert f"agent model {dead}/chat/completions: unreachable: the agent service never answered" in done.stderr
+    assert done.stderr.count(SKIPPED) == 4  # the default 4 retries, their waits asked for and skipped

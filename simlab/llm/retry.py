@@ -11,10 +11,12 @@ HTTP status when they carry one (429/408/409/5xx transient, 401/403 auth, 404 no
 not provider errors (a ``TypeError`` in simlab's code, say) are not model errors at all:
 ``classify`` returns None and they propagate unchanged, so bugs keep their traceback.
 
-Tests never sleep: the back-off ``sleep`` is looked up at call time from ``backoff_sleep`` in
-this module (or given per policy), and ``tests/conftest.py`` replaces it with a recorder. Tests
-that start ``simlab`` as a subprocess set ``SIMLAB_BACKOFF_SCALE=0`` (for tests only): every wait
-is multiplied by it, and the usage records the scaled, actually waited, seconds.
+tenacity is the retry engine (``call_with_retries``): its stop (``max_retries``), its exponential
+window for the wait, simlab's classification as its retry predicate, and its sleep hook, which
+sleeps through the policy's ``sleep`` or, when the policy has none, ``backoff_sleep`` looked up in
+this module at call time. Tests never sleep: they give a policy (or ``LiteLLMModel``) its own
+``sleep``, or replace ``backoff_sleep`` (``tests/conftest.py``'s autouse ``llm_sleeps``; forked
+workers inherit it, and a test's ``simlab`` subprocess is started through ``tests/no_backoff.py``).
 """
 
 from __future__ import annotations
@@ -22,7 +24,6 @@ from __future__ import annotations
 import asyncio
 import email.utils
 import logging
-import os
 import random
 import re
 import time
@@ -30,7 +31,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt
+from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_after_attempt, wait_exponential
 
 from simlab.llm.lazy import load_litellm
 from simlab.llm.types import ModelErrorKind
@@ -43,21 +44,6 @@ Sleep = Callable[[float], Awaitable[None]]
 async def backoff_sleep(seconds: float) -> None:
     """The module-wide back-off sleep; tests replace this attribute (see tests/conftest.py)."""
     await asyncio.sleep(seconds)
-
-
-BACKOFF_SCALE_ENV = "SIMLAB_BACKOFF_SCALE"
-
-
-def backoff_scale() -> float:
-    """Factor applied to every back-off wait: ``SIMLAB_BACKOFF_SCALE`` (for tests; default 1)."""
-    raw = os.environ.get(BACKOFF_SCALE_ENV)
-    if not raw:
-        return 1.0
-    try:
-        value = float(raw)
-    except ValueError:
-        return 1.0
-    return value if value >= 0 and value == value else 1.0
 
 
 # --------------------------------------------------------------------------- classification
@@ -254,8 +240,8 @@ def retry_after_seconds(exc: BaseException, *, now: float | None = None) -> floa
 @dataclass
 class RetryPolicy:
     """How hard to try: ``max_retries`` after the first attempt, full-jitter exponential back-off
-    (``uniform(0, min(max_wait_s, multiplier * 2**n))``) unless the provider sent Retry-After,
-    which is honoured up to ``retry_after_cap_s``. ``sleep`` None means the module's
+    (``uniform(0, min(max_wait_s, multiplier * 2**n))`` before retry n + 1) unless the provider sent
+    Retry-After, which is honoured up to ``retry_after_cap_s``. ``sleep`` None means the module's
     ``backoff_sleep``; ``rng`` makes the jitter reproducible in tests."""
 
     max_retries: int = 4
@@ -265,14 +251,17 @@ class RetryPolicy:
     sleep: Sleep | None = None
     rng: random.Random = field(default_factory=random.Random)
 
-    def wait_for(self, exc: BaseException | None, retry_number: int) -> float:
-        """Seconds to wait before retry number ``retry_number`` (1-based) after ``exc``."""
+    def wait(self, state: RetryCallState) -> float:
+        """tenacity's wait: seconds before the next attempt, after attempt ``state.attempt_number``
+        failed. The window is tenacity's ``wait_exponential``; the jitter is drawn from ``rng``
+        (tenacity's ``wait_random_exponential`` draws from the global ``random``)."""
+        exc = state.outcome.exception() if state.outcome is not None else None
         if exc is not None:
             asked = retry_after_seconds(exc)
             if asked is not None:
                 return min(asked, self.retry_after_cap_s)
-        ceiling = min(self.max_wait_s, self.multiplier * (2 ** (retry_number - 1)))
-        return self.rng.uniform(0.0, ceiling)
+        window = wait_exponential(multiplier=self.multiplier, max=self.max_wait_s)(state)
+        return self.rng.uniform(0.0, window)
 
 
 @dataclass
@@ -295,18 +284,23 @@ async def call_with_retries(
 ) -> T:
     """Run ``attempt`` until it succeeds, fails permanently, or retries run out.
 
-    The last exception is re-raised unchanged; ``stats`` says how many retries and how long
-    was waited. ``describe`` renders an error for the log (the client passes a scrubber).
+    The first attempt runs bare: a call that succeeds builds no retry machinery (tenacity's costs
+    about 130 Python calls). After a first failure tenacity runs the call, its first attempt
+    re-raising that failure, so that it sees the whole history. The last exception is re-raised
+    unchanged; ``stats`` says how many retries and how long was waited (what was asked of the
+    sleep). ``describe`` renders an error for the log (the client passes a scrubber).
     """
+    try:
+        return await attempt()
+    except Exception as exc:
+        first: BaseException | None = exc
 
-    async def sleep(seconds: float) -> None:
-        seconds *= backoff_scale()
-        stats.retries += 1
-        stats.waited_s += seconds
-        stats.waits.append(seconds)
-        exc = stats.last_error
-        log.info("retry %d after %.2fs: %s", stats.retries, seconds, describe(exc) if exc else "")
-        await (policy.sleep or backoff_sleep)(seconds)
+    async def replay_then_attempt() -> T:
+        nonlocal first
+        if first is not None:
+            failed, first = first, None
+            raise failed
+        return await attempt()
 
     def remember(exc: BaseException) -> bool:
         stats.last_error = exc
@@ -314,23 +308,23 @@ async def call_with_retries(
         stats.connected = stats.connected or kind is not ModelErrorKind.UNREACHABLE
         return kind is not None and kind.retryable
 
-    try:  # the first attempt: no retry machinery is built for a call that succeeds (~40 µs)
-        return await attempt()
-    except Exception as exc:
-        if not remember(exc) or policy.max_retries < 1:
-            raise
-
-    async def again() -> T:
+    def record(state: RetryCallState) -> None:
+        seconds = state.next_action.sleep if state.next_action is not None else 0.0
+        stats.retries += 1
+        stats.waited_s += seconds
+        stats.waits.append(seconds)
         exc = stats.last_error
-        await sleep(policy.wait_for(exc, stats.retries + 1))
-        return await attempt()
+        log.info("retry %d after %.2fs: %s", stats.retries, seconds, describe(exc) if exc else "")
 
-    retrying = AsyncRetrying(  # the retries: each waits first, by the policy
-        stop=stop_after_attempt(policy.max_retries),
+    async def sleep(seconds: float) -> None:
+        await (policy.sleep or backoff_sleep)(seconds)
+
+    retrying = AsyncRetrying(
+        stop=stop_after_attempt(policy.max_retries + 1),
+        wait=policy.wait,
         retry=retry_if_exception(remember),
+        before_sleep=record,
+        sleep=sleep,
         reraise=True,
     )
-    async for try_ in retrying:
-        with try_:
-            return await again()
-    raise AssertionError("unreachable: tenacity either returns or re-raises")  # pragma: no cover
+    return await retrying(replay_then_attempt)

@@ -37,8 +37,6 @@ def tutorial_project(folder: Path) -> Path:
 
 
 async def screenshots(root: Path) -> None:
-    from textual.widgets import DataTable
-
     from simlab.tui import make_app
     from simlab.tui.screens.scenarios import ScenariosScreen
 
@@ -47,9 +45,9 @@ async def screenshots(root: Path) -> None:
         for _ in range(100):
             await app.workers.wait_for_complete()
             await pilot.pause()
-            if isinstance(app.screen, ScenariosScreen) and app.screen.query_one(DataTable).row_count == 3:
+            if isinstance(app.screen, ScenariosScreen) and app.screen.query_one("DataTable").row_count == 3:
                 break
-        table = app.screen.query_one(DataTable)
+        table = app.screen.query_one("DataTable")
         table.move_cursor(row=table.get_row_index("borrow-by-author"))
         await pilot.pause()
         app.save_screenshot("viewer-scenarios.svg", str(ASSETS))

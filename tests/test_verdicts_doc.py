@@ -1,4 +1,4 @@
-"""README.md's *Verdicts* section is what ``transcript/verdicts.py`` defines: the two cannot drift apart."""
+"""The docs' Verdicts page (docs/concepts/verdicts.md) holds what ``transcript/verdicts.py`` defines: the two cannot drift apart."""
 
 from __future__ import annotations
 
@@ -6,15 +6,15 @@ from pathlib import Path
 
 from simlab.transcript.verdicts import CLASSES, PRECEDENCE, VERDICT_INFO, readme_section
 
-README = Path(__file__).resolve().parents[1] / "README.md"
+PAGE = Path(__file__).resolve().parents[1] / "docs" / "concepts" / "verdicts.md"
 START, END = "<!-- verdicts: generated from simlab/transcript/verdicts.py -->\n", "<!-- /verdicts -->"
 
 
-def test_the_readme_section_is_generated_from_the_module() -> None:
-    text = README.read_text(encoding="utf-8")
-    assert "### Verdicts" in text and START in text and END in text
+def test_the_docs_section_is_generated_from_the_module() -> None:
+    text = PAGE.read_text(encoding="utf-8")
+    assert text.startswith("# Verdicts\n") and START in text and END in text
     section = text[text.index(START) + len(START):text.index(END)]
-    assert section == readme_section(), "README's Verdicts section is stale: paste `python -m simlab.transcript.verdicts`"
+    assert section == readme_section(), "docs/concepts/verdicts.md is stale: paste `python -m simlab.transcript.verdicts`"
 
 
 def test_the_section_names_every_verdict_class_and_rule() -> None:

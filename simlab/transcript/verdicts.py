@@ -3,7 +3,7 @@
 A trial's **verdict** (``graders/base.verdict_of`` decides it) is one of five, never collapsed into
 another. A scenario's **class** sums up its trials across k tries. Terminal, markdown, HTML,
 JUnit, the step summary, the viewer and the pytest plugin take names, symbols, meanings and the
-"counts as a pass" rule from here; README.md's *Verdicts* section is ``readme_section()``
+"counts as a pass" rule from here; the docs' Verdicts page (docs/concepts/verdicts.md) holds ``readme_section()``
 (tests/test_verdicts_doc.py keeps the two equal: ``python -m simlab.transcript.verdicts`` prints
 it). No imports from simlab: every layer may use this module.
 """
@@ -137,7 +137,7 @@ def legend() -> str:
 
 
 def readme_section() -> str:
-    """README.md's *Verdicts* section (without its heading), generated from the definitions above."""
+    """The docs' Verdicts section (docs/concepts/verdicts.md) (without its heading), generated from the definitions above."""
     lines = ["| verdict | symbol | meaning | counts as a pass |", "|---|---|---|---|"]
     lines += [f"| {v.name} | {v.symbol} | {v.meaning} | {v.counts_as_pass} |" for v in VERDICT_INFO.values()]
     lines += ["", "A scenario's class, over its trials (k tries):", "",
@@ -152,5 +152,5 @@ def readme_section() -> str:
     return "\n".join(lines) + "\n"
 
 
-if __name__ == "__main__":  # pragma: no cover - prints the README section
+if __name__ == "__main__":  # pragma: no cover - prints that section
     print(readme_section(), end="")

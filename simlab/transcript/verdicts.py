@@ -137,7 +137,7 @@ def legend() -> str:
 
 
 def readme_section() -> str:
-    """The docs' Verdicts section (docs/concepts/verdicts.md) (without its heading), generated from the definitions above."""
+    """The Verdicts section of the docs (docs/concepts/verdicts.md), without its heading."""
     lines = ["| verdict | symbol | meaning | counts as a pass |", "|---|---|---|---|"]
     lines += [f"| {v.name} | {v.symbol} | {v.meaning} | {v.counts_as_pass} |" for v in VERDICT_INFO.values()]
     lines += ["", "A scenario's class, over its trials (k tries):", "",

@@ -51,6 +51,7 @@ table {{ border-collapse: collapse; margin: .5rem 0; }}
 th, td {{ border-bottom: 1px solid #ddd; padding: .25rem .6rem; text-align: right; white-space: nowrap; }}
 th:first-child, td:first-child {{ text-align: left; }}
 .figures td {{ text-align: left; white-space: normal; }}
+.why td:nth-child(n+3), .why th:nth-child(n+3) {{ text-align: left; }} .why td:nth-child(4) {{ white-space: normal; }}
 .warn {{ color: #8a5a00; }} .dim {{ color: #666; font-size: .9rem; }}
 .verdict-fail, .verdict-error, .verdict-unjudged, .verdict-invalid {{ color: #b00020; font-weight: bold; }}
 .state {{ color: #8a5a00; font-weight: bold; border-left: 4px solid #d9a400; padding-left: .5rem; }}
@@ -149,7 +150,7 @@ def _why(summary: RunSummary) -> str:
         rows.append("<tr>" + "".join(cells) + "</tr>")
     more = more_modes(summary, 20)
     note = f'<p class="dim">{e(why.NOTE)}' + (f" · {e(more)}" if more else "") + "</p>"
-    return f'<h2 id="why">{e(why.TITLE)}</h2><table><tr>{head}</tr>{"".join(rows)}</table>{note}'
+    return f'<h2 id="why">{e(why.TITLE)}</h2><table class="why"><tr>{head}</tr>{"".join(rows)}</table>{note}'
 
 
 def _failing_checks(summary: RunSummary) -> str:

@@ -11,7 +11,7 @@ From the scenarios alone (a suite, a folder, the scenarios of a run):
   (A state assertion names no tool, so it is not read as one.)
 - **policy rules** (``expect.rules``, one entry per distinct rule, its ``name`` aside): a rule is
   *at risk* in a scenario that carries it when a tool it guards is in play there: expected (as
-  above) or forbidden. The tool a rule guards: ``before: [A, B]`` B; ``after_confirmation``,
+  above) or refused (as above: the scenario tempts the call). The tool a rule guards: ``before: [A, B]`` B; ``after_confirmation``,
   ``limit``, ``forbid_args`` their tool; ``max_calls`` and ``owner`` each tool they name;
   ``no_write_after_refusal`` every WRITE tool. A ``python`` rule names no tool: unknown.
 - **traits**: a trait of a persona (the project's personas and inline ones) is covered when a
@@ -173,7 +173,7 @@ class _Trials:
         self.count: dict[str, int] = {}
         self.called: dict[str, list[set[str]]] = {}  # scenario → each trial's tools called (live, ran)
         self.checks: dict[str, list[dict[str, str]]] = {}  # scenario → each trial's check name → status
-        self.terminations: dict[str, int] = {}
+        self.terminations: dict[str, list[str]] = {}  # reason → the scenario of each trial that ended so
         self.replayed = False
         for record in records:
             t = record.transcript
@@ -184,8 +184,7 @@ class _Trials:
             self.called.setdefault(sid, []).append(
                 {e.name for e in live if isinstance(e, ToolCall) and e.call_id not in invalid})
             self.checks.setdefault(sid, []).append({c.name: c.status for c in record.checks})
-            reason = t.termination.reason.value
-            self.terminations[reason] = self.terminations.get(reason, 0) + 1
+            self.terminations.setdefault(t.termination.reason.value, []).append(sid)
             self.replayed = self.replayed or t.replay is not None
 
 
@@ -249,7 +248,7 @@ def _rules(suite: _Suite, trials: _Trials | None) -> Section:
     found: dict[str, tuple[Entry, list[str]]] = {}
     for s in suite.scenarios:
         sid, expect = s.spec.id, s.spec.expect
-        in_play = expected_tools(expect) | forbidden_tools(expect)
+        in_play = expected_tools(expect) | refused_tools(expect)
         names = check_names(expect)
         for i, rule in enumerate(expect.rules):
             entry, carriers = found.setdefault(rule_label(rule), (Entry(name=rule_label(rule)), []))
@@ -275,7 +274,7 @@ def _rules(suite: _Suite, trials: _Trials | None) -> Section:
             elif not entry.unknown:
                 entry.gaps.append("never triggered")
         entries.append(entry)
-    return Section(area="policy rules", meaning="at risk: a tool it guards is expected or forbidden in a scenario "
+    return Section(area="policy rules", meaning="at risk: a tool it guards is expected or refused in a scenario "
                                                 "carrying it" + ("; triggered: failed, or evaluated on a live call"
                                                                  if trials is not None else ""), entries=entries)
 
@@ -310,7 +309,8 @@ def _terminations(trials: _Trials) -> Section:
              and (r is not TerminationReason.DIVERGED or trials.replayed)]
     entries = []
     for kind in kinds:
-        entry = Entry(name=kind, trials=trials.terminations.get(kind, 0))
+        sids = trials.terminations.get(kind, [])
+        entry = Entry(name=kind, scenarios=list(dict.fromkeys(sids)), trials=len(sids))
         if not entry.trials:
             entry.gaps.append("never seen")
         entries.append(entry)
@@ -325,9 +325,11 @@ def _drift(trials: _Trials) -> Section:
                      if n.startswith("drift_llm:") and n not in names})
     entries = []
     for name in names:
-        statuses = [c[name] for per in trials.checks.values() for c in per if name in c]
-        checked = sum(s in ("pass", "fail") for s in statuses)
-        entry = Entry(name=name, detail=f"checked in {checked} trials", trials=statuses.count("fail"))
+        statuses = [(sid, c[name]) for sid, per in trials.checks.items() for c in per if name in c]
+        checked = sum(status in ("pass", "fail") for _, status in statuses)
+        seen = [sid for sid, status in statuses if status == "fail"]
+        entry = Entry(name=name, detail=f"checked in {checked} trials", scenarios=list(dict.fromkeys(seen)),
+                      trials=len(seen))
         if not checked:
             entry.gaps.append("never checked")
         elif not entry.trials:

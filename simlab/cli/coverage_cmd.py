@@ -21,8 +21,8 @@ DESCRIPTION = (
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("target", nargs="?", metavar="SUITE|RUN",
-                        help="a suite file, scenario files or folder, or a run id or run folder (default: the "
+    parser.add_argument("target", nargs="?", metavar="TARGET",
+                        help="a suite file, a scenario file or folder, or a run id or run folder (default: the "
                              "scenarios simlab.yaml names)")
     parser.add_argument("--json", action="store_true", help="print the coverage as JSON on stdout")
 

@@ -210,3 +210,16 @@ def test_json_is_the_model(tmp_path, monkeypatch, capsys):
     data = json.loads(capsys.readouterr().out)
     assert data["schema_version"] == 1 and data["missing"] == Coverage.model_validate(data).missing
     assert data["sections"][0]["entries"][0]["status"] in ("covered", "missing", "unknown")
+
+
+def test_text_from_files_is_printed_inert(tmp_path, monkeypatch, capsys):
+    kv_project(tmp_path, {"x": ("tester", "  trajectory: {calls: [set_item]}\n")})
+    (tmp_path / "personas" / "idle.yaml").write_text(
+        'id: idle\ndescription: Idle.\ntraits: ["evil\\e[2Jx", "[bold]loud[/bold]"]\n')
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("COLUMNS", "1000")
+    capsys.readouterr()
+    assert main(["coverage"]) == 0
+    out = capsys.readouterr().out
+    assert "\x1b[2J" not in out and "evil\\x1b[2Jx" in out
+    assert "[bold]loud[/bold]" in out  # shown as written, never read as markup

@@ -11,9 +11,10 @@ From the scenarios alone (a suite, a folder, the scenarios of a run):
   (A state assertion names no tool, so it is not read as one.)
 - **policy rules** (``expect.rules``, one entry per distinct rule, its ``name`` aside): a rule is
   *at risk* in a scenario that carries it when a tool it guards is in play there: expected (as
-  above) or refused (as above: the scenario tempts the call). The tool a rule guards: ``before: [A, B]`` B; ``after_confirmation``,
-  ``limit``, ``forbid_args`` their tool; ``max_calls`` and ``owner`` each tool they name;
-  ``no_write_after_refusal`` every WRITE tool. A ``python`` rule names no tool: unknown.
+  above) or refused (as above: the scenario tempts the call). The tool a rule guards:
+  ``before: [A, B]`` B; ``after_confirmation``, ``limit``, ``forbid_args`` their tool;
+  ``max_calls`` and ``owner`` each tool they name; ``no_write_after_refusal`` every WRITE tool.
+  A ``python`` rule names no tool: unknown.
 - **traits**: a trait of a persona (the project's personas and inline ones) is covered when a
   scenario's persona has it.
 
@@ -201,44 +202,47 @@ def coverage(scenarios: list[LoadedScenario], personas: dict[str, Loaded], *, so
                     domains=[d.name for d in suite.domains], sections=sections, notes=notes or [])
 
 
-def _tools(suite: _Suite, trials: _Trials | None) -> Section:
-    expected = {s.spec.id: expected_tools(s.spec.expect) for s in suite.scenarios}
+def _each_tool(suite: _Suite, access: Access | None = None) -> Iterable[tuple[str, str, list[str]]]:
+    """(shown name, tool name, the scenarios of its domain) of each tool (of ``access``)."""
     many = len(suite.domains) > 1
-    entries = []
     for domain in suite.domains:
         sids = [sid for sid, d in suite.domain_of.items() if d is domain]
         for tool in domain.tools:
-            entry = Entry(name=f"{domain.name}.{tool.name}" if many else tool.name, detail=tool.access.value,
-                          scenarios=[sid for sid in sids if tool.name in expected[sid]])
-            if not entry.scenarios:
-                entry.gaps.append("never expected")
-            if trials is not None:
-                entry.trials = sum(tool.name in called for sid in sids for called in trials.called.get(sid, []))
-                if not entry.trials:
-                    entry.gaps.append("never called")
-            entries.append(entry)
-    return Section(area="tools", meaning="expected by a scenario (expected_actions, trajectory, first_tool_call)"
-                   + ("; called in a trial" if trials is not None else ""), entries=entries)
+            if access is None or tool.access is access:
+                yield (f"{domain.name}.{tool.name}" if many else tool.name), tool.name, sids
+
+
+def _tools(suite: _Suite, trials: _Trials | None) -> Section:
+    expected = {s.spec.id: expected_tools(s.spec.expect) for s in suite.scenarios}
+    access = {t.name: t.access.value for d in suite.domains for t in d.tools}
+    entries = []
+    for shown, tool, sids in _each_tool(suite):
+        entry = Entry(name=shown, detail=access[tool], scenarios=[sid for sid in sids if tool in expected[sid]])
+        if not entry.scenarios:
+            entry.gaps.append("never expected")
+        if trials is not None:
+            entry.trials = sum(tool in called for sid in sids for called in trials.called.get(sid, []))
+            if not entry.trials:
+                entry.gaps.append("never called")
+        entries.append(entry)
+    meaning = "expected by a scenario (expected_actions, trajectory, first_tool_call)"
+    return Section(area="tools", meaning=meaning + ("; called in a trial" if trials else ""), entries=entries)
 
 
 def _refusals(suite: _Suite, trials: _Trials | None) -> Section:
     refused = {s.spec.id: refused_tools(s.spec.expect) for s in suite.scenarios}
-    many = len(suite.domains) > 1
     entries = []
-    for domain in suite.domains:
-        sids = [sid for sid, d in suite.domain_of.items() if d is domain]
-        for tool in (t for t in domain.tools if t.access is Access.WRITE):
-            entry = Entry(name=f"{domain.name}.{tool.name}" if many else tool.name, detail="write",
-                          scenarios=[sid for sid in sids if tool.name in refused[sid]])
-            if not entry.scenarios:
-                entry.gaps.append("no refusal path")
-            elif trials is not None:
-                entry.trials = sum(trials.count.get(sid, 0) for sid in entry.scenarios)
-                if not entry.trials:
-                    entry.gaps.append("refusal path never played")
-            entries.append(entry)
-    return Section(area="refusal paths", meaning="a WRITE tool a scenario forbids (forbidden, forbid_args, "
-                                                 "max_calls 0)" + ("; played in a trial" if trials is not None else ""),
+    for shown, tool, sids in _each_tool(suite, Access.WRITE):
+        entry = Entry(name=shown, detail="write", scenarios=[sid for sid in sids if tool in refused[sid]])
+        if not entry.scenarios:
+            entry.gaps.append("no refusal path")
+        elif trials is not None:
+            entry.trials = sum(trials.count.get(sid, 0) for sid in entry.scenarios)
+            if not entry.trials:
+                entry.gaps.append("refusal path never played")
+        entries.append(entry)
+    meaning = "a WRITE tool a scenario forbids (forbidden, forbid_args, max_calls 0)"
+    return Section(area="refusal paths", meaning=meaning + ("; played in a trial" if trials else ""),
                    entries=entries)
 
 
@@ -252,7 +256,8 @@ def _rules(suite: _Suite, trials: _Trials | None) -> Section:
         names = check_names(expect)
         for i, rule in enumerate(expect.rules):
             entry, carriers = found.setdefault(rule_label(rule), (Entry(name=rule_label(rule)), []))
-            carriers.append(sid)
+            if sid not in carriers:
+                carriers.append(sid)
             guarded = guarded_tools(rule, suite.writes(sid))
             if guarded is None:
                 entry.unknown = "a python rule names no tool"
@@ -260,8 +265,8 @@ def _rules(suite: _Suite, trials: _Trials | None) -> Section:
                 entry.scenarios.append(sid)
             if trials is not None:
                 mine = {name for name, index in names if index == i}
-                shown = sum(_triggered(checks, called, mine, guarded) for checks, called
-                            in zip(trials.checks.get(sid, []), trials.called.get(sid, []), strict=True))
+                per_trial = zip(trials.checks.get(sid, []), trials.called.get(sid, []), strict=True)
+                shown = sum(_triggered(checks, called, mine, guarded) for checks, called in per_trial)
                 entry.trials = (entry.trials or 0) + shown
     entries = []
     for entry, carriers in found.values():
@@ -274,12 +279,14 @@ def _rules(suite: _Suite, trials: _Trials | None) -> Section:
             elif not entry.unknown:
                 entry.gaps.append("never triggered")
         entries.append(entry)
-    return Section(area="policy rules", meaning="at risk: a tool it guards is expected or refused in a scenario "
-                                                "carrying it" + ("; triggered: failed, or evaluated on a live call"
-                                                                 if trials is not None else ""), entries=entries)
+    meaning = "at risk: a tool it guards is expected or refused in a scenario carrying it"
+    if trials:
+        meaning += "; triggered: failed, or evaluated on a live call"
+    return Section(area="policy rules", meaning=meaning, entries=entries)
 
 
-def _triggered(checks: dict[str, str], called: set[str], mine: set[str], guarded: set[str] | None) -> bool:
+def _triggered(checks: dict[str, str], called: set[str], mine: set[str],
+               guarded: set[str] | None) -> bool:
     statuses = [checks[name] for name in mine if name in checks]
     if "fail" in statuses:
         return True

@@ -223,3 +223,26 @@ def test_text_from_files_is_printed_inert(tmp_path, monkeypatch, capsys):
     out = capsys.readouterr().out
     assert "\x1b[2J" not in out and "evil\\x1b[2Jx" in out
     assert "[bold]loud[/bold]" in out  # shown as written, never read as markup
+
+
+def test_a_run_not_finished_says_so(tmp_path, monkeypatch, capsys):
+    kv_project(tmp_path, {"x": ("tester", "  trajectory: {calls: [set_item]}\n")})
+    monkeypatch.chdir(tmp_path)
+    assert main(["run", "--run-id", "r", "--no-progress"]) == 0
+    trials = tmp_path / "transcripts/r/trials.jsonl"
+    trials.write_text(trials.read_text().splitlines(keepends=True)[0])
+    (tmp_path / "transcripts/r/heads.jsonl").unlink(missing_ok=True)
+    cov = cov_json(capsys, "r")
+    assert "1 of the 2 planned trials finished: what the trials show stands for those only" in cov.notes
+    assert cov.sections[0].entries[1].trials == 1  # set_item, called in the one trial kept
+
+
+def test_an_imported_run_has_no_scenario_to_cover(tmp_path, monkeypatch, capsys):
+    write_project(tmp_path, scenarios=1)
+    monkeypatch.chdir(tmp_path)
+    line = {"id": "c1", "messages": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}]}
+    (tmp_path / "prod.jsonl").write_text(json.dumps(line) + "\n")
+    assert main(["import", "openai", "prod.jsonl", "--run-id", "prod"]) == 0
+    capsys.readouterr()
+    assert main(["coverage", "prod"]) == 2
+    assert "prod holds imported traces, which have no scenario: coverage needs a run" in capsys.readouterr().err

@@ -39,6 +39,7 @@ from pydantic import BaseModel, Field, computed_field
 
 from simlab.env.domain import Domain, load_domain
 from simlab.env.tools import Access
+from simlab.errors import UsageError
 from simlab.specs.expect import LIMIT, Expect, Rule
 from simlab.specs.loader import Loaded, LoadedScenario
 from simlab.transcript.model import InvalidCall, TerminationReason, ToolCall, TrialRecord
@@ -355,12 +356,19 @@ def run_coverage(folder: Path, personas_dir: Path) -> Coverage:
     from simlab.specs import load_personas
 
     store = RunStore(folder)
-    loaded, changed = load_run_scenarios(store, personas_dir)
     manifest = store.read_manifest() or {}
+    if manifest.get("observed"):
+        raise UsageError(f"{folder.name} holds imported traces, which have no scenario: coverage needs a run "
+                         "played from scenarios (or name the suite or scenarios themselves)")
+    loaded, changed = load_run_scenarios(store, personas_dir)
     notes = [f"scenario file changed since the run: {sid} (the trials were graded against the old one)"
              for sid in changed]
-    read = ReadNotes(store.trials_path, plan=store.planned_units(manifest))
+    plan = store.planned_units(manifest)
+    read = ReadNotes(store.trials_path, plan=plan)
     records = list(store.records(read))
     notes += read.warnings()
+    if plan is not None and len(records) < len(plan):
+        notes.append(f"{len(records)} of the {len(plan)} planned trials finished: what the trials show stands "
+                     "for those only")
     return coverage(list(loaded.values()), load_personas(personas_dir), source=f"run {folder.name}",
                     records=records, run_id=manifest.get("run_id", folder.name), notes=notes)

@@ -100,6 +100,7 @@ def _print_first_differences(args: argparse.Namespace, console: Console, shown: 
     from simlab.report.build import project_run
     from simlab.report.first_difference import trial_differences
     from simlab.report.terminal import say
+    from simlab.report.wrap import phrase_lines
 
     found = trial_differences(project_run(args.base), project_run(args.candidate))
     differing = [(unit, diff) for unit, diff in found if diff is not None]
@@ -108,8 +109,12 @@ def _print_first_differences(args: argparse.Namespace, console: Console, shown: 
     say(console, f"per trial: {len(differing)} of {len(found)} shared trials differ")
     for unit, diff in differing[:shown]:
         if diff is not None:
-            say(console, f"  {one_line(unit)}: first differs at turn {diff.turn}, step {diff.step}: "
-                f"{one_line(diff.how)}", indent=4)
+            head = f"  {one_line(unit)}: first differs at turn {diff.turn}, step {diff.step}: "
+            room = min(len(head), max(0, console.width - 20))  # a very long unit id: say() breaks it
+            first, *rest = phrase_lines(one_line(diff.how), console.width, first=room, indent=4)
+            say(console, head + first)  # the unit and its step stay on one line with what differs
+            for line in rest:
+                say(console, line, indent=4)
     if len(differing) > shown:
         console.print(Text(f"  … and {len(differing) - shown} more"))
 

@@ -38,16 +38,18 @@ def _breaks(text: str) -> list[tuple[int, int, int]]:
 
 
 def _cut(text: str, width: int) -> int:
-    """Where to end the first line of ``text`` so that it holds at most ``width`` cells."""
+    """Where to end the first line of ``text`` so that it holds at most ``width`` cells: at a
+    phrase boundary outside brackets and quotes if one fits (inside them only if none does), a
+    late one rather than an early one (a stub line), a stronger one a little earlier; between two
+    words only when no phrase boundary fits; mid-word only when nothing else does."""
     fits = [b for b in _breaks(text) if 0 < b[0] and cell_len(text[:b[0]].rstrip()) <= width]
     if not fits:
         return _hard_cut(text, width)
-    right = [b for b in fits if b[0] >= width * 2 // 5]  # a break too early leaves a short stub
-    pool = right or fits
-    phrases = [b for b in pool if b[2]]
-    if phrases:  # a phrase boundary: the shallowest, then the last, a stronger one a little earlier
-        return max(phrases, key=lambda b: (-b[1], b[0] + 10 * b[2]))[0]
-    return max(pool, key=lambda b: (-b[1], b[0]))[0]
+    pool = [b for b in fits if b[2]] or fits  # phrase boundaries first
+    shallowest = min(b[1] for b in pool)
+    pool = [b for b in pool if b[1] == shallowest]
+    pool = [b for b in pool if b[0] >= width * 2 // 5] or pool  # a break too early leaves a stub
+    return max(pool, key=lambda b: b[0] + 10 * b[2])[0]
 
 
 def _hard_cut(text: str, width: int) -> int:

@@ -137,3 +137,24 @@ def test_chart_labels_from_files_stay_text_and_no_script_is_left():
     assert "script" not in tags and "b" not in tags and "onmouseover" not in attributes
     assert "&lt;/script&gt;&lt;b onmouseover=x&gt;" in svg
     assert "<script" not in histogram_svg("cost", [0.0, 0.0]) + histogram_svg("cost", [0.1, 0.3, 0.2])
+
+
+def axis_labels(svg: str) -> list[str]:
+    """The x axis's labels of a pygal chart, as drawn."""
+    start = svg.index('class="axis x')
+    ends = [i for i in (svg.find('class="axis', start + 1), svg.find('class="series', start)) if i > 0]
+    return re.findall(r"<text[^>]*>([^<]*)</text>", svg[start:min(ends, default=len(svg))])
+
+
+def test_histogram_labels_tell_the_bins_apart_and_a_zero_cost_draws_no_range():
+    from simlab.report.charts import histogram_svg
+
+    durations = [0.000544 + i * 0.0001 for i in range(50)] + [0.0066]  # a fast offline run: milliseconds
+    labels = axis_labels(histogram_svg("trial duration", durations, "s"))
+    assert labels == ["0.5 ms", "1.6 ms", "2.6 ms", "3.6 ms", "4.6 ms", "5.6 ms", "6.6 ms"]  # every other edge
+    assert not any("…" in label for label in labels)
+    costs = axis_labels(histogram_svg("cost per trial (USD)", [0.0012, 0.0031, 0.0024], "$"))
+    assert costs[0] == "$0.00120" and costs[-1] == "$0.00310" and len(set(costs)) == 7, costs
+    zero = histogram_svg("cost per trial (USD)", [0.0] * 40, "$")
+    assert axis_labels(zero) == ["all 40 at $0"]  # one bar at $0, never a bar from $0 to $0.01
+    assert "0.01" not in zero and "0.001" not in zero

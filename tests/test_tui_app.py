@@ -14,7 +14,8 @@ from textual.widgets import DataTable
 
 from simlab.tui import ViewApp, make_app
 from simlab.tui.screens.compare import CompareScreen
-from simlab.tui.screens.help import HelpScreen
+from simlab.tui.screens.compare_runs import RunCompareScreen
+from simlab.tui.screens.help import HelpScreen, keys_of
 from simlab.tui.screens.picker import PickerScreen
 from simlab.tui.screens.runs import RunsScreen
 from simlab.tui.screens.scenarios import ScenariosScreen
@@ -22,6 +23,7 @@ from simlab.tui.screens.transcript import TranscriptScreen
 from simlab.tui.screens.trials import TrialsScreen
 from simlab.tui.widgets.check_detail import CheckDetail
 from simlab.tui.widgets.checks_panel import ChecksPanel
+from simlab.tui.widgets.key_bar import key_hints
 from simlab.tui.widgets.tool_call_view import ToolCallView
 from tests.sample_runs import sample_record, write_sample_run
 
@@ -248,6 +250,25 @@ async def test_markdown_export_writes_a_file_and_says_where(root: Path) -> None:
         assert any(str(path) in n.message for n in app._notifications)
         await pilot.press("escape", "up", "m")  # also from the trial list
         assert (root / "fixture" / "exports" / "refund-damaged_2.md").exists()
+
+
+SCREENS = [RunsScreen, ScenariosScreen, TrialsScreen, TranscriptScreen, CompareScreen, RunCompareScreen]
+
+
+@pytest.mark.parametrize("width", [60, 80, 120])
+def test_every_screens_key_bar_shows_help_and_quit_and_no_cut_words(width: int) -> None:
+    for screen in SCREENS:
+        bar = key_hints(screen, ViewApp, width).plain
+        assert len(bar) == width and bar.rstrip().endswith("? Keys  q Quit"), (screen, bar)
+        assert "…" not in bar  # a hint that does not fit is left out whole
+        assert "esc" in bar or screen is RunsScreen  # the way back stays
+
+
+def test_key_help_names_bracket_keys_by_their_character() -> None:
+    keys = dict(keys_of(TranscriptScreen))
+    assert "]" in keys and "[" in keys and "N" in keys and "/" in keys
+    assert not any("square" in key or "_" in key for key in keys)
+    assert dict(keys_of(ViewApp))["q"].startswith("quit the viewer")
 
 
 async def test_help_theme_and_quit(root: Path) -> None:

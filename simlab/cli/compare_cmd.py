@@ -36,7 +36,7 @@ def run(args: argparse.Namespace) -> int:
 
     from simlab.report.build import project_run
     from simlab.report.compare_runs import compare, compare_exit
-    from simlab.report.terminal import report_console
+    from simlab.report.terminal import report_console, say
     from simlab.report.why import mode_change_lines
 
     base, cand = summary_of(args.base), summary_of(args.candidate)
@@ -64,21 +64,21 @@ def run(args: argparse.Namespace) -> int:
     console.print(table)
     paired = result.paired
     p = paired.sign_test_p
-    console.print(f"paired over {len(result.scenarios)} shared scenarios: {len(paired.improved)} improved, "
-                  f"{len(paired.regressed)} regressed, {len(paired.unchanged)} unchanged"
-                  + (f" (sign test p = {p:.2f})" if p is not None else ""))
+    say(console, f"paired over {len(result.scenarios)} shared scenarios: {len(paired.improved)} improved, "
+        f"{len(paired.regressed)} regressed, {len(paired.unchanged)} unchanged"
+        + (f" (sign test p = {p:.2f})" if p is not None else ""))
     for name, items in (("only in base", result.only_in_base), ("only in candidate", result.only_in_candidate)):
         if items:
-            console.print(Text(f"{name}: {', '.join(one_line(i) for i in items)}"))
+            say(console, f"{name}: {', '.join(one_line(i) for i in items)}")
     for line in result.pins_differ:
-        console.print(Text(f"warning: pins differ: {one_line(line)}", style="yellow"))
+        say(console, f"warning: pins differ: {one_line(line)}", "yellow")
     for warning in result.warnings:
-        console.print(Text(f"warning: {one_line(warning)}", style="yellow"))
+        say(console, f"warning: {one_line(warning)}", "yellow")
     for line in mode_change_lines(result):  # failure modes new, grown, shrunk, fixed (report/why.py)
-        console.print(Text(f"failure mode {line}"))
+        say(console, f"failure mode {line}")
     _print_first_differences(args, console)
     console.print(Text(f"verdict: {pooled.verdict}", style="bold"))
-    console.print(Text(f"result: {why} (exit {code})"))
+    say(console, f"result: {why} (exit {code})")
     return code
 
 
@@ -99,16 +99,22 @@ def _print_first_differences(args: argparse.Namespace, console: Console, shown: 
 
     from simlab.report.build import project_run
     from simlab.report.first_difference import trial_differences
+    from simlab.report.terminal import say
+    from simlab.report.wrap import phrase_lines
 
     found = trial_differences(project_run(args.base), project_run(args.candidate))
     differing = [(unit, diff) for unit, diff in found if diff is not None]
     if not found:
         return
-    console.print(Text(f"per trial: {len(differing)} of {len(found)} shared trials differ"))
+    say(console, f"per trial: {len(differing)} of {len(found)} shared trials differ")
     for unit, diff in differing[:shown]:
         if diff is not None:
-            console.print(Text(f"  {one_line(unit)}: first differs at turn {diff.turn}, step {diff.step}: "
-                               f"{one_line(diff.how)}"))
+            head = f"  {one_line(unit)}: first differs at turn {diff.turn}, step {diff.step}: "
+            room = min(len(head), max(0, console.width - 20))  # a very long unit id: say() breaks it
+            first, *rest = phrase_lines(one_line(diff.how), console.width, first=room, indent=4)
+            say(console, head + first)  # the unit and its step stay on one line with what differs
+            for line in rest:
+                say(console, line, indent=4)
     if len(differing) > shown:
         console.print(Text(f"  … and {len(differing) - shown} more"))
 

@@ -65,15 +65,18 @@ def print_gates(report: GateReport, console: Console) -> None:
     """``GateReport.lines`` as plain lines, readable in any CI log; a gate's noise dimmed."""
     from rich.text import Text
 
+    from simlab.report.wrap import phrase_lines
+
     console.print(Text("gates", style="bold"))
-    for line in report.lines():
-        if line.status == "note":
-            console.print(Text(f"  {'':<13}{one_line(line.text)}", style="dim"))
-            continue
+    for line in report.lines():  # a long line goes on under its text, broken between phrases
+        first, *rest = phrase_lines(one_line(line.text), console.width, first=15, indent=15)
         text = Text("  ")
-        text.append(f"{line.status.upper():<13}", style=STATUS_STYLE[line.status])
-        text.append(one_line(line.text))
-        console.print(text)
+        text.append(f"{'' if line.status == 'note' else line.status.upper():<13}",
+                    style=STATUS_STYLE.get(line.status, ""))
+        text.append(first, style="dim" if line.status == "note" else "")
+        for more in rest:
+            text.append("\n" + more, style="dim" if line.status == "note" else "")
+        console.print(text, no_wrap=True, overflow="ignore", crop=False)
     console.print(Text(f"result: {report.verdict} (exit {report.exit_code})", style="bold"))
 
 

@@ -52,6 +52,7 @@ __all__ = ["BUILTINS", "Check", "GradeContext", "Grader", "GraderError", "Grader
 # name → the module whose @grader registers it; the order in which they run
 BUILTINS: dict[str, str] = {
     "state": "simlab.graders.state", "trajectory": "simlab.graders.trajectory", "policy": "simlab.graders.policy",
+    "agent_says_not": "simlab.graders.says",
     "efficiency": "simlab.graders.efficiency", "drift": "simlab.graders.drift",
     "first_tool_call": "simlab.graders.single_step", "graph": "simlab.graders.graph", "rubric": "simlab.graders.judge",
     "groundedness": "simlab.graders.groundedness", "drift_llm": "simlab.graders.drift_judge",

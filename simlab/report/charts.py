@@ -8,6 +8,7 @@ no network and runs no script. Every text goes through pygal's XML serializer, w
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 WIDTH, HEIGHT = 720, 340
@@ -53,24 +54,49 @@ def curves_svg(curves: dict[str, list[float | None]]) -> str:
     return _render(chart)
 
 
-def histogram_svg(title: str, values: list[float]) -> str:
-    """How ``values`` are spread: ``BINS`` equal bins from the smallest to the largest (one bar
-    when they are all equal)."""
+def histogram_svg(title: str, values: list[float], unit: str = "") -> str:
+    """How ``values`` are spread: ``BINS`` equal bins from the smallest to the largest, the axis
+    labelled at every other bin edge with as many decimals as tell the edges apart (``unit``:
+    "$" for money, "s" for seconds, shown in ms below a second). Values all equal (every trial
+    cost $0) are one bar at that value, labelled with it: never a made-up range."""
     import pygal
 
     low, high = min(values), max(values)
+    config = {**_config(), "width": 520, "truncate_label": -1}
     if high == low:
-        chart = pygal.Histogram(title=title, y_title="trials", show_legend=False, **{**_config(), "width": 520})
-        chart.add(title, [(len(values), low, low + (abs(low) or 1.0) * 0.01)])
+        chart = pygal.Bar(title=title, y_title="trials", show_legend=False, **config)
+        chart.x_labels = [f"all {len(values)} at {edge_label(low, 0.0, unit, high)}"]
+        chart.add(title, [len(values)])
         return _render(chart)
     step = (high - low) / BINS
     counts = [0] * BINS
     for value in values:
         counts[min(int((value - low) / step), BINS - 1)] += 1
     bars = [(count, low + i * step, low + (i + 1) * step) for i, count in enumerate(counts)]
-    chart = pygal.Histogram(title=title, y_title="trials", show_legend=False, **{**_config(), "width": 520})
+    edges = [low + i * step for i in range(0, BINS + 1, 2)]
+    chart = pygal.Histogram(title=title, y_title="trials", show_legend=False, show_minor_x_labels=True,
+                            x_value_formatter=lambda x: edge_label(x, 2 * step, unit, high), **config)
+    chart.x_labels = edges
     chart.add(title, bars)
     return _render(chart)
+
+
+def edge_label(value: float, spacing: float, unit: str = "", largest: float | None = None) -> str:
+    """``value`` with one decimal finer than the ``spacing`` between labels, so that neighbours
+    differ and each is close to its edge: "$0.0012", "0.5 ms", "1.25 s", "$0". Seconds below one
+    (``largest`` < 1) read in milliseconds."""
+    scale, suffix, prefix = 1.0, "", ""
+    if unit == "s":
+        ms = largest is not None and abs(largest) < 1
+        scale, suffix = (1000.0, " ms") if ms else (1.0, " s")
+    elif unit == "$":
+        prefix = "$"
+    shown, gap = value * scale, spacing * scale
+    if shown == 0:
+        return f"{prefix}0{suffix}"
+    # one decimal finer than the spacing: each label is within a tenth of a bin of its edge
+    decimals = max(0, 1 - math.floor(math.log10(gap))) if gap > 0 else max(0, 2 - math.floor(math.log10(abs(shown))))
+    return f"{prefix}{shown:.{decimals}f}{suffix}"
 
 
 def _major(n: int) -> list[int]:

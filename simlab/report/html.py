@@ -175,9 +175,9 @@ def _distributions(digest: Digest) -> str:
     latency = [float(d) for d in durations if d is not None]  # an unknown duration is left out, never 0 s
     charts = []
     if known:
-        charts.append(histogram_svg("cost per trial (USD)", known))
+        charts.append(histogram_svg("cost per trial (USD)", known, "$"))
     if latency:
-        charts.append(histogram_svg("trial duration (s)", latency))
+        charts.append(histogram_svg("trial duration", latency, "s"))
     unknown = len(costs) - len(known)
     note = f'<p class="dim">cost unknown for {unknown} of {len(costs)} trials (unpriced models).</p>' if unknown else ""
     if len(latency) < len(durations):

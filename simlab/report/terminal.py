@@ -30,6 +30,7 @@ from simlab.report.fmt import (
 )
 from simlab.report.trouble import trouble_lines
 from simlab.report.why import mode_lines, more_modes
+from simlab.report.wrap import phrase_lines
 from simlab.results.figures import RunSummary, SuiteFigures
 from simlab.transcript.verdicts import class_label, unjudged_text
 
@@ -71,6 +72,13 @@ def report_console(stderr: bool = False) -> Console:
     return ReportConsole(stderr=stderr, width=PIPED_WIDTH)
 
 
+def say(console: Console, text: str, style: str = "", *, indent: int = 2) -> None:
+    """One line of a report, broken between phrases where it is wider than the console (the lines
+    after the first indented by ``indent``): never mid-phrase (``report/wrap.py``)."""
+    for line in phrase_lines(text, console.width, indent=indent):
+        console.print(Text(line, style=style), no_wrap=True, overflow="ignore", crop=False)
+
+
 WIDE = 150  # columns from which the failure modes are a table
 
 
@@ -79,17 +87,18 @@ def print_report(summary: RunSummary, console: Console, *, view: str = "raw", to
     max_k = max(suite.raw.pass_k, default=1)
     state = summary_state(summary)
     if state.line:  # first: what the figures below do not stand for
-        console.print(Text(one_line(state.line), style="bold yellow"))
+        say(console, one_line(state.line), "bold yellow")
     console.print(Text(f"run {one_line(summary.run_id)} · {summary.trials} graded trials · "
                        f"{summary.scenarios_count} scenarios", style="bold"))
     for warning in summary.warnings:
-        console.print(Text(f"warning: {one_line(warning)}", style="yellow"))
+        say(console, f"warning: {one_line(warning)}", "yellow")
     if summary.ungraded:
         imported = isinstance(summary.pins.get("agent"), dict) and summary.pins["agent"].get("kind") == "observed"
         how = "grade-traces {} --rules RULES.yaml" if imported else "grade {}"  # an imported run: production traces
-        console.print(Text(f"{summary.ungraded} trials are not graded: run `simlab "
-                           f"{how.format(one_line(summary.run_id))}`", style="yellow"))
-    console.print(_headline(suite, max_k))
+        say(console, f"{summary.ungraded} trials are not graded: run `simlab "
+            f"{how.format(one_line(summary.run_id))}`", "yellow")
+    for line in _headline(suite, max_k):
+        say(console, line)
     console.print(_scenario_table(summary, max_k, view, console.width))
     _why(summary, console, top)
     failing = summary.top_failing_checks
@@ -108,27 +117,26 @@ def print_report(summary: RunSummary, console: Console, *, view: str = "raw", to
             table.add_row(*cells)
         console.print(table)
         if infra:
-            console.print(Text(IN_ERROR_TRIALS, style="dim"))
+            say(console, IN_ERROR_TRIALS, "dim")
     terms = suite.terminations
-    console.print(Text("terminations (how each trial ended): "
-                       + ", ".join(f"{one_line(k)} {v}" for k, v in terms.items())))
+    say(console, "terminations (how each trial ended): " + ", ".join(f"{one_line(k)} {v}" for k, v in terms.items()))
     for sid, d in summary.divergence.items():  # a replay run (run --replay): where agents left the recording
         turn = f", mean turn {d.mean_turn:.3g}" if d.mean_turn is not None else ""
-        console.print(Text(f"replay {one_line(sid)}: diverged in {d.diverged} of {d.replayed} trials{turn}"))
+        say(console, f"replay {one_line(sid)}: diverged in {d.diverged} of {d.replayed} trials{turn}")
     for line in trouble_lines(summary):
-        console.print(Text(line, style="yellow"))
+        say(console, line, "yellow")
     for category, rate in summary.attacks.items():
-        console.print(Text(f"attack success · {one_line(category)}: {upper_bound(rate)}"))
+        say(console, f"attack success · {one_line(category)}: {upper_bound(rate)}")
     for line in [*adk_lines(summary), *dataset_lines(summary)]:  # ADK criteria; dataset-level evaluators
-        console.print(Text(one_line(line)))
+        say(console, one_line(line))
     not_run = summary.not_run_checks
     if not_run:
         names = ", ".join(f"{one_line(k)} ×{v}" for k, v in list(not_run.items())[:6])
         more = f" and {len(not_run) - 6} more" if len(not_run) > 6 else ""
-        console.print(Text(f"checks not run: {names}{more}", style="dim"))
+        say(console, f"checks not run: {names}{more}", "dim")
 
 
-def _headline(suite: SuiteFigures, max_k: int) -> Text:
+def _headline(suite: SuiteFigures, max_k: int) -> list[str]:
     raw, valid = suite.raw, suite.valid
     total = max((v.scenarios for v in raw.pass_k.values()), default=0)
 
@@ -156,7 +164,7 @@ def _headline(suite: SuiteFigures, max_k: int) -> Text:
         +
         f"retries {suite.retries} ({suite.retry_wait_s:.1f}s waiting)",
     ]
-    return Text("\n".join(lines))
+    return lines
 
 
 def _scenario_table(summary: RunSummary, max_k: int, view: str, width: int) -> Table:
@@ -207,8 +215,9 @@ def _why(summary: RunSummary, console: Console, top: int) -> None:
         console.print(Text(why.TITLE, style="italic"))
         for line in lines:
             trials, scenarios, blame, mode, first, weight = line.cells
-            console.print(Text(f"  {_plural(trials, 'trial')} · {_plural(scenarios, 'scenario')} · {blame}: {mode}"))
-            console.print(Text(f"    read first {first} · if fixed: {weight}", style="dim"))
+            say(console, f"  {_plural(trials, 'trial')} · {_plural(scenarios, 'scenario')} · {blame}: {mode}",
+                indent=4)
+            say(console, f"    read first {first} · if fixed: {weight}", "dim", indent=6)
     else:
         table = Table(title=why.TITLE, title_justify="left", show_edge=False)
         for name in why.HEADER:
@@ -217,10 +226,10 @@ def _why(summary: RunSummary, console: Console, top: int) -> None:
         for line in lines:
             table.add_row(*(Text(cell) for cell in line.cells))
         console.print(table)
-    console.print(Text(why.NOTE, style="dim"))
+    say(console, why.NOTE, "dim")
     more = more_modes(summary, top)
     if more:
-        console.print(Text(more, style="dim"))
+        say(console, more, "dim")
 
 
 def _plural(count: str, noun: str) -> str:

@@ -182,13 +182,24 @@ class RubricItem(SpecModel):
 GRADER_NAME = re.compile(r"^[A-Za-z_][\w.-]*$")
 
 
+class SaysNot(SpecModel):
+    """A pattern the agent's own messages must never match: a regular expression searched in each
+    of its replies (never the user's words, a tool's result or a scenario's given history)."""
+
+    pattern: Regex = Field(description="A regular expression (Python syntax), searched in each agent message.")
+    name: str | None = Field(None, description="The check's name in reports (agent_says_not:NAME); default: the "
+                                               "pattern itself.")
+    hard: bool = Field(True, description="A match fails the trial (hard, the default) or only lowers its score.")
+    case_sensitive: bool = Field(False, description="Match letter case exactly (default: ignore case).")
+
+
 class GraderUse(SpecModel):
     """A grader a scenario or a suite adds to the built-in ones: a ``@grader`` factory, called with
     ``params``. Naming a built-in (``rubric``) runs it with these parameters instead of its defaults."""
 
     use: str = Field(description="module:function of a @grader factory (a dotted module, or a .py path inside "
                                  "the project), or the name of a built-in grader: state, trajectory, policy, "
-                                 "efficiency, drift, rubric, groundedness, drift_llm.")
+                                 "efficiency, drift, rubric, groundedness, drift_llm, agent_says_not.")
     params: dict[str, Any] = Field(default_factory=dict,
                                    description="Keyword arguments for the factory; `simlab validate` checks that they "
                                                "fit its signature.")
@@ -227,6 +238,10 @@ class Expect(SpecModel):
         None, description="Phrases for every after_confirmation rule of this scenario (a rule's own go over them).")
     budgets: Budgets | None = None
     rubric: list[RubricItem] = Field(default_factory=list)
+    agent_says_not: list[SaysNot] = Field(
+        default_factory=list, description="Patterns the agent's own messages must never match: {pattern, name, "
+                                          "hard, case_sensitive}, a regex each; deterministic, hard by default; the "
+                                          "check points at the first agent message that matches.")
     groundedness: bool = Field(False, description="Judge whether the agent's final claims are backed by tool results.")
     response_match: ResponseMatch | None = Field(
         None, description="ROUGE-1 of the agent's last reply against a reference text (needs the rouge extra).")
@@ -243,6 +258,16 @@ class Expect(SpecModel):
     graders: list[GraderUse] = Field(
         default_factory=list, description="Graders to run besides the built-in ones: {use: module:function, params: "
                                           "{…}} or just module:function; a built-in's name sets its parameters.")
+
+    @field_validator("agent_says_not")
+    @classmethod
+    def _unique_says_not(cls, items: list[SaysNot]) -> list[SaysNot]:
+        names = [item.name or item.pattern for item in items]
+        repeated = sorted({n for n in names if names.count(n) > 1})
+        if repeated:
+            raise ValueError("agent_says_not names must be unique (give each a name:); repeated: "
+                             + ", ".join(repeated))
+        return items
 
     @field_validator("rubric")
     @classmethod

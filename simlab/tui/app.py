@@ -33,7 +33,7 @@ class ViewApp(App[None]):
         Binding("question_mark", "help", "Keys", tooltip="this list of keys"),
         Binding("t", "toggle_theme", "Light/dark theme", show=False,
                 tooltip="switch between the light and the dark theme"),
-        Binding("q", "quit", "Quit", show=False, tooltip="quit"),
+        Binding("q", "quit", "Quit", tooltip="quit the viewer (in a pop-up such as this one: close it)"),
     ]
 
     def __init__(self, root: Path, run: RunInfo | None, *, poll_interval: float | None = 1.0,

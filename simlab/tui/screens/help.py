@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from rich.console import Group
+from rich.cells import cell_len
+from rich.console import Console, ConsoleOptions, Group, RenderResult
+from rich.measure import Measurement
 from rich.table import Table
 from rich.text import Text
 from textual.app import ComposeResult
@@ -11,11 +13,12 @@ from textual.containers import VerticalScroll
 from textual.screen import ModalScreen, Screen
 from textual.widgets import Static
 
+from simlab.report.wrap import phrase_lines
 from simlab.transcript.verdicts import CLASSES, VERDICT_INFO, legend
+from simlab.tui.widgets.key_bar import key_label, shown_bindings
 
 __all__ = ["HelpScreen", "keys_of", "keys_table"]
 
-KEY_NAMES = {"slash": "/", "question_mark": "?", "escape": "esc", "shift+n": "N"}
 LEGEND = "\n".join([
     "verdicts: " + legend(), *(f"  {v.label}: {v.meaning}" for v in VERDICT_INFO.values()),
     "classes: " + "  ".join(f"{c.label} ({c.meaning})" for c in CLASSES.values()),
@@ -26,24 +29,36 @@ Keys = list[tuple[str, str]]
 
 def keys_of(node: object) -> Keys:
     """(key, description) of a screen's or app's bindings, plus its ``HELP_EXTRA`` lines."""
-    out: Keys = []
-    for b in getattr(node, "BINDINGS", []):
-        b = b if isinstance(b, Binding) else Binding(*b)
-        if b.description:
-            out.append((", ".join(KEY_NAMES.get(k, k) for k in b.key.split(",")), b.tooltip or b.description))
+    out: Keys = [(key_label(b), b.tooltip or b.description) for b in shown_bindings(node)]
     return out + list(getattr(node, "HELP_EXTRA", []))
 
 
+class Phrases:
+    """Text that wraps between its phrases at whatever width it is given (``report/wrap.py``)."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        for line in phrase_lines(self.text, options.max_width, indent=2):
+            yield Text(line, no_wrap=True, overflow="ellipsis")
+
+    def __rich_measure__(self, console: Console, options: ConsoleOptions) -> Measurement:
+        return Measurement(max(map(cell_len, self.text.split()), default=1), cell_len(self.text))
+
+
 def keys_table(sections: list[tuple[str, Keys]]) -> Group:
-    """A heading and a two-column table (key, what it does) per section."""
+    """A heading and a two-column table (key, what it does) per section; the key column as wide as
+    its widest key (never cut), what a key does wrapped between its phrases."""
     parts: list[Text | Table] = []
+    key_width = max((cell_len(key) for _, keys in sections for key, _ in keys), default=1)
     for i, (title, keys) in enumerate(sections):
         parts.append(Text(("\n" if i else "") + title, style="bold underline"))
         table = Table(box=None, show_header=False, pad_edge=False, expand=True)
-        table.add_column("key", style="bold cyan", no_wrap=True, width=12)
+        table.add_column("key", style="bold cyan", no_wrap=True, width=key_width)
         table.add_column("what", ratio=1)
         for key, what in keys:
-            table.add_row(Text(key), Text(what))
+            table.add_row(Text(key), Phrases(what))
         parts.append(table)
     return Group(*parts)
 

@@ -206,18 +206,20 @@ def _why(summary: RunSummary, console: Console, top: int) -> None:
     if console.width < WIDE:  # a table this wide would squeeze the modes to nothing: one line each
         console.print(Text(why.TITLE, style="italic"))
         for line in lines:
-            trials, scenarios, blame, mode, first, weight = line.cells
+            trials, scenarios, blame, mode, first, weight = line.cells[:6]
             console.print(Text(f"  {_plural(trials, 'trial')} · {_plural(scenarios, 'scenario')} · {blame}: {mode}"))
             console.print(Text(f"    read first {first} · if fixed: {weight}", style="dim"))
+            if len(line.cells) > 6:
+                console.print(Text(f"    {why.CAUSE}: {line.cells[6]}"))
     else:
         table = Table(title=why.TITLE, title_justify="left", show_edge=False)
-        for name in why.HEADER:
+        for name in why.header(lines):
             table.add_column(name, justify="right" if name in ("trials", "scenarios") else "left",
-                             no_wrap=name != "failure mode")
+                             no_wrap=name not in ("failure mode", why.CAUSE))
         for line in lines:
             table.add_row(*(Text(cell) for cell in line.cells))
         console.print(table)
-    console.print(Text(why.NOTE, style="dim"))
+    console.print(Text(why.note(lines), style="dim"))
     more = more_modes(summary, top)
     if more:
         console.print(Text(more, style="dim"))

@@ -21,8 +21,8 @@ DESCRIPTION = ("Ask a judge model, once per failure mode, for its fault type and
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("run", nargs="?", help="run id or run folder (default: the newest run)")
     parser.add_argument("--judge", metavar="MODEL",
-                        help="the judge model to ask (one call per failure mode, more for malformed answers); "
-                             "without it, nothing is asked")
+                        help="the judge model to ask (one call per failure mode, more for malformed answers), "
+                             "read as `simlab run --judge` reads it; without it, nothing is asked")
     parser.add_argument("--top", type=positive, default=None, metavar="N", help="triage only the N most costly modes")
     parser.add_argument("--max-attempts", type=positive, default=3, metavar="N",
                         help="judge calls per mode at most, when its answer is malformed (default 3)")
@@ -32,6 +32,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     import asyncio
     import sys
+    from pathlib import Path
 
     from simlab.errors import EXIT_INFRA, UsageError
     from simlab.inert import one_line
@@ -46,15 +47,20 @@ def run(args: argparse.Namespace) -> int:
                              f"{folder.name} --judge MODEL` (one judge call per failure mode)")
     else:
         from simlab.runner.factory import build_judge
+        from simlab.runner.prepare import judge_flag
+        from simlab.specs import load_config
 
         summary = build(folder, write=False)
         modes = summary.failure_modes[: args.top]
         if not modes:
             print(f"no trial of run {one_line(summary.run_id)} failed: nothing to triage", file=sys.stderr)
             return 0
-        judge = build_judge(args.judge)
+        spec, notes = judge_flag(args.judge, load_config(Path("simlab.yaml")).judge)
+        for note in notes:
+            print(f"note: {note}", file=sys.stderr)
+        judge = build_judge(spec)
         assert judge is not None  # a model was named
-        triage = asyncio.run(triage_run(folder, judge, modes, run_id=summary.run_id, max_attempts=args.max_attempts))
+        triage = asyncio.run(triage_run(folder, judge, modes, run_id=summary.run_id or folder.name, max_attempts=args.max_attempts))
         print(f"wrote {folder / TRIAGE_FILE}", file=sys.stderr)
     _show(triage, args.json)
     undecided = [c for c in triage.causes if c.fault_type is None]

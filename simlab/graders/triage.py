@@ -122,8 +122,10 @@ async def ask_cause(judge: ChatModel, record: TrialRecord, *, trials: int = 1, m
     asked = await ask_json(judge, triage_messages(record), TriageAnswer, max_attempts=max_attempts,
                            turn=judge_turn(record.transcript), calls=calls,
                            seed=derive_seed(record.transcript, "triage"))
-    base = {"mode": fault.mode, "blame": fault.blame, "trials": trials, "representative": record.unit_id,
-            "attempts": asked.attempts}
+    cause = ModeCause(mode=fault.mode, blame=fault.blame, trials=trials, representative=record.unit_id,
+                      attempts=asked.attempts)
     if asked.answer is None:
-        return ModeCause(**base, undecided=asked.error or "no answer")
-    return ModeCause(**base, fault_type=asked.answer.fault_type, cause=asked.answer.cause)
+        cause.undecided = asked.error or "no answer"
+    else:
+        cause.fault_type, cause.cause = asked.answer.fault_type, asked.answer.cause
+    return cause

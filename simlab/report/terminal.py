@@ -213,12 +213,14 @@ def _why(summary: RunSummary, console: Console, top: int) -> None:
                 console.print(Text(f"    {why.CAUSE}: {line.cells[6]}"))
     else:
         table = Table(title=why.TITLE, title_justify="left", show_edge=False)
-        for name in why.header(lines):
+        for name in why.HEADER:  # a cause is a sentence: it gets a line of its own below the table
             table.add_column(name, justify="right" if name in ("trials", "scenarios") else "left",
-                             no_wrap=name not in ("failure mode", why.CAUSE))
+                             no_wrap=name != "failure mode")
         for line in lines:
-            table.add_row(*(Text(cell) for cell in line.cells))
+            table.add_row(*(Text(cell) for cell in line.cells[:len(why.HEADER)]))
         console.print(table)
+        for text in why.cause_lines(lines):
+            console.print(Text(f"  {text}"))
     console.print(Text(why.note(lines), style="dim"))
     more = more_modes(summary, top)
     if more:

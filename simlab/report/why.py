@@ -46,6 +46,11 @@ def note(lines: list[ModeLine]) -> str:
     return NOTE + (f" · {CAUSE_NOTE}" if len(header(lines)) > len(HEADER) else "")
 
 
+def cause_lines(lines: list[ModeLine]) -> list[str]:
+    """The causes of ``lines`` one line each, for a surface that lists them below its table."""
+    return [f"{CAUSE} of {line.cells[3]}: {line.cells[6]}" for line in lines if len(line.cells) > len(HEADER)]
+
+
 def cause_text(cause: ModeCause | None) -> str:
     """``wrong_decision: The agent …``; ``undecided: why``; ``not triaged`` for a mode without one."""
     if cause is None:

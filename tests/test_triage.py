@@ -220,3 +220,78 @@ def test_the_taxonomy_is_defined_once_and_documented() -> None:
     page = (REPO / "docs" / "concepts" / "failures.md").read_text()
     for name, text in FAULT_TYPES.items():
         assert f"| `{name}` | {text} |" in page
+
+
+def typing_judge(messages: list[dict[str, Any]], tools: Any = None, **_: Any) -> str:
+    """A judge for calibration: the fault type from the mode's kind of check; no answer for one mode."""
+    evidence = fenced(messages[1]["content"], "data")
+    mode = re.search(r"^failure mode: (.*)$", evidence, re.MULTILINE)
+    assert mode
+    if "forbidden(send_email)" in mode.group(1):
+        return "Hard to say."
+    kind = ("incomplete_resolution" if ": efficiency " in mode.group(1) else
+            "policy_breach" if ": policy " in mode.group(1) else "wrong_decision")
+    return json.dumps({"fault_type": kind, "cause": "From the failing check."})
+
+
+def test_calibrate_measures_the_judges_fault_types_against_labels(run: Path, capsys: Any) -> None:
+    from simlab.graders.calibrate import load_labels
+    from simlab.graders.calibrate_triage import load_triage_labels
+
+    modes = build(run, write=False).failure_modes
+
+    def representative(part: str) -> str:
+        return next(m.representative for m in modes if part in m.mode)
+
+    human = [("trajectory in_order at lookup_order", "wrong_decision"),  # judge: wrong_decision, agrees
+             ("termination agent_loop", "incomplete_resolution"),  # judge: incomplete_resolution, agrees
+             ("forbidden(send_email)", "policy_breach"),  # judge: no answer, undecided
+             ("someone else's order", "wrong_decision"),  # judge: policy_breach
+             ("refunded to the card", "wrong_information")]  # judge: wrong_decision
+    items = "".join(f"  - transcript: transcripts/demo/trials.jsonl#{representative(part)}\n    fault_type: {label}\n"
+                    for part, label in human)
+    labels = run.parent.parent / "labels.yaml"
+    labels.write_text(f"version: 1\ntriage:\n{items}")
+    assert load_labels(labels) == [] and len(load_triage_labels(labels)) == 5
+
+    model = register_fake("triage-typing", typing_judge)
+    try:
+        assert main(["calibrate", str(labels), "--judge", model]) == 0
+    finally:
+        unregister_fake("triage-typing")
+    out = capsys.readouterr().out
+    # judged: (wd, wd) (ir, ir) (pb, wd) (wd, wi): p_o = 2/4; judge wd 2, ir 1, pb 1; human wd 2, ir 1, wi 1
+    # p_e = (2*2 + 1*1 + 1*0) / 16 = 5/16; kappa = (8/16 - 5/16) / (11/16) = 3/11
+    assert "5 labelled failure modes, 4 decided, 1 undecided" in out
+    assert "agreement      50.0% (2 of 4)" in out and f"Cohen's kappa  {3 / 11:.2f}" in out
+    assert "t4 at" in out and "judge policy_breach, human wrong_decision" in out
+    assert "t3 at" in out and "malformed judge answer after 3 attempts" in out
+    assert "judge calls    7" in out  # one call for each decided mode, three for the undecided one
+
+
+def test_label_kappa_by_hand_and_as_cohens_on_two_labels() -> None:
+    from simlab.graders.calibrate import cohen_kappa
+    from simlab.graders.calibrate_triage import label_kappa
+
+    pairs = [("a", "a"), ("b", "b"), ("c", "a"), ("a", "d")]
+    assert label_kappa(pairs) == pytest.approx(3 / 11)
+    assert label_kappa([("a", "a"), ("b", "a")]) is None  # every human label the same: undefined
+    assert label_kappa([]) is None
+    two = [("yes", "yes")] * 4 + [("yes", "no")] + [("no", "yes")] * 2 + [("no", "no")] * 3
+    assert label_kappa(two) == pytest.approx(cohen_kappa(4, 1, 2, 3)) == pytest.approx(0.4)
+
+
+def test_bad_triage_labels_are_errors_naming_file_line_and_field(run: Path, capsys: Any) -> None:
+    passed = next(json.loads(x)["unit_id"] for x in (run / "trials.jsonl").read_text().splitlines()
+                  if json.loads(x)["verdict"] == "pass")
+    labels = run.parent.parent / "labels.yaml"
+    labels.write_text("triage:\n  - transcript: transcripts/demo/trials.jsonl#nope#1\n    fault_type: wrong_decision\n"
+                      f"  - transcript: transcripts/demo/trials.jsonl#{passed}\n    fault_type: wrong_decision\n")
+    assert main(["calibrate", str(labels), "--judge", "simlab-fake/never-asked"]) == 2
+    err = capsys.readouterr().err
+    assert f"{labels}:2: triage.0.transcript: no trial 'nope#1'" in err
+    assert f"{labels}:4: triage.1.transcript: trial '{passed}' passed" in err
+    labels.write_text("triage:\n  - transcript: x.json\n    fault_type: bad_luck\n")
+    assert main(["calibrate", str(labels), "--judge", "simlab-fake/never-asked"]) == 2
+    err = capsys.readouterr().err
+    assert "labels.yaml:3" in err and "fault_type" in err

@@ -19,7 +19,9 @@ from simlab.graders.judge_prompt import nonce_for
 from simlab.graders.triage import ask_cause, triage_messages
 from simlab.llm.fakes import register_fake, unregister_fake
 from simlab.report.build import build
+from simlab.report.digest import digest
 from simlab.report.formats import render
+from simlab.report.html import html_report
 from simlab.report.triage import TRIAGE_FILE, read_triage
 from simlab.report.why import cause_text, mode_lines
 from simlab.transcript import TrialRecord, UserMessage
@@ -76,7 +78,9 @@ def judge() -> Any:
     unregister_fake("triage-judge")
 
 
-def test_one_call_per_mode_its_cost_and_the_causes_on_every_report(run: Path, judge: Any, capsys: Any) -> None:
+def test_one_call_per_mode_its_cost_and_the_causes_on_every_report(run: Path, judge: Any, capsys: Any,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("COLUMNS", "250")  # the report's wide table, whatever runs the test
     model, calls = judge
     before = build(run, write=False)
     modes = before.failure_modes
@@ -110,6 +114,8 @@ def test_one_call_per_mode_its_cost_and_the_causes_on_every_report(run: Path, ju
     assert saved["failure_modes"][0]["cause"]["fault_type"] == triage.causes[0].fault_type
     markdown = render(after, "markdown")
     assert "| cause |" in markdown and "It went wrong at turn" in markdown
+    page = html_report(after, digest(run, allow_unjudged=after.unjudged.allowed_kinds, records=True))
+    assert "<th>cause</th>" in page and f"<td>{cause_text(triage.causes[0])}</td>" in page
     assert main(["report", str(run)]) in (0, 3)
     report = capsys.readouterr().out
     for line in mode_lines(after, 8):

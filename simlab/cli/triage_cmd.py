@@ -60,7 +60,8 @@ def run(args: argparse.Namespace) -> int:
             print(f"note: {note}", file=sys.stderr)
         judge = build_judge(spec)
         assert judge is not None  # a model was named
-        triage = asyncio.run(triage_run(folder, judge, modes, run_id=summary.run_id or folder.name, max_attempts=args.max_attempts))
+        run_id = summary.run_id or folder.name
+        triage = asyncio.run(triage_run(folder, judge, modes, run_id=run_id, max_attempts=args.max_attempts))
         print(f"wrote {folder / TRIAGE_FILE}", file=sys.stderr)
     _show(triage, args.json)
     undecided = [c for c in triage.causes if c.fault_type is None]

@@ -301,3 +301,32 @@ def test_bad_triage_labels_are_errors_naming_file_line_and_field(run: Path, caps
     assert main(["calibrate", str(labels), "--judge", "simlab-fake/never-asked"]) == 2
     err = capsys.readouterr().err
     assert "labels.yaml:3" in err and "fault_type" in err
+
+
+def test_over_http_a_refused_key_stops_at_once_and_the_configured_endpoint_answers(
+        run: Path, monkeypatch: pytest.MonkeyPatch, capsys: Any) -> None:
+    from tests.strict_server import StrictServer
+
+    def reply(request: dict[str, Any]) -> str:
+        return str(evidence_judge(request["messages"])["text"])
+
+    with StrictServer({"judge-x": reply}, api_key="sk-judge-key-123456") as server:
+        (run.parent.parent / "simlab.yaml").write_text(
+            f"judge: {{model: openai/judge-x, api_base: '{server.base}', api_key_env: T_JUDGE_KEY, "
+            f"price: {json.dumps(PRICE)}}}\n")
+        monkeypatch.setenv("T_JUDGE_KEY", "sk-wrong-key-000000")
+        assert main(["triage", str(run), "--judge", "openai/judge-x"]) == 3  # auth: permanent, not retried
+        assert server.answered == 0 and not (run / TRIAGE_FILE).exists()
+        assert "sk-wrong-key" not in capsys.readouterr().err
+
+        monkeypatch.setenv("T_JUDGE_KEY", "sk-judge-key-123456")
+        assert main(["triage", str(run), "--judge", "openai/judge-x"]) == 0
+        modes = build(run, write=False).failure_modes
+        assert server.answered == len(server.requests) == len(modes) and not server.refused
+        assert "keeping api_base" in capsys.readouterr().err  # the bare model kept simlab.yaml's endpoint
+    triage = read_triage(run)
+    assert triage is not None and all(c.fault_type for c in triage.causes)
+    usage = triage.usage
+    assert usage.input_tokens and usage.output_tokens and usage.cost_usd == pytest.approx(
+        (usage.input_tokens * PRICE["input"] + usage.output_tokens * PRICE["output"]) / 1e6)
+    assert "sk-judge-key" not in (run / TRIAGE_FILE).read_text()

@@ -123,6 +123,8 @@ def test_one_call_per_mode_its_cost_and_the_causes_on_every_report(run: Path, ju
 
     assert main(["triage", str(run)]) == 0  # without --judge: the stored causes, nothing asked
     assert len(calls) == len(modes) and "It went wrong at turn" in capsys.readouterr().out
+    assert main(["triage", str(run), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out) == json.loads((run / TRIAGE_FILE).read_text())
 
 
 def test_without_a_judge_nothing_is_asked(run: Path, capsys: Any) -> None:

@@ -78,7 +78,7 @@ def evidence_text(record: TrialRecord) -> str:
     fault = diagnose(transcript, record.checks, record.verdict)
     if fault is None:
         raise ValueError(f"trial {record.unit_id} passed: there is no failure to triage")
-    lines = [f"failure mode: {fault.mode}", f"blame: {fault.blame}", f"verdict: {record.verdict}",
+    lines = [f"failure mode: {one_line(fault.mode)}", f"blame: {fault.blame}", f"verdict: {record.verdict}",
              f"termination: {transcript.termination.reason.value}"
              + (f" ({one_line(transcript.termination.detail, 200)})" if transcript.termination.detail else "")]
     where = f"turn {fault.turn}" + (f", event #{fault.event}" if fault.event is not None else "")

@@ -47,8 +47,10 @@ def note(lines: list[ModeLine]) -> str:
 
 
 def cause_lines(lines: list[ModeLine]) -> list[str]:
-    """The causes of ``lines`` one line each, for a surface that lists them below its table."""
-    return [f"{CAUSE} of {line.cells[3]}: {line.cells[6]}" for line in lines if len(line.cells) > len(HEADER)]
+    """The causes of ``lines`` one line each, for a surface that lists them below its table (modes
+    without one left out)."""
+    return [f"{CAUSE} of {line.cells[3]}: {line.cells[6]}" for line in lines
+            if len(line.cells) > len(HEADER) and line.mode.cause is not None]
 
 
 def cause_text(cause: ModeCause | None) -> str:

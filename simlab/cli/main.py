@@ -35,6 +35,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "gate": ("simlab.cli.gate_cmd", "check a run against a suite's gates (exit 0 held, 1 failed, 3 inconclusive)"),
     "compare": ("simlab.cli.compare_cmd", "compare two runs: per scenario and pooled, with intervals (exit 0; "
                                           "1 regressed with --fail-on-regression; 3 no data)"),
+    "triage": ("simlab.cli.triage_cmd", "ask a judge model for each failure mode's fault type and cause (one call "
+                                        "per mode; off by default)"),
     "calibrate": ("simlab.cli.calibrate_cmd", "measure a judge against human labels (agreement, kappa)"),
     "merge": ("simlab.cli.merge_cmd", "merge the shards of a run (--shard i/N on several machines) into one run"),
     "view": ("simlab.cli.view_cmd", "browse runs and transcripts in the terminal"),

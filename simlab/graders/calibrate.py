@@ -5,7 +5,8 @@ prompt ``grade_rubric`` uses) and the report gives agreement, Cohen's kappa, and
 directions apart: a **false pass** (judge yes, human no) lets a bad agent through, a **false
 fail** (judge no, human yes) blames a good one.
 
-LABELS.yaml (paths are relative to the file; unknown keys are errors naming file, line, field)::
+LABELS.yaml (paths are relative to the file; unknown keys are errors naming file, line, field;
+``triage:`` labels the fault types of failure modes instead: ``graders/calibrate_triage.py``)::
 
     version: 1
     criteria:                          # optional: write each criterion once, refer to it by id
@@ -48,7 +49,7 @@ from simlab.graders.judge import judge_criterion, judge_pin, rubric_messages
 from simlab.llm.types import ChatModel
 from simlab.specs.base import SpecModel
 from simlab.specs.errors import format_validation_error
-from simlab.specs.yamlio import line_for, load_yaml_file
+from simlab.specs.yamlio import LineMap, line_for, load_yaml_file
 from simlab.transcript import (
     AgentMessage,
     ModelCall,
@@ -58,9 +59,11 @@ from simlab.transcript import (
     ToolCall,
     ToolResult,
     Transcript,
+    TrialRecord,
     Usage,
     UserMessage,
 )
+from simlab.transcript.causes import FaultType
 
 __all__ = ["CalibrationReport", "LabelItem", "Outcome", "calibrate", "calibrate_file", "cohen_kappa",
            "format_report", "load_labels"]
@@ -115,10 +118,26 @@ class LabelEntry(SpecModel):
         return self
 
 
+class TriageLabelEntry(SpecModel):
+    """A human's fault type for a failure mode, given by its representative trial (``calibrate_triage.py``)."""
+
+    id: str | None = None
+    transcript: str  # a stored trial, FILE.jsonl#unit_id, or a TrialRecord JSON file: its checks are evidence
+    fault_type: FaultType
+    note: str = ""
+
+
 class LabelsFile(SpecModel):
     version: int = 1
     criteria: dict[str, str] = Field(default_factory=dict)
-    items: list[LabelEntry] = Field(min_length=1)
+    items: list[LabelEntry] = Field(default_factory=list)
+    triage: list[TriageLabelEntry] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _some_labels(self) -> LabelsFile:
+        if not self.items and not self.triage:
+            raise ValueError("the file labels nothing: give items: (rubric labels) or triage: (fault types)")
+        return self
 
 
 @dataclass
@@ -164,6 +183,16 @@ def _transcript_from(data: Any) -> Transcript:
 
 def _read_transcript(ref: str, base: Path, cache: dict[Path, dict[str, Any]]) -> Transcript:
     """``ref`` is a JSON file, or ``FILE.jsonl#unit_id`` (the unit id may itself contain '#')."""
+    return _transcript_from(read_ref(ref, base, cache))
+
+
+def read_record(ref: str, base: Path, cache: dict[Path, dict[str, Any]]) -> TrialRecord:
+    """The ``TrialRecord`` ``ref`` names (a JSON file of one, or ``FILE.jsonl#unit_id``)."""
+    return TrialRecord.model_validate(read_ref(ref, base, cache))
+
+
+def read_ref(ref: str, base: Path, cache: dict[Path, dict[str, Any]]) -> Any:
+    """The JSON ``ref`` names, as parsed: a JSON file's, or the line of unit ``unit_id`` of ``FILE.jsonl#unit_id``."""
     file_part, sep, unit = ref.partition("#")
     path = (base / file_part).resolve()
     if not sep or path not in cache:
@@ -173,7 +202,7 @@ def _read_transcript(ref: str, base: Path, cache: dict[Path, dict[str, Any]]) ->
             raise ValueError(f"cannot read {path}: {exc.strerror or exc}") from None
         if not sep:
             try:
-                return _transcript_from(json.loads(text))
+                return json.loads(text)
             except json.JSONDecodeError as exc:
                 raise ValueError(f"{path} is not JSON ({exc.msg}, line {exc.lineno})") from None
         cache[path] = {}
@@ -186,20 +215,26 @@ def _read_transcript(ref: str, base: Path, cache: dict[Path, dict[str, Any]]) ->
                 cache[path][str(raw["unit_id"])] = raw
     if unit not in cache[path]:
         raise ValueError(f"no trial {unit!r} in {path}")
-    return _transcript_from(cache[path][unit])
+    return cache[path][unit]
 
 
-def load_labels(path: Path | str) -> list[LabelItem]:
-    """Every labelled item of a LABELS.yaml, resolved; all problems are raised together as a SpecError."""
-    path = Path(path)
+def read_labels_file(path: Path) -> tuple[LabelsFile, LineMap]:
+    """A LABELS.yaml validated, with the lines of its values; a SpecError naming file, line, field."""
     data, lines = load_yaml_file(path)
     if isinstance(data, list):
         data = {"items": data}
         lines = {("items", *k): v for k, v in lines.items()} | {(): lines.get((), 1)}
     try:
-        spec = LabelsFile.model_validate(data)
+        return LabelsFile.model_validate(data), lines
     except ValidationError as exc:
         raise SpecError(format_validation_error(exc, str(path), lines, model=LabelsFile)) from None
+
+
+def load_labels(path: Path | str) -> list[LabelItem]:
+    """Every labelled rubric item of a LABELS.yaml, resolved; all problems are raised together as a
+    SpecError. Its ``triage:`` labels are ``calibrate_triage.load_triage_labels``'."""
+    path = Path(path)
+    spec, lines = read_labels_file(path)
     items: list[LabelItem] = []
     problems: list[str] = []
     cache: dict[Path, dict[str, Any]] = {}

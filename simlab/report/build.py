@@ -5,9 +5,10 @@ from __future__ import annotations
 from collections.abc import Iterator
 from pathlib import Path
 
-from simlab.errors import UsageError
+from simlab.errors import SpecError, UsageError
 from simlab.redact import holds_secret, mask_tree
 from simlab.report.completeness import summary_state
+from simlab.report.triage import attach_causes, read_triage
 from simlab.results.dataset import run_summary_functions
 from simlab.results.figures import Completeness, RunSummary
 from simlab.results.frames import CHECKS_FILE, RESULTS_FILE, read_checks_table, read_results, write_table
@@ -80,6 +81,10 @@ def build(folder: Path, *, write: bool = True, checks_table: bool = False,
     if manifest is None:
         warnings.insert(0, f"{folder}: no run.json, so this run's plan and pins are unknown: its completeness "
                            "cannot be checked (a gate on it is inconclusive)")
+    try:
+        attach_causes(summary, read_triage(folder))  # simlab triage's written causes, when asked for
+    except SpecError as exc:
+        warnings.append(f"{exc} — the causes are left out of this report")
     summary.warnings = warnings
     summary.state = summary_state(summary).state  # the first key of summary.json and of report --json
     if holds_secret(summary.model_dump_json().encode()):  # pins of a run.json written before credentials

@@ -69,10 +69,12 @@ def _why(summary: RunSummary, top: int = 3) -> list[str]:
     modes = mode_lines(summary, top)
     if not modes:
         return []
-    lines = ["", f"**{why.TITLE}**", "", _row(list(why.HEADER)), _row(["---:", "---:", "---", "---", "---", "---"])]
+    columns = why.header(modes)
+    lines = ["", f"**{why.TITLE}**", "", _row(list(columns)),
+             _row(["---:", "---:"] + ["---"] * (len(columns) - 2))]
     lines += [_row([md_escape(cell) for cell in line.cells]) for line in modes]
     more = more_modes(summary, top)
-    return lines + ["", f"_{md_escape(why.NOTE)}_" + (f" · {md_escape(more)}" if more else "")]
+    return lines + ["", f"_{md_escape(why.note(modes))}_" + (f" · {md_escape(more)}" if more else "")]
 
 
 def _markdown(summary: RunSummary, first: bool = True) -> str:

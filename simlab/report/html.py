@@ -144,7 +144,7 @@ def _why(summary: RunSummary) -> str:
     lines = mode_lines(summary, 20)
     if not lines:
         return ""
-    head = "".join(f"<th>{e(h)}</th>" for h in why.HEADER)
+    head = "".join(f"<th>{e(h)}</th>" for h in why.header(lines))
     rows = []
     for line in lines:
         cells = [f"<td>{e(c)}</td>" for c in line.cells]
@@ -152,7 +152,7 @@ def _why(summary: RunSummary) -> str:
         cells[4] = f"<td>{link}</td>"
         rows.append("<tr>" + "".join(cells) + "</tr>")
     more = more_modes(summary, 20)
-    note = f'<p class="dim">{e(why.NOTE)}' + (f" · {e(more)}" if more else "") + "</p>"
+    note = f'<p class="dim">{e(why.note(lines))}' + (f" · {e(more)}" if more else "") + "</p>"
     return f'<h2 id="why">{e(why.TITLE)}</h2><table class="why"><tr>{head}</tr>{"".join(rows)}</table>{note}'
 
 

@@ -214,19 +214,23 @@ def _why(summary: RunSummary, console: Console, top: int) -> None:
     if console.width < WIDE:  # a table this wide would squeeze the modes to nothing: one line each
         console.print(Text(why.TITLE, style="italic"))
         for line in lines:
-            trials, scenarios, blame, mode, first, weight = line.cells
+            trials, scenarios, blame, mode, first, weight = line.cells[:6]
             say(console, f"  {_plural(trials, 'trial')} · {_plural(scenarios, 'scenario')} · {blame}: {mode}",
                 indent=4)
             say(console, f"    read first {first} · if fixed: {weight}", "dim", indent=6)
+            if len(line.cells) > 6:
+                say(console, f"    {why.CAUSE}: {line.cells[6]}", indent=6)
     else:
         table = Table(title=why.TITLE, title_justify="left", show_edge=False)
-        for name in why.HEADER:
+        for name in why.HEADER:  # a cause is a sentence: it gets a line of its own below the table
             table.add_column(name, justify="right" if name in ("trials", "scenarios") else "left",
                              no_wrap=name != "failure mode")
         for line in lines:
-            table.add_row(*(Text(cell) for cell in line.cells))
+            table.add_row(*(Text(cell) for cell in line.cells[:len(why.HEADER)]))
         console.print(table)
-    say(console, why.NOTE, "dim")
+        for text in why.cause_lines(lines):
+            say(console, f"  {text}", indent=4)
+    say(console, why.note(lines), "dim")
     more = more_modes(summary, top)
     if more:
         say(console, more, "dim")

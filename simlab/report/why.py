@@ -1,19 +1,25 @@
 """The "why trials failed" section, phrased once for every surface (terminal, markdown and the step
 summary, HTML): the run's failure modes (``results/modes.py``), most costly first, each with its
-blame, the trial to read first at its first faulty step, and its weight on the headline."""
+blame, the trial to read first at its first faulty step, and its weight on the headline; and, when
+``simlab triage`` was asked (``report/triage.py``), each mode's written cause (one more column, only
+then), which ``simlab triage`` itself lists the same way."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 from simlab.inert import one_line
-from simlab.report.fmt import pct
+from simlab.report.fmt import count, money, pct
 from simlab.results.figures import Comparison, FailureMode, RunSummary
+from simlab.transcript.causes import ModeCause, Triage
 
 TITLE = "why trials failed"
 HEADER = ("trials", "scenarios", "blame", "failure mode", "read first", "if fixed")
 NOTE = ("blame: whose fault · read first: the mode's first trial, at its first faulty step · "
         "if fixed: pass^k with this mode's trials as passes")
+CAUSE = "cause"  # the column added when a mode has a written cause (simlab triage)
+CAUSE_NOTE = "cause: the judge's fault type and sentence for the mode's first trial (simlab triage)"
+TRIAGE_HEADER = ("failure mode", "trials", "fault type", "cause")
 
 
 @dataclass(frozen=True)
@@ -23,10 +29,51 @@ class ModeLine:
 
 
 def mode_lines(summary: RunSummary, top: int) -> list[ModeLine]:
-    """The ``top`` modes of a run as table rows."""
+    """The ``top`` modes of a run as table rows; a ``cause`` cell last when any of them has one."""
+    modes = summary.failure_modes[:top]
+    caused = any(m.cause is not None for m in modes)
     return [ModeLine(m, (str(m.trials), str(len(m.scenarios)), m.blame, one_line(m.mode.removeprefix(f"{m.blame}: ")),
-                         first_step(m),
-                         weight(summary, m))) for m in summary.failure_modes[:top]]
+                         first_step(m), weight(summary, m)) + ((cause_text(m.cause),) if caused else ()))
+            for m in modes]
+
+
+def header(lines: list[ModeLine]) -> tuple[str, ...]:
+    """The columns of ``lines``: ``HEADER``, and ``CAUSE`` when they carry causes."""
+    return HEADER + ((CAUSE,) if lines and len(lines[0].cells) > len(HEADER) else ())
+
+
+def note(lines: list[ModeLine]) -> str:
+    return NOTE + (f" · {CAUSE_NOTE}" if len(header(lines)) > len(HEADER) else "")
+
+
+def cause_lines(lines: list[ModeLine]) -> list[str]:
+    """The causes of ``lines`` one line each, for a surface that lists them below its table (modes
+    without one left out)."""
+    return [f"{CAUSE} of {line.cells[3]}: {line.cells[6]}" for line in lines
+            if len(line.cells) > len(HEADER) and line.mode.cause is not None]
+
+
+def cause_text(cause: ModeCause | None) -> str:
+    """``wrong_decision: The agent …``; ``undecided: why``; ``not triaged`` for a mode without one."""
+    if cause is None:
+        return "not triaged"
+    if cause.fault_type is None or cause.cause is None:
+        return f"undecided: {one_line(cause.undecided or 'no answer')}"
+    return f"{cause.fault_type}: {one_line(cause.cause)}"
+
+
+def triage_rows(triage: Triage) -> list[tuple[str, str, str, str]]:
+    """``simlab triage``'s table (``TRIAGE_HEADER``): one row per mode triaged."""
+    return [(one_line(c.mode), str(c.trials), c.fault_type or "undecided",
+             one_line(c.cause) if c.cause is not None else one_line(c.undecided or "no answer"))
+            for c in triage.causes]
+
+
+def triage_cost(triage: Triage) -> str:
+    """What the triage cost, as every report says a model role's cost."""
+    usage, ref = triage.usage, one_line(str(triage.judge.get("ref", "?")))
+    return (f"judge {ref}: {triage.calls} calls, {count(usage.input_tokens)} tokens in, "
+            f"{count(usage.output_tokens)} out, cost {money(usage.cost_usd)}")
 
 
 def more_modes(summary: RunSummary, top: int) -> str:

@@ -14,6 +14,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
 
+from simlab.transcript.causes import ModeCause
+
 SUMMARY_SCHEMA_VERSION = 1
 
 
@@ -180,6 +182,9 @@ class FailureMode(_Figures):
     without: dict[int, float | None] = Field(
         default_factory=dict, description="The suite's pass^k (suite.raw) at a few k had these trials passed: its "
                                           "weight on the headline.")
+    cause: ModeCause | None = Field(None, exclude_if=lambda v: v is None,
+                                    description="Its written cause, from the run's triage.json (simlab triage); "
+                                                "absent when the mode was not triaged.")
 
 
 class CheckError(_Figures):

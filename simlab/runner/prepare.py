@@ -295,6 +295,13 @@ def _with_flag(model: Any, flag: str, configured: Any, name: str, notes: list[st
     return merged
 
 
+def judge_flag(flag: str, configured: JudgeSpec | None) -> tuple[JudgeSpec, list[str]]:
+    """The judge ``--judge FLAG`` names, as ``simlab run`` reads it (``_with_flag``: a bare model keeps
+    the configured endpoint and price), and the notes that say what was kept."""
+    notes: list[str] = []
+    return _with_flag(JudgeSpec, flag, configured, "--judge", notes), notes
+
+
 def _shown(key: str, value: Any) -> str:
     from simlab.redact import mask_url
 

@@ -28,6 +28,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "runs": ("simlab.cli.runs_cmd", "list the runs: id, date, trials done of planned, pass^1, pass^k, agent"),
     "tools": ("simlab.cli.tools_cmd", "show a domain's tools, their arguments and its seed data"),
     "validate": ("simlab.cli.validate_cmd", "check scenario, persona, suite and config files"),
+    "lint": ("simlab.cli.lint_cmd", "check that each scenario can be solved, before any model is called"),
     "report": ("simlab.cli.report_cmd", "summarise a run: pass^k, intervals, failing checks, cost"),
     "grade": ("simlab.cli.grade_cmd", "re-grade a stored run without simulating again"),
     "gate": ("simlab.cli.gate_cmd", "check a run against a suite's gates (exit 0 held, 1 failed, 3 inconclusive)"),

@@ -149,7 +149,7 @@ def test_validate_deep_runs_lint_and_plain_validate_does_not(project: Path, caps
     capsys.readouterr()
     assert main(["validate", "--deep"]) == 2
     err = capsys.readouterr().err.splitlines()
-    assert err[0].startswith("scenarios/planted.yaml:16: expect.state.0: the expected actions do not reach it")
+    assert err[0].startswith("scenarios/planted.yaml:16: expect.state.0: the expected actions, replayed, do not reach ")
     assert err[-1] == "1 problem found"
 
 

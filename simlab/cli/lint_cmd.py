@@ -57,7 +57,7 @@ def run(args: argparse.Namespace) -> int:
     for line in warnings:
         print(f"warning: {line}", file=sys.stderr)
     summary = (f"{linted.scenarios} scenario{'s' if linted.scenarios != 1 else ''} linted in "
-               f"{linted.seconds:.2f} s: {len(errors)} error{'s' if len(errors) != 1 else ''}, "
+               f"{linted.seconds:.2f}s: {len(errors)} error{'s' if len(errors) != 1 else ''}, "
                f"{len(warnings)} warning{'s' if len(warnings) != 1 else ''}")
     if errors:
         print(summary, file=sys.stderr)

@@ -31,7 +31,7 @@ from simlab.graders.comparators import as_number
 from simlab.graders.lint_phrases import example, matches_anything, required_text
 from simlab.graders.lint_values import Pool, agent_pool, choices_of, explore, secret_pool, user_pool
 from simlab.graders.paths import MISSING, PathError
-from simlab.graders.state import Replay, check_assertion, replay_actions
+from simlab.graders.state import Replay, assertion_label, check_assertion, replay_actions
 from simlab.specs.loader import LoadedScenario
 from simlab.specs.yamlio import line_for
 
@@ -230,14 +230,13 @@ def _oracle(lint: Lint) -> None:
     assert replay.state is not None
     for i, assertion in enumerate(expect.state):
         try:
-            met, reason, actual = check_assertion(assertion, replay.state)
+            met, reason, _ = check_assertion(assertion, replay.state)
         except PathError:
             continue  # validate reports it
         if not met:
-            reached = "missing" if actual is MISSING else repr(actual)
-            lint.error(("expect", "state", i), f"the expected actions do not reach it: {reason}",
-                       f"correct the assertion (the oracle run leaves {assertion.path} {reached}) or the "
-                       "expected_actions")
+            wanted = assertion_label(assertion.model_copy(update={"name": None}))
+            lint.error(("expect", "state", i), f"the expected actions, replayed, do not reach {wanted}: {reason}",
+                       "correct the assertion or the expected_actions")
 
 
 # --- phrases ---------------------------------------------------------------------------------------

@@ -169,15 +169,22 @@ def _values(lint: Lint) -> None:
                                _value_fix(lint, leaf))
 
 
+SMALL = 12  # whole numbers up to this one are counts a user says in words ("two nights")
+
+
 def _needed(value: Any, prop: dict[str, Any]) -> list[Any]:
     """The leaves of an argument that must come from somewhere: data, not a schema's choice, a
-    default, or text the agent writes itself (prose: words without digits)."""
+    default, a small count, or text the agent writes itself (words without digits: several of
+    them, or one in lower case)."""
     out = []
     choices = choices_of(prop)
     for leaf in _scalars(value):
         if isinstance(leaf, bool) or leaf is None or leaf in choices or leaf == prop.get("default", MISSING):
             continue
-        if isinstance(leaf, str) and len(leaf.split()) > 1 and not any(c.isdigit() or c == "@" for c in leaf):
+        if isinstance(leaf, int) and 0 <= leaf <= SMALL:
+            continue
+        if isinstance(leaf, str) and not any(c.isdigit() or c == "@" for c in leaf) and (
+                len(leaf.split()) > 1 or (leaf.isalpha() and leaf.islower())):
             continue
         out.append(leaf)
     return out

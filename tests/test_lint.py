@@ -81,6 +81,11 @@ DEFECTS = [
     ("argument limit without its lifting tool",
      [(RULE, "    - {limit: 'issue_refund.amount <= 40', unless: request_manager_approval}\n")],
      "error", 22, "expect.rules.0.limit", "request_manager_approval is not among the expected actions"),
+    ("a required call on someone else's resource",
+     [(RULE, '    - owner: {issue_refund.order_id: "orders.{order_id}.customer", principal: signed_in_customer}\n'),
+      ("{signed_in_customer: C-17, channel: chat}", "{signed_in_customer: C-22, channel: chat}")],
+     "error", 22, "expect.rules.0.owner.issue_refund.order_id", "order_id='A123', which belongs to C-17, not "
+     "signed_in_customer=C-22"),
     ("order rule against the trajectory", [(RULE, "    - {before: [issue_refund, lookup_order]}\n")],
      "error", 22, "expect.rules.0.before", "expect.trajectory calls lookup_order first"),
     ("budget below the expected calls", [(BUDGET, "  budgets: {max_tool_calls: 2}\n")],

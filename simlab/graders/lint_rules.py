@@ -38,6 +38,7 @@ def contradictions(lint: Lint) -> None:
     calls = required_calls(lint)
     _forbidden(lint, calls)
     _rules(lint, calls)
+    _owners(lint, calls)
     _order(lint)
     _budgets(lint)
 
@@ -108,6 +109,45 @@ def _limit(lint: Lint, i: int, limit: str, unless: str | None, calls: list[tuple
                            "correct the limit or the expected action")
                 return
         earlier.add(call.tool)
+
+
+def _owners(lint: Lint, calls: list[tuple[tuple[Any, ...], CallSpec]]) -> None:
+    """An ``owner`` rule with a ``principal`` (an agent_context key) against the required calls'
+    arguments, on the start state: a required call on someone else's resource, or a principal the
+    agent_context lacks, can never pass the rule."""
+    from simlab.env.history import HistoryError, start_state
+    from simlab.graders.paths import MISSING, PathError
+    from simlab.graders.policy import _owner_of  # the policy grader's own reading of an owner path
+
+    scenario = lint.scenario
+    rules = [(i, r.owner) for i, r in enumerate(scenario.expect.rules) if r.owner and "principal" in r.owner]
+    if not rules:
+        return
+    try:
+        initial = start_state(lint.domain, scenario).model_dump(mode="json")
+    except (ValueError, HistoryError):
+        return  # validate reports it
+    for i, owner in rules:
+        key = owner["principal"]
+        if key not in scenario.agent_context:
+            lint.error(("expect", "rules", i, "owner", "principal"), f"agent_context has no {key!r}, so the "
+                       "rule cannot be judged", f"add {key} to agent_context, or name a key it has")
+            continue
+        principal = scenario.agent_context[key]
+        for checked, path in owner.items():
+            tool, _, arg = checked.partition(".")
+            for loc, call in calls:
+                if checked == "principal" or call.tool != tool or arg not in call.args:
+                    continue
+                try:
+                    found = _owner_of(initial, path, {**call.args, "value": call.args[arg]})
+                except PathError:
+                    break  # validate reports it
+                if found is not MISSING and str(found) != str(principal):
+                    lint.error(("expect", "rules", i, "owner", checked), f"{_name(loc)} uses {arg}="
+                               f"{call.args[arg]!r}, which belongs to {found}, not {key}={principal}",
+                               "correct the call's argument, the agent_context or the rule")
+                    break
 
 
 def _order(lint: Lint) -> None:

@@ -40,19 +40,27 @@ class Pool:
     numbers: set[float] = field(default_factory=set)
     texts: dict[str, None] = field(default_factory=dict)  # an ordered set
 
+    names: set[str] = field(default_factory=set)  # keys of mappings that are no data (field names)
+
     def add(self, data: Any) -> None:
-        for leaf in leaves(data):
+        for leaf, key in leaves(data):
             if isinstance(leaf, bool) or leaf is None:
                 continue
             if isinstance(leaf, (int, float)):
                 self.numbers.add(float(leaf))
                 continue
             text = str(leaf)
+            if key and not any(c.isdigit() for c in text):
+                self.names.add(text)
             if text in self.texts:
                 continue
             self.values.add(_norm(text))
             self.texts[text] = None
             self.numbers.update(float(n) for n in _NUMBER.findall(text))
+
+    def arguments(self) -> list[str]:
+        """Its texts worth passing to a tool: short ones, field names left out."""
+        return [t for t in self.texts if len(t) <= SHORT and "\n" not in t and t not in self.names]
 
     def has(self, value: Any) -> bool:
         if isinstance(value, bool) or value is None:
@@ -69,19 +77,20 @@ class Pool:
         return any(inside.search(t) for t in self.texts)
 
 
-def leaves(data: Any) -> Iterator[Any]:
-    """Every scalar of ``data``, the keys of its mappings included."""
+def leaves(data: Any) -> Iterator[tuple[Any, bool]]:
+    """Every scalar of ``data`` and whether it is a key of a mapping (keys are included: a
+    mapping may be keyed by ids)."""
     if isinstance(data, BaseModel):
         data = data.model_dump(mode="json")
     if isinstance(data, dict):
         for key, value in data.items():
-            yield key
+            yield key, True
             yield from leaves(value)
     elif isinstance(data, (list, tuple, set)):
         for value in data:
             yield from leaves(value)
     else:
-        yield data
+        yield data, False
 
 
 def _norm(text: str) -> str:
@@ -143,7 +152,7 @@ def explore(domain: Domain, state: BaseModel, seeds: Iterable[Pool], queries: li
     strings: list[str] = []
     numbers: list[float] = []
     for seed in seeds:
-        strings += [t for t in seed.texts if len(t) <= SHORT and "\n" not in t]
+        strings += seed.arguments()
         numbers += sorted(seed.numbers)
     strings = list(dict.fromkeys(strings + [q for q in queries if q]))
     numbers = list(dict.fromkeys(numbers))
@@ -170,7 +179,7 @@ def explore(domain: Domain, state: BaseModel, seeds: Iterable[Pool], queries: li
         found.add(answers)
         shown.add(answers)
         held = {*strings, *numbers}
-        new_strings = [t for t in found.texts if len(t) <= SHORT and "\n" not in t and t not in held]
+        new_strings = [t for t in found.arguments() if t not in held]
         new_numbers = [n for n in sorted(found.numbers) if n not in held]
         if not new_strings and not new_numbers:
             break

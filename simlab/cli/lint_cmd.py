@@ -23,17 +23,25 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from simlab.cli.validate_cmd import Collected
 
-DESCRIPTION = ("Check that each scenario can be solved: every value its expected actions need is obtainable, "
-               "the expected actions replayed on the domain reach the expected state, its phrases can be "
-               "matched, and its expectations do not contradict each other. No model is called.")
+DESCRIPTION = (
+    "Check that each scenario can be solved: every value its expected actions need is obtainable, "
+    "the expected actions replayed on the domain reach the expected state, its phrases can be "
+    "matched, and its expectations do not contradict each other. No model is called."
+)
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("paths", nargs="*",
-                        help="scenario or suite files or folders (default: the project's scenarios)")
-    parser.add_argument("--simulator", choices=("rules", "scripted", "llm", "replay"),
-                        help="the simulator kind that plays every user (default: each scenario's suite's, "
-                             "scripted for a scenario with a script, else simlab.yaml's, else rules)")
+    parser.add_argument(
+        "paths",
+        nargs="*",
+        help="scenario or suite files or folders (default: the project's scenarios)",
+    )
+    parser.add_argument(
+        "--simulator",
+        choices=("rules", "scripted", "llm", "replay"),
+        help="the simulator kind that plays every user (default: each scenario's suite's, "
+        "scripted for a scenario with a script, else simlab.yaml's, else rules)",
+    )
 
 
 class Linted:
@@ -49,16 +57,20 @@ def run(args: argparse.Namespace) -> int:
 
     found = collect(args.paths)
     linted = lint_entries(found, args.simulator)
-    errors = sorted([*found.report.problems, *(f.text() for f in linted.findings if f.severity == "error")],
-                    key=place_key)
+    errors = sorted(
+        [*found.report.problems, *(f.text() for f in linted.findings if f.severity == "error")],
+        key=place_key,
+    )
     warnings = sorted((f.text() for f in linted.findings if f.severity == "warning"), key=place_key)
     for line in errors:
         print(line, file=sys.stderr)
     for line in warnings:
         print(f"warning: {line}", file=sys.stderr)
-    summary = (f"{linted.scenarios} scenario{'s' if linted.scenarios != 1 else ''} linted in "
-               f"{linted.seconds:.2f}s: {len(errors)} error{'s' if len(errors) != 1 else ''}, "
-               f"{len(warnings)} warning{'s' if len(warnings) != 1 else ''}")
+    summary = (
+        f"{linted.scenarios} scenario{'s' if linted.scenarios != 1 else ''} linted in "
+        f"{linted.seconds:.2f}s: {len(errors)} error{'s' if len(errors) != 1 else ''}, "
+        f"{len(warnings)} warning{'s' if len(warnings) != 1 else ''}"
+    )
     if errors:
         print(summary, file=sys.stderr)
         return SpecError.exit_code
@@ -85,7 +97,11 @@ def lint_entries(found: Collected, simulator: str | None) -> Linted:
         if domain is None or problems:
             continue  # collect reported them
         count += 1
-        chosen = [simulator] if simulator else kinds.get(entry.path.resolve()) or [_default(entry, found)]
+        chosen = (
+            [simulator]
+            if simulator
+            else kinds.get(entry.path.resolve()) or [_default(entry, found)]
+        )
         for kind in chosen:
             for finding in lint_scenario(entry, domain, kind, memo):
                 if finding.text() not in seen:

@@ -9,7 +9,8 @@ an example is returned only once the pattern was seen to match it.
 from __future__ import annotations
 
 import re
-from re import _parser as sre  # type: ignore[attr-defined]  # 3.11+: re's own parser (sre_parse, deprecated)
+# Python 3.11+: re's own parser (sre_parse is its deprecated alias)
+from re import _parser as sre  # type: ignore[attr-defined]
 from typing import Any
 
 __all__ = ["example", "matches_anything", "required_text"]
@@ -31,7 +32,8 @@ def matches_anything(pattern: str) -> bool:
 
 
 def required_text(pattern: str) -> list[str]:
-    """The literal runs every match of ``pattern`` contains (alternatives and optional parts left out)."""
+    """The literal runs every match of ``pattern`` contains (alternatives and optional parts
+    left out)."""
     tree = _parse(pattern)
     if tree is None:
         return []
@@ -139,6 +141,12 @@ def _class_part(op: Any, arg: Any) -> str:
     if name == "RANGE":
         return f"{re.escape(chr(arg[0]))}-{re.escape(chr(arg[1]))}"
     if name == "CATEGORY":
-        return {"CATEGORY_DIGIT": r"\d", "CATEGORY_NOT_DIGIT": r"\D", "CATEGORY_SPACE": r"\s",
-                "CATEGORY_NOT_SPACE": r"\S", "CATEGORY_WORD": r"\w", "CATEGORY_NOT_WORD": r"\W"}.get(str(arg), "")
+        return {
+            "CATEGORY_DIGIT": r"\d",
+            "CATEGORY_NOT_DIGIT": r"\D",
+            "CATEGORY_SPACE": r"\s",
+            "CATEGORY_NOT_SPACE": r"\S",
+            "CATEGORY_WORD": r"\w",
+            "CATEGORY_NOT_WORD": r"\W",
+        }.get(str(arg), "")
     raise _Unsupported(name)

@@ -141,8 +141,13 @@ def secret_pool(scenario: Scenario) -> Pool:
     return pool
 
 
-def explore(domain: Domain, state: BaseModel, seeds: Iterable[Pool], queries: list[str],
-            memo: dict[str, Any] | None = None) -> Pool:
+def explore(
+    domain: Domain,
+    state: BaseModel,
+    seeds: Iterable[Pool],
+    queries: list[str],
+    memo: dict[str, Any] | None = None,
+) -> Pool:
     """What the domain's READ tools show from ``state``, starting from the values of ``seeds``
     (and ``queries``, free text a user's words give, for text arguments). ``memo`` keeps each
     call's answer (None: it failed) for the next scenario that starts from the same state."""
@@ -189,8 +194,9 @@ def explore(domain: Domain, state: BaseModel, seeds: Iterable[Pool], queries: li
     return shown
 
 
-def _combos(schema: dict[str, Any], strings: list[str], numbers: list[float],
-            fresh: set[Any] | None) -> Iterator[dict[str, Any]]:
+def _combos(
+    schema: dict[str, Any], strings: list[str], numbers: list[float], fresh: set[Any] | None
+) -> Iterator[dict[str, Any]]:
     """Arguments for a READ tool's required parameters from the values held; after the first
     round (``fresh`` None), only combinations with a value new this round (the others were tried)."""
     params = schema["function"]["parameters"]
@@ -217,8 +223,14 @@ def _combos(schema: dict[str, Any], strings: list[str], numbers: list[float],
     for values in itertools.product(*options):
         if fresh is not None and not any(v in fresh for v in values if not isinstance(v, bool)):
             continue
-        yield {n: (int(v) if isinstance(v, float) and "integer" in _types(params["properties"][n]) else v)
-               for n, v in zip(names, values)}
+        yield {
+            n: (
+                int(v)
+                if isinstance(v, float) and "integer" in _types(params["properties"][n])
+                else v
+            )
+            for n, v in zip(names, values)
+        }
         count += 1
         if count >= MAX_COMBOS:
             return

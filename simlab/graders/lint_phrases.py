@@ -9,6 +9,7 @@ an example is returned only once the pattern was seen to match it.
 from __future__ import annotations
 
 import re
+
 # Python 3.11+: re's own parser (sre_parse is its deprecated alias)
 from re import _parser as sre  # type: ignore[attr-defined]
 from typing import Any

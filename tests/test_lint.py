@@ -205,3 +205,14 @@ def test_the_starter_project_passes_lint(tmp_path: Path, capsys, monkeypatch: py
     code, err, out = lint(capsys)
     assert (code, err) == (0, [])
     assert out[0].startswith("ok: 2 scenarios linted in ")
+
+
+def test_a_phrase_whose_shortest_match_is_huge_is_read_without_building_it(project: Path, capsys) -> None:
+    """``((x{1000}){1000}){1000}`` matches only a billion characters: no example is built (it would
+    take gigabytes), the phrase is still read, and its give-up phrase is still checked."""
+    huge = "  success_phrases: ['((x{1000}){1000}){1000}', 'help']\n"
+    (project / "scenarios" / "planted.yaml").write_text(_planted([(SUCCESS, huge)]))
+    code, err, _ = lint(capsys)
+    assert code == 0
+    assert [e.split(": ", 3)[2] for e in err] == ["user.give_up_phrases.0"]
+    assert "also matches user.success_phrases.1 ('help')" in err[0]

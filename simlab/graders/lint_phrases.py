@@ -16,6 +16,8 @@ from typing import Any
 
 __all__ = ["example", "matches_anything", "required_text"]
 
+LONGEST = 2000  # characters of an example reply; a pattern that needs more gets none
+
 
 def _parse(pattern: str) -> Any:
     try:
@@ -40,7 +42,10 @@ def required_text(pattern: str) -> list[str]:
         return []
     runs: list[str] = []
     current: list[str] = []
-    _required(list(tree), runs, current)
+    try:
+        _required(list(tree), runs, current)
+    except RecursionError:
+        return []
     if current:
         runs.append("".join(current))
     return [r for r in runs if r.strip()]
@@ -77,7 +82,9 @@ def example(pattern: str) -> str | None:
     groups: dict[int, str] = {}
     try:
         text = _make(list(tree), groups)
-    except _Unsupported:
+    except (_Unsupported, RecursionError):
+        return None
+    if len(text) > LONGEST:
         return None
     try:
         return text if re.search(pattern, text, re.IGNORECASE) else None
@@ -112,7 +119,10 @@ def _make(items: list[Any], groups: dict[int, str]) -> str:
                 groups[av[0]] = text
             out.append(text)
         elif name in ("MAX_REPEAT", "MIN_REPEAT"):
-            out.append(_make(list(av[2]), groups) * av[0])
+            piece = _make(list(av[2]), groups)
+            if len(piece) * av[0] > LONGEST:
+                raise _Unsupported("a reply longer than any example worth making")
+            out.append(piece * av[0])
         elif name == "GROUPREF":
             out.append(groups.get(av, ""))
         elif name not in ("AT", "ASSERT", "ASSERT_NOT"):

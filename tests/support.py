@@ -156,6 +156,24 @@ async def gated_kv_agent(inp: Any) -> str:
     return kv_agent(inp)
 
 
+async def held_kv_agent(inp: Any) -> str:
+    """``kv_agent``; the one trial that takes the ``hold`` file of the folder named by
+    ``SIMLAB_TEST_GATE`` waits at its first turn until a ``release`` file is there."""
+    import asyncio
+    import os
+
+    folder = os.environ.get(GATE_ENV)
+    if folder and inp.turn == 1:
+        try:
+            os.rename(os.path.join(folder, "hold"), os.path.join(folder, "hold.taken"))
+        except FileNotFoundError:  # another trial holds it (or none is asked for)
+            pass
+        else:
+            while not os.path.exists(os.path.join(folder, "release")):
+                await asyncio.sleep(0.005)
+    return kv_agent(inp)
+
+
 async def slow_kv_agent(inp: Any) -> str:
     import asyncio
 

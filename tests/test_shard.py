@@ -15,7 +15,7 @@ import pytest
 from simlab.cli.main import main
 from simlab.errors import UsageError
 from simlab.runner.plan import plan_units
-from simlab.runner.shard import AUTO_SOURCES, parse_shard, resolve_shard, shard_of, shard_units, split
+from simlab.runner.shard import AUTO_SOURCES, parse_shard, resolve_shard, shard_of, shard_units
 from tests.support import write_project
 
 TIMING = {"started_at", "duration_s", "latency_s", "time_to_first_action_s", "model_call_latency_s"}
@@ -56,13 +56,6 @@ def test_shards_are_disjoint_cover_everything_and_are_balanced(count):
     assert shares == [shard_units(UNITS, i, count) for i in range(1, count + 1)]  # the same every time
     expected = len(UNITS) / count
     assert all(abs(len(s) - expected) < 0.2 * expected for s in shares)
-
-
-def test_workers_split_a_shard_independently_of_the_shard_split():
-    share = shard_units(UNITS, 1, 2)
-    parts = split(share, 2, shards=2)
-    assert sorted(u.unit_id for p in parts for u in p) == sorted(u.unit_id for u in share)
-    assert all(abs(len(p) - len(share) / 2) < 0.2 * len(share) / 2 for p in parts)
 
 
 @pytest.mark.parametrize("text", ["0/2", "3/2", "1", "a/b", "1/0", ""])

@@ -363,3 +363,25 @@ async def test_a_trial_that_does_not_validate_is_reported_not_fatal(root: Path) 
         assert any("cannot read trial refund-damaged#1" in n.message for n in app._notifications)
         await pilot.press("down", "enter")
         assert isinstance(app.screen, TranscriptScreen)
+
+
+async def test_trials_by_failure_mode_open_at_their_first_faulty_step(root: Path) -> None:
+    app = viewer(root)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot)
+        await pilot.press("a", "w")
+        assert isinstance(app.screen, PickerScreen)
+        await pilot.press("down", "enter")  # any, then the mode of the most trials
+        screen = app.screen
+        assert isinstance(screen, TrialsScreen) and screen.filter.mode is not None
+        table = screen.query_one(DataTable)
+        shown = [r for r in screen.shown]
+        assert shown and {r.failure_mode for r in shown} == {screen.filter.mode} and len(keys(table)) == len(shown)
+        assert f"mode {screen.filter.mode}" in text_of(screen.query_one("#status"))
+        first = shown[0]
+        await pilot.press("enter")
+        await settle(pilot)
+        assert isinstance(app.screen, TranscriptScreen)
+        assert app.screen.at == first.first_fault_event is not None
+        await pilot.press("escape", "x")
+        assert screen.filter.mode is None and len(keys(table)) == 6

@@ -101,17 +101,38 @@ def test_a_killed_run_resumes_with_every_unit_exactly_once(tmp_path, victim):
     workers = _workers_of(proc.pid)
     assert len(workers) == 2
     os.kill(workers[0] if victim == "worker" else proc.pid, signal.SIGKILL)
-    gate.allow(40)  # a killed worker's partner plays its own share to the end
+    gate.allow(40)  # a killed worker's partner plays every unit left (those it takes from the pipe)
     _, err = proc.communicate(timeout=60)
     if victim == "worker":
         assert proc.returncode == 3 and b"worker" in err and b"died" in err
     _wait_for_lock_free(path.parent)
-    assert len(path.read_bytes().splitlines()) < 40  # the killed worker's share is not done
+    assert len(path.read_bytes().splitlines()) < 40  # the killed worker's trials in flight are not done
     proc = _start(tmp_path)
     _, err = proc.communicate(timeout=120)
     assert proc.returncode == 0, err.decode()
     assert len(records(path)) == 40  # raises on a unit written twice
     assert path.read_bytes().endswith(b"\n")
+
+
+def test_a_worker_held_by_a_slow_trial_leaves_the_other_units_to_the_others(tmp_path):
+    """Units are handed out as workers free up, not dealt up front: while one trial holds its
+    worker's only slot, the other worker plays every other unit (a fixed share would leave the
+    held worker's share waiting behind it)."""
+    write_project(tmp_path, scenarios=4, trials=5, agent="python:tests.support:held_kv_agent")
+    (tmp_path / "simlab.yaml").write_text((tmp_path / "simlab.yaml").read_text().replace("concurrency: 4",
+                                                                                         "concurrency: 2"))
+    gate = TrialGate(tmp_path / "gate")
+    (gate.folder / "hold").touch()
+    path = tmp_path / "transcripts" / "k" / "trials.jsonl"
+    proc = _start(tmp_path, gate)
+    try:
+        _wait_for_lines(path, 19)
+        assert len(path.read_bytes().splitlines()) == 19  # every unit but the held one
+    finally:
+        (gate.folder / "release").touch()
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 0, err.decode()
+    assert len(records(path)) == 20  # raises on a unit written twice
 
 
 def test_ctrl_c_stops_every_worker_and_keeps_finished_trials(tmp_path):

@@ -30,6 +30,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "validate": ("simlab.cli.validate_cmd", "check scenario, persona, suite and config files"),
     "lint": ("simlab.cli.lint_cmd", "check that each scenario can be solved, before any model is called"),
     "report": ("simlab.cli.report_cmd", "summarise a run: pass^k, intervals, failing checks, cost"),
+    "coverage": ("simlab.cli.coverage_cmd", "what a suite (or a run) leaves untested: tools, refusal paths, "
+                                            "rules, traits, terminations, drift"),
     "grade": ("simlab.cli.grade_cmd", "re-grade a stored run without simulating again"),
     "gate": ("simlab.cli.gate_cmd", "check a run against a suite's gates (exit 0 held, 1 failed, 3 inconclusive)"),
     "compare": ("simlab.cli.compare_cmd", "compare two runs: per scenario and pooled, with intervals (exit 0; "

@@ -12,6 +12,7 @@ from simlab.errors import EXIT_INFRA, EXIT_OK, UsageError
 from simlab.inert import one_line
 
 if TYPE_CHECKING:
+    from simlab.report.coverage import Coverage
     from simlab.results.figures import RunSummary
 
 
@@ -77,6 +78,19 @@ def report_exit(folder: Path, summary: RunSummary) -> int:
     return EXIT_INFRA
 
 
+def _coverage(folder: Path) -> Coverage | str:
+    """The run's coverage for the HTML report, or why it could not be computed (its scenario files
+    gone, an imported run)."""
+    from simlab.errors import SimlabError
+    from simlab.report.coverage import run_coverage
+    from simlab.specs import load_config
+
+    try:
+        return run_coverage(folder, Path(load_config(Path("simlab.yaml")).personas))
+    except SimlabError as exc:
+        return str(exc)
+
+
 def write_html(folder: Path, summary: RunSummary, path: Path) -> None:
     """The HTML report of the run in ``folder`` (``report/html.py``), written atomically."""
     from simlab.report.digest import digest
@@ -87,5 +101,5 @@ def write_html(folder: Path, summary: RunSummary, path: Path) -> None:
         raise UsageError(f"--html {path}: the folder {path.parent} does not exist; create it or name a file in a "
                          "folder that does")
     trials = digest(folder, allow_unjudged=summary.unjudged.allowed_kinds, records=True, heads=True)
-    write_atomic(path, html_report(summary, trials))
+    write_atomic(path, html_report(summary, trials, _coverage(folder)))
     print(f"html: {one_line(path)}", file=sys.stderr)

@@ -55,7 +55,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
     parser.add_argument("--junit", help="with --suite: write a JUnit XML file of the gates")
     parser.add_argument("--workers", type=workers, default=1,
-                        help="processes playing disjoint shares of the units, to use every core (default 1), "
+                        help="processes taking the units one at a time, to use every core (default 1), "
                              "or auto: one per 16 trials in flight, at most one per core; --concurrency is the "
                              "total across them")
     parser.add_argument("--cache", action="store_true", default=None,

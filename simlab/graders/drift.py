@@ -50,7 +50,10 @@ from simlab.sim.simulators.scripted import script_of
 from simlab.specs import Persona, Scenario
 from simlab.transcript import AgentMessage, Signal, UserMessage
 
-__all__ = ["grade_drift", "identifiers", "known_identifiers", "unknown_identifiers"]
+__all__ = ["KINDS", "grade_drift", "identifiers", "known_identifiers", "unknown_identifiers"]
+
+# the kinds of drift these checks find, each a check named ``drift:<kind>`` (``simlab coverage`` lists them)
+KINDS = ("revealed_secret", "invented_identifier", "premature_stop", "accepted_rejected", "role_swap")
 
 _EMAIL = re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+")
 _MIXED = re.compile(r"(?<![\w@.-])(?=[\w-]*\d)(?=[\w-]*[A-Za-z])[A-Za-z0-9]+(?:-[A-Za-z0-9]+)*(?![\w@-])")

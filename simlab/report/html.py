@@ -21,6 +21,7 @@ from simlab.graders.judge_prompt import event_text
 from simlab.report import why
 from simlab.report.charts import curves_svg, histogram_svg
 from simlab.report.completeness import summary_state
+from simlab.report.coverage import Coverage
 from simlab.report.digest import Digest, FailedTrial
 from simlab.report.fmt import (
     DASH,
@@ -51,6 +52,7 @@ table {{ border-collapse: collapse; margin: .5rem 0; }}
 th, td {{ border-bottom: 1px solid #ddd; padding: .25rem .6rem; text-align: right; white-space: nowrap; }}
 th:first-child, td:first-child {{ text-align: left; }}
 .figures td {{ text-align: left; white-space: normal; }}
+.why td:nth-child(n+3), .why th:nth-child(n+3) {{ text-align: left; }} .why td:nth-child(4) {{ white-space: normal; }}
 .warn {{ color: #8a5a00; }} .dim {{ color: #666; font-size: .9rem; }}
 .verdict-fail, .verdict-error, .verdict-unjudged, .verdict-invalid {{ color: #b00020; font-weight: bold; }}
 .state {{ color: #8a5a00; font-weight: bold; border-left: 4px solid #d9a400; padding-left: .5rem; }}
@@ -68,9 +70,10 @@ def e(text: Any) -> str:
     return html.escape(safe(text))
 
 
-def html_report(summary: RunSummary, digest: Digest) -> str:
+def html_report(summary: RunSummary, digest: Digest, coverage: Coverage | str | None = None) -> str:
     """The report as one HTML document (``digest`` with the failing trials' records and every
-    trial's head: ``digest(folder, records=True, heads=True)``)."""
+    trial's head: ``digest(folder, records=True, heads=True)``; ``coverage``: the run's, or why it
+    could not be computed)."""
     suite = summary.suite
     max_k = max(suite.raw.pass_k, default=1)
     state = summary_state(summary).line  # first: what the figures below do not stand for
@@ -88,6 +91,7 @@ def html_report(summary: RunSummary, digest: Digest) -> str:
     parts += [f'<p class="warn">{e(line)}</p>' for line in trouble_lines(summary)]
     parts.append(_distributions(digest))
     parts.append(_failed_trials(summary, digest))
+    parts.append(_coverage(coverage))
     body = "\n".join(p for p in parts if p)
     return (f"<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
             f"<title>simlab {e(summary.run_id)}</title><style>{STYLE}</style></head>\n<body>\n{body}\n</body></html>\n")
@@ -149,7 +153,7 @@ def _why(summary: RunSummary) -> str:
         rows.append("<tr>" + "".join(cells) + "</tr>")
     more = more_modes(summary, 20)
     note = f'<p class="dim">{e(why.NOTE)}' + (f" · {e(more)}" if more else "") + "</p>"
-    return f'<h2 id="why">{e(why.TITLE)}</h2><table><tr>{head}</tr>{"".join(rows)}</table>{note}'
+    return f'<h2 id="why">{e(why.TITLE)}</h2><table class="why"><tr>{head}</tr>{"".join(rows)}</table>{note}'
 
 
 def _failing_checks(summary: RunSummary) -> str:
@@ -213,6 +217,24 @@ def _trial(trial: FailedTrial, digest: Digest, unfolded: bool = False) -> str:
             f"<span class=\"verdict-{e(trial.verdict)}\">{e(verdict_label(trial.verdict))}</span> — "
             f"<span class=\"dim\">{e(digest.where(trial))}</span></summary>"
             f"<ul>{reasons}</ul><ol class=\"events\" start=\"0\">{''.join(items)}</ol></details>")
+
+
+def _coverage(cov: Coverage | str | None) -> str:
+    """What the run leaves untested (``report/coverage.py``): the entries not covered, by area."""
+    if cov is None:
+        return ""
+    title = '<h2 id="coverage">coverage</h2>'
+    if isinstance(cov, str):
+        return f'{title}<p class="warn">not computed: {e(cov)}</p>'
+    total = sum(len(s.entries) for s in cov.sections)
+    rows = [(s.area, entry) for s in cov.sections for entry in s.entries if entry.status != "covered"]
+    cells = "".join(f"<tr><td>{e(area)}</td><td>{e(entry.name)}</td><td>{e(entry.status)}</td>"
+                    f"<td>{e('; '.join(entry.gaps) or entry.unknown)}</td></tr>" for area, entry in rows)
+    table = f"<table><tr><th>area</th><th>item</th><th>status</th><th>why</th></tr>{cells}</table>" if rows else ""
+    notes = "".join(f'<p class="warn">note: {e(n)}</p>' for n in cov.notes)
+    return (f'{title}{notes}<p>{cov.missing} missing of {total} items (tools, refusal paths, policy rules, '
+            f"persona traits, terminations, drift); <code>simlab coverage {e(cov.run_id or '')}</code> "
+            f"shows what covers each.</p>{table}")
 
 
 @cache

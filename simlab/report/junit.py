@@ -14,11 +14,11 @@ from __future__ import annotations
 
 import xml.etree.ElementTree as ET
 
-from simlab.report.completeness import summary_state
+from simlab.report.completeness import RunState, summary_state
 from simlab.report.digest import Digest
 from simlab.report.fmt import UNKNOWN, safe
 from simlab.report.gates import GateReport
-from simlab.results.figures import RunSummary
+from simlab.results.figures import RunSummary, ScenarioFigures
 
 
 def junit_xml(summary: RunSummary, gates: GateReport, suite_id: str, digest: Digest | None = None) -> str:
@@ -29,39 +29,58 @@ def junit_xml(summary: RunSummary, gates: GateReport, suite_id: str, digest: Dig
     if state.line:
         ET.SubElement(ET.SubElement(suite, "properties"), "property", name="completeness", value=state.line)
     counts = {"tests": 0, "failures": 0, "errors": 0, "skipped": 0}
-    total = 0.0
-    for sid, s in summary.scenarios.items():
-        case = ET.SubElement(suite, "testcase", classname=f"simlab.{suite_id}", name=sid)
-        if digest is not None:
-            seconds = digest.seconds.get(sid, 0.0)
-            total += seconds
-            case.set("time", f"{seconds:.3f}")
-        props = ET.SubElement(case, "properties")
-        for k, hat in s.raw.pass_hat_k.items():
-            if hat is not None:
-                ET.SubElement(props, "property", name=f"pass^{k}", value=f"{hat:.4f}")
-        for name, value in (("passes", s.passes), ("trials", s.n), ("invalid", s.invalid), ("errors", s.errors),
-                            ("unjudged", s.unjudged + s.unjudged_counted_as_pass),
-                            ("unjudged_counted_as_pass", s.unjudged_counted_as_pass), ("cost_usd", s.cost_usd)):
-            ET.SubElement(props, "property", name=name, value=UNKNOWN if value is None else str(value))
-        if digest is not None and digest.unknown_seconds.get(sid):  # time sums the known durations only
-            ET.SubElement(props, "property", name="duration_unknown_trials", value=str(digest.unknown_seconds[sid]))
-        trials = _trials_text(digest, sid)
-        ids = _trial_ids(digest, sid)
-        failed = [g for g in gates.results if g.scenario == sid and g.status == "fail"]
-        if s.errors:
-            _add(case, "error", f"{s.errors} of {s.n} trials ended in an infrastructure error{ids}", counts, trials)
-        elif failed:
-            _add(case, "failure", "; ".join(g.reason for g in failed) + ids, counts, trials)
-        elif s.unjudged:
-            _add(case, "error", f"{s.unjudged} of {s.n} trials are unjudged: a hard check did not run{ids}", counts,
-                 trials)
-        elif s.n and not s.valid.success.n:
-            _add(case, "skipped", f"all {s.n} trials were invalid simulations (the simulated user broke its "
-                                  "script)", counts)
-        if trials:  # failing trials under no failed gate are still named, for whoever reads the log
-            ET.SubElement(case, "system-out").text = trials
-        counts["tests"] += 1
+    total = sum(_scenario_case(suite, suite_id, sid, s, gates, digest, counts) for sid, s in summary.scenarios.items())
+    _suite_gates_case(suite, suite_id, gates, state, counts)
+    for key, value in counts.items():
+        suite.set(key, str(value))
+    if digest is not None:
+        suite.set("time", f"{total:.3f}")
+    for element in root.iter():
+        element.attrib = {k: safe(v) for k, v in element.attrib.items()}
+        if element.text:
+            element.text = safe(element.text)
+    return ET.tostring(root, encoding="unicode", xml_declaration=True) + "\n"
+
+
+def _scenario_case(suite: ET.Element, suite_id: str, sid: str, s: ScenarioFigures, gates: GateReport,
+                   digest: Digest | None, counts: dict[str, int]) -> float:
+    """One scenario's testcase; its trials' summed known duration (0 without a digest)."""
+    case = ET.SubElement(suite, "testcase", classname=f"simlab.{suite_id}", name=sid)
+    seconds = digest.seconds.get(sid, 0.0) if digest is not None else 0.0
+    if digest is not None:
+        case.set("time", f"{seconds:.3f}")
+    props = ET.SubElement(case, "properties")
+    for k, hat in s.raw.pass_hat_k.items():
+        if hat is not None:
+            ET.SubElement(props, "property", name=f"pass^{k}", value=f"{hat:.4f}")
+    for name, value in (("passes", s.passes), ("trials", s.n), ("invalid", s.invalid), ("errors", s.errors),
+                        ("unjudged", s.unjudged + s.unjudged_counted_as_pass),
+                        ("unjudged_counted_as_pass", s.unjudged_counted_as_pass), ("cost_usd", s.cost_usd)):
+        ET.SubElement(props, "property", name=name, value=UNKNOWN if value is None else str(value))
+    if digest is not None and digest.unknown_seconds.get(sid):  # time sums the known durations only
+        ET.SubElement(props, "property", name="duration_unknown_trials", value=str(digest.unknown_seconds[sid]))
+    trials = _trials_text(digest, sid)
+    ids = _trial_ids(digest, sid)
+    failed = [g for g in gates.results if g.scenario == sid and g.status == "fail"]
+    if s.errors:
+        _add(case, "error", f"{s.errors} of {s.n} trials ended in an infrastructure error{ids}", counts, trials)
+    elif failed:
+        _add(case, "failure", "; ".join(g.reason for g in failed) + ids, counts, trials)
+    elif s.unjudged:
+        _add(case, "error", f"{s.unjudged} of {s.n} trials are unjudged: a hard check did not run{ids}", counts,
+             trials)
+    elif s.n and not s.valid.success.n:
+        _add(case, "skipped", f"all {s.n} trials were invalid simulations (the simulated user broke its "
+                              "script)", counts)
+    if trials:  # failing trials under no failed gate are still named, for whoever reads the log
+        ET.SubElement(case, "system-out").text = trials
+    counts["tests"] += 1
+    return seconds
+
+
+def _suite_gates_case(suite: ET.Element, suite_id: str, gates: GateReport, state: RunState,
+                      counts: dict[str, int]) -> None:
+    """The testcase of the suite-wide gates, led by what the run lacks when it is not whole."""
     case = ET.SubElement(suite, "testcase", classname=f"simlab.{suite_id}", name="suite gates")
     suite_results = [g for g in gates.results if g.scenario is None]
     failed = [g for g in suite_results if g.status == "fail"]
@@ -75,15 +94,6 @@ def junit_xml(summary: RunSummary, gates: GateReport, suite_id: str, digest: Dig
     out.text = "\n".join([*([state.line] if state.line else []),
                           *(f"[{g.status}] {g.label}: {g.reason}" for g in suite_results)])
     counts["tests"] += 1
-    for key, value in counts.items():
-        suite.set(key, str(value))
-    if digest is not None:
-        suite.set("time", f"{total:.3f}")
-    for element in root.iter():
-        element.attrib = {k: safe(v) for k, v in element.attrib.items()}
-        if element.text:
-            element.text = safe(element.text)
-    return ET.tostring(root, encoding="unicode", xml_declaration=True) + "\n"
 
 
 def _trial_ids(digest: Digest | None, sid: str) -> str:

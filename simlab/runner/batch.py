@@ -139,7 +139,7 @@ def run_batch(req: RunRequest, options: BatchOptions | None = None) -> BatchResu
                      + (f"; {workers} workers{auto}" if parallel else (f"; 1 worker{auto}" if auto else "")))
         progress = options.progress(len(units), skipped) if options.progress else _Quiet()
         if parallel:
-            outcome, interrupted = _play_in_workers(plan, todo, workers, shard[1], progress, agent=agent,
+            outcome, interrupted = _play_in_workers(plan, todo, workers, progress, agent=agent,
                                                     simulator=simulator, judge=judge, limiter=limiter)
         else:
             outcome, interrupted = _play(plan, todo, progress, store, agent=agent, simulator=simulator, judge=judge,
@@ -247,15 +247,14 @@ def _import_litellm_now(limiter: ModelLimiter | None) -> None:
         load_litellm()
 
 
-def _play_in_workers(plan: RunPlan, todo: list[WorkUnit], workers: int, shards: int, progress: ProgressSink, *,
+def _play_in_workers(plan: RunPlan, todo: list[WorkUnit], workers: int, progress: ProgressSink, *,
                      agent: Any, simulator: Any, judge: ChatModel | None,
                      limiter: ModelLimiter | None) -> tuple[RunOutcome, bool]:
     """``workers`` forked processes; LiteLLM is imported first so that each inherits it."""
     from simlab.runner.workers import WorkerPool
 
     _import_litellm_now(limiter)
-    pool = WorkerPool(plan, todo, workers, agent=agent, simulator=simulator, judge=judge, limiter=limiter,
-                      shards=shards)
+    pool = WorkerPool(plan, todo, workers, agent=agent, simulator=simulator, judge=judge, limiter=limiter)
     pool.start()  # before the progress bar starts its thread: fork a process with one thread
     with progress:
         outcome = pool.wait(on_result=progress.tick)

@@ -11,7 +11,7 @@ import contextlib
 import gc
 import traceback
 from collections import deque
-from collections.abc import Awaitable, Callable, Iterator, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Sequence, Sized
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -235,11 +235,12 @@ def _quiet_gc() -> Iterator[None]:
             gc.set_threshold(*_Playing.saved)
 
 
-async def execute(plan: RunPlan, units: list[WorkUnit], agent: Agent, simulator: Simulator,
+async def execute(plan: RunPlan, units: Iterable[WorkUnit], agent: Agent, simulator: Simulator,
                   appender: Appender, on_trial: OnTrial | None = None, judge: ChatModel | None = None,
                   stop: Stop | None = None) -> RunOutcome:
     """Play ``units`` with at most ``plan.concurrency`` trials at once; grade each and append it as
-    it ends. ``stop`` (asked before each new trial) returns a reason to start no more.
+    it ends. ``stop`` (asked before each new trial) returns a reason to start no more. ``units`` may
+    be a list or an iterator that hands them out as they are taken (``runner/workers.py``).
 
     Without a judge, grading is pure CPU: a trial's slot starts its next trial as soon as the
     conversation ends, and one grading task grades the finished ones in between the steps of
@@ -323,11 +324,12 @@ async def execute(plan: RunPlan, units: list[WorkUnit], agent: Agent, simulator:
             count_cost(record.transcript)  # with the judge's calls
             await writes.put(record)
 
-    services = _agent_services(agent) if units else contextlib.nullcontext()
+    planned = len(units) if isinstance(units, Sized) else plan.concurrency
+    services = _agent_services(agent) if planned else contextlib.nullcontext()
     workers: list[asyncio.Task[None]] = []
     try:
         async with services:  # issue 15: e.g. an HTTP agent's tool server, up while its trials play
-            workers = [asyncio.create_task(worker()) for _ in range(max(1, min(plan.concurrency, len(units))))]
+            workers = [asyncio.create_task(worker()) for _ in range(max(1, min(plan.concurrency, planned)))]
             with _quiet_gc():
                 await asyncio.gather(*workers)
                 if later is not None:

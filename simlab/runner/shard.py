@@ -1,10 +1,9 @@
-"""Deterministic shares of a run's work units, for ``--workers N`` and ``--shard i/N``.
+"""Deterministic shares of a run's work units, for ``--shard i/N``.
 
 A unit's share depends only on its id (sha256, never Python's salted ``hash()``), so every
 machine of a CI matrix computes the same split from the same suite without talking to the
-others, and a resumed shard plays exactly the units it would have played the first time.
-Workers inside one shard split its units on the next digits of the same number, so shards and
-workers never correlate (share 1 of 2 split over 2 workers still gives both workers work).
+others, and a resumed shard plays exactly the units it would have played the first time. The
+workers of one machine (``--workers``) take its units one at a time instead (``workers.py``).
 """
 
 from __future__ import annotations
@@ -85,13 +84,4 @@ def shard_units(units: Sequence[U], index: int, count: int) -> list[U]:
     return [u for u in units if shard_of(u.unit_id, count) == index]  # type: ignore[attr-defined]
 
 
-def split(units: Sequence[U], workers: int, *, shards: int = 1) -> list[list[U]]:
-    """``units`` dealt to ``workers`` processes by id; inside a shard of ``shards`` the digits left
-    after the shard's own (``number // shards``) decide, so the two splits are independent."""
-    parts: list[list[U]] = [[] for _ in range(workers)]
-    for unit in units:
-        parts[(unit_number(unit.unit_id) // shards) % workers].append(unit)  # type: ignore[attr-defined]
-    return parts
-
-
-__all__ = ["AUTO_SOURCES", "parse_shard", "resolve_shard", "shard_of", "shard_units", "split", "unit_number"]
+__all__ = ["AUTO_SOURCES", "parse_shard", "resolve_shard", "shard_of", "shard_units", "unit_number"]

@@ -240,9 +240,10 @@ class RunStore:
             raise InfraError(f"{self.retired_path}: cannot read ({_why(exc)})") from None
         return attempts
 
-    def records(self) -> Iterator[TrialRecord]:
-        """Each stored trial as a ``TrialRecord``; one that does not validate is a ``LineError``."""
-        for number, _, raw in scan(self.trials_path, "raw"):
+    def records(self, notes: ReadNotes | None = None) -> Iterator[TrialRecord]:
+        """Each stored trial as a ``TrialRecord``; one that does not validate is a ``LineError``.
+        ``notes`` (with a plan: units outside it left out) collects what the read skipped."""
+        for number, _, raw in scan(self.trials_path, "raw", notes):
             yield record_of(raw, self.trials_path, number)
 
     def open_appender(self) -> Appender:

@@ -1,4 +1,4 @@
-"""``simlab run --workers N``: N forked processes, each playing its own share of the units.
+"""``simlab run --workers N``: N forked processes that take the run's units one at a time.
 
 One process tops out near 150–190 model calls/s through LiteLLM (its per-call bookkeeping is
 CPU-bound), so a CPU-bound run needs more processes to use more cores. Design:
@@ -7,6 +7,13 @@ CPU-bound), so a CPU-bound run needs more processes to use more cores. Design:
   workers (so they inherit the built agent, simulator, judge and the imported LiteLLM) and only
   listens: each worker sends one short line per finished trial through its own pipe, which
   drives the single progress bar.
+* Units are handed out as workers ask, not dealt in fixed shares up front (a fixed share by id left
+  the last worker with 54 units where the mean was 37.5 at 16 workers: the run waited on it). The
+  parent writes each unit's index (4 bytes) into one pipe that every worker reads: a read of 4
+  bytes takes exactly one index, so each unit is taken by exactly one worker, and no lock is held
+  that a killed worker could leave behind. A worker takes its next unit when a slot of its own
+  frees up; the parent keeps the pipe fed and closes it when every index is in (end of file: the
+  workers take no more). A worker killed with units in flight leaves them unplayed, for a resume.
 * Every worker appends its finished trials straight to the run's one ``trials.jsonl``: O_APPEND,
   ``flock`` on the data file around write + fsync, so lines never interleave and a trial is on
   disk before it is counted. A worker killed mid-line leaves a torn line; the next append (any
@@ -34,7 +41,7 @@ import os
 import selectors
 import signal
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -44,7 +51,6 @@ from simlab.runner.execute import RunOutcome, execute
 from simlab.runner.heads_index import append_entries
 from simlab.runner.plan import WorkUnit
 from simlab.runner.prepare import RunPlan
-from simlab.runner.shard import split
 from simlab.transcript import TrialRecord
 
 if TYPE_CHECKING:
@@ -52,6 +58,7 @@ if TYPE_CHECKING:
     from simlab.llm.types import ChatModel
 
 PR_SET_PDEATHSIG = 1
+F_SETPIPE_SZ = getattr(fcntl, "F_SETPIPE_SZ", 1031)  # Linux
 TRIALS_PER_PROCESS = 16
 """What one process carries for ``--workers auto``: trials in flight per process. Through LiteLLM
 over HTTP a call costs about 13 ms of CPU on the 2-vCPU machine of ``bench/`` (LiteLLM, the OpenAI
@@ -138,9 +145,11 @@ class WorkerPool:
     """Forks the workers (``start``), then gathers their results (``wait``)."""
 
     def __init__(self, plan: RunPlan, units: list[WorkUnit], workers: int, *, agent: Any, simulator: Any,
-                 judge: ChatModel | None = None, limiter: ModelLimiter | None = None, shards: int = 1):
+                 judge: ChatModel | None = None, limiter: ModelLimiter | None = None):
         self.plan, self.agent, self.simulator, self.judge, self.limiter = plan, agent, simulator, judge, limiter
-        self.parts = [p for p in split(units, workers, shards=shards) if p]
+        self.units = units
+        self.count = max(1, min(workers, len(units)))
+        self.dealer = _Dealer(len(units))
         self.workers: list[_Worker] = []
         self.outcome = RunOutcome()
         self.interrupted = False
@@ -155,26 +164,35 @@ class WorkerPool:
         old = signal.pthread_sigmask(signal.SIG_BLOCK, _HELD)  # none between fork and the worker's handlers
         gc.freeze()  # the collector would touch every inherited object: copy-on-write copies of the whole heap
         try:
-            for index, units in enumerate(self.parts):
+            self.dealer.feed()  # the first indexes are in the pipe before any worker asks
+            for index in range(self.count):
                 read_fd, write_fd = os.pipe()
                 process = context.Process(target=_child, name=f"simlab-worker-{index + 1}",
-                                          args=(self, index, units, write_fd, read_fd, os.getpid()))
+                                          args=(self, index, write_fd, read_fd, os.getpid()))
                 process.start()
                 os.close(write_fd)
                 self.workers.append(_Worker(index, process, read_fd))
         finally:
             gc.unfreeze()
             signal.pthread_sigmask(signal.SIG_SETMASK, old)
+            self.dealer.started()
 
     def wait(self, on_result: OnResult | None = None) -> RunOutcome:
         """Until every worker has ended. Raises ``InfraError`` when one hit a permanent error."""
         selector = selectors.DefaultSelector()
         for worker in self.workers:
             selector.register(worker.fd, selectors.EVENT_READ, worker)
+        if self.dealer.writer is not None:
+            selector.register(self.dealer.writer, selectors.EVENT_WRITE, self.dealer)
         open_pipes = len(self.workers)
         while open_pipes:
             try:
                 for key, _ in selector.select():
+                    if key.data is self.dealer:  # room in the pipe of units: the next indexes
+                        if self.dealer.feed():
+                            selector.unregister(key.fd)
+                            self.dealer.close()
+                        continue
                     if not self._read(key.data, on_result):
                         selector.unregister(key.fd)
                         os.close(key.fd)
@@ -185,6 +203,9 @@ class WorkerPool:
                 else:
                     self.interrupted = True
                     self._signal(signal.SIGTERM)
+        if self.dealer.writer is not None:
+            selector.unregister(self.dealer.writer)
+            self.dealer.close()
         for worker in self.workers:
             worker.process.join()
         self._finish()
@@ -224,6 +245,8 @@ class WorkerPool:
             self._signal(signal.SIGUSR1)
 
     def _signal(self, signum: int) -> None:
+        if signum != signal.SIGUSR1:  # stopping: no unit is handed out any more
+            self.dealer.close()
         for worker in self.workers:
             if worker.process.is_alive():
                 try:
@@ -247,16 +270,68 @@ class WorkerPool:
                                            "finished trials are saved")
 
 
+class _Dealer:
+    """The pipe of unit indexes (4 bytes each, little-endian) that every worker reads from."""
+
+    CHUNK = 1024  # indexes per write: 4 KiB, PIPE_BUF on Linux, so a write lands whole or not at all
+
+    def __init__(self, total: int):
+        self.total, self.sent = total, 0
+        self.reader, self.writer = os.pipe()
+        try:  # a bigger pipe holds more of the run (1 MiB: 262,144 units) before the parent must feed it
+            fcntl.fcntl(self.writer, F_SETPIPE_SZ, 1 << 20)
+        except OSError:
+            pass
+        os.set_blocking(self.writer, False)
+
+    def feed(self) -> bool:
+        """Write as many indexes as the pipe takes; True when every index is in."""
+        while self.writer is not None and self.sent < self.total:
+            end = min(self.total, self.sent + self.CHUNK)
+            data = b"".join(i.to_bytes(4, "little") for i in range(self.sent, end))
+            try:
+                os.write(self.writer, data)
+            except BlockingIOError:
+                return False
+            self.sent = end
+        return True
+
+    def started(self) -> None:
+        """The workers are forked: the parent reads no index; with all of them in, end of file."""
+        os.close(self.reader)
+        if self.sent == self.total:
+            self.close()
+
+    def close(self) -> None:
+        if self.writer is not None:
+            os.close(self.writer)
+            self.writer = None  # type: ignore[assignment]
+
+
+def _taken(units: list[WorkUnit], fd: int) -> Iterator[WorkUnit]:
+    """The units this worker takes, one index read at a time, until the pipe is closed and empty."""
+    while True:
+        try:
+            data = os.read(fd, 4)
+        except OSError:
+            return
+        if len(data) != 4:  # end of file: every unit is taken (or the run is stopping)
+            return
+        yield units[int.from_bytes(data, "little")]
+
+
 # ------------------------------------------------------------------------------------ in the worker
 
-def _child(pool: WorkerPool, index: int, units: list[WorkUnit], write_fd: int, read_fd: int, parent: int) -> None:
+def _child(pool: WorkerPool, index: int, write_fd: int, read_fd: int, parent: int) -> None:
     stop: list[str] = []
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent turns Ctrl-C into SIGTERM
     signal.signal(signal.SIGUSR1, lambda *_: stop.append("the run budget is spent"))  # until the loop's own
     signal.pthread_sigmask(signal.SIG_UNBLOCK, _HELD)
     os.close(read_fd)
+    if pool.dealer.writer is not None:
+        os.close(pool.dealer.writer)  # only the parent feeds the pipe: end of file when it closes its end
     _die_with_parent(parent)
-    count = len(pool.parts)
+    count = pool.count
     if pool.limiter is not None:  # the run's (or this shard's) limits, divided between its workers
         pool.limiter.divide(count, index)
     plan = dataclasses.replace(pool.plan, concurrency=share(pool.plan.concurrency, count, index),
@@ -282,8 +357,8 @@ def _child(pool: WorkerPool, index: int, units: list[WorkUnit], write_fd: int, r
         assert task is not None
         loop.add_signal_handler(signal.SIGTERM, task.cancel)
         loop.add_signal_handler(signal.SIGUSR1, lambda: stop.append("the run budget is spent"))
-        return await execute(plan, units, pool.agent, pool.simulator, appender, on_trial=on_trial,
-                             judge=pool.judge, stop=lambda: stop[0] if stop else None)
+        return await execute(plan, _taken(pool.units, pool.dealer.reader), pool.agent, pool.simulator, appender,
+                             on_trial=on_trial, judge=pool.judge, stop=lambda: stop[0] if stop else None)
 
     code = 0
     try:

@@ -1,4 +1,5 @@
-"""Which trials a list shows: failed only, a verdict, how it ended (termination), a failing check, a search."""
+"""Which trials a list shows: failed only, a verdict, how it ended (termination), a failing check, a
+failure mode, a search."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from dataclasses import dataclass, replace
 
 from simlab.tui.rows import TrialRow
 
-__all__ = ["UNGRADED", "TrialFilter", "apply", "check_counts", "termination_counts", "verdict_counts"]
+__all__ = ["UNGRADED", "TrialFilter", "apply", "check_counts", "mode_counts", "termination_counts", "verdict_counts"]
 
 UNGRADED = "not graded"
 
@@ -20,6 +21,7 @@ class TrialFilter:
     verdict: str | None = None
     termination: str | None = None
     check: str | None = None
+    mode: str | None = None  # a failure mode (transcript/blame.py)
     query: str = ""
     hits: frozenset[str] | None = None  # unit ids where ``query`` was found
     allowed: frozenset[str] = frozenset()  # the run's allow_unjudged: what "failed only" counts as passed
@@ -34,6 +36,8 @@ class TrialFilter:
         if self.termination is not None and row.termination != self.termination:
             return False
         if self.check is not None and self.check not in row.hard_failed + row.soft_failed:
+            return False
+        if self.mode is not None and row.failure_mode != self.mode:
             return False
         return self.hits is None or row.unit_id in self.hits
 
@@ -59,6 +63,8 @@ class TrialFilter:
             labels.append(f"ended {self.termination}")
         if self.check is not None:
             labels.append(f"failing {self.check}")
+        if self.mode is not None:
+            labels.append(f"mode {self.mode}")
         if self.hits is not None:
             labels.append(f"/{self.query}")
         return labels
@@ -79,3 +85,8 @@ def termination_counts(rows: Iterable[TrialRow]) -> Counter[str]:
 
 def check_counts(rows: Iterable[TrialRow]) -> Counter[str]:
     return Counter(name for r in rows for name in set(r.hard_failed + r.soft_failed))
+
+
+def mode_counts(rows: Iterable[TrialRow]) -> Counter[str]:
+    """Trials per failure mode (the trials that did not pass have one)."""
+    return Counter(r.failure_mode for r in rows if r.failure_mode is not None)

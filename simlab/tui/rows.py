@@ -42,6 +42,8 @@ class TrialRow:
     hard_failed: tuple[str, ...] = ()  # the hard checks that failed (the head's ``failed``)
     soft_failed: tuple[str, ...] = ()  # the soft checks that failed (they only score)
     unjudged_kinds: frozenset[str] = frozenset()  # kinds of the hard checks that did not run
+    failure_mode: str | None = None  # why it did not pass (transcript/blame.py); None for a pass
+    first_fault_event: int | None = None  # where: the first faulty step's event
 
     @classmethod
     def of(cls, head: TrialHead, offset: int = 0, length: int = 0) -> TrialRow:
@@ -52,7 +54,8 @@ class TrialRow:
                    r.user_turns, r.tool_calls, r.cost_usd, r.policy_violations, r.check_count,
                    tuple(name for name, _, hard in failed if hard) if failed else (),
                    tuple(name for name, _, hard in failed if not hard) if failed else (),
-                   frozenset(kind for _, kind in head.unjudged) if head.unjudged else _NONE)
+                   frozenset(kind for _, kind in head.unjudged) if head.unjudged else _NONE,
+                   r.failure_mode, r.first_fault_event)
 
     def failed(self, allowed: Collection[str] = ()) -> bool:
         """Anything that did not pass by the one rule (``verdicts.passes``: an unjudged trial counts as

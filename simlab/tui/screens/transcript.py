@@ -49,10 +49,12 @@ class TranscriptScreen(RunScreen):
                   ("↑ ↓ pgup pgdn", "scroll the conversation, or move in the checks"),
                   ("click", "open or close one tool call; unfold one long result")]
 
-    def __init__(self, run: RunInfo, record: TrialRecord, highlight: str | None = None) -> None:
+    def __init__(self, run: RunInfo, record: TrialRecord, highlight: str | None = None,
+                 at: int | None = None) -> None:
         super().__init__(run)
         self.record = record
         self.highlight = highlight
+        self.at = at  # an event to show first (a failure mode's first faulty step)
         self._failure = -1
         self._hit = -1
 
@@ -76,6 +78,8 @@ class TranscriptScreen(RunScreen):
         match = view.first_match(self.highlight) if self.highlight else None
         if match is not None:  # opened from a search: show the first hit
             view.jump_to(match)
+        elif self.at is not None:  # opened from a failure mode: show its first faulty step
+            view.jump_to(self.at)
         panel = self.query_one(ChecksPanel)
         if self.record.checks:
             panel.highlighted = 0  # failed checks come first: show the worst at once

@@ -10,7 +10,7 @@ from textual.binding import Binding
 from textual.widgets import DataTable, Input
 
 from simlab.tui.data import RunInfo
-from simlab.tui.filters import TrialFilter, apply, check_counts, termination_counts, verdict_counts
+from simlab.tui.filters import TrialFilter, apply, check_counts, mode_counts, termination_counts, verdict_counts
 from simlab.tui.rows import TrialRow
 from simlab.tui.screens.base import RunScreen
 from simlab.tui.screens.picker import PickerScreen
@@ -33,6 +33,8 @@ class TrialsScreen(RunScreen):
         Binding("v", "pick('verdict')", "Verdict", tooltip="filter by verdict"),
         Binding("r", "pick('termination')", "Ended", tooltip="filter by how the trial ended (termination reason)"),
         Binding("k", "pick('check')", "Check", tooltip="filter by a failing check"),
+        Binding("w", "pick('mode')", "Why", show=False,
+                tooltip="filter by failure mode (why trials did not pass); a trial opens at its first faulty step"),
         Binding("slash", "search", "Search", tooltip="search the text of the trials shown (empty search: off)"),
         Binding("x", "clear", "Clear filters", show=False, tooltip="clear filters and search"),
         Binding("c", "compare", "Compare",
@@ -94,7 +96,8 @@ class TrialsScreen(RunScreen):
         if record is not None:
             from simlab.tui.screens.transcript import TranscriptScreen
 
-            self.app.push_screen(TranscriptScreen(self.run, record, highlight=self.filter.query or None))
+            at = row.first_fault_event if row is not None and self.filter.mode is not None else None
+            self.app.push_screen(TranscriptScreen(self.run, record, highlight=self.filter.query or None, at=at))
 
     def action_export(self) -> None:
         row = self.current()
@@ -111,14 +114,15 @@ class TrialsScreen(RunScreen):
 
     def action_pick(self, what: str) -> None:
         scope = self.scope()
-        count = {"verdict": verdict_counts, "termination": termination_counts, "check": check_counts}[what]
+        count = {"verdict": verdict_counts, "termination": termination_counts, "check": check_counts,
+                 "mode": mode_counts}[what]
         counts: Counter[str] = count(scope)
         if not counts:
-            self.notify("no failing checks in these trials" if what == "check" else "nothing to choose from",
-                        markup=False)
+            empty = {"check": "no failing checks in these trials", "mode": "no failure modes in these trials"}
+            self.notify(empty.get(what, "nothing to choose from"), markup=False)
             return
         title = {"verdict": "Show trials with verdict", "termination": "Show trials that ended",
-                 "check": "Show trials failing check"}[what]
+                 "check": "Show trials failing check", "mode": "Show trials that failed as"}[what]
 
         def chosen(value: str | None) -> None:
             if value is not None:

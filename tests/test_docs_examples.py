@@ -23,7 +23,8 @@ from tests.test_docs_tutorial import steps
 
 REPO = Path(__file__).resolve().parents[1]
 PAGES = ["docs/how-to/faults.md", "docs/how-to/frameworks.md", "docs/how-to/http-agent.md",
-         "docs/how-to/nightly-ci.md", "docs/concepts/statistics.md", "docs/how-to/coverage.md"]
+         "docs/how-to/nightly-ci.md", "docs/concepts/statistics.md", "docs/how-to/coverage.md",
+         "docs/how-to/lint.md"]
 
 
 def norm(line: str) -> str:

@@ -28,6 +28,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "runs": ("simlab.cli.runs_cmd", "list the runs: id, date, trials done of planned, pass^1, pass^k, agent"),
     "tools": ("simlab.cli.tools_cmd", "show a domain's tools, their arguments and its seed data"),
     "validate": ("simlab.cli.validate_cmd", "check scenario, persona, suite and config files"),
+    "lint": ("simlab.cli.lint_cmd", "check that each scenario can be solved, before any model is called"),
     "report": ("simlab.cli.report_cmd", "summarise a run: pass^k, intervals, failing checks, cost"),
     "coverage": ("simlab.cli.coverage_cmd", "what a suite (or a run) leaves untested: tools, refusal paths, "
                                             "rules, traits, terminations, drift"),

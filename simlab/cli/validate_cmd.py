@@ -5,7 +5,9 @@ Problems (exit 2) go to stderr as ``file:line: field: what is wrong``. So do war
 for what is valid but almost certainly not meant: a control signal swallowed by a YAML comment, a
 scripted line stating an identifier the user was never given. Notes (stdout) say what could not
 be checked: a state path into a free-form mapping. Graders a scenario or a suite names
-(``module:function``) are imported, and their parameters bound to their factories.
+(``module:function``) are imported, and their parameters bound to their factories. With
+``--deep``, each scenario that validates is also linted (``cli/lint_cmd.py``): its errors are
+problems, its warnings warnings.
 
 Imported to parse its arguments, ``--help`` too (``cli/main.COMMANDS``): the spec machinery is
 imported where it is used."""
@@ -27,6 +29,8 @@ if TYPE_CHECKING:
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("paths", nargs="*",
                         help="files or folders (default: the project's scenarios and personas)")
+    parser.add_argument("--deep", action="store_true",
+                        help="also lint each valid scenario: solvable and sound (simlab lint)")
 
 
 class _Report:
@@ -38,9 +42,50 @@ class _Report:
         self.notes: list[str] = []
 
 
+class Collected:
+    """Every spec ``paths`` name, read and checked: the report, the scenarios as far as they read,
+    the suites with the scenario files each names, the project's config and the count of suite
+    and config files."""
+
+    def __init__(self, report: _Report, entries: list[Loaded], suites: list[tuple[Loaded, list[Path]]],
+                 config: Any, others: int, personas: int) -> None:
+        self.report, self.entries, self.suites = report, entries, suites
+        self.config, self.others, self.personas = config, others, personas
+
+
 def run(args: argparse.Namespace) -> int:
+    from simlab.specs.loader import LoadedScenario
+
+    found = collect(args.paths)
+    report = found.report
+    if getattr(args, "deep", False):
+        from simlab.cli.lint_cmd import lint_entries
+
+        deep = [f for f in lint_entries(found, None).findings if f.check != "script"]  # validate's own warning
+        report.problems.extend(f.text() for f in deep if f.severity == "error")
+        report.warnings.extend(f.text() for f in deep if f.severity == "warning")
+    for line in sorted(report.problems, key=_by_place):
+        print(line, file=sys.stderr)
+    for line in sorted(report.warnings, key=_by_place):
+        print(f"warning: {line}", file=sys.stderr)
+    for line in report.notes:
+        print(f"note: {line}")
+    if report.problems:
+        n = len(report.problems)
+        print(f"{n} problem{'s' if n != 1 else ''} found", file=sys.stderr)
+        return SpecError.exit_code
+    complete = sum(isinstance(e, LoadedScenario) for e in found.entries)
+    others = found.others
+    extra = f", {others} suite/config file{'s' if others != 1 else ''}" if others else ""
+    warned = f", {len(report.warnings)} warning{'s' if len(report.warnings) != 1 else ''}" if report.warnings else ""
+    print(f"ok: {complete} scenarios, {found.personas} personas{extra}{warned}")
+    return 0
+
+
+def collect(paths: list[str]) -> Collected:
+    """Read and check every spec of ``paths`` (default: the project's), as ``simlab validate`` does."""
     from simlab.specs import ProjectConfig, Suite, load_config, load_model, load_personas, scenario_files
-    from simlab.specs.loader import LoadedScenario, read_partial, read_scenarios
+    from simlab.specs.loader import read_partial, read_scenarios
 
     report = _Report()
     try:
@@ -57,7 +102,7 @@ def run(args: argparse.Namespace) -> int:
     suites: list[tuple[Loaded, list[Path]]] = []
     others = 0
     try:
-        files = scenario_files(args.paths or config.scenarios)
+        files = scenario_files(paths or config.scenarios)
     except SpecError as exc:
         report.problems.extend(exc.problems)
         files = []
@@ -92,21 +137,7 @@ def run(args: argparse.Namespace) -> int:
         _check_entry(entry, report)
     for suite, named in suites:
         _check_tags(suite, named, entries, report)
-    for line in sorted(report.problems, key=_by_place):
-        print(line, file=sys.stderr)
-    for line in sorted(report.warnings, key=_by_place):
-        print(f"warning: {line}", file=sys.stderr)
-    for line in report.notes:
-        print(f"note: {line}")
-    if report.problems:
-        n = len(report.problems)
-        print(f"{n} problem{'s' if n != 1 else ''} found", file=sys.stderr)
-        return SpecError.exit_code
-    complete = sum(isinstance(e, LoadedScenario) for e in entries)
-    extra = f", {others} suite/config file{'s' if others != 1 else ''}" if others else ""
-    warned = f", {len(report.warnings)} warning{'s' if len(report.warnings) != 1 else ''}" if report.warnings else ""
-    print(f"ok: {complete} scenarios, {len(personas)} personas{extra}{warned}")
-    return 0
+    return Collected(report, entries, suites, config, others, len(personas))
 
 
 def _check_entry(entry: Loaded, report: _Report) -> None:
@@ -165,22 +196,9 @@ def _grader_tool_problems(entry: Loaded, domain: Any) -> list[str]:
 
 def _script_ids(entry: Loaded, report: _Report) -> None:
     """Warn about a fixed opening or script line that states an id the user was never given."""
-    from simlab.graders.drift import unknown_identifiers  # no model import: validate stays light
-    from simlab.specs import UserSpec
+    from simlab.graders.lint import script_identifier_warnings  # no model import: validate stays light
 
-    user = entry.spec.__dict__.get("user")
-    if user is None:
-        return
-    if "goal" not in user.__dict__:  # a partial spec: what the user was given is what validated
-        user = UserSpec.model_construct(**{**user.__dict__, "goal": ""})
-    scenario = entry.spec.model_copy(update={"user": user, "persona": entry.spec.__dict__.get("persona", "")})
-    lines: list[tuple[tuple[str | int, ...], str]] = [(("user", "opening"), user.opening)] if user.opening else []
-    lines += [(("user", "script", i), text) for i, text in enumerate(user.script)]
-    for loc, text in lines:
-        for token in unknown_identifiers(scenario, text):
-            report.warnings.append(
-                f"{_at(entry, *loc)}: states {token!r}, which is not in the user's goal, known_facts or never_reveal; "
-                "unless the agent says it first, the invented-identifier check will flag it (add it to known_facts)")
+    report.warnings.extend(f"{f.where}: {f.message} ({f.fix})" for f in script_identifier_warnings(entry))
 
 
 def _suite_files(suite: Loaded, report: _Report) -> list[Path]:
@@ -211,10 +229,13 @@ def _check_tags(suite: Loaded, named: list[Path], entries: list[Loaded], report:
 _PLACE = re.compile(r"^(.*?):(\d+):")
 
 
-def _by_place(line: str) -> tuple[str, int]:
+def place_key(line: str) -> tuple[str, int]:
     """File, then line: each file's problems together, in the order they appear in it."""
     match = _PLACE.match(line)
     return (match.group(1), int(match.group(2))) if match else ("", 0)
+
+
+_by_place = place_key
 
 
 def _at(entry: Loaded, *loc: Any) -> str:

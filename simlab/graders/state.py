@@ -18,18 +18,20 @@ from __future__ import annotations
 import copy
 import json
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any
 
-from simlab.env.domain import Environment
+from simlab.env.domain import Domain, Environment
 from simlab.env.history import HistoryError, start_state
 from simlab.graders.base import Check, GradeContext, scenario_memo
 from simlab.graders.comparators import ComparatorError, as_number, load_callable, same_value
 from simlab.graders.paths import MISSING, PathError, parse_path, resolve
 from simlab.graders.registry import grader
 from simlab.graders.served import unless_tools_unseen
-from simlab.specs.expect import COMPARISONS, Expect, StateAssertion
+from simlab.specs.expect import COMPARISONS, CallSpec, Expect, StateAssertion
+from simlab.specs.scenario import Scenario
 
-__all__ = ["assertion_label", "check_assertion", "grade_state", "state_diff"]
+__all__ = ["Replay", "assertion_label", "check_assertion", "grade_state", "replay_actions", "state_diff"]
 
 SHOWN_DIFFS = 3
 
@@ -225,18 +227,43 @@ def _replayed(ctx: GradeContext, expect: Expect) -> tuple[str | None, Any]:
 
 
 def _replay(ctx: GradeContext, expect: Expect) -> tuple[str | None, Any]:
+    replay = replay_actions(ctx.domain, ctx.scenario, expect.expected_actions)
+    if replay.failed is None:
+        return None, replay.state
+    if replay.failed < 0:
+        return f"scenario bug: {replay.error}", None
+    action = expect.expected_actions[replay.failed]
+    return (f"scenario bug: reference action {replay.failed + 1} {action.tool} failed on replay: "
+            f"{replay.error}"), None
+
+
+@dataclass
+class Replay:
+    """The oracle run of reference actions: the state they reach, each one's result, or which
+    failed (``failed``: its index; -1: the start state itself could not be built) and why."""
+
+    state: dict[str, Any] | None = None
+    results: list[Any] = field(default_factory=list)
+    failed: int | None = None
+    error: str = ""
+
+
+def replay_actions(domain: Domain, scenario: Scenario, actions: list[CallSpec]) -> Replay:
+    """``actions`` run in order on a fresh start state of ``scenario`` (its history's writes held),
+    no model involved: the expected-state check and ``simlab lint`` (``graders/lint.py``) both."""
     try:
-        env = Environment(ctx.domain, start_state(ctx.domain, ctx.scenario))  # the history's writes hold
+        env = Environment(domain, start_state(domain, scenario))
     except ValueError as exc:  # pydantic's ValidationError is a ValueError
-        return f"scenario bug: initial state is invalid: {exc}", None
+        return Replay(failed=-1, error=f"initial state is invalid: {exc}")
     except HistoryError as exc:
-        return f"scenario bug: {exc}", None
-    for i, action in enumerate(expect.expected_actions):
+        return Replay(failed=-1, error=str(exc))
+    results: list[Any] = []
+    for i, action in enumerate(actions):
         outcome = env.execute(action.tool, action.args)
         if not outcome.ok:
-            return (f"scenario bug: reference action {i + 1} {action.tool} failed on replay: "
-                    f"{outcome.error}"), None
-    return None, env.snapshot()
+            return Replay(results=results, failed=i, error=str(outcome.error))
+        results.append(outcome.result)
+    return Replay(state=env.snapshot(), results=results)
 
 
 def _expected_state(ctx: GradeContext, expect: Expect, final: dict[str, Any]) -> Check:

@@ -124,8 +124,12 @@ class Run:
             return build(resolve_run(ref, root / config.transcripts), write=False)
 
         def gated() -> GateReport:
-            summary = build(self.folder, write=False, allow_unjudged=list(spec.allow_unjudged or []),
-                            summary_evaluators=list(spec.summary_evaluators))
+            summary = build(
+                self.folder,
+                write=False,
+                allow_unjudged=list(spec.allow_unjudged or []),
+                summary_evaluators=list(spec.summary_evaluators),
+            )
             return gate_run(self.folder, summary, spec, suite_path=path, load_baseline=baseline, root=root)
 
         return self._in_project(gated)
@@ -152,12 +156,24 @@ def load_run(run: str | Path | None = None, *, project: str | Path = ".") -> Run
     return Run(resolve_run(None if run is None else str(run), transcripts), project=root)
 
 
-def run(scenarios: str | Path | list[str | Path] | None = None, *, suite: str | Path | None = None,
-        agent: str | Callable[..., Any] | Agent | None = None, simulator: str | Simulator | None = None,
-        judge: str | None = None, trials: int | None = None, concurrency: int | None = None,
-        workers: int = 1, run_id: str | None = None, seed: int | None = None, project: str | Path = ".",
-        allow_same_family: bool = False, force: bool = False, keep_errors: bool = False,
-        on_note: Callable[[str], None] | None = None) -> Run:
+def run(
+    scenarios: str | Path | list[str | Path] | None = None,
+    *,
+    suite: str | Path | None = None,
+    agent: str | Callable[..., Any] | Agent | None = None,
+    simulator: str | Simulator | None = None,
+    judge: str | None = None,
+    trials: int | None = None,
+    concurrency: int | None = None,
+    workers: int = 1,
+    run_id: str | None = None,
+    seed: int | None = None,
+    project: str | Path = ".",
+    allow_same_family: bool = False,
+    force: bool = False,
+    keep_errors: bool = False,
+    on_note: Callable[[str], None] | None = None,
+) -> Run:
     """Play a batch as ``simlab run`` does and return the ``Run``.
 
     Arguments mean what the CLI's flags mean; unset ones come from the suite and ``simlab.yaml``.
@@ -179,12 +195,28 @@ def run(scenarios: str | Path | list[str | Path] | None = None, *, suite: str | 
     paths = [scenarios] if isinstance(scenarios, (str, Path)) else list(scenarios or [])
     ref, agent_object = _agent(agent)
     sim_ref, sim_object = _simulator(simulator)
-    req = RunRequest(root=root, paths=[str(p) for p in paths], suite=str(suite) if suite else None,
-                     agent=ref, simulator=sim_ref, judge=judge, trials=trials, concurrency=concurrency,
-                     run_id=run_id, seed=seed, allow_same_family=allow_same_family,
-                     command=["simlab.run(...)"])
-    options = BatchOptions(force=force, keep_errors=keep_errors, workers=workers,
-                           note=on_note or (lambda text: None), agent=agent_object, simulator=sim_object)
+    req = RunRequest(
+        root=root,
+        paths=[str(p) for p in paths],
+        suite=str(suite) if suite else None,
+        agent=ref,
+        simulator=sim_ref,
+        judge=judge,
+        trials=trials,
+        concurrency=concurrency,
+        run_id=run_id,
+        seed=seed,
+        allow_same_family=allow_same_family,
+        command=["simlab.run(...)"],
+    )
+    options = BatchOptions(
+        force=force,
+        keep_errors=keep_errors,
+        workers=workers,
+        note=on_note or (lambda text: None),
+        agent=agent_object,
+        simulator=sim_object,
+    )
 
     def play() -> Run:
         with in_project(root):
@@ -199,18 +231,44 @@ def run(scenarios: str | Path | list[str | Path] | None = None, *, suite: str | 
         return pool.submit(play).result()  # a loop runs here (a notebook): the batch gets a thread of its own
 
 
-async def arun(scenarios: str | Path | list[str | Path] | None = None, *, suite: str | Path | None = None,
-               agent: str | Callable[..., Any] | Agent | None = None, simulator: str | Simulator | None = None,
-               judge: str | None = None, trials: int | None = None, concurrency: int | None = None,
-               workers: int = 1, run_id: str | None = None, seed: int | None = None, project: str | Path = ".",
-               allow_same_family: bool = False, force: bool = False, keep_errors: bool = False,
-               on_note: Callable[[str], None] | None = None) -> Run:
+async def arun(
+    scenarios: str | Path | list[str | Path] | None = None,
+    *,
+    suite: str | Path | None = None,
+    agent: str | Callable[..., Any] | Agent | None = None,
+    simulator: str | Simulator | None = None,
+    judge: str | None = None,
+    trials: int | None = None,
+    concurrency: int | None = None,
+    workers: int = 1,
+    run_id: str | None = None,
+    seed: int | None = None,
+    project: str | Path = ".",
+    allow_same_family: bool = False,
+    force: bool = False,
+    keep_errors: bool = False,
+    on_note: Callable[[str], None] | None = None,
+) -> Run:
     """``run`` for async code that must not block its event loop while the batch plays (the same
     arguments)."""
     return await asyncio.to_thread(
-        run, scenarios, suite=suite, agent=agent, simulator=simulator, judge=judge, trials=trials,
-        concurrency=concurrency, workers=workers, run_id=run_id, seed=seed, project=project,
-        allow_same_family=allow_same_family, force=force, keep_errors=keep_errors, on_note=on_note)
+        run,
+        scenarios,
+        suite=suite,
+        agent=agent,
+        simulator=simulator,
+        judge=judge,
+        trials=trials,
+        concurrency=concurrency,
+        workers=workers,
+        run_id=run_id,
+        seed=seed,
+        project=project,
+        allow_same_family=allow_same_family,
+        force=force,
+        keep_errors=keep_errors,
+        on_note=on_note,
+    )
 
 
 def _name(obj: Any, what: str) -> str:
@@ -218,9 +276,11 @@ def _name(obj: Any, what: str) -> str:
     code pins hash (the module's file); ``UsageError`` for what no name can find again."""
     module, name = getattr(obj, "__module__", None), getattr(obj, "__qualname__", None)
     if not module or not name or "<" in name:
-        raise UsageError(f"{what} {obj!r}: pass a module-level function, an instance of a module-level "
-                         "class, or a reference ('python:module:name'); a lambda or a nested function or "
-                         "class has no name the run can pin")
+        raise UsageError(
+            f"{what} {obj!r}: pass a module-level function, an instance of a module-level "
+            "class, or a reference ('python:module:name'); a lambda or a nested function or "
+            "class has no name the run can pin"
+        )
     return f"{module}:{name}"
 
 
@@ -239,8 +299,9 @@ def _agent(agent: str | Callable[..., Any] | Agent | None) -> tuple[str | None, 
     if callable(agent):
         name = _name(agent, "agent")
         return f"python:{name}", PythonAgent(agent, name)
-    raise UsageError(f"agent {agent!r}: pass a reference, a function, or an object with pin() and "
-                     "async respond(inp)")
+    raise UsageError(
+        f"agent {agent!r}: pass a reference, a function, or an object with pin() and async respond(inp)"
+    )
 
 
 def _simulator(simulator: str | Simulator | None) -> tuple[str | None, Any]:
@@ -251,14 +312,17 @@ def _simulator(simulator: str | Simulator | None) -> tuple[str | None, Any]:
     _not_a_class(simulator, "simulator")
     if isinstance(simulator, Simulator):
         return None, simulator
-    raise UsageError(f"simulator {simulator!r}: pass 'rules', 'scripted', a model, or an object with "
-                     "pin() and async next_message(view)")
+    raise UsageError(
+        f"simulator {simulator!r}: pass 'rules', 'scripted', a model, or an object with "
+        "pin() and async next_message(view)"
+    )
 
 
 def _not_a_class(obj: Any, what: str) -> None:
     if isinstance(obj, type) and callable(getattr(obj, "pin", None)):
-        raise UsageError(f"{what} {obj.__qualname__}: pass an instance of the class ({obj.__qualname__}()), "
-                         "not the class")
+        raise UsageError(
+            f"{what} {obj.__qualname__}: pass an instance of the class ({obj.__qualname__}()), not the class"
+        )
 
 
 class _ObjectAgent:

@@ -101,5 +101,7 @@ def confine(path_text: str) -> Path:
     path = (root / path_text).resolve()
     if os.environ.get(OPT_IN) == "1" or path.is_relative_to(root):
         return path
-    raise RefError(f"{path_text!r} is outside the project ({root}): a spec may only load code from files inside "
-                   f"it. Move the file into the project, or set {OPT_IN}=1 if you trust every spec you run")
+    raise RefError(
+        f"{path_text!r} is outside the project ({root}): a spec may only load code from files inside "
+        f"it. Move the file into the project, or set {OPT_IN}=1 if you trust every spec you run"
+    )

@@ -35,7 +35,9 @@ ZWSP = "\u200b"
 
 def _escape(char: str) -> str:
     code = ord(char)
-    return {"\n": "\\n", "\r": "\\r", "\t": "\\t"}.get(char) or (f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}")
+    return {"\n": "\\n", "\r": "\\r", "\t": "\\t"}.get(char) or (
+        f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+    )
 
 
 def one_line(text: Any) -> str:

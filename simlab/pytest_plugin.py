@@ -29,13 +29,25 @@ SUITE_GATES = pytest.StashKey[dict[str, list[str]]]()  # suite file → its per-
 
 def pytest_addoption(parser: Any) -> None:
     group = parser.getgroup("simlab", "simlab scenarios as tests")
-    group.addoption("--simlab-agent", help="the agent under test (as simlab run --agent); turns scenario files "
-                                            "into test items")
-    group.addoption("--simlab-trials", type=int, help="trials per scenario (default: the scenario's, simlab.yaml's)")
-    group.addoption("--simlab-suite", help="a suite whose settings and gates apply (its gates read per scenario)")
-    group.addoption("--simlab-gate", action="append", default=[],
-                    help="a gate each scenario must hold, e.g. 'pass^3 >= 0.8' (repeatable; default pass^1 >= 1.0)")
-    group.addoption("--simlab-project", help="the folder with simlab.yaml (default: the nearest above each file)")
+    group.addoption(
+        "--simlab-agent",
+        help="the agent under test (as simlab run --agent); turns scenario files into test items",
+    )
+    group.addoption(
+        "--simlab-trials", type=int, help="trials per scenario (default: the scenario's, simlab.yaml's)"
+    )
+    group.addoption(
+        "--simlab-suite", help="a suite whose settings and gates apply (its gates read per scenario)"
+    )
+    group.addoption(
+        "--simlab-gate",
+        action="append",
+        default=[],
+        help="a gate each scenario must hold, e.g. 'pass^3 >= 0.8' (repeatable; default pass^1 >= 1.0)",
+    )
+    group.addoption(
+        "--simlab-project", help="the folder with simlab.yaml (default: the nearest above each file)"
+    )
     parser.addini("simlab_agent", "the agent under test, as --simlab-agent", default="")
 
 
@@ -99,8 +111,11 @@ def suite_gates(config: Any, suite: str) -> list[str]:
     cache = config.stash.setdefault(SUITE_GATES, {})
     key = str(Path(suite).resolve())
     if key not in cache:
-        cache[key] = [g.gate for g in load_suite(Path(suite)).spec.gates
-                      if g.gate and g.view == "valid" and per_scenario(g.gate)]
+        cache[key] = [
+            g.gate
+            for g in load_suite(Path(suite)).spec.gates
+            if g.gate and g.view == "valid" and per_scenario(g.gate)
+        ]
     return list(cache[key])
 
 
@@ -118,10 +133,14 @@ class ScenarioItem(pytest.Item):
         suite = config.getoption("--simlab-suite")
         try:
             gates = list(config.getoption("--simlab-gate")) or (suite_gates(config, suite) if suite else [])
-            run = simlab.run([str(self.path.resolve())], agent=_agent(config),
-                             trials=config.getoption("--simlab-trials"),
-                             suite=str(Path(suite).resolve()) if suite else None, project=project,
-                             run_id=f"pytest-{config.stash[STAMP]}-{self.name}")
+            run = simlab.run(
+                [str(self.path.resolve())],
+                agent=_agent(config),
+                trials=config.getoption("--simlab-trials"),
+                suite=str(Path(suite).resolve()) if suite else None,
+                project=project,
+                run_id=f"pytest-{config.stash[STAMP]}-{self.name}",
+            )
         except SimlabError as exc:  # bad input (exit 2) or infrastructure (exit 3): never a regression
             pytest.fail(f"scenario {self.name}: not run (exit {exc.exit_code}): {exc}", pytrace=False)
         self.result = scenario_result(run, self.name, gates or DEFAULT_GATES)

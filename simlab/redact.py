@@ -19,13 +19,16 @@ _SECRET_NAME = re.compile(
     r"|bearer|private[_-]?key|access[_-]?key)($|[_-])",
     re.IGNORECASE,
 )
-_SECRET_ENV = re.compile(r"(^|_)(API_?KEY|KEY|TOKEN|SECRET|PASSWORD|PASSWD|PASS|CREDENTIALS?|CRED|AUTH)$",
-                         re.IGNORECASE)
+_SECRET_ENV = re.compile(
+    r"(^|_)(API_?KEY|KEY|TOKEN|SECRET|PASSWORD|PASSWD|PASS|CREDENTIALS?|CRED|AUTH)$", re.IGNORECASE
+)
 # Credentials inside URLs: the userinfo of scheme://user:pass@host and credential-named query values.
 # Both patterns are anchored on a literal ("://", "?" or "&") and stop at "/", so they stay linear.
 _URL_USERINFO = re.compile(r"(://)([^\s/@\"'<>\\]+)@")
-_URL_QUERY = re.compile(r"(?i)([?&](?:api[_-]?key|apikey|key|token|access[_-]?token|secret|password|passwd|sig|"
-                        r"signature|auth)=)[^&#\s\"'<>]+")
+_URL_QUERY = re.compile(
+    r"(?i)([?&](?:api[_-]?key|apikey|key|token|access[_-]?token|secret|password|passwd|sig|"
+    r"signature|auth)=)[^&#\s\"'<>]+"
+)
 SECRET_SHAPES = [
     _URL_QUERY,
     re.compile(r"(?i)(bearer\s+)[A-Za-z0-9._~+/=-]{6,}"),
@@ -38,8 +41,10 @@ SECRET_SHAPES = [
     re.compile(r"()\bAIza[0-9A-Za-z_-]{30,}"),
     re.compile(r"()\bxox[abprs]-[A-Za-z0-9-]{10,}"),
     # NAME=value with a credential-looking NAME: a .env file quoted in an error (one start per word)
-    re.compile(r"(?i)(\b[a-z0-9_]*(?:key|token|secret|password|passwd|credentials?|cred)\s*=\s*[\"']?)"
-               r"[^\s\"',&]{4,}"),
+    re.compile(
+        r"(?i)(\b[a-z0-9_]*(?:key|token|secret|password|passwd|credentials?|cred)\s*=\s*[\"']?)"
+        r"[^\s\"',&]{4,}"
+    ),
 ]
 MASK = "***"
 _ENV_CACHE: dict[str, Any] = {"key": None, "values": []}
@@ -118,7 +123,9 @@ def holds_secret(data: bytes) -> bool:
     for value in secret_env_values():
         if value.encode() in data or json.dumps(value)[1:-1].encode() in data:
             return True
-    return b"://" in data and (_URL_USERINFO_B.search(data) is not None or _URL_QUERY_B.search(data) is not None)
+    return b"://" in data and (
+        _URL_USERINFO_B.search(data) is not None or _URL_QUERY_B.search(data) is not None
+    )
 
 
 _URL_USERINFO_B = re.compile(_URL_USERINFO.pattern.encode())

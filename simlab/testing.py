@@ -85,7 +85,9 @@ def scenario_result(run: Any, scenario: str, gates: Sequence[str]) -> ScenarioRe
             undefined = True
             lines.append(f"gate {text}: inconclusive ({metric} is undefined: {figures.n} trials)")
         elif not OPS[op](value, bound):
-            lines.append(f"gate {text}: {metric} = {value:.4g} ({figures.passes} of {figures.n} trials passed)")
+            lines.append(
+                f"gate {text}: {metric} = {value:.4g} ({figures.passes} of {figures.n} trials passed)"
+            )
     lines = [*why, *lines]
     if lines:
         lines.extend(_failed_trials(run, scenario))
@@ -103,11 +105,15 @@ def unjudgeable(summary: Any, figures: Any) -> list[str]:
     out = [f"inconclusive: {one_line(state.line)}"] if not state.judged and state.line else []
     if figures is not None and figures.errors:
         causes = "; ".join(f"{c.trials}× {one_line(c.cause)}" for c in summary.error_causes[:3])
-        out.append(f"inconclusive: {figures.errors} of {figures.n} trials ended in an infrastructure error"
-                   + (f" (most common causes in the run: {causes})" if causes else "")
-                   + "; run it again (the same run id plays them again)")
+        out.append(
+            f"inconclusive: {figures.errors} of {figures.n} trials ended in an infrastructure error"
+            + (f" (most common causes in the run: {causes})" if causes else "")
+            + "; run it again (the same run id plays them again)"
+        )
     if figures is not None and figures.unjudged:
-        out.append(f"inconclusive: {figures.unjudged} of {figures.n} trials are unjudged (a hard check did not run)")
+        out.append(
+            f"inconclusive: {figures.unjudged} of {figures.n} trials are unjudged (a hard check did not run)"
+        )
     return out
 
 
@@ -126,17 +132,26 @@ def _failed_trials(run: Any, scenario: str) -> list[str]:
         if shown > SHOWN:
             continue
         failing = [c for c in record.checks if c.hard and c.status in ("fail", "error", "not_run")]
-        out.append(f"  {one_line(record.unit_id)} {verdict_label(record.verdict)} "
-                   f"({record.transcript.termination.reason.value})")
+        out.append(
+            f"  {one_line(record.unit_id)} {verdict_label(record.verdict)} "
+            f"({record.transcript.termination.reason.value})"
+        )
         out.extend(f"    {c.status} {one_line(c.name)}: {one_line(c.reason)}" for c in failing[:6])
     if shown > SHOWN:
         out.append(f"  … and {shown - SHOWN} more trials that did not pass")
     return out
 
 
-def evaluate(scenarios: str | Path | Sequence[str | Path], *, agent: Any, trials: int | None = None,
-             gates: Sequence[str] = DEFAULT_GATES, project: str | Path = ".", run_id: str | None = None,
-             **run_options: Any) -> Any:
+def evaluate(
+    scenarios: str | Path | Sequence[str | Path],
+    *,
+    agent: Any,
+    trials: int | None = None,
+    gates: Sequence[str] = DEFAULT_GATES,
+    project: str | Path = ".",
+    run_id: str | None = None,
+    **run_options: Any,
+) -> Any:
     """Run ``scenarios`` against ``agent`` (as ``simlab.run``) and assert that every scenario holds
     ``gates``; the AssertionError names the failing gates, checks and trials. Returns the ``Run``."""
     import simlab
@@ -145,8 +160,14 @@ def evaluate(scenarios: str | Path | Sequence[str | Path], *, agent: Any, trials
     run = simlab.run(paths, agent=agent, trials=trials, project=project, run_id=run_id, **run_options)
     results = [scenario_result(run, sid, gates) for sid in run.summary.scenarios]
     if not results:  # nothing graded: nothing to judge
-        results = [ScenarioResult(", ".join(map(str, paths)), False, unjudgeable(run.summary, None)
-                                  + [f"no graded trial in {run.folder}"], True)]
+        results = [
+            ScenarioResult(
+                ", ".join(map(str, paths)),
+                False,
+                unjudgeable(run.summary, None) + [f"no graded trial in {run.folder}"],
+                True,
+            )
+        ]
     failed = [r for r in results if not r.passed]
     if any(r.inconclusive for r in failed):  # could not judge: whatever the figures
         raise InconclusiveError("\n".join(r.message() for r in failed))

@@ -23,10 +23,17 @@ SIMULATORS = {"fixed": "scripted", "simulated": "rules"}
 
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("source", help="an ADK eval set file (.evalset.json, .test.json) or a folder of them")
-    parser.add_argument("--domain", required=True, help="the simlab domain whose tools the agent calls (e.g. retail)")
-    parser.add_argument("--criteria", help="ADK's test_config.json (default: the one beside each file; "
-                                           "else ADK's defaults: trajectory 1.0, response match 0.8)")
-    parser.add_argument("--out", default="scenarios/adk", help="folder for the scenario files (default scenarios/adk)")
+    parser.add_argument(
+        "--domain", required=True, help="the simlab domain whose tools the agent calls (e.g. retail)"
+    )
+    parser.add_argument(
+        "--criteria",
+        help="ADK's test_config.json (default: the one beside each file; "
+        "else ADK's defaults: trajectory 1.0, response match 0.8)",
+    )
+    parser.add_argument(
+        "--out", default="scenarios/adk", help="folder for the scenario files (default scenarios/adk)"
+    )
     parser.add_argument("--suites", default="suites", help="folder for the suite files (default suites)")
     parser.add_argument("--trials", type=int, default=4, help="trials per case in the suites (default 4)")
     parser.add_argument("--force", action="store_true", help="overwrite files that exist")
@@ -53,8 +60,10 @@ def _json(path: Path) -> Any:
 def _invalid(path: Path, exc: ValidationError) -> SpecError:
     first = exc.errors()[0]
     where = ".".join(str(p) for p in first["loc"]) or "(top)"
-    return SpecError(f"{path}: {where}: {first['msg']} ({exc.error_count()} problems; the file does not follow "
-                     "ADK's eval set schema)")
+    return SpecError(
+        f"{path}: {where}: {first['msg']} ({exc.error_count()} problems; the file does not follow "
+        "ADK's eval set schema)"
+    )
 
 
 def load_criteria(path: Path) -> dict[str, Any]:
@@ -128,13 +137,27 @@ class Plan:
     def check(self, force: bool) -> None:
         """A clash, or a file that exists without ``force``: an error, before anything is written."""
         if self.clashes:
-            raise UsageError("\n".join([*self.clashes, f"{len(self.clashes)} clashes: nothing written; give the eval "
-                                        "sets (or cases) distinct ids, or import them separately with another --out"]))
+            raise UsageError(
+                "\n".join(
+                    [
+                        *self.clashes,
+                        f"{len(self.clashes)} clashes: nothing written; give the eval "
+                        "sets (or cases) distinct ids, or import them separately with another --out",
+                    ]
+                )
+            )
         existing = [p for p in self.files if p.exists()]
         if existing and not force:
             shown = [f"{p} exists" for p in existing[:10]]
-            raise UsageError("\n".join([*shown, f"{len(existing)} of the {len(self.files)} files exist; nothing "
-                                                "written; pass --force to overwrite them"]))
+            raise UsageError(
+                "\n".join(
+                    [
+                        *shown,
+                        f"{len(existing)} of the {len(self.files)} files exist; nothing "
+                        "written; pass --force to overwrite them",
+                    ]
+                )
+            )
 
     def write(self) -> None:
         for target, (text, _) in self.files.items():
@@ -160,13 +183,16 @@ def run(args: argparse.Namespace) -> int:
         print(f"note: {one_line(note)}")
     for line in lines:
         print(one_line(line))
-    print(f"wrote {len(plan.files)} files; next: simlab validate {args.out} && simlab run --suite "
-          f"{args.suites}/adk-SET-fixed.yaml --agent YOUR_AGENT (and -simulated.yaml with --simulator MODEL)")
+    print(
+        f"wrote {len(plan.files)} files; next: simlab validate {args.out} && simlab run --suite "
+        f"{args.suites}/adk-SET-fixed.yaml --agent YOUR_AGENT (and -simulated.yaml with --simulator MODEL)"
+    )
     return 0
 
 
-def _plan_file(path: Path, source: Path, args: argparse.Namespace, plan: Plan, checks: tuple[Any, list[str]],
-               given: Any) -> tuple[str, list[str]]:
+def _plan_file(
+    path: Path, source: Path, args: argparse.Namespace, plan: Plan, checks: tuple[Any, list[str]], given: Any
+) -> tuple[str, list[str]]:
     """Plan one file's scenarios and suites; return its summary line and its notes."""
     import yaml
 
@@ -182,15 +208,25 @@ def _plan_file(path: Path, source: Path, args: argparse.Namespace, plan: Plan, c
     for case in eval_set.eval_cases:
         converted = convert_case(eval_set, case, criteria, args.domain, checks[0], checks[1])
         target = folder / f"{slug(case.eval_id)}.yaml"
-        plan.add(target, yaml.safe_dump(converted.scenario, sort_keys=False, allow_unicode=True),
-                 f"{path} (case {case.eval_id!r})")
+        plan.add(
+            target,
+            yaml.safe_dump(converted.scenario, sort_keys=False, allow_unicode=True),
+            f"{path} (case {case.eval_id!r})",
+        )
         by_kind.setdefault(converted.kind, []).append(os.path.relpath(target, suites))
         notes += converted.notes
     for kind, paths in by_kind.items():
         suite_id = f"adk-{slug(eval_set.eval_set_id)}-{kind}"
-        suite = {"id": suite_id, "scenarios": paths, "simulator": SIMULATORS[kind], "trials": args.trials,
-                 "gates": ["pass^1 >= 0.8"]}
-        plan.add(suites / f"{suite_id}.yaml", yaml.safe_dump(suite, sort_keys=False), f"{path} ({kind} suite)")
+        suite = {
+            "id": suite_id,
+            "scenarios": paths,
+            "simulator": SIMULATORS[kind],
+            "trials": args.trials,
+            "gates": ["pass^1 >= 0.8"],
+        }
+        plan.add(
+            suites / f"{suite_id}.yaml", yaml.safe_dump(suite, sort_keys=False), f"{path} ({kind} suite)"
+        )
     kinds = ", ".join(f"{len(v)} {k}" for k, v in by_kind.items())
     thresholds = ", ".join(f"{n} {c.threshold:g}" for n, c in criteria.items())
     return f"{path}: {len(eval_set.eval_cases)} cases ({kinds}); criteria: {thresholds}", notes

@@ -29,7 +29,10 @@ JUDGE_GRADER = "simlab.adk.judge:adk_judge"
 RUBRIC_METRIC = "rubric_based_final_response_quality_v1"
 RUBRIC_TYPE = "FINAL_RESPONSE_QUALITY"  # the rubric type ADK's final-response metric takes
 APPLIED = {"threshold", "match_type", "ignore_args", "rubrics"}
-DEFAULT_PERSONA = {"id": "adk-user", "description": "A user of the agent, as an ADK eval case describes them."}
+DEFAULT_PERSONA = {
+    "id": "adk-user",
+    "description": "A user of the agent, as an ADK eval case describes them.",
+}
 
 
 @dataclass
@@ -54,7 +57,11 @@ def criteria_of(config: dict[str, Criterion] | None) -> dict[str, Criterion]:
 
 def criterion_params(criterion: Criterion) -> dict[str, Any]:
     """What the ``adk`` grader takes of a criterion."""
-    return {"threshold": criterion.threshold, "match_type": criterion.match_type, "ignore_args": criterion.ignore_args}
+    return {
+        "threshold": criterion.threshold,
+        "match_type": criterion.match_type,
+        "ignore_args": criterion.ignore_args,
+    }
 
 
 def samples_of(criterion: Criterion | None) -> int | None:
@@ -66,9 +73,12 @@ def samples_of(criterion: Criterion | None) -> int | None:
 
 # ADK's defaults of the criterion options simlab does not apply: an option at its default changes nothing
 OPTION_DEFAULTS: dict[str, Any] = {
-    "include_intermediate_responses_in_final": False, "evaluate_intermediate_nl_responses": False,
-    "stop_signal": "</finished>", "judge_model_options.judge_model": "gemini-2.5-flash",
-    "judge_model_options.num_samples": 5, "judge_model_options.parallelism_limit": 1,
+    "include_intermediate_responses_in_final": False,
+    "evaluate_intermediate_nl_responses": False,
+    "stop_signal": "</finished>",
+    "judge_model_options.judge_model": "gemini-2.5-flash",
+    "judge_model_options.num_samples": 5,
+    "judge_model_options.parallelism_limit": 1,
     "judge_model_options.judge_model_config": None,
 }
 SAMPLED = ("final_response_match_v2", RUBRIC_METRIC)  # criteria whose num_samples simlab applies
@@ -84,15 +94,24 @@ def ignored_options(criteria: dict[str, Criterion]) -> list[str]:
     notes = []
     for name, criterion in criteria.items():
         options = {_snake(key): value for key, value in (criterion.model_extra or {}).items()}
-        options.update({f"judge_model_options.{_snake(key)}": value
-                        for key, value in criterion.judge_model_options.items()})
+        options.update(
+            {
+                f"judge_model_options.{_snake(key)}": value
+                for key, value in criterion.judge_model_options.items()
+            }
+        )
         if name in SAMPLED:
             options.pop("judge_model_options.num_samples", None)
-        shown = [f"{key}={value!r}" for key, value in options.items()
-                 if key not in OPTION_DEFAULTS or OPTION_DEFAULTS[key] != value]
+        shown = [
+            f"{key}={value!r}"
+            for key, value in options.items()
+            if key not in OPTION_DEFAULTS or OPTION_DEFAULTS[key] != value
+        ]
         if shown:
-            notes.append(f"criterion {name}: simlab does not apply {', '.join(shown)} (simlab's judge is the run's "
-                         "--judge; these options change only what ADK itself computes)")
+            notes.append(
+                f"criterion {name}: simlab does not apply {', '.join(shown)} (simlab's judge is the run's "
+                "--judge; these options change only what ADK itself computes)"
+            )
     return notes
 
 
@@ -101,10 +120,19 @@ def _persona(value: UserPersona | str | None) -> dict[str, Any]:
         return dict(DEFAULT_PERSONA)
     if isinstance(value, str):
         return {"id": slug(value), "description": f"ADK's pre-built persona {value!r}."}
-    behaviours = [b if isinstance(b, str) else str(b.get("description") or b.get("name") or b)
-                  if isinstance(b, dict) else str(b) for b in value.behaviors]
-    return {"id": slug(value.id or "adk-user"), "description": value.description or DEFAULT_PERSONA["description"],
-            "behaviours": behaviours}
+    behaviours = [
+        b
+        if isinstance(b, str)
+        else str(b.get("description") or b.get("name") or b)
+        if isinstance(b, dict)
+        else str(b)
+        for b in value.behaviors
+    ]
+    return {
+        "id": slug(value.id or "adk-user"),
+        "description": value.description or DEFAULT_PERSONA["description"],
+        "behaviours": behaviours,
+    }
 
 
 def _rubric_items(case: EvalCase, criterion: Criterion, sid: str, notes: list[str]) -> list[dict[str, Any]]:
@@ -117,8 +145,11 @@ def _rubric_items(case: EvalCase, criterion: Criterion, sid: str, notes: list[st
     taken: set[str] = set()
     for rubric, turn in scoped:
         if rubric.type not in (None, "", RUBRIC_TYPE):
-            notes.append(f"{sid}: rubric {rubric.rubric_id!r} is for ADK's {rubric.type} metric, which simlab does not "
-                         "compute; not imported")
+            notes.append(
+                f"{sid}: rubric {rubric.rubric_id!r} is for ADK's {rubric.type} metric, which simlab does "
+                "not "
+                "compute; not imported"
+            )
             continue
         if not rubric.text:
             continue
@@ -126,11 +157,15 @@ def _rubric_items(case: EvalCase, criterion: Criterion, sid: str, notes: list[st
         if rid in taken:
             rid = f"{rid}-turn-{turn}" if turn is not None else f"{rid}-{len(items) + 1}"
         taken.add(rid)
-        items.append({"id": rid, "text": rubric.text, "hard": False, **({"turn": turn} if turn is not None else {})})
+        items.append(
+            {"id": rid, "text": rubric.text, "hard": False, **({"turn": turn} if turn is not None else {})}
+        )
     return items
 
 
-def _unknown_tools(sid: str, invocations: list[dict[str, Any]], tools: list[str] | None, domain: str) -> list[str]:
+def _unknown_tools(
+    sid: str, invocations: list[dict[str, Any]], tools: list[str] | None, domain: str
+) -> list[str]:
     import difflib
 
     if tools is None:
@@ -141,13 +176,21 @@ def _unknown_tools(sid: str, invocations: list[dict[str, Any]], tools: list[str]
             if call["name"] not in tools:
                 close = difflib.get_close_matches(call["name"], tools, n=1, cutoff=0.6)
                 hint = f" (did you mean {close[0]!r}?)" if close else f" (its tools: {', '.join(tools)})"
-                notes.append(f"{sid}: invocation {i + 1} expects tool {call['name']!r}, which domain {domain!r} does "
-                             f"not have{hint}; tool_trajectory_avg_score cannot pass until the names agree")
+                notes.append(
+                    f"{sid}: invocation {i + 1} expects tool {call['name']!r}, which domain {domain!r} does "
+                    f"not have{hint}; tool_trajectory_avg_score cannot pass until the names agree"
+                )
     return notes
 
 
-def convert_case(eval_set: EvalSet, case: EvalCase, criteria: dict[str, Criterion], domain: str,
-                 state_fits: Any = None, tools: list[str] | None = None) -> Converted:
+def convert_case(
+    eval_set: EvalSet,
+    case: EvalCase,
+    criteria: dict[str, Criterion],
+    domain: str,
+    state_fits: Any = None,
+    tools: list[str] | None = None,
+) -> Converted:
     """One case as a scenario dict. ``state_fits(state) -> str | None`` says why the session
     state does not fit the domain's state (None: it fits); ``tools``: the domain's tool names."""
     sid = f"{slug(eval_set.eval_set_id)}.{slug(case.eval_id)}"
@@ -156,29 +199,42 @@ def convert_case(eval_set: EvalSet, case: EvalCase, criteria: dict[str, Criterio
     params: dict[str, Any] = {"criteria": {name: criterion_params(c) for name, c in criteria.items()}}
     if case.conversation is not None:
         lines = [inv.user_content.text for inv in case.conversation]
-        scenario.update({
-            "title": f"ADK {eval_set.eval_set_id} / {case.eval_id}: a fixed conversation of {len(lines)} turns",
-            "tags": ["adk", "adk-fixed"], "persona": dict(DEFAULT_PERSONA),
-            "user": {"goal": "Say exactly these messages, one per turn: " + " | ".join(lines),
-                     "opening": lines[0] if lines else None, "script": lines},
-            "max_turns": len(lines) + 1,
-        })
+        scenario.update(
+            {
+                "title": f"ADK {eval_set.eval_set_id} / {case.eval_id}: "
+                f"a fixed conversation of {len(lines)} turns",
+                "tags": ["adk", "adk-fixed"],
+                "persona": dict(DEFAULT_PERSONA),
+                "user": {
+                    "goal": "Say exactly these messages, one per turn: " + " | ".join(lines),
+                    "opening": lines[0] if lines else None,
+                    "script": lines,
+                },
+                "max_turns": len(lines) + 1,
+            }
+        )
         params["invocations"] = [
-            {"user": inv.user_content.text,
-             "final_response": inv.final_response.text if inv.final_response else None,
-             "tool_uses": [{"name": t.name, "args": t.args} for t in inv.tool_uses()]}
-            for inv in case.conversation]
+            {
+                "user": inv.user_content.text,
+                "final_response": inv.final_response.text if inv.final_response else None,
+                "tool_uses": [{"name": t.name, "args": t.args} for t in inv.tool_uses()],
+            }
+            for inv in case.conversation
+        ]
         if "tool_trajectory_avg_score" in criteria:
             notes.extend(_unknown_tools(sid, params["invocations"], tools, domain))
         kind = "fixed"
     else:
         plan = case.conversation_scenario
         assert plan is not None
-        scenario.update({
-            "title": f"ADK {eval_set.eval_set_id} / {case.eval_id}: a simulated user with a plan",
-            "tags": ["adk", "adk-simulated"], "persona": _persona(plan.user_persona),
-            "user": {"goal": plan.conversation_plan, "opening": plan.starting_prompt},
-        })
+        scenario.update(
+            {
+                "title": f"ADK {eval_set.eval_set_id} / {case.eval_id}: a simulated user with a plan",
+                "tags": ["adk", "adk-simulated"],
+                "persona": _persona(plan.user_persona),
+                "user": {"goal": plan.conversation_plan, "opening": plan.starting_prompt},
+            }
+        )
         kind = "simulated"
     state = case.session_input.state if case.session_input else {}
     if state:
@@ -187,14 +243,20 @@ def convert_case(eval_set: EvalSet, case: EvalCase, criteria: dict[str, Criterio
             scenario["initial_state"] = state
         else:
             scenario["agent_context"] = state
-            notes.append(f"{sid}: session_input.state does not fit domain {domain!r}: {why}; it is given to the "
-                         "agent as agent_context instead")
+            notes.append(
+                f"{sid}: session_input.state does not fit domain {domain!r}: {why}; it is given to the "
+                "agent as agent_context instead"
+            )
     expect: dict[str, Any] = {"graders": [{"use": GRADER, "params": params}]}
     v2 = criteria.get("final_response_match_v2")
     if v2 is not None and "invocations" in params:  # a judge of its own (simlab/adk/judge.py)
         samples = {"samples": samples_of(v2)} if samples_of(v2) else {}
-        expect["graders"].append({"use": JUDGE_GRADER, "params": {"threshold": v2.threshold,
-                                                                  "invocations": params["invocations"], **samples}})
+        expect["graders"].append(
+            {
+                "use": JUDGE_GRADER,
+                "params": {"threshold": v2.threshold, "invocations": params["invocations"], **samples},
+            }
+        )
     rubric = criteria.get(RUBRIC_METRIC)
     if rubric is not None:
         expect["rubric"] = _rubric_items(case, rubric, sid, notes)
@@ -205,8 +267,13 @@ def convert_case(eval_set: EvalSet, case: EvalCase, criteria: dict[str, Criterio
     if "hallucinations_v1" in criteria:
         expect["groundedness"] = True
     for name in criteria:
-        if name not in ("tool_trajectory_avg_score", "response_match_score", "rubric_based_final_response_quality_v1",
-                        "hallucinations_v1", "final_response_match_v2"):
+        if name not in (
+            "tool_trajectory_avg_score",
+            "response_match_score",
+            "rubric_based_final_response_quality_v1",
+            "hallucinations_v1",
+            "final_response_match_v2",
+        ):
             notes.append(f"{sid}: criterion {name} is not computed by simlab yet (its check is 'not run')")
     scenario["expect"] = expect
     return Converted(kind=kind, scenario=scenario, notes=notes)

@@ -37,8 +37,11 @@ from simlab.transcript import AgentMessage, InvalidCall, ToolCall, Transcript, U
 
 __all__ = ["actual_invocations", "adk_criteria", "trajectory_match"]
 
-MAPPED = {"rubric_based_final_response_quality_v1": "rubric", "hallucinations_v1": "groundedness",
-          "final_response_match_v2": "adk_judge"}  # graded by other graders, set up by the import
+MAPPED = {
+    "rubric_based_final_response_quality_v1": "rubric",
+    "hallucinations_v1": "groundedness",
+    "final_response_match_v2": "adk_judge",
+}  # graded by other graders, set up by the import
 
 
 @dataclass
@@ -64,11 +67,14 @@ def actual_invocations(transcript: Transcript) -> list[ActualInvocation]:
     return out
 
 
-def trajectory_match(actual: list[tuple[str, Any]], expected: list[dict[str, Any]], match_type: str,
-                     ignore_args: bool = False) -> bool:
+def trajectory_match(
+    actual: list[tuple[str, Any]], expected: list[dict[str, Any]], match_type: str, ignore_args: bool = False
+) -> bool:
     """ADK's EXACT / IN_ORDER / ANY_ORDER match of one invocation's calls."""
     if match_type == "EXACT":
-        return len(actual) == len(expected) and all(same_call(a, e, ignore_args) for a, e in zip(actual, expected))
+        return len(actual) == len(expected) and all(
+            same_call(a, e, ignore_args) for a, e in zip(actual, expected)
+        )
     if not expected:
         return True
     if match_type == "IN_ORDER":
@@ -88,19 +94,38 @@ def trajectory_match(actual: list[tuple[str, Any]], expected: list[dict[str, Any
     return True
 
 
-def _average(name: str, kind: Any, scores: list[float], threshold: float, per: list[dict[str, Any]],
-             note: str = "", why: str = "", where: dict[str, Any] | None = None) -> Check:
+def _average(
+    name: str,
+    kind: Any,
+    scores: list[float],
+    threshold: float,
+    per: list[dict[str, Any]],
+    note: str = "",
+    why: str = "",
+    where: dict[str, Any] | None = None,
+) -> Check:
     score = sum(scores) / len(scores)
     met = score >= threshold
     because = f"; {why}" if why and not met else ""
-    return Check(name=f"adk:{name}", kind=kind, status="pass" if met else "fail", score=score,
-                 reason=f"{score:.3f} over {len(scores)} invocations {'meets' if met else 'is below'} the threshold "
-                        f"{threshold:g}{note}{because}", details={"threshold": threshold, "invocations": per},
-                 **((where or {}) if not met else {}))
+    return Check(
+        name=f"adk:{name}",
+        kind=kind,
+        status="pass" if met else "fail",
+        score=score,
+        reason=f"{score:.3f} over {len(scores)} invocations {'meets' if met else 'is below'} the threshold "
+        f"{threshold:g}{note}{because}",
+        details={"threshold": threshold, "invocations": per},
+        **((where or {}) if not met else {}),
+    )
 
 
-def _trajectory(ctx: GradeContext, actual: list[ActualInvocation], expected: list[dict[str, Any]],
-                spec: dict[str, Any], note: str) -> Check:
+def _trajectory(
+    ctx: GradeContext,
+    actual: list[ActualInvocation],
+    expected: list[dict[str, Any]],
+    spec: dict[str, Any],
+    note: str,
+) -> Check:
     """Per invocation 1 or 0; a failure's reason names the first invocation that differs and its call."""
     mode, ignore = str(spec.get("match_type", "EXACT")), bool(spec.get("ignore_args", False))
     per: list[dict[str, Any]] = []
@@ -118,10 +143,20 @@ def _trajectory(ctx: GradeContext, actual: list[ActualInvocation], expected: lis
         first = failed[0]
         user = expected[first].get("user") or (actual[first].user if first < len(actual) else "")
         more = f" (and {len(failed) - 1} more invocations differ)" if len(failed) > 1 else ""
-        why = one_line(f"invocation {first + 1} of {len(expected)} ({user[:60]!r}): {per[first]['why']}{more}")
+        why = one_line(
+            f"invocation {first + 1} of {len(expected)} ({user[:60]!r}): {per[first]['why']}{more}"
+        )
         where = check_at(ctx.transcript, actual[first].at) if first < len(actual) else None
-    return _average("tool_trajectory_avg_score", "trajectory", [p["score"] for p in per],
-                    float(spec.get("threshold", 0.0)), per, note + f" ({mode})", why, where)
+    return _average(
+        "tool_trajectory_avg_score",
+        "trajectory",
+        [p["score"] for p in per],
+        float(spec.get("threshold", 0.0)),
+        per,
+        note + f" ({mode})",
+        why,
+        where,
+    )
 
 
 def expected_tools(params: dict[str, Any]) -> list[tuple[tuple[Any, ...], str]]:
@@ -129,14 +164,18 @@ def expected_tools(params: dict[str, Any]) -> list[tuple[tuple[Any, ...], str]]:
     (``simlab validate`` looks them up in the scenario's domain)."""
     if "tool_trajectory_avg_score" not in (params.get("criteria") or {}):
         return []
-    return [(("invocations", i, "tool_uses", j, "name"), str(call.get("name")))
-            for i, invocation in enumerate(params.get("invocations") or [])
-            for j, call in enumerate(invocation.get("tool_uses") or []) if isinstance(call, dict)]
+    return [
+        (("invocations", i, "tool_uses", j, "name"), str(call.get("name")))
+        for i, invocation in enumerate(params.get("invocations") or [])
+        for j, call in enumerate(invocation.get("tool_uses") or [])
+        if isinstance(call, dict)
+    ]
 
 
 @grader("adk", kind="custom", tools=expected_tools)
-def adk_criteria(criteria: dict[str, dict[str, Any]],
-                 invocations: list[dict[str, Any]] | None = None) -> Callable[[GradeContext], list[Check]]:
+def adk_criteria(
+    criteria: dict[str, dict[str, Any]], invocations: list[dict[str, Any]] | None = None
+) -> Callable[[GradeContext], list[Check]]:
     """ADK's criteria on one trial. ``invocations``: the case's expected invocations (``user``,
     ``final_response``, ``tool_uses`` of ``{name, args}``); none for a user-simulation case."""
     expected = list(invocations or [])
@@ -149,13 +188,27 @@ def adk_criteria(criteria: dict[str, dict[str, Any]],
             if name in MAPPED:
                 continue  # graded by simlab's own checks, set up by the import
             if name not in ("tool_trajectory_avg_score", "response_match_score"):
-                checks.append(Check(name=f"adk:{name}", kind="custom", status="not_run", hard=False,
-                                    reason=f"simlab does not compute ADK's {name} yet"))
+                checks.append(
+                    Check(
+                        name=f"adk:{name}",
+                        kind="custom",
+                        status="not_run",
+                        hard=False,
+                        reason=f"simlab does not compute ADK's {name} yet",
+                    )
+                )
                 continue
             if not expected:
-                checks.append(Check(name=f"adk:{name}", kind="custom", status="not_run", hard=False,
-                                    reason=f"{name} needs the expected invocations of a fixed conversation; this "
-                                           "case is a user simulation"))
+                checks.append(
+                    Check(
+                        name=f"adk:{name}",
+                        kind="custom",
+                        status="not_run",
+                        hard=False,
+                        reason=f"{name} needs the expected invocations of a fixed conversation; this "
+                        "case is a user simulation",
+                    )
+                )
                 continue
             missing = max(0, len(expected) - len(actual))
             note = f" ({missing} invocations never reached score 0)" if missing else ""
@@ -163,12 +216,16 @@ def adk_criteria(criteria: dict[str, dict[str, Any]],
                 checks.append(_trajectory(ctx, actual, expected, spec, note))
             else:
                 try:
-                    scores = [rouge1_f(a.final_response, e.get("final_response") or "")
-                              for a, e in zip(actual, expected)] + [0.0] * missing
+                    scores = [
+                        rouge1_f(a.final_response, e.get("final_response") or "")
+                        for a, e in zip(actual, expected)
+                    ] + [0.0] * missing
                 except RougeMissing as exc:
                     checks.append(Check(name=f"adk:{name}", kind="custom", status="error", reason=str(exc)))
                     continue
-                checks.append(_average(name, "custom", scores, threshold, [{"score": s} for s in scores], note))
+                checks.append(
+                    _average(name, "custom", scores, threshold, [{"score": s} for s in scores], note)
+                )
         return checks
 
     return grade

@@ -34,20 +34,29 @@ Reply with only a JSON object, no other text:
 {{"verdict": "yes" or "no", "reason": "{placeholder}"}}"""
 
 
-def match_messages(transcript: Transcript, index: int, user: str, response: str, reference: str) -> list[Message]:
+def match_messages(
+    transcript: Transcript, index: int, user: str, response: str, reference: str
+) -> list[Message]:
     nonce = nonce_for(transcript, f"adk-v2/{index}")
-    system = SYSTEM.format(rules=data_rules(nonce, ("data", "agent_message")),
-                           placeholder=REASON_PLACEHOLDER.replace("event #index", "part of the response"))
-    body = "\n\n".join([delimit("data", f"user message: {user}\nreference response: {reference}", nonce),
-                        delimit("agent_message", response, nonce),
-                        "Is the agent's response semantically equivalent to the reference? Reply with the JSON "
-                        "object only."])
+    system = SYSTEM.format(
+        rules=data_rules(nonce, ("data", "agent_message")),
+        placeholder=REASON_PLACEHOLDER.replace("event #index", "part of the response"),
+    )
+    body = "\n\n".join(
+        [
+            delimit("data", f"user message: {user}\nreference response: {reference}", nonce),
+            delimit("agent_message", response, nonce),
+            "Is the agent's response semantically equivalent to the reference? Reply with the JSON "
+            "object only.",
+        ]
+    )
     return [{"role": "system", "content": system}, {"role": "user", "content": body}]
 
 
 @grader("adk_judge", judge=True, kind="custom")
-def adk_judge(threshold: float, invocations: list[dict[str, Any]],
-              samples: int = 1) -> Callable[[GradeContext], Awaitable[JudgeOutcome]]:
+def adk_judge(
+    threshold: float, invocations: list[dict[str, Any]], samples: int = 1
+) -> Callable[[GradeContext], Awaitable[JudgeOutcome]]:
     """``final_response_match_v2`` on one trial, against the case's expected invocations."""
 
     async def grade(ctx: GradeContext) -> JudgeOutcome:
@@ -64,21 +73,43 @@ def adk_judge(threshold: float, invocations: list[dict[str, Any]],
                 votes.append({"verdict": "no", "reason": "the trial never reached this invocation"})
                 continue
             messages = match_messages(ctx.transcript, i, expected.get("user") or "", response, reference)
-            verdict, reason, _ = await judge_criterion(ctx.judge, ctx.transcript, messages, key=f"adk-v2/{i}",
-                                                       samples=samples, calls=calls)
+            verdict, reason, _ = await judge_criterion(
+                ctx.judge, ctx.transcript, messages, key=f"adk-v2/{i}", samples=samples, calls=calls
+            )
             votes.append({"verdict": verdict, "reason": reason})
         if not votes:
-            return JudgeOutcome([not_run(name, "custom", False, why="the case has no expected invocations")], calls)
+            return JudgeOutcome(
+                [not_run(name, "custom", False, why="the case has no expected invocations")], calls
+            )
         if any(v["verdict"] is None for v in votes):
             first = next(v for v in votes if v["verdict"] is None)
-            return JudgeOutcome([Check(name=name, kind="custom", status="error",
-                                       reason=f"the judge could not answer: {first['reason']}",
-                                       details={"invocations": votes})], calls)
+            return JudgeOutcome(
+                [
+                    Check(
+                        name=name,
+                        kind="custom",
+                        status="error",
+                        reason=f"the judge could not answer: {first['reason']}",
+                        details={"invocations": votes},
+                    )
+                ],
+                calls,
+            )
         score = sum(v["verdict"] == "yes" for v in votes) / len(votes)
         met = score >= threshold
-        return JudgeOutcome([Check(name=name, kind="custom", status="pass" if met else "fail", score=score,
-                                   reason=f"{score:.3f} of {len(votes)} invocations judged equivalent "
-                                          f"{'meets' if met else 'is below'} the threshold {threshold:g}",
-                                   details={"threshold": threshold, "invocations": votes})], calls)
+        return JudgeOutcome(
+            [
+                Check(
+                    name=name,
+                    kind="custom",
+                    status="pass" if met else "fail",
+                    score=score,
+                    reason=f"{score:.3f} of {len(votes)} invocations judged equivalent "
+                    f"{'meets' if met else 'is below'} the threshold {threshold:g}",
+                    details={"threshold": threshold, "invocations": votes},
+                )
+            ],
+            calls,
+        )
 
     return grade

@@ -76,8 +76,13 @@ class Invocation(AdkModel):
         if isinstance(data, IntermediateData):
             return list(data.tool_uses)
         if isinstance(data, InvocationEvents):
-            return [p.function_call for e in data.invocation_events if e.content
-                    for p in e.content.parts if p.function_call]
+            return [
+                p.function_call
+                for e in data.invocation_events
+                if e.content
+                for p in e.content.parts
+                if p.function_call
+            ]
         return []
 
 
@@ -180,12 +185,15 @@ class Criterion(BaseModel):
     ignore_args: bool = Field(False, validation_alias=AliasChoices("ignore_args", "ignoreArgs"))
     rubrics: list[Rubric] = Field(default_factory=list)
     judge_model_options: dict[str, Any] = Field(
-        default_factory=dict, validation_alias=AliasChoices("judge_model_options", "judgeModelOptions"))
+        default_factory=dict, validation_alias=AliasChoices("judge_model_options", "judgeModelOptions")
+    )
 
     @model_validator(mode="before")
     @classmethod
     def _from_number(cls, value: Any) -> Any:
-        return {"threshold": value} if isinstance(value, (int, float)) and not isinstance(value, bool) else value
+        return (
+            {"threshold": value} if isinstance(value, (int, float)) and not isinstance(value, bool) else value
+        )
 
     @field_validator("match_type", mode="before")
     @classmethod
@@ -214,32 +222,51 @@ DEFAULT_CRITERIA = {"tool_trajectory_avg_score": 1.0, "response_match_score": 0.
 
 
 def _invocations(entries: list[OldEntry], prefix: str) -> list[Invocation]:
-    return [Invocation(
-        invocation_id=f"{prefix}-{i + 1}",
-        user_content=Content(role="user", parts=[Part(text=e.query)]),
-        final_response=Content(role="model", parts=[Part(text=e.reference)]) if e.reference is not None else None,
-        intermediate_data=IntermediateData(tool_uses=[FunctionCall(name=t.tool_name, args=t.tool_input)
-                                                      for t in e.expected_tool_use]))
-        for i, e in enumerate(entries)]
+    return [
+        Invocation(
+            invocation_id=f"{prefix}-{i + 1}",
+            user_content=Content(role="user", parts=[Part(text=e.query)]),
+            final_response=Content(role="model", parts=[Part(text=e.reference)])
+            if e.reference is not None
+            else None,
+            intermediate_data=IntermediateData(
+                tool_uses=[FunctionCall(name=t.tool_name, args=t.tool_input) for t in e.expected_tool_use]
+            ),
+        )
+        for i, e in enumerate(entries)
+    ]
 
 
 def _pre1(data: list[Any]) -> bool:
     """A pre-1.0 list of cases (each a mapping with ``data``), not a ``.test.json`` list of queries."""
-    return bool(data) and all(isinstance(item, dict) and "data" in item and "query" not in item for item in data)
+    return bool(data) and all(
+        isinstance(item, dict) and "data" in item and "query" not in item for item in data
+    )
 
 
 def eval_set_of(data: Any, stem: str) -> EvalSet:
     """An ``EvalSet`` from a parsed file: an eval set; an older ``.test.json`` list of queries (one
-    case named by the last part of ``stem``, one invocation per query); or a pre-1.0 list of cases (its eval set named
-    ``stem``). Raises pydantic's ValidationError."""
+    case named by the last part of ``stem``, one invocation per query); or a pre-1.0 list of cases
+    (its eval set named ``stem``). Raises pydantic's ValidationError."""
     if isinstance(data, list) and _pre1(data):
         cases = [OldCase.model_validate(item) for item in data]
-        return EvalSet(eval_set_id=stem, eval_cases=[EvalCase(
-            eval_id=case.name, conversation=_invocations(case.data, case.name),
-            session_input=SessionInput(**case.initial_session.model_dump()) if case.initial_session else None)
-            for case in cases])
+        return EvalSet(
+            eval_set_id=stem,
+            eval_cases=[
+                EvalCase(
+                    eval_id=case.name,
+                    conversation=_invocations(case.data, case.name),
+                    session_input=SessionInput(**case.initial_session.model_dump())
+                    if case.initial_session
+                    else None,
+                )
+                for case in cases
+            ],
+        )
     if isinstance(data, list):
         entries = [OldEntry.model_validate(item) for item in data]
         name = stem.rsplit("/", 1)[-1]  # the file's name; the set's id may hold its folder too
-        return EvalSet(eval_set_id=stem, eval_cases=[EvalCase(eval_id=name, conversation=_invocations(entries, name))])
+        return EvalSet(
+            eval_set_id=stem, eval_cases=[EvalCase(eval_id=name, conversation=_invocations(entries, name))]
+        )
     return EvalSet.model_validate(data)

@@ -16,7 +16,9 @@ def call_text(name: Any, args: Any) -> str:
 
 
 def same_call(actual: tuple[str, Any], expected: dict[str, Any], ignore_args: bool) -> bool:
-    return actual[0] == expected.get("name") and (ignore_args or (actual[1] or {}) == (expected.get("args") or {}))
+    return actual[0] == expected.get("name") and (
+        ignore_args or (actual[1] or {}) == (expected.get("args") or {})
+    )
 
 
 def _expected(call: dict[str, Any]) -> str:
@@ -46,8 +48,10 @@ def _in_order(actual: list[tuple[str, Any]], expected: list[dict[str, Any]], ign
         if position < len(expected) and same_call(call, expected[position], ignore):
             position += 1
     wanted = expected[position]
-    return (f"expected call {position + 1} of {len(expected)}, {_expected(wanted)}, was not made in order"
-            + _nearest(wanted, actual))
+    return (
+        f"expected call {position + 1} of {len(expected)}, {_expected(wanted)}, was not made in order"
+        + _nearest(wanted, actual)
+    )
 
 
 def _any_order(actual: list[tuple[str, Any]], expected: list[dict[str, Any]], ignore: bool) -> str:
@@ -60,8 +64,9 @@ def _any_order(actual: list[tuple[str, Any]], expected: list[dict[str, Any]], ig
     return "the calls match"
 
 
-def trajectory_difference(actual: list[tuple[str, Any]], expected: list[dict[str, Any]], match_type: str,
-                          ignore_args: bool = False) -> str:
+def trajectory_difference(
+    actual: list[tuple[str, Any]], expected: list[dict[str, Any]], match_type: str, ignore_args: bool = False
+) -> str:
     """How ``actual`` fails ``expected`` under ``match_type`` (call it only when it does)."""
     if match_type == "EXACT":
         return _exact(actual, expected, ignore_args)

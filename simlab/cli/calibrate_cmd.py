@@ -9,8 +9,11 @@ from simlab.cli.argtypes import positive
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("labels", help="LABELS.yaml: transcripts, criteria, human yes/no labels; or triage: "
-                                       "failure modes' trials and their fault types")
+    parser.add_argument(
+        "labels",
+        help="LABELS.yaml: transcripts, criteria, human yes/no labels; or triage: "
+        "failure modes' trials and their fault types",
+    )
     parser.add_argument("--judge", help="judge model (default: simlab.yaml's judge)")
     parser.add_argument("--samples", type=positive, default=1, help="judge samples per item (majority vote)")
 

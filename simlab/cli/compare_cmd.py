@@ -21,12 +21,20 @@ if TYPE_CHECKING:
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("base", help="baseline run id or folder")
     parser.add_argument("candidate", help="candidate run id or folder")
-    parser.add_argument("--allow-different-pins", action="store_true",
-                        help="compare even if simulator, judge or scenario files differ")
-    parser.add_argument("--margin", type=float, default=0.0, help="tolerated drop in points (0.05 = 5 points)")
-    parser.add_argument("--fail-on-regression", action="store_true",
-                        help="exit 1 when the pooled success regressed beyond noise (and --margin), 3 when a "
-                             "run is incomplete; without it only 'no data' (exit 3) changes the exit code")
+    parser.add_argument(
+        "--allow-different-pins",
+        action="store_true",
+        help="compare even if simulator, judge or scenario files differ",
+    )
+    parser.add_argument(
+        "--margin", type=float, default=0.0, help="tolerated drop in points (0.05 = 5 points)"
+    )
+    parser.add_argument(
+        "--fail-on-regression",
+        action="store_true",
+        help="exit 1 when the pooled success regressed beyond noise (and --margin), 3 when a "
+        "run is incomplete; without it only 'no data' (exit 3) changes the exit code",
+    )
     parser.add_argument("--json", action="store_true", help="print the comparison as JSON")
 
 
@@ -42,32 +50,52 @@ def run(args: argparse.Namespace) -> int:
     base, cand = summary_of(args.base), summary_of(args.candidate)
     replay = _replays(cand, project_run(args.base))
     if replay and not args.allow_different_pins:
-        print(f"note: {one_line(args.candidate)} replays the users of {one_line(args.base)}: its simulator pin "
-              "differs by design, so the pins are not compared", file=sys.stderr)
+        print(
+            f"note: {one_line(args.candidate)} replays the users of {one_line(args.base)}: its simulator pin "
+            "differs by design, so the pins are not compared",
+            file=sys.stderr,
+        )
     result = compare(base, cand, allow_different_pins=args.allow_different_pins or replay, margin=args.margin)
     code, why = compare_exit(result, base, cand, fail_on_regression=args.fail_on_regression)
     if args.json:
         print(result.to_json())
         return code
     console = report_console()
-    table = Table(title=Text(f"{one_line(args.base)} → {one_line(args.candidate)} (valid trials)"),
-                  title_justify="left")
+    table = Table(
+        title=Text(f"{one_line(args.base)} → {one_line(args.candidate)} (valid trials)"), title_justify="left"
+    )
     for column in ("scenario", "base", "candidate", "Δ success [95% CI]", "verdict"):
         table.add_column(column, justify="right" if column != "scenario" else "left")
     for row in result.scenarios:
-        table.add_row(Text(one_line(row.scenario) + (" (flipped)" if row.flipped else "")),
-                      f"{row.base.c}/{row.base.n}", f"{row.candidate.c}/{row.candidate.n}", _interval(row), row.verdict)
+        table.add_row(
+            Text(one_line(row.scenario) + (" (flipped)" if row.flipped else "")),
+            f"{row.base.c}/{row.base.n}",
+            f"{row.candidate.c}/{row.candidate.n}",
+            _interval(row),
+            row.verdict,
+        )
     pooled = result.pooled
     table.add_section()
-    table.add_row("pooled", f"{pooled.base.c}/{pooled.base.n}", f"{pooled.candidate.c}/{pooled.candidate.n}",
-                  _interval(pooled), pooled.verdict)
+    table.add_row(
+        "pooled",
+        f"{pooled.base.c}/{pooled.base.n}",
+        f"{pooled.candidate.c}/{pooled.candidate.n}",
+        _interval(pooled),
+        pooled.verdict,
+    )
     console.print(table)
     paired = result.paired
     p = paired.sign_test_p
-    say(console, f"paired over {len(result.scenarios)} shared scenarios: {len(paired.improved)} improved, "
+    say(
+        console,
+        f"paired over {len(result.scenarios)} shared scenarios: {len(paired.improved)} improved, "
         f"{len(paired.regressed)} regressed, {len(paired.unchanged)} unchanged"
-        + (f" (sign test p = {p:.2f})" if p is not None else ""))
-    for name, items in (("only in base", result.only_in_base), ("only in candidate", result.only_in_candidate)):
+        + (f" (sign test p = {p:.2f})" if p is not None else ""),
+    )
+    for name, items in (
+        ("only in base", result.only_in_base),
+        ("only in candidate", result.only_in_candidate),
+    ):
         if items:
             say(console, f"{name}: {', '.join(one_line(i) for i in items)}")
     for line in result.pins_differ:

@@ -17,13 +17,18 @@ if TYPE_CHECKING:
 DESCRIPTION = (
     "What a suite leaves untested: tools never expected, WRITE tools without a refusal path, policy rules "
     "never at risk, persona traits no scenario uses; given a run, also tools never called, rules never "
-    "triggered, termination and drift kinds never seen. Exit 0 (gaps are reported, not failed); 2 bad input.")
+    "triggered, termination and drift kinds never seen. Exit 0 (gaps are reported, not failed); 2 bad input."
+)
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("target", nargs="?", metavar="TARGET",
-                        help="a suite file, a scenario file or folder, or a run id or run folder (default: the "
-                             "scenarios simlab.yaml names)")
+    parser.add_argument(
+        "target",
+        nargs="?",
+        metavar="TARGET",
+        help="a suite file, a scenario file or folder, or a run id or run folder (default: the "
+        "scenarios simlab.yaml names)",
+    )
     parser.add_argument("--json", action="store_true", help="print the coverage as JSON on stdout")
 
 
@@ -59,8 +64,9 @@ def coverage_of(target: str | None) -> Coverage:
         return coverage(loaded, personas, source=f"suite {target}")
     paths = [target] if target is not None else list(config.scenarios)
     if target is not None and not Path(target).exists():
-        raise UsageError(f"{target}: no suite, scenario file or folder, and no run of that id in "
-                         f"{config.transcripts}/")
+        raise UsageError(
+            f"{target}: no suite, scenario file or folder, and no run of that id in {config.transcripts}/"
+        )
     loaded = load_scenarios(scenario_files(paths), personas)
     return coverage(loaded, personas, source=", ".join(str(p) for p in paths))
 

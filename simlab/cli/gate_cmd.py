@@ -35,8 +35,9 @@ def summary_of(target: str) -> RunSummary:
     return build(project_run(target), write=False)
 
 
-def check_gates(folder: Path, suite: Suite, *, junit: str | None, console: Console,
-                suite_path: str | Path | None = None) -> int:
+def check_gates(
+    folder: Path, suite: Suite, *, junit: str | None, console: Console, suite_path: str | Path | None = None
+) -> int:
     """Evaluate the suite's gates on a finished run; print, write JUnit, return the exit code. Only
     the suite's own ``allow_unjudged`` lets unjudged trials count as passes here. The run must be
     the suite's plan: read from ``suite_path``, or as the run recorded it when it was played from
@@ -49,8 +50,11 @@ def check_gates(folder: Path, suite: Suite, *, junit: str | None, console: Conso
     from simlab.report.junit import junit_xml
     from simlab.report.step_summary import write_step_summary
 
-    summary = build(folder, allow_unjudged=list(suite.allow_unjudged or []),
-                    summary_evaluators=list(suite.summary_evaluators))
+    summary = build(
+        folder,
+        allow_unjudged=list(suite.allow_unjudged or []),
+        summary_evaluators=list(suite.summary_evaluators),
+    )
     report = gate_run(folder, summary, suite, suite_path=suite_path, load_baseline=summary_of)
     print_gates(report, console)
     write_step_summary(summary, report, suite.id)
@@ -71,8 +75,10 @@ def print_gates(report: GateReport, console: Console) -> None:
     for line in report.lines():  # a long line goes on under its text, broken between phrases
         first, *rest = phrase_lines(one_line(line.text), console.width, first=15, indent=15)
         text = Text("  ")
-        text.append(f"{'' if line.status == 'note' else line.status.upper():<13}",
-                    style=STATUS_STYLE.get(line.status, ""))
+        text.append(
+            f"{'' if line.status == 'note' else line.status.upper():<13}",
+            style=STATUS_STYLE.get(line.status, ""),
+        )
         text.append(first, style="dim" if line.status == "note" else "")
         for more in rest:
             text.append("\n" + more, style="dim" if line.status == "note" else "")
@@ -86,5 +92,10 @@ def run(args: argparse.Namespace) -> int:
     from simlab.specs import load_suite
 
     suite = load_suite(Path(args.suite)).spec
-    return check_gates(project_run(args.run), suite, junit=args.junit, console=report_console(stderr=args.json),
-                       suite_path=args.suite)
+    return check_gates(
+        project_run(args.run),
+        suite,
+        junit=args.junit,
+        console=report_console(stderr=args.json),
+        suite_path=args.suite,
+    )

@@ -15,9 +15,12 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("run", nargs="?", help="run id or run folder (default: the newest run)")
     parser.add_argument("--rejudge", action="store_true", help="also re-run the LLM judges (model calls)")
     parser.add_argument("--judge", help="judge model for --rejudge (default: the run's)")
-    parser.add_argument("--cache", action="store_true",
-                        help="with --rejudge: answer the judges from the response cache where they were asked "
-                             "the same before (without it, --rejudge asks the judge model again)")
+    parser.add_argument(
+        "--cache",
+        action="store_true",
+        help="with --rejudge: answer the judges from the response cache where they were asked "
+        "the same before (without it, --rejudge asks the judge model again)",
+    )
     parser.add_argument("--show", type=int, default=20, help="how many check changes to list")
     parser.add_argument("--json", action="store_true", help="print the changes as JSON on stdout")
 
@@ -50,8 +53,11 @@ def run(args: argparse.Namespace) -> int:
         store.unlock()
     err = sys.stderr
     if report.changed_scenario_files:
-        print(f"note: scenario files changed since the run: {', '.join(map(one_line, report.changed_scenario_files))}",
-              file=err)
+        print(
+            "note: scenario files changed since the run: "
+            f"{', '.join(map(one_line, report.changed_scenario_files))}",
+            file=err,
+        )
     changes = ", ".join(f"{k}: {v}" for k, v in report.verdict_changes.items()) or "no verdict changed"
     print(f"re-graded {report.trials} trials of {one_line(folder.name)}: {changes}", file=err)
     for line in report.check_changes[: args.show]:
@@ -60,8 +66,16 @@ def run(args: argparse.Namespace) -> int:
         print(f"  … and {len(report.check_changes) - args.show} more check changes", file=err)
     summary = build(folder)
     if args.json:
-        print(json.dumps({"trials": report.trials, "verdict_changes": report.verdict_changes,
-                          "check_changes": report.check_changes}, indent=2))
+        print(
+            json.dumps(
+                {
+                    "trials": report.trials,
+                    "verdict_changes": report.verdict_changes,
+                    "check_changes": report.check_changes,
+                },
+                indent=2,
+            )
+        )
     else:
         print_report(summary, report_console())
     return 0

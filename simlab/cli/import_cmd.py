@@ -14,10 +14,14 @@ import importlib
 # name → (module with configure(parser) and run(args), one line of help). Add a format here.
 FORMATS: dict[str, tuple[str, str]] = {
     "adk": ("simlab.adk.cli", "Google ADK eval sets (.evalset.json, .test.json) as scenarios and suites"),
-    "openai": ("simlab.cli.import_openai",
-               "production conversations as OpenAI-style message lists (JSONL, one a line)"),
-    "otlp": ("simlab.cli.import_otlp",
-             "production traces as OTLP JSON spans (GenAI semantic conventions, OpenInference)"),
+    "openai": (
+        "simlab.cli.import_openai",
+        "production conversations as OpenAI-style message lists (JSONL, one a line)",
+    ),
+    "otlp": (
+        "simlab.cli.import_otlp",
+        "production traces as OTLP JSON spans (GenAI semantic conventions, OpenInference)",
+    ),
 }
 
 
@@ -43,5 +47,7 @@ def run(args: argparse.Namespace, argv: list[str] | None = None) -> int:
     imported = importlib.import_module(module)
     imported.configure(parser)
     given = argv or []
-    rest = list(args.rest) if getattr(args, "rest", None) is not None else given[given.index(args.format) + 1:]
+    rest = (
+        list(args.rest) if getattr(args, "rest", None) is not None else given[given.index(args.format) + 1 :]
+    )
     return int(imported.run(parser.parse_args(rest)))

@@ -15,16 +15,31 @@ from simlab.traces.conversation import OBSERVED_SCENARIO, Conversation
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("source", metavar="SOURCE", help="the file to import")
     parser.add_argument("--run-id", help="the run to write (default: import-<format>-<date and time>)")
-    parser.add_argument("--scenario-id", default=OBSERVED_SCENARIO,
-                        help=f"the scenario id the conversations are trials of (default {OBSERVED_SCENARIO})")
-    parser.add_argument("--pii", metavar="FILE",
-                        help="a PII file: {builtin: true, patterns: {name: regex}, never_reveal: [values]}")
-    parser.add_argument("--keep-raw", action="store_true",
-                        help="also copy the source file, unredacted, into the run folder (raw/)")
+    parser.add_argument(
+        "--scenario-id",
+        default=OBSERVED_SCENARIO,
+        help=f"the scenario id the conversations are trials of (default {OBSERVED_SCENARIO})",
+    )
+    parser.add_argument(
+        "--pii",
+        metavar="FILE",
+        help="a PII file: {builtin: true, patterns: {name: regex}, never_reveal: [values]}",
+    )
+    parser.add_argument(
+        "--keep-raw",
+        action="store_true",
+        help="also copy the source file, unredacted, into the run folder (raw/)",
+    )
 
 
-def import_conversations(args: argparse.Namespace, fmt: str, read: Callable[[Path], list[Conversation]], *,
-                         notes: list[str] | None = None, no_content_hint: str = "") -> int:
+def import_conversations(
+    args: argparse.Namespace,
+    fmt: str,
+    read: Callable[[Path], list[Conversation]],
+    *,
+    notes: list[str] | None = None,
+    no_content_hint: str = "",
+) -> int:
     """Read, mask PII, convert, write; then say what was written, what the source lacks (``notes``
     the reader left; conversations without content, with ``no_content_hint``) and what to do next."""
     from simlab.errors import UsageError
@@ -39,8 +54,10 @@ def import_conversations(args: argparse.Namespace, fmt: str, read: Callable[[Pat
     if not source.is_file():
         raise UsageError(f"{source}: no such file")
     if not is_spec_id(args.scenario_id):
-        raise UsageError(f"--scenario-id {args.scenario_id!r}: use lowercase letters, digits, '.', '_' and '-' "
-                         "(a scenario id)")
+        raise UsageError(
+            f"--scenario-id {args.scenario_id!r}: use lowercase letters, digits, '.', '_' and '-' "
+            "(a scenario id)"
+        )
     spec = load_pii(Path(args.pii) if args.pii else None)
     conversations = read(source)
     redactor = Redactor(spec)
@@ -52,26 +69,49 @@ def import_conversations(args: argparse.Namespace, fmt: str, read: Callable[[Pat
         conv.tool_errors = redactor.tree(conv.tool_errors)
         conv.feedback = redactor.tree(conv.feedback)
         conv.error = redactor.text(conv.error) if conv.error else None
-        conv.id, conv.source, conv.agent = redactor.text(conv.id), redactor.text(conv.source), redactor.text(conv.agent)
+        conv.id, conv.source, conv.agent = (
+            redactor.text(conv.id),
+            redactor.text(conv.source),
+            redactor.text(conv.agent),
+        )
         conv.redactions = redactor.count - before
         transcripts.append(to_transcript(conv, run_id=run_id, trial=trial, scenario_id=args.scenario_id))
     folder = Path(load_config(Path("simlab.yaml")).transcripts) / run_id
-    redaction = {"builtin": spec.builtin, "patterns": sorted(spec.patterns), "never_reveal": len(spec.never_reveal),
-                 "masked": redactor.count}
-    write_observed_run(folder, transcripts, source=source, fmt=fmt, command=_command(args, fmt),
-                       redaction=redaction, keep_raw=args.keep_raw)
+    redaction = {
+        "builtin": spec.builtin,
+        "patterns": sorted(spec.patterns),
+        "never_reveal": len(spec.never_reveal),
+        "masked": redactor.count,
+    }
+    write_observed_run(
+        folder,
+        transcripts,
+        source=source,
+        fmt=fmt,
+        command=_command(args, fmt),
+        redaction=redaction,
+        keep_raw=args.keep_raw,
+    )
     calls = sum(len(t.tool_calls()) for t in transcripts)
-    print(f"imported {len(transcripts)} conversations ({sum(t.user_turns() for t in transcripts)} user turns, "
-          f"{calls} tool calls) from {source} into {folder}; {redactor.count} PII matches masked"
-          + ("; the raw file is kept in raw/" if args.keep_raw else ""), file=sys.stderr)
+    print(
+        f"imported {len(transcripts)} conversations ({sum(t.user_turns() for t in transcripts)} user turns, "
+        f"{calls} tool calls) from {source} into {folder}; {redactor.count} PII matches masked"
+        + ("; the raw file is kept in raw/" if args.keep_raw else ""),
+        file=sys.stderr,
+    )
     for note in notes or []:
         print(f"note: {note}", file=sys.stderr)
     empty = [t for t in transcripts if not has_content(t)]
     if empty:
-        print(f"warning: {len(empty)} of {len(transcripts)} conversations carry no message content (no text of "
-              "the user's or the agent's): grade-traces leaves them unjudged"
-              + (f"; {no_content_hint}" if no_content_hint else ""), file=sys.stderr)
-    print(f"next: simlab grade-traces {run_id} --rules RULES.yaml   (or: simlab view {run_id})", file=sys.stderr)
+        print(
+            f"warning: {len(empty)} of {len(transcripts)} conversations carry no message content (no text of "
+            "the user's or the agent's): grade-traces leaves them unjudged"
+            + (f"; {no_content_hint}" if no_content_hint else ""),
+            file=sys.stderr,
+        )
+    print(
+        f"next: simlab grade-traces {run_id} --rules RULES.yaml   (or: simlab view {run_id})", file=sys.stderr
+    )
     return 0
 
 

@@ -12,5 +12,6 @@ def run(args: argparse.Namespace) -> int:
     from simlab.traces.otlp import NO_CONTENT_HINT, read_otlp
 
     notes: list[str] = []
-    return import_conversations(args, "otlp", lambda path: read_otlp(path, notes), notes=notes,
-                                no_content_hint=NO_CONTENT_HINT)
+    return import_conversations(
+        args, "otlp", lambda path: read_otlp(path, notes), notes=notes, no_content_hint=NO_CONTENT_HINT
+    )

@@ -9,8 +9,10 @@ from typing import Any
 
 from simlab.errors import UsageError
 
-DESCRIPTION = ("A tiny library domain, a Python agent, a persona, two scenarios and a suite, green on the first "
-               "`simlab run`.")
+DESCRIPTION = (
+    "A tiny library domain, a Python agent, a persona, two scenarios and a suite, green on the first "
+    "`simlab run`."
+)
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -25,8 +27,10 @@ def run(args: argparse.Namespace) -> int:
     files = sorted(_walk(source))
     clashes = [rel for rel, _ in files if (target / rel).exists()]
     if clashes and not args.force:
-        raise UsageError(f"{target}: {', '.join(clashes[:5])} already exist(s); simlab init writes a new project "
-                         "(use an empty folder, or --force to overwrite those files)")
+        raise UsageError(
+            f"{target}: {', '.join(clashes[:5])} already exist(s); simlab init writes a new project "
+            "(use an empty folder, or --force to overwrite those files)"
+        )
     for rel, entry in files:
         path = target / rel
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -34,8 +38,10 @@ def run(args: argparse.Namespace) -> int:
     from simlab.specs.schema import write_schemas
 
     write_schemas(target / "schemas")
-    print(f"wrote a starter project in {target}: simlab.yaml, library_domain.py, library_agent.py, personas/, "
-          "scenarios/, suites/, schemas/")
+    print(
+        f"wrote a starter project in {target}: simlab.yaml, library_domain.py, library_agent.py, personas/, "
+        "scenarios/, suites/, schemas/"
+    )
     where = "" if target.resolve() == Path.cwd().resolve() else f"cd {target} && "
     print(f"next: {where}simlab run      (then: simlab view, simlab run --suite suites/smoke.yaml)")
     return 0

@@ -97,11 +97,7 @@ def lint_entries(found: Collected, simulator: str | None) -> Linted:
         if domain is None or problems:
             continue  # collect reported them
         count += 1
-        chosen = (
-            [simulator]
-            if simulator
-            else kinds.get(entry.path.resolve()) or [_default(entry, found)]
-        )
+        chosen = [simulator] if simulator else kinds.get(entry.path.resolve()) or [_default(entry, found)]
         for kind in chosen:
             for finding in lint_scenario(entry, domain, kind, memo):
                 if finding.text() not in seen:

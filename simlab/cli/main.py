@@ -24,29 +24,52 @@ EXIT_INTERRUPTED = 130
 # (tests/test_cli_registry.py checks both). Add a command here.
 COMMANDS: dict[str, tuple[str, str]] = {
     "run": ("simlab.cli.run_cmd", "simulate conversations and record transcripts"),
-    "init": ("simlab.cli.init_cmd", "write a runnable starter project (domain, agent, persona, scenarios, suite)"),
+    "init": (
+        "simlab.cli.init_cmd",
+        "write a runnable starter project (domain, agent, persona, scenarios, suite)",
+    ),
     "runs": ("simlab.cli.runs_cmd", "list the runs: id, date, trials done of planned, pass^1, pass^k, agent"),
     "tools": ("simlab.cli.tools_cmd", "show a domain's tools, their arguments and its seed data"),
     "validate": ("simlab.cli.validate_cmd", "check scenario, persona, suite and config files"),
     "lint": ("simlab.cli.lint_cmd", "check that each scenario can be solved, before any model is called"),
     "report": ("simlab.cli.report_cmd", "summarise a run: pass^k, intervals, failing checks, cost"),
-    "coverage": ("simlab.cli.coverage_cmd", "what a suite (or a run) leaves untested: tools, refusal paths, "
-                                            "rules, traits, terminations, drift"),
+    "coverage": (
+        "simlab.cli.coverage_cmd",
+        "what a suite (or a run) leaves untested: tools, refusal paths, rules, traits, terminations, drift",
+    ),
     "grade": ("simlab.cli.grade_cmd", "re-grade a stored run without simulating again"),
-    "gate": ("simlab.cli.gate_cmd", "check a run against a suite's gates (exit 0 held, 1 failed, 3 inconclusive)"),
-    "compare": ("simlab.cli.compare_cmd", "compare two runs: per scenario and pooled, with intervals (exit 0; "
-                                          "1 regressed with --fail-on-regression; 3 no data)"),
-    "triage": ("simlab.cli.triage_cmd", "ask a judge model for each failure mode's fault type and cause (one call "
-                                        "per mode; off by default)"),
+    "gate": (
+        "simlab.cli.gate_cmd",
+        "check a run against a suite's gates (exit 0 held, 1 failed, 3 inconclusive)",
+    ),
+    "compare": (
+        "simlab.cli.compare_cmd",
+        "compare two runs: per scenario and pooled, with intervals (exit 0; "
+        "1 regressed with --fail-on-regression; 3 no data)",
+    ),
+    "triage": (
+        "simlab.cli.triage_cmd",
+        "ask a judge model for each failure mode's fault type and cause (one call per mode; off by default)",
+    ),
     "calibrate": ("simlab.cli.calibrate_cmd", "measure a judge against human labels (agreement, kappa)"),
-    "merge": ("simlab.cli.merge_cmd", "merge the shards of a run (--shard i/N on several machines) into one run"),
+    "merge": (
+        "simlab.cli.merge_cmd",
+        "merge the shards of a run (--shard i/N on several machines) into one run",
+    ),
     "view": ("simlab.cli.view_cmd", "browse runs and transcripts in the terminal"),
-    "serve": ("simlab.cli.serve_cmd", "serve a domain's tools over MCP for one session (point an agent at them)"),
+    "serve": (
+        "simlab.cli.serve_cmd",
+        "serve a domain's tools over MCP for one session (point an agent at them)",
+    ),
     "cache": ("simlab.cli.cache_cmd", "the response cache of model answers (--cache, cache: in simlab.yaml)"),
-    "grade-traces": ("simlab.cli.traces_cmd", "grade imported production traces: reference-free checks on a "
-                                              "seeded sample plus every flagged trace"),
-    "promote": ("simlab.cli.promote_cmd",
-                "write a scenario YAML draft from a stored trial (e.g. an imported production trace)"),
+    "grade-traces": (
+        "simlab.cli.traces_cmd",
+        "grade imported production traces: reference-free checks on a seeded sample plus every flagged trace",
+    ),
+    "promote": (
+        "simlab.cli.promote_cmd",
+        "write a scenario YAML draft from a stored trial (e.g. an imported production trace)",
+    ),
     "import": ("simlab.cli.import_cmd", "import conversations or eval sets written by other tools"),
     "schema": ("simlab.cli.schema_cmd", "write JSON Schemas for the YAML files (for editors)"),
 }
@@ -62,7 +85,8 @@ def build_parser(commands: Iterable[str] | None = None) -> argparse.ArgumentPars
     (default: all of them), whose modules are imported for it (``main`` builds the one it runs)."""
     parser = argparse.ArgumentParser(
         prog="simlab",
-        description="Simulated users talk to your agent; every conversation is recorded, graded and summarised.",
+        description="Simulated users talk to your agent; every conversation is recorded, graded and "
+        "summarised.",
     )
     parser.add_argument("--version", action="version", version=f"simlab {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
@@ -173,8 +197,10 @@ def _main(argv: list[str] | None) -> int:
             return EXIT_INFRA
         if os.environ.get("SIMLAB_DEBUG"):
             raise
-        print(f"internal error: {type(exc).__name__}: {one_line(exc)} (set SIMLAB_DEBUG=1 for the traceback)",
-              file=sys.stderr)
+        print(
+            f"internal error: {type(exc).__name__}: {one_line(exc)} (set SIMLAB_DEBUG=1 for the traceback)",
+            file=sys.stderr,
+        )
         return 70
 
 

@@ -11,11 +11,22 @@ from rich.progress import Progress as RichProgress
 
 from simlab.transcript import TrialRecord
 
-LABELS = {"pass": "pass", "fail": "fail", "invalid": "invalid", "unjudged": "unjudged",
-          "goal_reached": "goal", "user_gave_up": "gave up", "agent_transferred": "transferred",
-          "max_turns": "turn cap", "agent_loop": "loop", "budget_exceeded": "budget",
-          "context_window": "context", "agent_error": "agent crash", "error": "error",
-          "script_ended": "script ended"}
+LABELS = {
+    "pass": "pass",
+    "fail": "fail",
+    "invalid": "invalid",
+    "unjudged": "unjudged",
+    "goal_reached": "goal",
+    "user_gave_up": "gave up",
+    "agent_transferred": "transferred",
+    "max_turns": "turn cap",
+    "agent_loop": "loop",
+    "budget_exceeded": "budget",
+    "context_window": "context",
+    "agent_error": "agent crash",
+    "error": "error",
+    "script_ended": "script ended",
+}
 
 
 class Progress:
@@ -23,9 +34,16 @@ class Progress:
         self.counts: dict[str, int] = {}
         self.enabled = enabled and sys.stderr.isatty()
         self._bar = RichProgress(
-            TextColumn("[bold]trials"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.fields[counts]}"),
-            TimeElapsedColumn(), TextColumn("eta"), TimeRemainingColumn(),
-            console=Console(stderr=True), transient=False, disable=not self.enabled,
+            TextColumn("[bold]trials"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TextColumn("{task.fields[counts]}"),
+            TimeElapsedColumn(),
+            TextColumn("eta"),
+            TimeRemainingColumn(),
+            console=Console(stderr=True),
+            transient=False,
+            disable=not self.enabled,
         )
         self._task = self._bar.add_task("run", total=total, completed=done, counts="")
 
@@ -33,7 +51,9 @@ class Progress:
         self._bar.__enter__()
         return self
 
-    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
+    def __exit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
         self._bar.__exit__(kind, exc, tb)
 
     def advance(self, record: TrialRecord) -> None:

@@ -19,17 +19,26 @@ from typing import Any
 
 from simlab.errors import UsageError
 
-DESCRIPTION = ("Turn one trial of a run into a scenario draft that `simlab validate` accepts; # TODO comments say "
-               "what to correct.")
+DESCRIPTION = (
+    "Turn one trial of a run into a scenario draft that `simlab validate` accepts; # TODO comments say "
+    "what to correct."
+)
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("run", help="run id or folder")
-    parser.add_argument("trial", help="the trial: its unit id (observed#3) or its number in a one-scenario run")
+    parser.add_argument(
+        "trial", help="the trial: its unit id (observed#3) or its number in a one-scenario run"
+    )
     parser.add_argument("--domain", help="the domain the scenario plays in (needed for an imported trace)")
     parser.add_argument("--out", help="the file to write (default scenarios/promoted/<id>.yaml)")
-    parser.add_argument("--history-turns", type=int, default=0, metavar="N",
-                        help="start the scenario after the first N turns, given as history: (default 0)")
+    parser.add_argument(
+        "--history-turns",
+        type=int,
+        default=0,
+        metavar="N",
+        help="start the scenario after the first N turns, given as history: (default 0)",
+    )
     parser.add_argument("--force", action="store_true", help="overwrite the file if it exists")
 
 
@@ -49,8 +58,10 @@ def run(args: argparse.Namespace) -> int:
     observed = t.observed is not None
     domain_ref = args.domain or (None if observed else _pinned_domain(folder, t))
     if not domain_ref:
-        raise UsageError(f"{unit} is an imported trace: name the domain it should play in with --domain "
-                         "(a built-in such as retail, or a module defining DOMAIN)")
+        raise UsageError(
+            f"{unit} is an imported trace: name the domain it should play in with --domain "
+            "(a built-in such as retail, or a module defining DOMAIN)"
+        )
     domain = load_domain(domain_ref, source="--domain")
     if args.history_turns < 0:
         raise UsageError("--history-turns: give 0 or more")
@@ -60,20 +71,30 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(f"{out} exists; pass --force to overwrite it or --out another file")
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(text, encoding="utf-8")
-    print(f"wrote {out}: a draft of scenario {scenario_id} from {folder.name} {unit}; correct the # TODO lines, "
-          f"then: simlab validate {out}", file=sys.stderr)
+    print(
+        f"wrote {out}: a draft of scenario {scenario_id} from {folder.name} {unit}; correct the # TODO "
+        "lines, "
+        f"then: simlab validate {out}",
+        file=sys.stderr,
+    )
     from simlab.traces.conversation import has_content
 
     if not has_content(t):
-        print(f"warning: {unit}'s trace carries no message content: the draft has no user script (what the user "
-              "said is unknown); `simlab import` says how to turn content capture on", file=sys.stderr)
+        print(
+            f"warning: {unit}'s trace carries no message content: the draft has no user script (what the "
+            "user "
+            "said is unknown); `simlab import` says how to turn content capture on",
+            file=sys.stderr,
+        )
     return 0
 
 
 def _by_number(records: dict[str, Any], number: str, folder: Path) -> str:
     scenarios = {unit.rsplit("#", 1)[0] for unit in records}
     if not number.isdigit() or len(scenarios) != 1:
-        raise UsageError(f"{folder}: name the trial by its unit id (scenario#N), e.g. {next(iter(records), 'x#1')}")
+        raise UsageError(
+            f"{folder}: name the trial by its unit id (scenario#N), e.g. {next(iter(records), 'x#1')}"
+        )
     return f"{scenarios.pop()}#{number}"
 
 
@@ -123,30 +144,44 @@ def _checked(text: str) -> str:
     return text
 
 
-def draft(t: Any, run: str, unit: str, domain: Any, domain_ref: str, *, history_turns: int = 0) -> tuple[str, str]:
+def draft(
+    t: Any, run: str, unit: str, domain: Any, domain_ref: str, *, history_turns: int = 0
+) -> tuple[str, str]:
     """(the YAML text, the scenario id) of the draft."""
     from simlab.graders.drift import identifiers
     from simlab.transcript import ToolCall, ToolResult, UserMessage
 
     source = t.observed.conversation_id if t.observed is not None else unit
-    scenario_id = "promoted-" + (re.sub(r"[^a-z0-9_.-]+", "-", str(source).lower()).strip("-.") or "trace")[:60]
+    scenario_id = (
+        "promoted-" + (re.sub(r"[^a-z0-9_.-]+", "-", str(source).lower()).strip("-.") or "trace")[:60]
+    )
     # a user message without text (a trace recorded without content) has nothing to script
     users = [e for e in t.events if isinstance(e, UserMessage) and e.turn > history_turns and e.text.strip()]
     results = {e.call_id: e for e in t.events if isinstance(e, ToolResult)}
-    lines = ["# " + _note(f"A scenario draft promoted from run {run}, trial {unit}" + (
-        f" ({t.observed.source})" if t.observed is not None else "") + "."),
+    lines = [
+        "# "
+        + _note(
+            f"A scenario draft promoted from run {run}, trial {unit}"
+            + (f" ({t.observed.source})" if t.observed is not None else "")
+            + "."
+        ),
         "# Correct every TODO, then run `simlab validate` on this file.",
         f"id: {scenario_id}",
         f"title: {_scalar('TODO: what this case is about (promoted from ' + unit + ')')}",
         f"domain: {_scalar(domain_ref)}",
-        "persona: {id: promoted-user, description: \"TODO: who the user is and how they write\"}",
+        'persona: {id: promoted-user, description: "TODO: who the user is and how they write"}',
         "user:",
-        "  goal: \"TODO: what the user wanted, in their words (the agent never sees it)\"",
+        '  goal: "TODO: what the user wanted, in their words (the agent never sees it)"',
     ]
-    facts = {f"id_{i + 1}": token for i, token in enumerate(dict.fromkeys(
-        token for u in users for token in identifiers(u.text)))}
-    lines.append(f"  known_facts: {_flow(facts)}" + " " * max(1, 28 - len(_flow(facts)))
-                 + "# the ids the user stated; TODO: name them, add what else they could tell")
+    facts = {
+        f"id_{i + 1}": token
+        for i, token in enumerate(dict.fromkeys(token for u in users for token in identifiers(u.text)))
+    }
+    lines.append(
+        f"  known_facts: {_flow(facts)}"
+        + " " * max(1, 28 - len(_flow(facts)))
+        + "# the ids the user stated; TODO: name them, add what else they could tell"
+    )
     if users:
         lines.append(f"  opening: {_scalar(users[0].text)}")
         lines.append("  script:                      # the recorded user turns, for `--simulator scripted`")
@@ -154,7 +189,9 @@ def draft(t: Any, run: str, unit: str, domain: Any, domain_ref: str, *, history_
     lines.append(f"max_turns: {max(len(users) + 2, 4)}")
     history = _history(t, history_turns, results)
     if history:
-        lines.append("history:                       # the recorded start; its tool calls run on the initial state")
+        lines.append(
+            "history:                       # the recorded start; its tool calls run on the initial state"
+        )
         lines += history
     lines.append("expect:")
     actions, notes = [], []
@@ -167,23 +204,36 @@ def draft(t: Any, run: str, unit: str, domain: Any, domain_ref: str, *, history_
         elif tool.access.value != "write":
             continue
         elif result is None or not result.ok:
-            notes.append("  # " + _note(f"{e.name}({_flow(e.arguments or {})}) at turn {e.turn} failed in the trace: "
-                                        "left out"))
+            notes.append(
+                "  # "
+                + _note(
+                    f"{e.name}({_flow(e.arguments or {})}) at turn {e.turn} failed in the trace: left out"
+                )
+            )
         else:
             try:
                 tool.validate(e.arguments or {})
             except ValueError as exc:
-                notes.append("  # " + _note(f"{e.name} at turn {e.turn}: arguments do not fit the tool "
-                                            f"({str(exc).splitlines()[0]}): left out"))
+                notes.append(
+                    "  # "
+                    + _note(
+                        f"{e.name} at turn {e.turn}: arguments do not fit the tool "
+                        f"({str(exc).splitlines()[0]}): left out"
+                    )
+                )
                 continue
             actions.append(f"    - {{tool: {_scalar(e.name)}, args: {_flow(e.arguments or {})}}}")
     if actions:
-        lines.append("  expected_actions:            # TODO: the WRITE calls the trace made; keep only the right ones")
+        lines.append(
+            "  expected_actions:            # TODO: the WRITE calls the trace made; keep only the right ones"
+        )
         lines += actions
     lines += notes
     calls = [e.name for e in t.events if isinstance(e, ToolCall)]
-    lines.append("  # " + _note(f"the trace called: {', '.join(calls) or 'no tool'}; add rules (before, "
-                                "after_confirmation…)"))
+    lines.append(
+        "  # "
+        + _note(f"the trace called: {', '.join(calls) or 'no tool'}; add rules (before, after_confirmation…)")
+    )
     lines.append("  # TODO: state assertions on the outcome, rubric items for what code cannot check")
     if not actions:
         lines.append("  rules: []")

@@ -21,13 +21,23 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--format", choices=["terminal", "markdown", "json", "csv"], default="terminal")
     parser.add_argument("--json", action="store_true", help="print only the JSON summary on stdout")
     parser.add_argument("--out", help="write the report to this file instead of stdout")
-    parser.add_argument("--html", metavar="FILE",
-                        help="also write a self-contained HTML report (charts, failed transcripts; no network)")
-    parser.add_argument("--view", choices=["raw", "valid"], default="raw",
-                        help="per-scenario figures over all trials (raw) or valid ones only")
-    parser.add_argument("--checks-table", action="store_true",
-                        help="also write checks.parquet, one row per check (parses every transcript; "
-                             "kept up to date from then on)")
+    parser.add_argument(
+        "--html",
+        metavar="FILE",
+        help="also write a self-contained HTML report (charts, failed transcripts; no network)",
+    )
+    parser.add_argument(
+        "--view",
+        choices=["raw", "valid"],
+        default="raw",
+        help="per-scenario figures over all trials (raw) or valid ones only",
+    )
+    parser.add_argument(
+        "--checks-table",
+        action="store_true",
+        help="also write checks.parquet, one row per check (parses every transcript; "
+        "kept up to date from then on)",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -67,8 +77,12 @@ def report_exit(folder: Path, summary: RunSummary) -> int:
     if state.judged:
         return EXIT_OK
     done = summary.completeness
-    what = (f"no trial of run {one_line(summary.run_id)} finished: there is nothing to judge" if not summary.trials
-            else f"the figures stand for the {summary.trials} trials played, not for run {one_line(summary.run_id)}")
+    what = (
+        f"no trial of run {one_line(summary.run_id)} finished: there is nothing to judge"
+        if not summary.trials
+        else f"the figures stand for the {summary.trials} trials played, "
+        f"not for run {one_line(summary.run_id)}"
+    )
     print(f"inconclusive (exit 3): {one_line(state.line)}; {what}", file=sys.stderr)
     command = (RunStore(folder).read_manifest() or {}).get("command")
     if done is not None and done.planned is not None and done.finished < done.planned and command:
@@ -98,8 +112,10 @@ def write_html(folder: Path, summary: RunSummary, path: Path) -> None:
     from simlab.runner.store import write_atomic
 
     if not path.parent.is_dir():
-        raise UsageError(f"--html {path}: the folder {path.parent} does not exist; create it or name a file in a "
-                         "folder that does")
+        raise UsageError(
+            f"--html {path}: the folder {path.parent} does not exist; create it or name a file in a "
+            "folder that does"
+        )
     trials = digest(folder, allow_unjudged=summary.unjudged.allowed_kinds, records=True, heads=True)
     write_atomic(path, html_report(summary, trials, _coverage(folder)))
     print(f"html: {one_line(path)}", file=sys.stderr)

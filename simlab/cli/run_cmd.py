@@ -25,10 +25,13 @@ DESCRIPTION = "Plan scenario × trial units and play them; re-running a run id r
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("paths", nargs="*", help="scenario files or folders (default: simlab.yaml's scenarios)")
+    parser.add_argument(
+        "paths", nargs="*", help="scenario files or folders (default: simlab.yaml's scenarios)"
+    )
     parser.add_argument("--suite", help="a suite file naming scenarios and settings")
-    parser.add_argument("--agent",
-                        help="LiteLLM model string, python:module:attr, or an agent service's http:// URL")
+    parser.add_argument(
+        "--agent", help="LiteLLM model string, python:module:attr, or an agent service's http:// URL"
+    )
     parser.add_argument("--simulator", help="rules | scripted | a LiteLLM model string")
     parser.add_argument("--judge", help="judge model (LiteLLM string), for the graders")
     parser.add_argument("--trials", type=positive, help="trials per scenario")
@@ -36,45 +39,82 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--run-id", help="name of the run folder; an existing one is resumed")
     parser.add_argument("--seed", type=int, help="run seed; trial seeds are derived from it (default 0)")
     parser.add_argument("--force", action="store_true", help="resume even if the stored pins differ")
-    parser.add_argument("-k", dest="keywords", metavar="EXPR",
-                        help="only scenarios whose id, title or tags match: words joined by and/or/not, e.g. "
-                             "-k 'refund and not card'")
-    parser.add_argument("--tags", type=tags, default=[],
-                        help="only scenarios carrying one of these tags (comma-separated)")
-    parser.add_argument("--partial-ok", action="store_true",
-                        help="with --suite and -k, --tags or paths: gate the part of the suite played (every "
-                             "report says partial) instead of exiting 3")
-    parser.add_argument("--list", "--dry-run", dest="list", action="store_true",
-                        help="show the planned scenarios and trials (and where each trial count comes from); "
-                             "play nothing")
-    parser.add_argument("--keep-errors", action="store_true",
-                        help="on resume, keep trials that ended in an infrastructure error instead of playing "
-                             "them again")
-    parser.add_argument("--allow-same-family", action="store_true",
-                        help="allow a simulator of the same model family as the agent")
+    parser.add_argument(
+        "-k",
+        dest="keywords",
+        metavar="EXPR",
+        help="only scenarios whose id, title or tags match: words joined by and/or/not, e.g. "
+        "-k 'refund and not card'",
+    )
+    parser.add_argument(
+        "--tags", type=tags, default=[], help="only scenarios carrying one of these tags (comma-separated)"
+    )
+    parser.add_argument(
+        "--partial-ok",
+        action="store_true",
+        help="with --suite and -k, --tags or paths: gate the part of the suite played (every "
+        "report says partial) instead of exiting 3",
+    )
+    parser.add_argument(
+        "--list",
+        "--dry-run",
+        dest="list",
+        action="store_true",
+        help="show the planned scenarios and trials (and where each trial count comes from); play nothing",
+    )
+    parser.add_argument(
+        "--keep-errors",
+        action="store_true",
+        help="on resume, keep trials that ended in an infrastructure error instead of playing them again",
+    )
+    parser.add_argument(
+        "--allow-same-family",
+        action="store_true",
+        help="allow a simulator of the same model family as the agent",
+    )
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
     parser.add_argument("--junit", help="with --suite: write a JUnit XML file of the gates")
-    parser.add_argument("--workers", type=workers, default=1,
-                        help="processes taking the units one at a time, to use every core (default 1), "
-                             "or auto: one per 16 trials in flight, at most one per core; --concurrency is the "
-                             "total across them")
-    parser.add_argument("--cache", action="store_true", default=None,
-                        help="answer a model request from the response cache when the same request (same trial "
-                             "seed and role) was answered before; new answers are stored (transcripts/.cache)")
-    parser.add_argument("--replay", metavar="RUN",
-                        help="replay the user turns of every trial of RUN against the agent (a frozen user); "
-                             "default scenarios and trials: RUN's")
-    parser.add_argument("--divergence", choices=["tools", "never", "judge"],
-                        help="with --replay: when the agent's turn counts as diverging (default tools: its tool "
-                             "calls differ from the recording's; judge: the judge model (--judge) says the next "
-                             "recorded user turn no longer fits)")
-    parser.add_argument("--on-divergence", metavar="THEN",
-                        help="with --replay: stop (default; termination diverged), or the simulator that takes "
-                             "over: rules, scripted or a LiteLLM model")
-    parser.add_argument("--shard", metavar="I/N|auto",
-                        help="play only share I of N (1-based), e.g. one job of a CI matrix; the same split on "
-                             "every machine, then `simlab merge` the shards. auto: from a Kubernetes Indexed "
-                             "Job, GitLab, CircleCI or Buildkite, or SIMLAB_SHARD_INDEX/COUNT")
+    parser.add_argument(
+        "--workers",
+        type=workers,
+        default=1,
+        help="processes taking the units one at a time, to use every core (default 1), "
+        "or auto: one per 16 trials in flight, at most one per core; --concurrency is the "
+        "total across them",
+    )
+    parser.add_argument(
+        "--cache",
+        action="store_true",
+        default=None,
+        help="answer a model request from the response cache when the same request (same trial "
+        "seed and role) was answered before; new answers are stored (transcripts/.cache)",
+    )
+    parser.add_argument(
+        "--replay",
+        metavar="RUN",
+        help="replay the user turns of every trial of RUN against the agent (a frozen user); "
+        "default scenarios and trials: RUN's",
+    )
+    parser.add_argument(
+        "--divergence",
+        choices=["tools", "never", "judge"],
+        help="with --replay: when the agent's turn counts as diverging (default tools: its tool "
+        "calls differ from the recording's; judge: the judge model (--judge) says the next "
+        "recorded user turn no longer fits)",
+    )
+    parser.add_argument(
+        "--on-divergence",
+        metavar="THEN",
+        help="with --replay: stop (default; termination diverged), or the simulator that takes "
+        "over: rules, scripted or a LiteLLM model",
+    )
+    parser.add_argument(
+        "--shard",
+        metavar="I/N|auto",
+        help="play only share I of N (1-based), e.g. one job of a CI matrix; the same split on "
+        "every machine, then `simlab merge` the shards. auto: from a Kubernetes Indexed "
+        "Job, GitLab, CircleCI or Buildkite, or SIMLAB_SHARD_INDEX/COUNT",
+    )
 
 
 def replay_settings(args: argparse.Namespace) -> None:
@@ -91,20 +131,28 @@ def replay_settings(args: argparse.Namespace) -> None:
             raise UsageError("--divergence and --on-divergence go with --replay RUN")
         return
     if args.simulator:
-        raise UsageError("--replay RUN plays the recorded users: leave out --simulator (use --on-divergence for "
-                         "who takes over after a divergence)")
+        raise UsageError(
+            "--replay RUN plays the recorded users: leave out --simulator (use --on-divergence for "
+            "who takes over after a divergence)"
+        )
     folder = project_run(replay)
     manifest = RunStore(folder).read_manifest() or {}
     if manifest.get("observed"):
-        raise UsageError(f"{replay} is an imported run: its conversations have no scenario to play them in; "
-                         f"promote one first (simlab promote {replay} TRIAL)")
+        raise UsageError(
+            f"{replay} is an imported run: its conversations have no scenario to play them in; "
+            f"promote one first (simlab promote {replay} TRIAL)"
+        )
     pinned = (manifest.get("pins") or {}).get("scenarios") or {}
     if not args.paths and not args.suite:
         args.paths = sorted({str(p["path"]) for p in pinned.values()})
     if args.trials is None and pinned:
         args.trials = max(int(p.get("trials") or 1) for p in pinned.values())
-    spec = {"kind": "replay", "run": str(folder), "divergence": args.divergence or "tools",
-            "then": args.on_divergence or "stop"}
+    spec = {
+        "kind": "replay",
+        "run": str(folder),
+        "divergence": args.divergence or "tools",
+        "then": args.on_divergence or "stop",
+    }
     args.simulator = json.dumps(spec)
 
 
@@ -122,17 +170,31 @@ def run(args: argparse.Namespace) -> int:
     if not args.paths and not args.suite:
         check_project()
     req = RunRequest(
-        root=Path("."), paths=args.paths, suite=args.suite, agent=args.agent, simulator=args.simulator,
-        judge=args.judge, trials=args.trials, concurrency=args.concurrency, run_id=args.run_id, seed=args.seed,
-        allow_same_family=args.allow_same_family, command=["simlab", *sys.argv[1:]],
-        keywords=getattr(args, "keywords", None), tags=getattr(args, "tags", None) or [],
-        cache=getattr(args, "cache", None), partial_ok=getattr(args, "partial_ok", False),
+        root=Path("."),
+        paths=args.paths,
+        suite=args.suite,
+        agent=args.agent,
+        simulator=args.simulator,
+        judge=args.judge,
+        trials=args.trials,
+        concurrency=args.concurrency,
+        run_id=args.run_id,
+        seed=args.seed,
+        allow_same_family=args.allow_same_family,
+        command=["simlab", *sys.argv[1:]],
+        keywords=getattr(args, "keywords", None),
+        tags=getattr(args, "tags", None) or [],
+        cache=getattr(args, "cache", None),
+        partial_ok=getattr(args, "partial_ok", False),
     )
     if getattr(args, "list", False):
         return list_plan(prepare(req), suite=args.suite)
     options = BatchOptions(
-        force=args.force, keep_errors=getattr(args, "keep_errors", False), workers=getattr(args, "workers", None) or 1,
-        shard=shard, note=lambda text: print(text, file=sys.stderr),
+        force=args.force,
+        keep_errors=getattr(args, "keep_errors", False),
+        workers=getattr(args, "workers", None) or 1,
+        shard=shard,
+        note=lambda text: print(text, file=sys.stderr),
         progress=lambda total, done: Progress(total=total, done=done, enabled=not args.no_progress),
     )
     result = run_batch(req, options)
@@ -144,21 +206,32 @@ def run(args: argparse.Namespace) -> int:
     print(f"transcripts: {result.store.trials_path}", file=sys.stderr)
     if outcome.stopped_by:
         print(f"stopped early: {outcome.stopped_by}", file=sys.stderr)
-    print(f"next: simlab view {plan.run_id}   (or: simlab report {plan.run_id} --format markdown)", file=sys.stderr)
+    print(
+        f"next: simlab view {plan.run_id}   (or: simlab report {plan.run_id} --format markdown)",
+        file=sys.stderr,
+    )
     if args.suite and shard[1] > 1:  # one shard is not the run: gate it once the shards are merged
-        print(f"shard {shard[0]}/{shard[1]} done; check the gates after merging the shards: "
-              f"simlab gate {plan.run_id} --suite {args.suite}", file=sys.stderr)
+        print(
+            f"shard {shard[0]}/{shard[1]} done; check the gates after merging the shards: "
+            f"simlab gate {plan.run_id} --suite {args.suite}",
+            file=sys.stderr,
+        )
         return EXIT_INCOMPLETE if outcome.stopped_by else 0
     if args.suite:
         from simlab.cli.gate_cmd import check_gates
         from simlab.specs import load_suite
 
-        return check_gates(plan.folder, load_suite(Path(args.suite)).spec, junit=args.junit, console=report_console())
+        return check_gates(
+            plan.folder, load_suite(Path(args.suite)).spec, junit=args.junit, console=report_console()
+        )
     budget = RUN_MAX_ERROR_RATE if plan.max_error_rate is None else plan.max_error_rate
     problem = error_budget_problem(summary, budget)
     if problem:  # a run that mostly could not be played is no result: say so, and why
-        print(f"incomplete: {problem}. Fix the cause and re-run the same command with --run-id "
-              f"{plan.run_id}: trials that ended in an error are played again.", file=sys.stderr)
+        print(
+            f"incomplete: {problem}. Fix the cause and re-run the same command with --run-id "
+            f"{plan.run_id}: trials that ended in an error are played again.",
+            file=sys.stderr,
+        )
     return EXIT_INCOMPLETE if problem or outcome.stopped_by else 0
 
 
@@ -166,9 +239,11 @@ def check_project() -> None:
     """``simlab run`` with nothing named, in a folder that is no simlab project: say how to start one
     rather than that the default ``scenarios`` folder is missing."""
     if not Path("simlab.yaml").exists() and not Path("scenarios").exists():
-        raise UsageError(f"no simlab.yaml and no scenarios/ in {Path.cwd()}: nothing to run here. Start a project "
-                         "with `simlab init` (a runnable starter), or name what to play: simlab run SCENARIO_FILES "
-                         "or simlab run --suite SUITE")
+        raise UsageError(
+            f"no simlab.yaml and no scenarios/ in {Path.cwd()}: nothing to run here. Start a project "
+            "with `simlab init` (a runnable starter), or name what to play: simlab run SCENARIO_FILES "
+            "or simlab run --suite SUITE"
+        )
 
 
 def interrupted(result: BatchResult, summary: RunSummary) -> int:
@@ -219,8 +294,11 @@ def list_plan(plan: RunPlan, suite: str | None = None) -> int:
     a suite, how noisy each of its gates is with these trial counts (``report/gates.power_line``)."""
     from simlab.inert import one_line
 
-    print(f"run {plan.run_id}: {len(plan.scenarios)} scenarios, {len(plan.units)} trials; agent {plan.agent.ref}, "
-          f"simulator {plan.simulator.ref}" + (f", judge {plan.judge.ref}" if plan.judge else ""))
+    print(
+        f"run {plan.run_id}: {len(plan.scenarios)} scenarios, {len(plan.units)} trials; agent "
+        f"{plan.agent.ref}, "
+        f"simulator {plan.simulator.ref}" + (f", judge {plan.judge.ref}" if plan.judge else "")
+    )
     width = max(len(sid) for sid in plan.scenarios)
     for sid, loaded in plan.scenarios.items():
         n, source = plan.trial_sources.get(sid, (0, "?"))

@@ -50,7 +50,10 @@ def run(args: argparse.Namespace) -> int:
         ref = agent.get("model") or (f"python:{agent['python']}" if agent.get("python") else "?")
         created = str(manifest.get("created_at", ""))[:19].replace("T", " ")
         mark = "" if planned and done >= planned else " (incomplete)"
-        print(f"{one_line(folder.name):<24} {created:<20} {state + mark:>13} {pass_1:>7} {pass_k:>7}  {one_line(ref)}")
+        print(
+            f"{one_line(folder.name):<24} {created:<20} {state + mark:>13} {pass_1:>7} {pass_k:>7}  "
+            f"{one_line(ref)}"
+        )
     if missing:
         print("–: no summary.json newer than its trials; `simlab report RUN` writes it")
     return 0

@@ -15,12 +15,16 @@ from simlab.errors import UsageError
 
 SHOWN = 200  # characters of a tool's arguments or result printed per call
 
-DESCRIPTION = ("Serve DOMAIN's tools over MCP (streamable HTTP) for one hand-driven session: prints the URL, "
-               "then every call. Needs the serve extra.")
+DESCRIPTION = (
+    "Serve DOMAIN's tools over MCP (streamable HTTP) for one hand-driven session: prints the URL, "
+    "then every call. Needs the serve extra."
+)
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("domain", metavar="DOMAIN", help="a built-in domain (retail) or module[:attr] defining one")
+    parser.add_argument(
+        "domain", metavar="DOMAIN", help="a built-in domain (retail) or module[:attr] defining one"
+    )
     parser.add_argument("--scenario", metavar="FILE", help="start from this scenario's initial state")
     parser.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
     parser.add_argument("--port", type=int, default=0, help="port (default: any free one)")
@@ -45,8 +49,10 @@ def run(args: argparse.Namespace) -> int:
             raise UsageError(f"{args.scenario}: no such scenario file")
         scenario = load_model(Path(args.scenario), Scenario).spec
         if scenario.domain != args.domain:
-            raise UsageError(f"{args.scenario}: the scenario's domain is {scenario.domain!r}, not {args.domain!r}; "
-                             f"run simlab serve {scenario.domain} --scenario {args.scenario}")
+            raise UsageError(
+                f"{args.scenario}: the scenario's domain is {scenario.domain!r}, not {args.domain!r}; "
+                f"run simlab serve {scenario.domain} --scenario {args.scenario}"
+            )
         overrides, where = scenario.initial_state, f"the initial state of scenario {scenario.id}"
     try:
         state = domain.build_state(overrides)
@@ -81,14 +87,21 @@ async def _serve(env: Any, where: str, host: str, port: int, calls: list[Any]) -
         asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, stop.set)
     async with ToolServer(host=host, port=port) as server:
         token = server.sessions.new_token()
-        with server.sessions.turn(token, handle, stops_trial=False, notice=lambda text: print(text, flush=True)):
+        with server.sessions.turn(
+            token, handle, stops_trial=False, notice=lambda text: print(text, flush=True)
+        ):
             tools = env.domain.tools
             reads = sum(1 for t in tools if t.access.value == "read")
             if host not in ("127.0.0.1", "localhost", "::1"):
-                print(f"warning: listening on {host}: whoever reaches it and has the URL can call the tools",
-                      file=sys.stderr)
-            print(f"serving {len(tools)} {env.domain.name} tools ({reads} read, {len(tools) - reads} write) on "
-                  f"{where}, one session, at:\n{server.url(token)}\nCtrl-C stops it.", flush=True)
+                print(
+                    f"warning: listening on {host}: whoever reaches it and has the URL can call the tools",
+                    file=sys.stderr,
+                )
+            print(
+                f"serving {len(tools)} {env.domain.name} tools ({reads} read, {len(tools) - reads} write) on "
+                f"{where}, one session, at:\n{server.url(token)}\nCtrl-C stops it.",
+                flush=True,
+            )
             await stop.wait()  # until SIGTERM, or Ctrl-C (KeyboardInterrupt)
 
 
@@ -99,7 +112,11 @@ def _line(event: Any) -> str:
     if kind == "tool_call":
         return f"tool_call   {event.name} {_cut(event.raw_arguments or '{}')}"
     if kind == "tool_result":
-        shown = _cut(json.dumps(event.result, ensure_ascii=False)) if event.ok else f"error: {_cut(event.error or '')}"
+        shown = (
+            _cut(json.dumps(event.result, ensure_ascii=False))
+            if event.ok
+            else f"error: {_cut(event.error or '')}"
+        )
         return f"tool_result {event.name} {shown}"
     if kind == "invalid_call":
         return f"invalid     {event.name}: {_cut(event.reason)}"

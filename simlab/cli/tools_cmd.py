@@ -41,4 +41,3 @@ def run(args: argparse.Namespace) -> int:
     else:
         print("\n(--state shows the seed data, --policy the policy text)")
     return 0
-

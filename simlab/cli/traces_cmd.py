@@ -6,17 +6,27 @@ import argparse
 import sys
 from pathlib import Path
 
-DESCRIPTION = ("Apply a rules file's reference-free checks to the observed trials of an imported run and write "
-               "the graded ones as a new run.")
+DESCRIPTION = (
+    "Apply a rules file's reference-free checks to the observed trials of an imported run and write "
+    "the graded ones as a new run."
+)
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("run", help="an imported run (simlab import): run id or folder")
-    parser.add_argument("--rules", required=True, metavar="FILE",
-                        help="the rules file: expect: (the checks), sample: (rate, seed, flags), domain: (optional)")
+    parser.add_argument(
+        "--rules",
+        required=True,
+        metavar="FILE",
+        help="the rules file: expect: (the checks), sample: (rate, seed, flags), domain: (optional)",
+    )
     parser.add_argument("--out", help="run id of the graded run (default: RUN-graded)")
-    parser.add_argument("--judge", help="judge model for rubric and groundedness (none: those checks are not run)")
-    parser.add_argument("--rate", type=float, help="fraction of the unflagged traces to grade (over sample.rate)")
+    parser.add_argument(
+        "--judge", help="judge model for rubric and groundedness (none: those checks are not run)"
+    )
+    parser.add_argument(
+        "--rate", type=float, help="fraction of the unflagged traces to grade (over sample.rate)"
+    )
     parser.add_argument("--seed", type=int, help="seed of the sample (over sample.seed)")
 
 
@@ -46,20 +56,34 @@ def run(args: argparse.Namespace) -> int:
 
         judge, judge_pin = build_judge(args.judge), JudgeSpec.model_validate({"model": args.judge}).pin()
     command = ["simlab", "grade-traces", args.run, "--rules", args.rules]
-    for flag, value in (("--out", args.out), ("--judge", args.judge), ("--rate", args.rate), ("--seed", args.seed)):
+    for flag, value in (
+        ("--out", args.out),
+        ("--judge", args.judge),
+        ("--rate", args.rate),
+        ("--seed", args.seed),
+    ):
         if value is not None:
             command += [flag, str(value)]
     report = grade_traces(source, out, loaded, judge=judge, judge_pin=judge_pin, command=command)
     graded = sum(report.verdicts.values())
     rate = rules.sample.rate
-    print(f"graded {graded} of {report.population} traces: {len(report.flagged)} flagged "
-          f"({_count_flags(report.flagged)}), {len(report.sampled)} drawn by the sample "
-          f"({rate:.0%} of the rest, seed {rules.sample.seed}) → {out}", file=sys.stderr)
-    print("verdicts: " + (", ".join(f"{v} {n}" for v, n in sorted(report.verdicts.items())) or "none"),
-          file=sys.stderr)
+    print(
+        f"graded {graded} of {report.population} traces: {len(report.flagged)} flagged "
+        f"({_count_flags(report.flagged)}), {len(report.sampled)} drawn by the sample "
+        f"({rate:.0%} of the rest, seed {rules.sample.seed}) → {out}",
+        file=sys.stderr,
+    )
+    print(
+        "verdicts: " + (", ".join(f"{v} {n}" for v, n in sorted(report.verdicts.items())) or "none"),
+        file=sys.stderr,
+    )
     if report.no_content:
-        print(f"{len(report.no_content)} of {graded} traces carry no message content: unjudged, the checks that "
-              "read text not run (simlab import says how to turn content capture on)", file=sys.stderr)
+        print(
+            f"{len(report.no_content)} of {graded} traces carry no message content: unjudged, the checks "
+            "that "
+            "read text not run (simlab import says how to turn content capture on)",
+            file=sys.stderr,
+        )
     for line in report.violations[:20]:
         print(f"policy violation: {line}", file=sys.stderr)
     if len(report.violations) > 20:

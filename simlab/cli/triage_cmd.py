@@ -12,21 +12,35 @@ from simlab.cli.argtypes import positive
 if TYPE_CHECKING:
     from simlab.transcript.causes import Triage
 
-DESCRIPTION = ("Ask a judge model, once per failure mode, for its fault type and a one-sentence cause, given "
-               "the mode's first trial and simlab's own evidence (blame, first faulty step, failing checks). "
-               "Writes triage.json into the run's folder; `simlab report` then shows each cause. Without "
-               "--judge, shows the causes already written. Exit 0; 3 when a mode stays undecided.")
+DESCRIPTION = (
+    "Ask a judge model, once per failure mode, for its fault type and a one-sentence cause, given "
+    "the mode's first trial and simlab's own evidence (blame, first faulty step, failing checks). "
+    "Writes triage.json into the run's folder; `simlab report` then shows each cause. Without "
+    "--judge, shows the causes already written. Exit 0; 3 when a mode stays undecided."
+)
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("run", nargs="?", help="run id or run folder (default: the newest run)")
-    parser.add_argument("--judge", metavar="MODEL",
-                        help="the judge model to ask (one call per failure mode, more for malformed answers), "
-                             "read as `simlab run --judge` reads it; without it, nothing is asked")
-    parser.add_argument("--top", type=positive, default=None, metavar="N", help="triage only the N most costly modes")
-    parser.add_argument("--max-attempts", type=positive, default=3, metavar="N",
-                        help="judge calls per mode at most, when its answer is malformed (default 3)")
-    parser.add_argument("--json", action="store_true", help="print triage.json on stdout instead of the table")
+    parser.add_argument(
+        "--judge",
+        metavar="MODEL",
+        help="the judge model to ask (one call per failure mode, more for malformed answers), "
+        "read as `simlab run --judge` reads it; without it, nothing is asked",
+    )
+    parser.add_argument(
+        "--top", type=positive, default=None, metavar="N", help="triage only the N most costly modes"
+    )
+    parser.add_argument(
+        "--max-attempts",
+        type=positive,
+        default=3,
+        metavar="N",
+        help="judge calls per mode at most, when its answer is malformed (default 3)",
+    )
+    parser.add_argument(
+        "--json", action="store_true", help="print triage.json on stdout instead of the table"
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -43,8 +57,10 @@ def run(args: argparse.Namespace) -> int:
     if args.judge is None:
         triage = read_triage(folder)
         if triage is None:
-            raise UsageError(f"run {folder.name} has no {TRIAGE_FILE} yet: ask a judge with `simlab triage "
-                             f"{folder.name} --judge MODEL` (one judge call per failure mode)")
+            raise UsageError(
+                f"run {folder.name} has no {TRIAGE_FILE} yet: ask a judge with `simlab triage "
+                f"{folder.name} --judge MODEL` (one judge call per failure mode)"
+            )
     else:
         from simlab.runner.factory import build_judge
         from simlab.runner.prepare import judge_flag
@@ -66,8 +82,11 @@ def run(args: argparse.Namespace) -> int:
     _show(triage, args.json)
     undecided = [c for c in triage.causes if c.fault_type is None]
     if undecided:
-        print(f"inconclusive (exit 3): {len(undecided)} of {len(triage.causes)} failure modes undecided "
-              "(the judge gave no usable answer); ask again, or with another judge", file=sys.stderr)
+        print(
+            f"inconclusive (exit 3): {len(undecided)} of {len(triage.causes)} failure modes undecided "
+            "(the judge gave no usable answer); ask again, or with another judge",
+            file=sys.stderr,
+        )
         return EXIT_INFRA
     return 0
 

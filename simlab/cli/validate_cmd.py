@@ -27,10 +27,12 @@ if TYPE_CHECKING:
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("paths", nargs="*",
-                        help="files or folders (default: the project's scenarios and personas)")
-    parser.add_argument("--deep", action="store_true",
-                        help="also lint each valid scenario: solvable and sound (simlab lint)")
+    parser.add_argument(
+        "paths", nargs="*", help="files or folders (default: the project's scenarios and personas)"
+    )
+    parser.add_argument(
+        "--deep", action="store_true", help="also lint each valid scenario: solvable and sound (simlab lint)"
+    )
 
 
 class _Report:
@@ -47,8 +49,15 @@ class Collected:
     the suites with the scenario files each names, the project's config and the count of suite
     and config files."""
 
-    def __init__(self, report: _Report, entries: list[Loaded], suites: list[tuple[Loaded, list[Path]]],
-                 config: Any, others: int, personas: int) -> None:
+    def __init__(
+        self,
+        report: _Report,
+        entries: list[Loaded],
+        suites: list[tuple[Loaded, list[Path]]],
+        config: Any,
+        others: int,
+        personas: int,
+    ) -> None:
         self.report, self.entries, self.suites = report, entries, suites
         self.config, self.others, self.personas = config, others, personas
 
@@ -61,7 +70,9 @@ def run(args: argparse.Namespace) -> int:
     if getattr(args, "deep", False):
         from simlab.cli.lint_cmd import lint_entries
 
-        deep = [f for f in lint_entries(found, None).findings if f.check != "script"]  # validate's own warning
+        deep = [
+            f for f in lint_entries(found, None).findings if f.check != "script"
+        ]  # validate's own warning
         report.problems.extend(f.text() for f in deep if f.severity == "error")
         report.warnings.extend(f.text() for f in deep if f.severity == "warning")
     for line in sorted(report.problems, key=_by_place):
@@ -77,7 +88,11 @@ def run(args: argparse.Namespace) -> int:
     complete = sum(isinstance(e, LoadedScenario) for e in found.entries)
     others = found.others
     extra = f", {others} suite/config file{'s' if others != 1 else ''}" if others else ""
-    warned = f", {len(report.warnings)} warning{'s' if len(report.warnings) != 1 else ''}" if report.warnings else ""
+    warned = (
+        f", {len(report.warnings)} warning{'s' if len(report.warnings) != 1 else ''}"
+        if report.warnings
+        else ""
+    )
     print(f"ok: {complete} scenarios, {found.personas} personas{extra}{warned}")
     return 0
 
@@ -151,13 +166,17 @@ def _check_entry(entry: Loaded, report: _Report) -> None:
         domain, problems = check_against_domain(entry)
         report.problems.extend(problems)
         if domain is not None:
-            paths = [(_at(entry, "expect", "state", i, "path"), a.path) for i, a in enumerate(spec.expect.state)]
+            paths = [
+                (_at(entry, "expect", "state", i, "path"), a.path) for i, a in enumerate(spec.expect.state)
+            ]
             report.notes.extend(state_path_notes(domain, paths))
             report.problems.extend(_grader_tool_problems(entry, domain))
     _check_graders(entry, ("expect", "graders"), report)
     for line, comment in signal_comments(read_spec_bytes(entry.path).decode("utf-8-sig", "replace")):
-        report.warnings.append(f"{entry.path}:{line}: {comment!r} is a YAML comment, so the control signal is "
-                               "lost; quote the whole line (- \"Thanks. ###STOP###\") to send it")
+        report.warnings.append(
+            f"{entry.path}:{line}: {comment!r} is a YAML comment, so the control signal is "
+            'lost; quote the whole line (- "Thanks. ###STOP###") to send it'
+        )
     _script_ids(entry, report)
 
 
@@ -190,7 +209,10 @@ def _grader_tool_problems(entry: Loaded, domain: Any) -> list[str]:
         except GraderError:
             continue  # reported by _check_graders
         if bound.info.tools is not None:
-            refs += [(("expect", "graders", i, "params", *loc), name) for loc, name in bound.info.tools(bound.params)]
+            refs += [
+                (("expect", "graders", i, "params", *loc), name)
+                for loc, name in bound.info.tools(bound.params)
+            ]
     return tool_name_problems(entry, domain, refs, what="unknown expected tool")
 
 
@@ -211,8 +233,10 @@ def _suite_files(suite: Loaded, report: _Report) -> list[Path]:
             found.extend(scenario_files([pattern], base=suite.path.parent))
         except SpecError as exc:
             why = exc.problems[0].split(": ", 1)[-1]
-            report.problems.append(f"{_at(suite, 'scenarios', i)}: {pattern!r} (relative to {suite.path.parent}) "
-                                   f"matches no scenario: {why}")
+            report.problems.append(
+                f"{_at(suite, 'scenarios', i)}: {pattern!r} (relative to {suite.path.parent}) "
+                f"matches no scenario: {why}"
+            )
     return found
 
 
@@ -222,8 +246,10 @@ def _check_tags(suite: Loaded, named: list[Path], entries: list[Loaded], report:
     mine = {p.resolve() for p in named}
     chosen = [e for e in entries if e.path.resolve() in mine]
     if tags and chosen and not any(tags & set(getattr(e.spec, "tags", [])) for e in chosen):
-        report.problems.append(f"{_at(suite, 'tags')}: tags {sorted(tags)} select none of the suite's "
-                               f"{len(chosen)} scenario{'s' if len(chosen) != 1 else ''}")
+        report.problems.append(
+            f"{_at(suite, 'tags')}: tags {sorted(tags)} select none of the suite's "
+            f"{len(chosen)} scenario{'s' if len(chosen) != 1 else ''}"
+        )
 
 
 _PLACE = re.compile(r"^(.*?):(\d+):")

@@ -17,7 +17,9 @@ from simlab.specs.statepath import PathError, parse_path
 from simlab.specs.typewalk import members, unknown_keys
 from simlab.specs.yamlio import line_for
 
-HANDOFF_PREFIX = "handoff:"  # policy rules name a handoff (OpenAI Agents SDK) as the pseudo-tool handoff:<agent>
+HANDOFF_PREFIX = (
+    "handoff:"  # policy rules name a handoff (OpenAI Agents SDK) as the pseudo-tool handoff:<agent>
+)
 _PATH_HEAD = re.compile(r"^\s*([A-Za-z_][\w-]*)")
 
 
@@ -49,8 +51,11 @@ def check_against_domain(entry: Loaded) -> tuple[Domain | None, list[str]]:
     except Exception as exc:  # the user's module failed while importing or building its Domain
         return None, [f"{at('domain')}: cannot load domain {scenario.domain!r}: {type(exc).__name__}: {exc}"]
     problems = _state_problems(entry, domain, at)
-    problems.extend(tool_name_problems(entry, domain, [(("expect", *loc), name)
-                                                       for loc, name in scenario.expect.tool_references()]))
+    problems.extend(
+        tool_name_problems(
+            entry, domain, [(("expect", *loc), name) for loc, name in scenario.expect.tool_references()]
+        )
+    )
     for loc, call in scenario.expect.call_specs():
         problems.extend(_call_problems(entry, domain, ("expect", *loc), call, at))
     problems.extend(_history_problems(entry, domain, at, state_ok=not problems))
@@ -58,18 +63,21 @@ def check_against_domain(entry: Loaded) -> tuple[Domain | None, list[str]]:
     return domain, problems
 
 
-def tool_name_problems(entry: Loaded, domain: Domain, refs: list[tuple[tuple[Any, ...], str]],
-                       what: str = "unknown tool") -> list[str]:
+def tool_name_problems(
+    entry: Loaded, domain: Domain, refs: list[tuple[tuple[Any, ...], str]], what: str = "unknown tool"
+) -> list[str]:
     """``file:line: field: unknown tool 'x' in domain 'd'; did you mean 'y'?`` for each tool name in
     ``refs`` (field path in the spec, name) that the domain does not have."""
     problems = []
     for loc, name in refs:
-        if name.startswith(HANDOFF_PREFIX) and name[len(HANDOFF_PREFIX):].strip():
+        if name.startswith(HANDOFF_PREFIX) and name[len(HANDOFF_PREFIX) :].strip():
             continue  # a handoff to an agent: agents are known only when the run builds them
         if domain.tool(name) is None:
             where = f"{entry.path}:{line_for(entry.lines, loc) or 1}: {'.'.join(map(str, loc))}"
-            problems.append(f"{where}: {what} {name!r} in domain {domain.name!r}{suggest(name, domain.tool_names)} "
-                            f"(tools: {', '.join(domain.tool_names)})")
+            problems.append(
+                f"{where}: {what} {name!r} in domain {domain.name!r}{suggest(name, domain.tool_names)} "
+                f"(tools: {', '.join(domain.tool_names)})"
+            )
     return problems
 
 
@@ -84,19 +92,31 @@ def _history_problems(entry: Loaded, domain: Domain, at: Callable[..., str], *, 
             continue
         spec = domain.tool(item.tool)
         if spec is None:
-            problems.append(f"{at('history', i, 'tool')}: unknown tool {item.tool!r} in domain {domain.name!r}"
-                            f"{suggest(item.tool, domain.tool_names)} (tools: {', '.join(domain.tool_names)})")
+            problems.append(
+                f"{at('history', i, 'tool')}: unknown tool {item.tool!r} in domain {domain.name!r}"
+                f"{suggest(item.tool, domain.tool_names)} (tools: {', '.join(domain.tool_names)})"
+            )
             continue
         allowed = list(spec.args_model.model_fields)
         wrong = [name for name in item.args if name not in allowed]
-        problems.extend(f"{at('history', i, 'args', name)}: tool {item.tool!r} has no argument {name!r}"
-                        f"{suggest(name, allowed)} (arguments: {', '.join(allowed) or 'none'})" for name in wrong)
+        problems.extend(
+            f"{at('history', i, 'args', name)}: tool {item.tool!r} has no argument {name!r}"
+            f"{suggest(name, allowed)} (arguments: {', '.join(allowed) or 'none'})"
+            for name in wrong
+        )
         if not wrong:
             try:
                 spec.validate(item.args)
             except ValidationError as exc:
-                problems.extend(format_validation_error(
-                    exc, str(entry.path), entry.lines, prefix=("history", i, "args"), model=spec.args_model))
+                problems.extend(
+                    format_validation_error(
+                        exc,
+                        str(entry.path),
+                        entry.lines,
+                        prefix=("history", i, "args"),
+                        model=spec.args_model,
+                    )
+                )
     if problems or not state_ok or not scenario.history:
         return problems
     try:
@@ -114,11 +134,15 @@ def _fault_problems(faults: list[Any], domain: Domain, at: Callable[..., str]) -
     for i, fault in enumerate(faults):
         tool = domain.tool(fault.tool)
         if tool is None:
-            problems.append(f"{at('faults', i, 'tool')}: unknown tool {fault.tool!r} in domain {domain.name!r}"
-                            f"{suggest(fault.tool, domain.tool_names)} (tools: {', '.join(domain.tool_names)})")
+            problems.append(
+                f"{at('faults', i, 'tool')}: unknown tool {fault.tool!r} in domain {domain.name!r}"
+                f"{suggest(fault.tool, domain.tool_names)} (tools: {', '.join(domain.tool_names)})"
+            )
         elif fault.kind == "stale" and tool.access.value != "read":
-            problems.append(f"{at('faults', i, 'kind')}: a stale answer needs a READ tool, and {fault.tool!r} is a "
-                            "WRITE tool; use kind error, timeout or override for it")
+            problems.append(
+                f"{at('faults', i, 'kind')}: a stale answer needs a READ tool, and {fault.tool!r} is a "
+                "WRITE tool; use kind error, timeout or override for it"
+            )
     return problems
 
 
@@ -133,9 +157,11 @@ def _state_problems(entry: Loaded, domain: Domain, at: Callable[..., str]) -> li
     try:
         domain.build_state(scenario.initial_state)
     except ValidationError as exc:
-        problems.extend(format_validation_error(
-            exc, str(entry.path), entry.lines, prefix=("initial_state",), model=domain.state_model
-        ))
+        problems.extend(
+            format_validation_error(
+                exc, str(entry.path), entry.lines, prefix=("initial_state",), model=domain.state_model
+            )
+        )
     for i, assertion in enumerate(scenario.expect.state):
         problem = state_path_problem(domain, assertion.path)
         if problem:
@@ -149,8 +175,10 @@ def _state_problems(entry: Loaded, domain: Domain, at: Callable[..., str]) -> li
     for i, ignored in enumerate(scenario.expect.ignore_paths):
         head = _PATH_HEAD.match(ignored)
         if head and head.group(1) not in fields:
-            problems.append(f"{at('expect', 'ignore_paths', i)}: {head.group(1)!r} is not in the state of domain "
-                            f"{domain.name!r}{suggest(head.group(1), fields)} (fields: {', '.join(fields)})")
+            problems.append(
+                f"{at('expect', 'ignore_paths', i)}: {head.group(1)!r} is not in the state of domain "
+                f"{domain.name!r}{suggest(head.group(1), fields)} (fields: {', '.join(fields)})"
+            )
     return problems
 
 
@@ -185,7 +213,12 @@ def _walk(model: Any, path: str, name: str) -> tuple[str | None, str | None]:
     walked = ""
     for step in steps:
         options = members(tp)
-        if len(options) != 1 or options[0] in (Any, object) or options[0] is dict and not get_args(options[0]):
+        if (
+            len(options) != 1
+            or options[0] in (Any, object)
+            or options[0] is dict
+            and not get_args(options[0])
+        ):
             return None, f"goes into {walked or 'the state'}, a free-form value ({_type_name(tp)})"
         tp = options[0]
         origin, args = get_origin(tp), get_args(tp)
@@ -195,8 +228,10 @@ def _walk(model: Any, path: str, name: str) -> tuple[str | None, str | None]:
                 fields = list(tp.model_fields)
                 if step not in fields:
                     where = f"{label} ({tp.__name__})" if walked else "the state"
-                    return (f"{step!r} is not in {where} of domain {name!r}{suggest(step, fields)} "
-                            f"(fields: {', '.join(fields)})"), None
+                    return (
+                        f"{step!r} is not in {where} of domain {name!r}{suggest(step, fields)} "
+                        f"(fields: {', '.join(fields)})"
+                    ), None
                 tp = tp.model_fields[step].annotation
             elif origin is dict or tp is dict:
                 tp = args[1] if len(args) == 2 else Any
@@ -224,8 +259,10 @@ def _walk(model: Any, path: str, name: str) -> tuple[str | None, str | None]:
             if len(item) == 1 and isinstance(item[0], type) and issubclass(item[0], BaseModel):
                 fields = list(item[0].model_fields)
                 if step[0] not in fields:
-                    return (f"[{step[0]}=…]: {step[0]!r} is not a field of the items of {label}"
-                            f"{suggest(step[0], fields)} (fields: {', '.join(fields)})"), None
+                    return (
+                        f"[{step[0]}=…]: {step[0]!r} is not a field of the items of {label}"
+                        f"{suggest(step[0], fields)} (fields: {', '.join(fields)})"
+                    ), None
         if isinstance(step, str):
             walked += f".{step}" if walked else step
         else:
@@ -252,15 +289,18 @@ def _call_problems(
     problems = [
         f"{at(*loc, 'args', name)}: tool {call.tool!r} has no argument {name!r}{suggest(name, allowed)} "
         f"(arguments: {', '.join(allowed) or 'none'})"
-        for name in call.args if name not in allowed
+        for name in call.args
+        if name not in allowed
     ]
     if loc[1] == "expected_actions" and not problems:
         try:
             spec.validate(call.args)
         except ValidationError as exc:
-            problems.extend(format_validation_error(
-                exc, str(entry.path), entry.lines, prefix=(*loc, "args"), model=spec.args_model
-            ))
+            problems.extend(
+                format_validation_error(
+                    exc, str(entry.path), entry.lines, prefix=(*loc, "args"), model=spec.args_model
+                )
+            )
     return problems
 
 

@@ -135,15 +135,24 @@ class Environment:
     cannot kill a thread) but only on its own discarded copy of the state.
     """
 
-    def __init__(self, domain: Domain, state: BaseModel, *, validate_writes: bool = True,
-                 faults: Sequence[ToolFault] = (), seed: int = 0):
+    def __init__(
+        self,
+        domain: Domain,
+        state: BaseModel,
+        *,
+        validate_writes: bool = True,
+        faults: Sequence[ToolFault] = (),
+        seed: int = 0,
+    ):
         self.domain = domain
         self.state = _copy_state(state, shares_nothing=True)
         self._validate_writes = validate_writes
         self.tool_timeout_s = domain.tool_timeout_s
         self._faults = FaultPlan(faults, seed)
         # what a stale read answers from: the trial's initial state, kept only when a fault needs it
-        self._initial = _copy_state(state, shares_nothing=True) if any(f.kind == "stale" for f in faults) else None
+        self._initial = (
+            _copy_state(state, shares_nothing=True) if any(f.kind == "stale" for f in faults) else None
+        )
 
     def tool_schemas(self) -> list[dict[str, Any]]:
         """A fresh copy of the domain's tool schemas (derived once per domain: pydantic's schema
@@ -156,7 +165,10 @@ class Environment:
         spec = self.domain.tool(name)
         if spec is None:
             return ToolOutcome(
-                name, arguments, raw, None,
+                name,
+                arguments,
+                raw,
+                None,
                 error=f"unknown tool {name!r}; available: {', '.join(self.domain.tool_names)}",
                 invalid_reason=f"unknown tool {name!r}",
             )
@@ -187,17 +199,25 @@ class Environment:
             try:
                 working = type(working).model_validate(working.model_dump())
             except ValidationError as exc:
-                return failed(f"tool left an invalid state: {describe_validation_error(exc)}", "invalid_state")
+                return failed(
+                    f"tool left an invalid state: {describe_validation_error(exc)}", "invalid_state"
+                )
         self.state = working
         return ToolOutcome(name, arguments, raw, spec.access, ok=True, result=data)
 
-    def _inject(self, hit: FaultHit, spec: Tool, arguments: dict[str, Any] | None, raw: str,
-                validated: dict[str, Any]) -> ToolOutcome:
+    def _inject(
+        self, hit: FaultHit, spec: Tool, arguments: dict[str, Any] | None, raw: str, validated: dict[str, Any]
+    ) -> ToolOutcome:
         """The outcome of a call that a scenario fault hit; the trial's state is never changed.
         ``extra["injected"]`` says which fault, so the transcript records it apart."""
         fault = hit.fault
-        outcome = ToolOutcome(spec.name, arguments, raw, spec.access,
-                              extra={"injected": {"kind": fault.kind, "fault": hit.index, "call": hit.call_number}})
+        outcome = ToolOutcome(
+            spec.name,
+            arguments,
+            raw,
+            spec.access,
+            extra={"injected": {"kind": fault.kind, "fault": hit.index, "call": hit.call_number}},
+        )
         if fault.kind == "error":
             outcome.error = fault.message or DEFAULT_ERROR
         elif fault.kind == "timeout":
@@ -216,7 +236,9 @@ class Environment:
                     outcome.extra.update(crash=True, fault=crash)
         return outcome
 
-    def _run(self, spec: Tool, working: BaseModel, validated: dict[str, Any]) -> tuple[Any, str | None, str | None]:
+    def _run(
+        self, spec: Tool, working: BaseModel, validated: dict[str, Any]
+    ) -> tuple[Any, str | None, str | None]:
         """Call the tool on ``working``: (its recordable result, None, None), or (None, the error the
         agent reads, and the domain's fault when it misbehaved: timeout, crash, bad_result). One
         mapping for normal calls and stale reads."""
@@ -225,7 +247,11 @@ class Environment:
         except ToolError as exc:
             return None, str(exc) or type(exc).__name__, None
         except ToolTimeout:
-            return None, f"tool {spec.name} did not return within {self.tool_timeout_s:g} s; it was cut off", "timeout"
+            return (
+                None,
+                f"tool {spec.name} did not return within {self.tool_timeout_s:g} s; it was cut off",
+                "timeout",
+            )
         except Exception as exc:  # a bug in the domain is the tool's error, not the run's crash
             return None, f"tool crashed: {type(exc).__name__}: {exc}", "crash"
         try:
@@ -313,8 +339,20 @@ def _copy_state(state: BaseModel, *, shares_nothing: bool = False) -> BaseModel:
         return state.model_copy(deep=True)
 
 
-_ATOMS = (str, int, float, bool, type(None), bytes, datetime.date, datetime.time, datetime.timedelta,
-          decimal.Decimal, uuid.UUID, enum.Enum)
+_ATOMS = (
+    str,
+    int,
+    float,
+    bool,
+    type(None),
+    bytes,
+    datetime.date,
+    datetime.time,
+    datetime.timedelta,
+    decimal.Decimal,
+    uuid.UUID,
+    enum.Enum,
+)
 
 
 def _plain(value: Any) -> bool:
@@ -353,5 +391,3 @@ def to_jsonable(value: Any) -> Any:
     if value is None or isinstance(value, (str, int, float, bool)):
         return value
     return str(value)
-
-

@@ -65,13 +65,31 @@ def _play_call(env: Environment, i: int, item: HistoryItem, played: PlayedHistor
     call_id = f"history-{i}"
     raw = json.dumps(item.args, sort_keys=True, default=str)
     result = item.result if "result" in item.model_fields_set else outcome.result
-    played.events.append(ToolCall(turn=HISTORY_TURN, call_id=call_id, name=name, arguments=dict(item.args),
-                                  raw_arguments=raw, access=outcome.access.value if outcome.access else None))
+    played.events.append(
+        ToolCall(
+            turn=HISTORY_TURN,
+            call_id=call_id,
+            name=name,
+            arguments=dict(item.args),
+            raw_arguments=raw,
+            access=outcome.access.value if outcome.access else None,
+        )
+    )
     played.events.append(ToolResult(turn=HISTORY_TURN, call_id=call_id, name=name, ok=True, result=result))
-    played.chat.append({"role": "assistant", "content": "", "tool_calls": [
-        {"id": call_id, "type": "function", "function": {"name": name, "arguments": raw}}]})
-    played.chat.append({"role": "tool", "tool_call_id": call_id,
-                        "content": result if isinstance(result, str) else json.dumps(result, default=str)})
+    played.chat.append(
+        {
+            "role": "assistant",
+            "content": "",
+            "tool_calls": [{"id": call_id, "type": "function", "function": {"name": name, "arguments": raw}}],
+        }
+    )
+    played.chat.append(
+        {
+            "role": "tool",
+            "tool_call_id": call_id,
+            "content": result if isinstance(result, str) else json.dumps(result, default=str),
+        }
+    )
 
 
 def start_state(domain: Domain, scenario: Scenario) -> BaseModel:

@@ -79,10 +79,11 @@ def make_tool(func: Callable[..., Any], access: Access, *, name: str | None = No
         if param.name not in hints:
             raise TypeError(f"tool {func.__name__}: parameter {param.name!r} needs a type annotation")
         default = ... if param.default is inspect.Parameter.empty else param.default
-        fields[param.name] = (hints[param.name], FieldInfo(default=default, description=arg_docs.get(param.name)))
-    model = create_model(
-        f"{func.__name__}_args", __config__=ConfigDict(extra="forbid"), **fields
-    )
+        fields[param.name] = (
+            hints[param.name],
+            FieldInfo(default=default, description=arg_docs.get(param.name)),
+        )
+    model = create_model(f"{func.__name__}_args", __config__=ConfigDict(extra="forbid"), **fields)
     return Tool(name=name or func.__name__, access=access, func=func, description=summary, args_model=model)
 
 
@@ -158,7 +159,9 @@ def nesting_problem(value: Any) -> str | None:
         key = id(item)
         if done:
             open_.discard(key)
-            height[key] = 1 + max((height.get(id(c), 0) for c in children if _children(c) is not None), default=0)
+            height[key] = 1 + max(
+                (height.get(id(c), 0) for c in children if _children(c) is not None), default=0
+            )
             if height[key] > MAX_NESTING:
                 return f"nested more than {MAX_NESTING} levels deep"
             continue

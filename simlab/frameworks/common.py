@@ -30,8 +30,10 @@ def require(module: str, extra: str) -> Any:
 
 def missing_extra(extra: str, exc: ImportError) -> ImportError:
     """The error an adapter raises when its framework is not installed: what to install."""
-    return ImportError(f"this agent needs the {extra!r} extra, which is not installed ({exc}); install it with: "
-                       f"pip install 'simlab[{extra}]'")
+    return ImportError(
+        f"this agent needs the {extra!r} extra, which is not installed ({exc}); install it with: "
+        f"pip install 'simlab[{extra}]'"
+    )
 
 
 class TrialContext:
@@ -50,22 +52,27 @@ class TrialContext:
         self._transfer_tools = transfer_tools
         self._price = price
         self.transferred = False
-        self.stop: BaseException | None = None  # a StopTrial (or probe stop) to re-raise through the framework
+        self.stop: BaseException | None = (
+            None  # a StopTrial (or probe stop) to re-raise through the framework
+        )
 
     def call(self, name: str, arguments: dict[str, Any] | str | None, call_id: str | None = None) -> str:
         if self.stop is not None:  # the trial is over (a budget ran out in a callback): no more tool calls
             raise self.stop
         try:
             reply = self._inp.tools.call(name, arguments if arguments is not None else {}, call_id=call_id)
-        except BaseException as exc:  # StopTrial, ProbeStop: kept, in case the framework wraps what it catches
+        except (
+            BaseException
+        ) as exc:  # StopTrial, ProbeStop: kept, in case the framework wraps what it catches
             self.stop = exc
             raise
         if reply.ok and name in self._transfer_tools:
             self.transferred = True
         return reply.as_text()
 
-    def rejected(self, name: str, arguments: dict[str, Any] | str | None, reason: str,
-                 call_id: str | None = None) -> None:
+    def rejected(
+        self, name: str, arguments: dict[str, Any] | str | None, reason: str, call_id: str | None = None
+    ) -> None:
         """A tool call the framework refused itself (``ToolHandle.rejected``); a loop it trips
         stops the trial at the next step."""
         try:
@@ -73,8 +80,14 @@ class TrialContext:
         except StopTrial as exc:
             self.stop = self.stop or exc
 
-    def outside(self, name: str, arguments: dict[str, Any] | str | None, ok: bool, result: Any,
-                call_id: str | None = None) -> None:
+    def outside(
+        self,
+        name: str,
+        arguments: dict[str, Any] | str | None,
+        ok: bool,
+        result: Any,
+        call_id: str | None = None,
+    ) -> None:
         """A call the agent ran through a tool of its own (``ToolHandle.outside``)."""
         try:
             self._inp.tools.outside(name, arguments, ok, result, call_id)
@@ -90,10 +103,22 @@ class TrialContext:
         except StopTrial as exc:
             self.stop = self.stop or exc
 
-    def model_call(self, model: str, input_tokens: int | None, output_tokens: int | None,
-                   cached_tokens: int | None = None, latency_s: float = 0.0) -> None:
-        self.record(ModelCall(turn=self.turn, role="agent", model=model or "unknown",
-                              usage=usage_of(input_tokens, output_tokens, cached_tokens, latency_s, self._price)))
+    def model_call(
+        self,
+        model: str,
+        input_tokens: int | None,
+        output_tokens: int | None,
+        cached_tokens: int | None = None,
+        latency_s: float = 0.0,
+    ) -> None:
+        self.record(
+            ModelCall(
+                turn=self.turn,
+                role="agent",
+                model=model or "unknown",
+                usage=usage_of(input_tokens, output_tokens, cached_tokens, latency_s, self._price),
+            )
+        )
 
     def reraise(self) -> None:
         """After a framework run: the stop it may have swallowed or wrapped."""
@@ -104,15 +129,25 @@ class TrialContext:
         return AgentReply(text=text, transfer=self.transferred)
 
 
-def usage_of(input_tokens: int | None, output_tokens: int | None, cached_tokens: int | None, latency_s: float,
-             price: dict[str, float] | None) -> Usage:
+def usage_of(
+    input_tokens: int | None,
+    output_tokens: int | None,
+    cached_tokens: int | None,
+    latency_s: float,
+    price: dict[str, float] | None,
+) -> Usage:
     """Tokens as the framework reported them (None: it did not); the cost from the spec's ``price``,
     else unknown (a framework reports no prices)."""
     cost = None
     if price is not None and input_tokens is not None and output_tokens is not None:
         cost = (input_tokens * price.get("input", 0.0) + output_tokens * price.get("output", 0.0)) / 1_000_000
-    return Usage(input_tokens=input_tokens, output_tokens=output_tokens, cached_tokens=cached_tokens,
-                 cost_usd=cost, latency_s=round(latency_s, 6))
+    return Usage(
+        input_tokens=input_tokens,
+        output_tokens=output_tokens,
+        cached_tokens=cached_tokens,
+        cost_usd=cost,
+        latency_s=round(latency_s, 6),
+    )
 
 
 def tool_specs(schemas: list[dict[str, Any]]) -> list[tuple[str, str, dict[str, Any]]]:
@@ -120,8 +155,13 @@ def tool_specs(schemas: list[dict[str, Any]]) -> list[tuple[str, str, dict[str, 
     out = []
     for schema in schemas:
         fn = schema.get("function", schema)
-        out.append((fn["name"], fn.get("description") or fn["name"],
-                    fn.get("parameters") or {"type": "object", "properties": {}}))
+        out.append(
+            (
+                fn["name"],
+                fn.get("description") or fn["name"],
+                fn.get("parameters") or {"type": "object", "properties": {}},
+            )
+        )
     return out
 
 
@@ -162,8 +202,15 @@ class FrameworkAgent:
     kind = ""
     extra = ""
 
-    def __init__(self, ref: str, target: Any, *, transfer_tools: tuple[str, ...] = ("transfer_to_human",),
-                 price: dict[str, float] | None = None, max_steps: int | None = None):
+    def __init__(
+        self,
+        ref: str,
+        target: Any,
+        *,
+        transfer_tools: tuple[str, ...] = ("transfer_to_human",),
+        price: dict[str, float] | None = None,
+        max_steps: int | None = None,
+    ):
         self.ref = ref
         self._target = target
         self.transfer_tools = transfer_tools
@@ -179,7 +226,9 @@ class FrameworkAgent:
             raise SpecError(f"agent: {exc}") from None
         agent = cls(ref, target, **settings)
         if not agent.is_instance(target) and not callable(target):
-            raise SpecError(f"agent: {ref} is a {type(target).__name__}, not {cls.expected()} nor a factory of one")
+            raise SpecError(
+                f"agent: {ref} is a {type(target).__name__}, not {cls.expected()} nor a factory of one"
+            )
         return agent
 
     # what each adapter says about its framework
@@ -233,23 +282,29 @@ class FrameworkAgent:
 def step_limit_hit(kind: str, limit: int, setting: str, exc: BaseException) -> StopTrial:
     """The trial's end when a framework stopped its own run at its step limit: the agent looped
     (``agent_loop``, a fail), never a crash and never a hang."""
-    return StopTrial("agent_loop", f"the {kind} agent ran {limit} steps in one turn without answering ({setting} "
-                                   f"{limit}, the framework's {type(exc).__name__}); raise it with the agent's "
-                                   "max_steps if the agent needs more")
+    return StopTrial(
+        "agent_loop",
+        f"the {kind} agent ran {limit} steps in one turn without answering ({setting} "
+        f"{limit}, the framework's {type(exc).__name__}); raise it with the agent's "
+        "max_steps if the agent needs more",
+    )
 
 
 def trial_of(value: Any, where: str) -> TrialContext:
     """The ``TrialContext`` a tool was called with, or a clear error when it runs outside a trial."""
     if isinstance(value, TrialContext):
         return value
-    raise RuntimeError(f"a simlab domain tool was called outside a simlab trial (no TrialContext in {where}); "
-                       "run the agent with simlab, or give it your own tools")
+    raise RuntimeError(
+        f"a simlab domain tool was called outside a simlab trial (no TrialContext in {where}); "
+        "run the agent with simlab, or give it your own tools"
+    )
 
 
-
-ADAPTERS = {"langgraph": ("simlab.frameworks.langgraph", "LangGraphAgent"),
-            "openai_agents": ("simlab.frameworks.openai_agents", "OpenAIAgentsAgent"),
-            "pydantic_ai": ("simlab.frameworks.pydantic_ai", "PydanticAIAgent")}
+ADAPTERS = {
+    "langgraph": ("simlab.frameworks.langgraph", "LangGraphAgent"),
+    "openai_agents": ("simlab.frameworks.openai_agents", "OpenAIAgentsAgent"),
+    "pydantic_ai": ("simlab.frameworks.pydantic_ai", "PydanticAIAgent"),
+}
 
 
 def build_framework_agent(spec: Any, *, transfer_tools: tuple[str, ...]) -> FrameworkAgent:
@@ -257,9 +312,11 @@ def build_framework_agent(spec: Any, *, transfer_tools: tuple[str, ...]) -> Fram
     kind, ref = spec.framework
     module_name, class_name = ADAPTERS[kind]
     adapter = getattr(require(module_name, kind), class_name)
-    settings: dict[str, Any] = {"transfer_tools": transfer_tools,
-                                "price": spec.price.model_dump() if spec.price is not None else None,
-                                "max_steps": spec.max_steps if "max_steps" in spec.model_fields_set else None}
+    settings: dict[str, Any] = {
+        "transfer_tools": transfer_tools,
+        "price": spec.price.model_dump() if spec.price is not None else None,
+        "max_steps": spec.max_steps if "max_steps" in spec.model_fields_set else None,
+    }
     if kind == "langgraph":
         settings["tool_nodes"] = spec.tool_nodes
     return adapter.load(ref, **settings)

@@ -61,7 +61,9 @@ except ImportError as exc:  # pragma: no cover - the extra is part of the test i
 __all__ = ["LangGraphAgent", "domain_tools", "langchain_tools"]
 
 SHOWN = 300  # characters of a message's text in a graph_step event
-SIMLAB_TOOL = "simlab_tool"  # in the metadata of the LangChain tools simlab makes: every other tool is the team's
+SIMLAB_TOOL = (
+    "simlab_tool"  # in the metadata of the LangChain tools simlab makes: every other tool is the team's
+)
 # supersteps of one turn when the spec sets no max_steps (LangGraph's own default is 10,007: a graph
 # whose model keeps calling a tool that does not exist ran for minutes and gigabytes)
 DEFAULT_GRAPH_STEPS = 50
@@ -71,6 +73,7 @@ RESERVED = ("thread_id", "checkpoint_ns", "checkpoint_id", "checkpoint_map", CON
 def langchain_tools(schemas: list[dict[str, Any]]) -> list[Any]:
     """LangChain tools for these tool schemas (OpenAI function format); each runs in the trial its
     run config names."""
+
     def make(name: str) -> Any:
         async def run(config: RunnableConfig, **arguments: Any) -> str:
             trial = trial_of((config.get("configurable") or {}).get(CONTEXT_KEY), 'config["configurable"]')
@@ -79,9 +82,16 @@ def langchain_tools(schemas: list[dict[str, Any]]) -> list[Any]:
         return run
 
     # a dict args_schema: the model sees the domain's own JSON schema; simlab's ToolHandle validates
-    return [StructuredTool(name=name, description=description, args_schema=schema, coroutine=make(name),
-                           metadata={SIMLAB_TOOL: True})
-            for name, description, schema in tool_specs(schemas)]
+    return [
+        StructuredTool(
+            name=name,
+            description=description,
+            args_schema=schema,
+            coroutine=make(name),
+            metadata={SIMLAB_TOOL: True},
+        )
+        for name, description, schema in tool_specs(schemas)
+    ]
 
 
 def domain_tools(domain: str) -> list[Any]:
@@ -123,8 +133,10 @@ class LangGraphAgent(FrameworkAgent):
 
     def _config(self, inp: AgentInput, trial: TrialContext, thread: str, recorder: Any) -> dict[str, Any]:
         context = {k: v for k, v in inp.context.items() if k not in RESERVED and not str(k).startswith("__")}
-        config: dict[str, Any] = {"configurable": {**context, "thread_id": thread, CONTEXT_KEY: trial},
-                                  "callbacks": [recorder]}
+        config: dict[str, Any] = {
+            "configurable": {**context, "thread_id": thread, CONTEXT_KEY: trial},
+            "callbacks": [recorder],
+        }
         config["recursion_limit"] = self.step_limit
         return config
 
@@ -144,15 +156,22 @@ class LangGraphAgent(FrameworkAgent):
         known = {str(s.get("function", s).get("name")) for s in inp.tools.schemas}
         asked_for: dict[str, tuple[str, Any]] = {}  # tool call id -> (name, args), from the AI messages
         paused = memory["paused"]
-        given: Any = Command(resume=text) if paused == "interrupt" else None if paused == "breakpoint" \
+        given: Any = (
+            Command(resume=text)
+            if paused == "interrupt"
+            else None
+            if paused == "breakpoint"
             else {"messages": [HumanMessage(text)]}
+        )
         try:
             async for namespace, chunk in graph.astream(given, config, stream_mode="updates", subgraphs=True):
                 for node, update in (chunk or {}).items():
                     if node.startswith("__"):  # __interrupt__: read from the state below
                         continue
                     shown, omitted = _update(update, memory["seen"])
-                    trial.record(GraphStep(turn=inp.turn, node=_path(namespace, node), update=shown, omitted=omitted))
+                    trial.record(
+                        GraphStep(turn=inp.turn, node=_path(namespace, node), update=shown, omitted=omitted)
+                    )
                     _record_foreign_calls(trial, update, asked_for, known, memory["own_tools"])
                 trial.reraise()
         except GraphRecursionError as exc:
@@ -181,8 +200,12 @@ class LangGraphAgent(FrameworkAgent):
         nodes = self.tool_nodes if self.tool_nodes is not None else _tool_nodes(graph)
         text = str(inp.messages[-1].get("content") or "")
         try:
-            async for _ in graph.astream({"messages": [HumanMessage(text)]}, config, stream_mode="updates",
-                                         interrupt_before=nodes or None):
+            async for _ in graph.astream(
+                {"messages": [HumanMessage(text)]},
+                config,
+                stream_mode="updates",
+                interrupt_before=nodes or None,
+            ):
                 trial.reraise()
             trial.reraise()
         except ProbeStop as stop:
@@ -196,10 +219,18 @@ class LangGraphAgent(FrameworkAgent):
         calls = _last_ai(snapshot.values).tool_calls if _last_ai(snapshot.values) is not None else []
         if snapshot.next and calls:
             first = calls[0]
-            return pending_call(first["name"], first.get("args") or {}, first.get("id"),
-                                f"interrupt_before:{snapshot.next[0]}", inp.turn)
-        return PendingToolCall(turn=inp.turn, stopped_at=f"interrupt_before:{','.join(nodes) or '(no tool node)'}",
-                               reply=_last_ai_text(snapshot.values))
+            return pending_call(
+                first["name"],
+                first.get("args") or {},
+                first.get("id"),
+                f"interrupt_before:{snapshot.next[0]}",
+                inp.turn,
+            )
+        return PendingToolCall(
+            turn=inp.turn,
+            stopped_at=f"interrupt_before:{','.join(nodes) or '(no tool node)'}",
+            reply=_last_ai_text(snapshot.values),
+        )
 
 
 class _ModelCalls(BaseCallbackHandler):
@@ -211,16 +242,23 @@ class _ModelCalls(BaseCallbackHandler):
         self.trial = trial
         self.started: dict[UUID, tuple[float, str]] = {}
 
-    def on_chat_model_start(self, serialized: Any, messages: Any, *, run_id: UUID, metadata: Any = None,
-                            **kw: Any) -> None:
+    def on_chat_model_start(
+        self, serialized: Any, messages: Any, *, run_id: UUID, metadata: Any = None, **kw: Any
+    ) -> None:
         self._start(run_id, serialized, metadata, kw)
 
-    def on_llm_start(self, serialized: Any, prompts: Any, *, run_id: UUID, metadata: Any = None, **kw: Any) -> None:
+    def on_llm_start(
+        self, serialized: Any, prompts: Any, *, run_id: UUID, metadata: Any = None, **kw: Any
+    ) -> None:
         self._start(run_id, serialized, metadata, kw)
 
     def _start(self, run_id: UUID, serialized: Any, metadata: Any, kw: dict[str, Any]) -> None:
-        name = (metadata or {}).get("ls_model_name") or (kw.get("invocation_params") or {}).get("model") \
-            or (serialized or {}).get("name") or "unknown"
+        name = (
+            (metadata or {}).get("ls_model_name")
+            or (kw.get("invocation_params") or {}).get("model")
+            or (serialized or {}).get("name")
+            or "unknown"
+        )
         self.started[run_id] = (time.perf_counter(), str(name))
 
     def on_llm_end(self, response: Any, *, run_id: UUID, **kw: Any) -> None:
@@ -231,9 +269,13 @@ class _ModelCalls(BaseCallbackHandler):
         name = (getattr(message, "response_metadata", None) or {}).get("model_name") or name
         tokens = ((response.llm_output or {}).get("token_usage") or {}) if not meta else {}
         cached = (meta.get("input_token_details") or {}).get("cache_read") if meta else None
-        self.trial.model_call(name, meta.get("input_tokens", tokens.get("prompt_tokens")),
-                              meta.get("output_tokens", tokens.get("completion_tokens")), cached,
-                              time.perf_counter() - began)
+        self.trial.model_call(
+            name,
+            meta.get("input_tokens", tokens.get("prompt_tokens")),
+            meta.get("output_tokens", tokens.get("completion_tokens")),
+            cached,
+            time.perf_counter() - began,
+        )
 
     def on_llm_error(self, error: BaseException, *, run_id: UUID, **kw: Any) -> None:
         self.started.pop(run_id, None)
@@ -317,11 +359,12 @@ def _last_ai(values: Any) -> Any:
 
 def _last_ai_text(values: Any) -> str:
     if not isinstance(values, dict) or "messages" not in values:
-        raise ValueError("the graph's state has no 'messages': simlab sends each user message as "
-                         "{'messages': [HumanMessage]} and reads the reply from the last AI message")
+        raise ValueError(
+            "the graph's state has no 'messages': simlab sends each user message as "
+            "{'messages': [HumanMessage]} and reads the reply from the last AI message"
+        )
     message = _last_ai(values)
     return _text(message) if message is not None else ""
-
 
 
 ASKED_FIELDS = ("question", "message", "text", "prompt", "content")
@@ -347,8 +390,9 @@ def _pending_text(values: Any, waiting: list[str]) -> str:
     text = _last_ai_text(values)
     if not calls:
         return text or f"(paused before {', '.join(waiting)}; reply to continue)"
-    planned = "; ".join(f"{c.get('name')} {json.dumps(jsonable(c.get('args') or {}), ensure_ascii=False)}"
-                        for c in calls)
+    planned = "; ".join(
+        f"{c.get('name')} {json.dumps(jsonable(c.get('args') or {}), ensure_ascii=False)}" for c in calls
+    )
     return (f"{text}\n" if text else "") + f"Before I go on, I will call: {planned}. Shall I go ahead?"
 
 
@@ -356,12 +400,19 @@ def _own_tools(graph: Any) -> set[str]:
     """Names of the team's own tools in the graph's tool nodes (subgraphs included): tools simlab
     did not make, whose calls the domain never runs."""
     graphs = [graph, *(sub for _, sub in graph.get_subgraphs(recurse=True))]
-    return {name for g in graphs for node in g.nodes.values() if isinstance(getattr(node, "bound", None), ToolNode)
-            for name, tool in node.bound.tools_by_name.items() if not (tool.metadata or {}).get(SIMLAB_TOOL)}
+    return {
+        name
+        for g in graphs
+        for node in g.nodes.values()
+        if isinstance(getattr(node, "bound", None), ToolNode)
+        for name, tool in node.bound.tools_by_name.items()
+        if not (tool.metadata or {}).get(SIMLAB_TOOL)
+    }
 
 
-def _record_foreign_calls(trial: TrialContext, update: Any, asked_for: dict[str, tuple[str, Any]], known: set[str],
-                          own: set[str]) -> None:
+def _record_foreign_calls(
+    trial: TrialContext, update: Any, asked_for: dict[str, tuple[str, Any]], known: set[str], own: set[str]
+) -> None:
     """Tool calls of this update that no tool of the trial ran, recorded from the graph's messages:
     a call to one of the team's own tools (``outside``: the trajectory sees it, the domain did not
     run it), and a call the tool node answered itself for a tool nobody has (``rejected``: an invalid

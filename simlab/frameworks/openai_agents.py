@@ -57,8 +57,13 @@ def function_tools(schemas: list[dict[str, Any]]) -> list[Any]:
             trial = trial_of(ctx.context, "the run's context")
             return trial.call(name, arguments or "{}")
 
-        return FunctionTool(name=name, description=description, params_json_schema=schema, on_invoke_tool=invoke,
-                            strict_json_schema=False)
+        return FunctionTool(
+            name=name,
+            description=description,
+            params_json_schema=schema,
+            on_invoke_tool=invoke,
+            strict_json_schema=False,
+        )
 
     return [make(*spec) for spec in tool_specs(schemas)]
 
@@ -86,11 +91,19 @@ class OpenAIAgentsAgent(FrameworkAgent):
         memory = inp.memory
         start = memory.get("agent") or self.built_for(inp)
         trial = self.context(inp)
-        given = memory.get("items", []) + [{"role": "user", "content": str(inp.messages[-1].get("content") or "")}]
+        given = memory.get("items", []) + [
+            {"role": "user", "content": str(inp.messages[-1].get("content") or "")}
+        ]
         settings: dict[str, Any] = {"max_turns": self.max_steps} if self.max_steps is not None else {}
         try:
-            result = await Runner.run(start, given, context=trial, hooks=_Hooks(trial), **settings,
-                                      run_config=RunConfig(tracing_disabled=True, workflow_name="simlab trial"))
+            result = await Runner.run(
+                start,
+                given,
+                context=trial,
+                hooks=_Hooks(trial),
+                **settings,
+                run_config=RunConfig(tracing_disabled=True, workflow_name="simlab trial"),
+            )
         except MaxTurnsExceeded as exc:
             trial.reraise()
             limit = self.max_steps if self.max_steps is not None else DEFAULT_MAX_TURNS
@@ -102,7 +115,9 @@ class OpenAIAgentsAgent(FrameworkAgent):
         memory["items"] = result.to_input_list()
         memory["agent"] = result.last_agent
         output = result.final_output
-        return trial.reply(output if isinstance(output, str) else json.dumps(_plain(output), ensure_ascii=False))
+        return trial.reply(
+            output if isinstance(output, str) else json.dumps(_plain(output), ensure_ascii=False)
+        )
 
 
 class _Hooks(RunHooks[Any]):
@@ -120,14 +135,23 @@ class _Hooks(RunHooks[Any]):
         began = self.started.pop(id(agent), time.perf_counter())
         usage = response.usage
         details = getattr(usage, "input_tokens_details", None)
-        self.trial.model_call(_model_name(agent), usage.input_tokens if usage.requests else None,
-                              usage.output_tokens if usage.requests else None,
-                              getattr(details, "cached_tokens", None) if usage.requests else None,
-                              time.perf_counter() - began)
+        self.trial.model_call(
+            _model_name(agent),
+            usage.input_tokens if usage.requests else None,
+            usage.output_tokens if usage.requests else None,
+            getattr(details, "cached_tokens", None) if usage.requests else None,
+            time.perf_counter() - began,
+        )
 
     async def on_handoff(self, context: Any, from_agent: Any, to_agent: Any) -> None:
-        self.trial.record(Handoff(turn=self.trial.turn, call_id=f"handoff_{self.trial.turn}_{next(self.handoffs)}",
-                                  source=from_agent.name, target=to_agent.name))
+        self.trial.record(
+            Handoff(
+                turn=self.trial.turn,
+                call_id=f"handoff_{self.trial.turn}_{next(self.handoffs)}",
+                source=from_agent.name,
+                target=to_agent.name,
+            )
+        )
 
 
 def _model_name(agent: Any) -> str:

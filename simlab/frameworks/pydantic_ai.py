@@ -78,8 +78,9 @@ class PydanticAIAgent(FrameworkAgent):
         asked = time.perf_counter()
         asked_for: dict[str, tuple[str, Any]] = {}  # tool call id -> (name, args) the model asked for
         try:
-            async with agent.iter(text, deps=trial, message_history=inp.memory.get("history"),
-                                  usage_limits=limits) as run:
+            async with agent.iter(
+                text, deps=trial, message_history=inp.memory.get("history"), usage_limits=limits
+            ) as run:
                 async for node in run:
                     if Agent.is_model_request_node(node):
                         asked = time.perf_counter()
@@ -87,11 +88,21 @@ class PydanticAIAgent(FrameworkAgent):
                             trial.rejected(name, args, reason, call_id)
                     elif Agent.is_call_tools_node(node):  # the model answered; its tools run next
                         response = node.model_response
-                        asked_for.update({p.tool_call_id: (p.tool_name, p.args) for p in response.parts
-                                          if isinstance(p, ToolCallPart)})
+                        asked_for.update(
+                            {
+                                p.tool_call_id: (p.tool_name, p.args)
+                                for p in response.parts
+                                if isinstance(p, ToolCallPart)
+                            }
+                        )
                         usage = response.usage
-                        trial.model_call(response.model_name or "unknown", usage.input_tokens,
-                                         usage.output_tokens, usage.cache_read_tokens, time.perf_counter() - asked)
+                        trial.model_call(
+                            response.model_name or "unknown",
+                            usage.input_tokens,
+                            usage.output_tokens,
+                            usage.cache_read_tokens,
+                            time.perf_counter() - asked,
+                        )
                     trial.reraise()
         except UsageLimitExceeded as exc:
             trial.reraise()
@@ -118,7 +129,10 @@ def _refused(request: Any, asked_for: dict[str, tuple[str, Any]]) -> list[tuple[
         if retried and getattr(part, "tool_name", None):
             name, args = asked_for.get(part.tool_call_id, (part.tool_name, None))
             content = part.content
-            reason = content if isinstance(content, str) else "; ".join(
-                str(e.get("msg", e)) if isinstance(e, dict) else str(e) for e in content)
+            reason = (
+                content
+                if isinstance(content, str)
+                else "; ".join(str(e.get("msg", e)) if isinstance(e, dict) else str(e) for e in content)
+            )
             found.append((name, args, reason[:300], part.tool_call_id))
     return found

@@ -36,8 +36,19 @@ from simlab.specs import Persona, Scenario
 from simlab.transcript import AgentMessage, ErrorEvent, ToolResult, Transcript
 from simlab.transcript.checks import Check, CheckKind, CheckStatus, Verdict
 
-__all__ = ["Check", "CheckKind", "CheckStatus", "GradeContext", "Verdict", "check_at", "initial_snapshot",
-           "scenario_memo", "tool_crashes", "verdict_of"]
+__all__ = [
+    "Check",
+    "CheckKind",
+    "CheckStatus",
+    "GradeContext",
+    "Verdict",
+    "check_at",
+    "initial_snapshot",
+    "scenario_memo",
+    "tool_crashes",
+    "verdict_of",
+]
+
 
 @dataclass
 class GradeContext:
@@ -75,8 +86,10 @@ def verdict_of(transcript: Transcript, checks: list[Check]) -> Verdict:
     causal = [c for c in drift if not c.details.get("after_outcome")]  # drift that came before the outcome
     crashes = tool_crashes(transcript)
     start = transcript.history_events
-    cut = min([start if c.event is None else c.event for c in causal] + [i for i, _, _ in crashes],
-              default=len(transcript.events))
+    cut = min(
+        [start if c.event is None else c.event for c in causal] + [i for i, _, _ in crashes],
+        default=len(transcript.events),
+    )
     if any(c.kind == "policy" and c.status == "fail" and c.event is not None and c.event < cut for c in hard):
         return "fail"
     if crashes:
@@ -94,8 +107,14 @@ def verdict_of(transcript: Transcript, checks: list[Check]) -> Verdict:
 
 def last_agent_message(transcript: Transcript) -> int | None:
     """The index of the agent's last message in the transcript, or None when it never spoke."""
-    return next((i for i in range(len(transcript.events) - 1, -1, -1)
-                 if isinstance(transcript.events[i], AgentMessage)), None)
+    return next(
+        (
+            i
+            for i in range(len(transcript.events) - 1, -1, -1)
+            if isinstance(transcript.events[i], AgentMessage)
+        ),
+        None,
+    )
 
 
 def check_at(transcript: Transcript, index: int | None) -> dict[str, Any]:
@@ -116,6 +135,9 @@ def scenario_memo(ctx: GradeContext, name: str, compute: Callable[[GradeContext]
 
 def initial_snapshot(ctx: GradeContext) -> dict[str, Any]:
     """A fresh copy of the scenario's initial state as JSON data (raises like ``build_state``)."""
-    data = scenario_memo(ctx, "initial_state", lambda c: marshal.dumps(
-        c.domain.build_state(c.scenario.initial_state).model_dump(mode="json")))
+    data = scenario_memo(
+        ctx,
+        "initial_state",
+        lambda c: marshal.dumps(c.domain.build_state(c.scenario.initial_state).model_dump(mode="json")),
+    )
     return marshal.loads(data)  # marshal: the fastest copy of JSON data

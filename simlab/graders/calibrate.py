@@ -65,8 +65,16 @@ from simlab.transcript import (
 )
 from simlab.transcript.causes import FaultType
 
-__all__ = ["CalibrationReport", "LabelItem", "Outcome", "calibrate", "calibrate_file", "cohen_kappa",
-           "format_report", "load_labels"]
+__all__ = [
+    "CalibrationReport",
+    "LabelItem",
+    "Outcome",
+    "calibrate",
+    "calibrate_file",
+    "cohen_kappa",
+    "format_report",
+    "load_labels",
+]
 
 Label = Literal["yes", "no"]
 
@@ -119,7 +127,8 @@ class LabelEntry(SpecModel):
 
 
 class TriageLabelEntry(SpecModel):
-    """A human's fault type for a failure mode, given by its representative trial (``calibrate_triage.py``)."""
+    """A human's fault type for a failure mode, given by its representative trial
+    (``calibrate_triage.py``)."""
 
     id: str | None = None
     transcript: str  # a stored trial, FILE.jsonl#unit_id, or a TrialRecord JSON file: its checks are evidence
@@ -165,14 +174,39 @@ def _inline(item_id: str, turns: list[InlineTurn]) -> Transcript:
             events.append(AgentMessage(turn=turn, text=line.agent))
         elif line.tool is not None:
             call_id = f"call_{i}"
-            events.append(ToolCall(turn=turn, call_id=call_id, name=line.tool.name, arguments=line.tool.args,
-                                   raw_arguments=json.dumps(line.tool.args)))
-            events.append(ToolResult(turn=turn, call_id=call_id, name=line.tool.name, ok=line.tool.error is None,
-                                     result=line.tool.result, error=line.tool.error))
+            events.append(
+                ToolCall(
+                    turn=turn,
+                    call_id=call_id,
+                    name=line.tool.name,
+                    arguments=line.tool.args,
+                    raw_arguments=json.dumps(line.tool.args),
+                )
+            )
+            events.append(
+                ToolResult(
+                    turn=turn,
+                    call_id=call_id,
+                    name=line.tool.name,
+                    ok=line.tool.error is None,
+                    result=line.tool.result,
+                    error=line.tool.error,
+                )
+            )
     pin = Pin(kind="calibration", ref="inline")
-    return Transcript(run_id="calibration", unit_id=item_id, scenario_id="calibration", persona_id="", domain="",
-                      trial=0, seed=0, agent=pin, simulator=pin, events=events,
-                      termination=Termination(reason=TerminationReason.GOAL_REACHED, detail="inline conversation"))
+    return Transcript(
+        run_id="calibration",
+        unit_id=item_id,
+        scenario_id="calibration",
+        persona_id="",
+        domain="",
+        trial=0,
+        seed=0,
+        agent=pin,
+        simulator=pin,
+        events=events,
+        termination=Termination(reason=TerminationReason.GOAL_REACHED, detail="inline conversation"),
+    )
 
 
 def _transcript_from(data: Any) -> Transcript:
@@ -192,7 +226,8 @@ def read_record(ref: str, base: Path, cache: dict[Path, dict[str, Any]]) -> Tria
 
 
 def read_ref(ref: str, base: Path, cache: dict[Path, dict[str, Any]]) -> Any:
-    """The JSON ``ref`` names, as parsed: a JSON file's, or the line of unit ``unit_id`` of ``FILE.jsonl#unit_id``."""
+    """The JSON ``ref`` names, as parsed: a JSON file's, or the line of unit ``unit_id`` of
+    ``FILE.jsonl#unit_id``."""
     file_part, sep, unit = ref.partition("#")
     path = (base / file_part).resolve()
     if not sep or path not in cache:
@@ -244,22 +279,34 @@ def load_labels(path: Path | str) -> list[LabelItem]:
         if isinstance(entry.criterion, str):
             if entry.criterion not in spec.criteria:
                 known = ", ".join(spec.criteria) or "none defined"
-                problems.append(f"{where}: items.{i}.criterion: unknown criterion {entry.criterion!r} (known: {known})")
+                problems.append(
+                    f"{where}: items.{i}.criterion: unknown criterion {entry.criterion!r} (known: {known})"
+                )
                 continue
             criterion = CriterionSpec(id=entry.criterion, text=spec.criteria[entry.criterion])
         else:
             criterion = entry.criterion
         try:
-            transcript = (_read_transcript(entry.transcript, path.parent, cache) if entry.transcript is not None
-                          else _inline(item_id, entry.conversation or []))
+            transcript = (
+                _read_transcript(entry.transcript, path.parent, cache)
+                if entry.transcript is not None
+                else _inline(item_id, entry.conversation or [])
+            )
         except (ValueError, ValidationError) as exc:
-            text = str(exc).splitlines()[0] if not isinstance(exc, ValidationError) else (
-                f"not a transcript ({exc.error_count()} problems, first: {exc.errors()[0]['msg']})")
+            text = (
+                str(exc).splitlines()[0]
+                if not isinstance(exc, ValidationError)
+                else (f"not a transcript ({exc.error_count()} problems, first: {exc.errors()[0]['msg']})")
+            )
             problems.append(f"{where}: items.{i}.transcript: {text}")
             continue
-        items.append(LabelItem(item_id, transcript, criterion.id, criterion.text, entry.label, where, entry.note))
+        items.append(
+            LabelItem(item_id, transcript, criterion.id, criterion.text, entry.label, where, entry.note)
+        )
     ids = [item.id for item in items]
-    problems += [f"{path}: item id {d!r} is used more than once" for d in sorted({x for x in ids if ids.count(x) > 1})]
+    problems += [
+        f"{path}: item id {d!r} is used more than once" for d in sorted({x for x in ids if ids.count(x) > 1})
+    ]
     if problems:
         raise SpecError(problems)
     return items
@@ -333,16 +380,33 @@ class CalibrationReport:
         return total
 
 
-async def calibrate(items: list[LabelItem], judge: ChatModel, *, samples: int = 1, max_attempts: int = 3,
-                    policy: str = "") -> CalibrationReport:
+async def calibrate(
+    items: list[LabelItem], judge: ChatModel, *, samples: int = 1, max_attempts: int = 3, policy: str = ""
+) -> CalibrationReport:
     """Ask ``judge`` every labelled question (the rubric prompt) and compare with the human labels."""
     report = CalibrationReport([], judge=judge_pin(judge))
     for item in items:
         messages = rubric_messages(item.transcript, item.criterion, policy)
-        verdict, reason, _ = await judge_criterion(judge, item.transcript, messages, key=f"calibrate/{item.id}",
-                                                   samples=samples, max_attempts=max_attempts, calls=report.calls)
-        report.outcomes.append(Outcome(item.id, item.criterion_id, item.label, verdict,  # type: ignore[arg-type]
-                                       reason, item.source, item.note))
+        verdict, reason, _ = await judge_criterion(
+            judge,
+            item.transcript,
+            messages,
+            key=f"calibrate/{item.id}",
+            samples=samples,
+            max_attempts=max_attempts,
+            calls=report.calls,
+        )
+        report.outcomes.append(
+            Outcome(
+                item.id,
+                item.criterion_id,
+                item.label,
+                verdict,  # type: ignore[arg-type]
+                reason,
+                item.source,
+                item.note,
+            )
+        )
     return report
 
 
@@ -358,8 +422,15 @@ def format_report(report: CalibrationReport) -> str:
     """A plain-text report: agreement, kappa, both error directions, the table, each disagreement."""
     total = len(report.outcomes)
     kappa = report.kappa
-    kappa_text = f"{kappa:.2f}" if kappa is not None else (
-        "undefined (every human label is the same; add items of the other label)" if report.n else "undefined")
+    kappa_text = (
+        f"{kappa:.2f}"
+        if kappa is not None
+        else (
+            "undefined (every human label is the same; add items of the other label)"
+            if report.n
+            else "undefined"
+        )
+    )
     usage = report.usage
     cost = "unknown" if usage.cost_usd is None else f"${usage.cost_usd:.4f}"
     lines = [

@@ -35,8 +35,15 @@ from simlab.specs.yamlio import line_for
 from simlab.transcript import ModelCall, TrialRecord, Usage
 from simlab.transcript.blame import diagnose
 
-__all__ = ["TriageCalibration", "TriageLabel", "TriageOutcome", "calibrate_triage", "format_triage_report",
-           "label_kappa", "load_triage_labels"]
+__all__ = [
+    "TriageCalibration",
+    "TriageLabel",
+    "TriageOutcome",
+    "calibrate_triage",
+    "format_triage_report",
+    "label_kappa",
+    "load_triage_labels",
+]
 
 
 @dataclass
@@ -62,18 +69,25 @@ def load_triage_labels(path: Path | str) -> list[TriageLabel]:
         try:
             record = read_record(entry.transcript, path.parent, cache)
         except (ValueError, ValidationError) as exc:
-            text = str(exc).splitlines()[0] if not isinstance(exc, ValidationError) else (
-                f"not a trial record ({exc.error_count()} problems, first: {exc.errors()[0]['msg']})")
+            text = (
+                str(exc).splitlines()[0]
+                if not isinstance(exc, ValidationError)
+                else (f"not a trial record ({exc.error_count()} problems, first: {exc.errors()[0]['msg']})")
+            )
             problems.append(f"{where}: triage.{i}.transcript: {text}")
             continue
         if diagnose(record.transcript, record.checks, record.verdict) is None:
-            problems.append(f"{where}: triage.{i}.transcript: trial {record.unit_id!r} passed: there is no failure "
-                            "to label; name a trial that did not pass")
+            problems.append(
+                f"{where}: triage.{i}.transcript: trial {record.unit_id!r} passed: there is no failure "
+                "to label; name a trial that did not pass"
+            )
             continue
         labels.append(TriageLabel(entry.id or f"t{i + 1}", record, entry.fault_type, where, entry.note))
     ids = [label.id for label in labels]
-    problems += [f"{path}: triage label id {d!r} is used more than once"
-                 for d in sorted({x for x in ids if ids.count(x) > 1})]
+    problems += [
+        f"{path}: triage label id {d!r} is used more than once"
+        for d in sorted({x for x in ids if ids.count(x) > 1})
+    ]
     if problems:
         raise SpecError(problems)
     return labels
@@ -145,14 +159,19 @@ class TriageCalibration:
         return total
 
 
-async def calibrate_triage(labels: list[TriageLabel], judge: ChatModel, *, max_attempts: int = 3) -> TriageCalibration:
+async def calibrate_triage(
+    labels: list[TriageLabel], judge: ChatModel, *, max_attempts: int = 3
+) -> TriageCalibration:
     """Ask ``judge`` the triage question of every labelled trial and compare with the human's fault type."""
     report = TriageCalibration([], judge=judge_pin(judge))
     for label in labels:
         cause = await ask_cause(judge, label.record, max_attempts=max_attempts, calls=report.calls)
         reason = cause.cause if cause.cause is not None else cause.undecided or "no answer"
-        report.outcomes.append(TriageOutcome(label.id, cause.mode, label.fault_type, cause.fault_type, reason,
-                                             label.source, label.note))
+        report.outcomes.append(
+            TriageOutcome(
+                label.id, cause.mode, label.fault_type, cause.fault_type, reason, label.source, label.note
+            )
+        )
     return report
 
 
@@ -163,8 +182,15 @@ def _pct(value: float | None) -> str:
 def format_triage_report(report: TriageCalibration) -> str:
     """A plain-text report: agreement, kappa, the judge's calls and cost, each disagreement."""
     kappa = report.kappa
-    kappa_text = f"{kappa:.2f}" if kappa is not None else (
-        "undefined (every human label is the same; add items of other fault types)" if report.n else "undefined")
+    kappa_text = (
+        f"{kappa:.2f}"
+        if kappa is not None
+        else (
+            "undefined (every human label is the same; add items of other fault types)"
+            if report.n
+            else "undefined"
+        )
+    )
     usage = report.usage
     cost = "unknown" if usage.cost_usd is None else f"${usage.cost_usd:.4f}"
     lines = [

@@ -29,8 +29,16 @@ from simlab import imports
 from simlab.specs.expect import CallSpec
 from simlab.transcript import ToolCall
 
-__all__ = ["ComparatorError", "as_number", "call_matches", "call_mismatch", "compare_value", "describe_spec",
-           "load_callable", "same_value"]
+__all__ = [
+    "ComparatorError",
+    "as_number",
+    "call_matches",
+    "call_mismatch",
+    "compare_value",
+    "describe_spec",
+    "load_callable",
+    "same_value",
+]
 
 NAMES = ("exact", "ignore", "casefold", "number", "date", "regex", "one_of")
 DEFAULT_TOLERANCE = 1e-9
@@ -86,9 +94,12 @@ def same_value(expected: Any, actual: Any, tolerance: float = DEFAULT_TOLERANCE)
     """Deep equality with numeric normalisation: 49.9 == 49.90 == "49.90" (within ``tolerance``)."""
     if isinstance(expected, dict) and isinstance(actual, dict):
         return expected.keys() == actual.keys() and all(
-            same_value(v, actual[k], tolerance) for k, v in expected.items())
+            same_value(v, actual[k], tolerance) for k, v in expected.items()
+        )
     if isinstance(expected, list) and isinstance(actual, list):
-        return len(expected) == len(actual) and all(same_value(e, a, tolerance) for e, a in zip(expected, actual))
+        return len(expected) == len(actual) and all(
+            same_value(e, a, tolerance) for e, a in zip(expected, actual)
+        )
     if isinstance(expected, str) and isinstance(actual, str):
         return expected == actual
     if isinstance(expected, bool) or isinstance(actual, bool):
@@ -115,8 +126,18 @@ def _fold(value: Any) -> Any:
 
 
 _ORDINAL = re.compile(r"(\d{1,2})(st|nd|rd|th)\b", re.IGNORECASE)
-_NAMED = ("%B %d %Y", "%b %d %Y", "%d %B %Y", "%d %b %Y", "%Y/%m/%d", "%Y.%m.%d", "%A %B %d %Y", "%a %b %d %Y",
-          "%A %d %B %Y", "%a %d %b %Y")
+_NAMED = (
+    "%B %d %Y",
+    "%b %d %Y",
+    "%d %B %Y",
+    "%d %b %Y",
+    "%Y/%m/%d",
+    "%Y.%m.%d",
+    "%A %B %d %Y",
+    "%a %b %d %Y",
+    "%A %d %B %Y",
+    "%a %d %b %Y",
+)
 
 
 def parse_date(value: Any) -> date | None:
@@ -174,8 +195,12 @@ def _parse_how(how: str | dict[str, Any] | None) -> tuple[str, dict[str, Any]]:
 
 def carries_expected(how: str | dict[str, Any] | None) -> bool:
     """True for mapping forms that hold their own expected value ({regex: …}, {one_of: […]})."""
-    return isinstance(how, dict) and len(how) == 1 and next(iter(how)) in ("regex", "one_of") \
+    return (
+        isinstance(how, dict)
+        and len(how) == 1
+        and next(iter(how)) in ("regex", "one_of")
         and next(iter(how.values())) is not None
+    )
 
 
 def compare_value(expected: Any, actual: Any, how: str | dict[str, Any] | None = "exact") -> tuple[bool, str]:
@@ -190,7 +215,10 @@ def compare_value(expected: Any, actual: Any, how: str | dict[str, Any] | None =
     if name == "casefold":
         exp, act = _fold(_json(_maybe_parse(expected))), _fold(_json(_maybe_parse(actual)))
         ok = same_value(exp, act)
-        return ok, "equal ignoring case" if ok else f"expected {_show(expected)} (any case), got {_show(actual)}"
+        return (
+            ok,
+            "equal ignoring case" if ok else f"expected {_show(expected)} (any case), got {_show(actual)}",
+        )
     if name == "number":
         x, y = as_number(expected), as_number(actual)
         if x is None:
@@ -206,7 +234,10 @@ def compare_value(expected: Any, actual: Any, how: str | dict[str, Any] | None =
             raise ComparatorError(f"date comparator: cannot read the expected date {_show(expected)}")
         got = parse_date(actual)
         if got is None:
-            return False, f"expected the date {want.isoformat()}, got {_show(actual)} (not an ISO or named-month date)"
+            return (
+                False,
+                f"expected the date {want.isoformat()}, got {_show(actual)} (not an ISO or named-month date)",
+            )
         ok = got == want
         if ok:
             return True, f"same date {want.isoformat()}"
@@ -240,7 +271,10 @@ def _custom(ref: str, expected: Any, actual: Any) -> tuple[bool, str]:
         return result[0], str(result[1])
     if not isinstance(result, bool):
         raise ComparatorError(f"comparator {ref} returned {type(result).__name__}; return a bool")
-    return result, f"{ref} accepted" if result else f"{ref} rejected {_show(actual)} (expected {_show(expected)})"
+    return (
+        result,
+        f"{ref} accepted" if result else f"{ref} rejected {_show(actual)} (expected {_show(expected)})",
+    )
 
 
 def _arguments(call: ToolCall) -> dict[str, Any] | None:
@@ -266,7 +300,9 @@ def call_mismatch(spec: CallSpec | str, call: ToolCall, tool_valid: bool = True)
     arguments = _arguments(call)
     if arguments is None:
         return "the arguments are not a JSON object"
-    names = list(spec.args) + [k for k, how in spec.compare.items() if k not in spec.args and carries_expected(how)]
+    names = list(spec.args) + [
+        k for k, how in spec.compare.items() if k not in spec.args and carries_expected(how)
+    ]
     for arg in names:
         how = spec.compare.get(arg, "exact")
         if _parse_how(how)[0] == "ignore":

@@ -59,8 +59,11 @@ _EMAIL = re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+")
 _MIXED = re.compile(r"(?<![\w@.-])(?=[\w-]*\d)(?=[\w-]*[A-Za-z])[A-Za-z0-9]+(?:-[A-Za-z0-9]+)*(?![\w@-])")
 _GROUPED = re.compile(r"(?<![\w.,])\+?\d{2,}(?:[ -]\d{2,})+(?![\w]|[.,]\d)")
 _PLAIN = re.compile(r"(?<![\w.,])\+?\d{6,}(?![\w]|[.,]\d)")
-_NOT_ID = re.compile(r"^\d+(st|nd|rd|th|am|pm|h|hrs?|s|mins?|m|k|kg|g|cm|mm|km|gb|mb|tb|x|ml|l|lbs?|oz|in|ft|d|"
-                     r"days?|yrs?|p|min)$|^\d{4}-\d{2}-\d{2}$", re.I)
+_NOT_ID = re.compile(
+    r"^\d+(st|nd|rd|th|am|pm|h|hrs?|s|mins?|m|k|kg|g|cm|mm|km|gb|mb|tb|x|ml|l|lbs?|oz|in|ft|d|"
+    r"days?|yrs?|p|min)$|^\d{4}-\d{2}-\d{2}$",
+    re.I,
+)
 _SEPARATORS = re.compile(r"[\s\-.+()]")
 _MAYBE_ID = re.compile(r"[\d@]")
 
@@ -109,8 +112,14 @@ def _check(ctx: GradeContext, kind: str, found: list[tuple[int, str]], ok: str, 
     if not found:
         return Check(name=name, kind="drift", status="pass", reason=ok, details={"violations": [], **details})
     more = f" (+{len(found) - 1} more)" if len(found) > 1 else ""
-    return Check(name=name, kind="drift", status="fail", reason=found[0][1] + more,
-                 details={"violations": violations, **details}, **check_at(ctx.transcript, found[0][0]))
+    return Check(
+        name=name,
+        kind="drift",
+        status="fail",
+        reason=found[0][1] + more,
+        details={"violations": violations, **details},
+        **check_at(ctx.transcript, found[0][0]),
+    )
 
 
 def _user_messages(ctx: GradeContext) -> list[tuple[int, UserMessage]]:
@@ -132,14 +141,28 @@ def _revealed_secret(ctx: GradeContext) -> Check | None:
     if not patterns:
         if not unchecked:
             return None
-        return Check(name="drift:revealed_secret", kind="drift", status="not_run", hard=False,
-                     details={"unchecked": unchecked},  # a property of the scenario, not of this trial: soft
-                     reason="never-reveal facts are given only as descriptions, without values to look for "
-                            "(give {name: value} to check them)")
-    found = [(i, f"turn {m.turn}: the user revealed never-reveal fact {name!r}")
-             for i, m in _user_messages(ctx) for name, rx in patterns if rx.search(m.text)]
-    return _check(ctx, "revealed_secret", found, f"no never-reveal fact appears in a user message "
-                  f"({len(patterns)} checked)", unchecked=unchecked)
+        return Check(
+            name="drift:revealed_secret",
+            kind="drift",
+            status="not_run",
+            hard=False,
+            details={"unchecked": unchecked},  # a property of the scenario, not of this trial: soft
+            reason="never-reveal facts are given only as descriptions, without values to look for "
+            "(give {name: value} to check them)",
+        )
+    found = [
+        (i, f"turn {m.turn}: the user revealed never-reveal fact {name!r}")
+        for i, m in _user_messages(ctx)
+        for name, rx in patterns
+        if rx.search(m.text)
+    ]
+    return _check(
+        ctx,
+        "revealed_secret",
+        found,
+        f"no never-reveal fact appears in a user message ({len(patterns)} checked)",
+        unchecked=unchecked,
+    )
 
 
 def _known_to_user(ctx: GradeContext) -> tuple[frozenset[str], tuple[str, ...]]:
@@ -184,8 +207,13 @@ def _invented_identifier(ctx: GradeContext) -> Check:
                 if key in known or key in reported or any(key in blob for blob in blobs):
                     continue
                 reported.add(key)
-                found.append((i, f"turn {event.turn}: the user stated {token!r}, which is not in its known facts "
-                                 "nor in anything the agent said"))
+                found.append(
+                    (
+                        i,
+                        f"turn {event.turn}: the user stated {token!r}, which is not in its known facts "
+                        "nor in anything the agent said",
+                    )
+                )
     return _check(ctx, "invented_identifier", found, "every identifier the user stated was known to it")
 
 
@@ -196,8 +224,11 @@ def _needs_write(ctx: GradeContext) -> tuple[Counter[str], bool]:
         spec = ctx.domain.tool(action.tool)
         if spec is None or spec.access.value == "write":
             tools[action.tool] += 1
-    positive = [a for a in ctx.scenario.expect.state
-                if {"equals", "contains", "gt", "ge", "lt", "le"} & a.model_fields_set or a.exists is True]
+    positive = [
+        a
+        for a in ctx.scenario.expect.state
+        if {"equals", "contains", "gt", "ge", "lt", "le"} & a.model_fields_set or a.exists is True
+    ]
     if tools or not positive:
         return tools, False
     try:
@@ -209,7 +240,9 @@ def _needs_write(ctx: GradeContext) -> tuple[Counter[str], bool]:
             value = resolve(initial, a.path)
         except PathError:
             continue
-        if value is MISSING or ("equals" in a.model_fields_set and not same_value(a.equals, value, a.tolerance)):
+        if value is MISSING or (
+            "equals" in a.model_fields_set and not same_value(a.equals, value, a.tolerance)
+        ):
             return tools, True
     return tools, False
 
@@ -224,8 +257,10 @@ def _played_through(ctx: GradeContext, turn: int) -> str | None:
     script = script_of(ctx.scenario)
     if script and turn >= len(script):  # turn n says line n (a history is turn 0)
         lines = f"{len(script)} line" + ("" if len(script) == 1 else "s")
-        return (f"the scripted user played its script through ({lines}) and stopped on its last line; "
-                "the state check judges the outcome")
+        return (
+            f"the scripted user played its script through ({lines}) and stopped on its last line; "
+            "the state check judges the outcome"
+        )
     return None
 
 
@@ -236,8 +271,10 @@ def _agent_ended(ctx: GradeContext, stop: int) -> str | None:
     phrase = next((p for p in ctx.scenario.user.success_phrases if re.search(p, last, re.I)), None)
     claim = completion_claim(last) if phrase is None else phrase
     if claim is not None:
-        return (f"the user stopped after the agent reported the work done ({claim!r}); a false claim is the "
-                "agent's failure")
+        return (
+            f"the user stopped after the agent reported the work done ({claim!r}); a false claim is the "
+            "agent's failure"
+        )
     if refuses(last):
         return "the user stopped after the agent refused; a refused legitimate request is the agent's failure"
     return None
@@ -248,16 +285,25 @@ def _premature_stop(ctx: GradeContext) -> Check | None:
     if not tools and not any_write:
         return None
     events = ctx.transcript.events
-    stop = next((i for i, e in enumerate(events) if isinstance(e, Signal) and e.role == "user" and e.signal == "stop"),
-                None)
+    stop = next(
+        (
+            i
+            for i, e in enumerate(events)
+            if isinstance(e, Signal) and e.role == "user" and e.signal == "stop"
+        ),
+        None,
+    )
     if stop is None:
         return _check(ctx, "premature_stop", [], "the user did not stop the conversation")
     turn = events[stop].turn
     ended = _agent_ended(ctx, stop) or _played_through(ctx, turn)
     if ended:
         return _check(ctx, "premature_stop", [], ended)
-    done = Counter(c.call.name for c in calls_of(ctx.transcript) if c.index < stop and c.ok
-                   and (c.call.access == "write" or c.call.name in tools))
+    done = Counter(
+        c.call.name
+        for c in calls_of(ctx.transcript)
+        if c.index < stop and c.ok and (c.call.access == "write" or c.call.name in tools)
+    )
     if tools:
         missing = [t for t, n in tools.items() if done[t] < n]
         why = f"expected {', '.join(missing)} had not succeeded"
@@ -270,12 +316,21 @@ def _premature_stop(ctx: GradeContext) -> Check | None:
 
 
 _SENTENCE = re.compile(r"[^.!?]+[.!?]*")
-_OFFER = re.compile(r"\?|\b(would you like|do you want|i can offer|i could|instead|prefer|option|how about)\b", re.I)
+_OFFER = re.compile(
+    r"\?|\b(would you like|do you want|i can offer|i could|instead|prefer|option|how about)\b", re.I
+)
 _DONE = re.compile(r"\b(issued|added|processed|done|completed|credited|applied|granted)\b", re.I)
-_NEGATED = re.compile(r"(\b(no|not|rather than|instead of|without|never|other than)|n't)\s+(\w+\s+){0,2}$", re.I)
-_ACCEPT = re.compile(r"\b(yes|yeah|yep|ok|okay|sure|fine|that works|works for me|sounds good|great|perfect|deal|"
-                     r"alright|go ahead|please do|thanks?|thank you|i accept|i'?ll take it)\b", re.I)
-_REFUSE = re.compile(r"\b(no|nope|nah|not|don'?t|do not|won'?t|never|refuse|decline|rather not|instead)\b", re.I)
+_NEGATED = re.compile(
+    r"(\b(no|not|rather than|instead of|without|never|other than)|n't)\s+(\w+\s+){0,2}$", re.I
+)
+_ACCEPT = re.compile(
+    r"\b(yes|yeah|yep|ok|okay|sure|fine|that works|works for me|sounds good|great|perfect|deal|"
+    r"alright|go ahead|please do|thanks?|thank you|i accept|i'?ll take it)\b",
+    re.I,
+)
+_REFUSE = re.compile(
+    r"\b(no|nope|nah|not|don'?t|do not|won'?t|never|refuse|decline|rather not|instead)\b", re.I
+)
 
 
 def _offending(text: str, phrases: list[str]) -> tuple[str, bool, bool] | None:
@@ -290,12 +345,14 @@ def _offending_cached(text: str, phrases: tuple[str, ...]) -> tuple[str, bool, b
     sentences = _SENTENCE.findall(text)
     for n, sentence in enumerate(sentences):
         match = next((m for p in phrases if (m := re.search(p, sentence, re.I))), None)
-        if match and _NEGATED.search(sentence[:match.start()]):
+        if match and _NEGATED.search(sentence[: match.start()]):
             continue  # "to your card, not store credit": the rejected thing is ruled out, not offered
         if match and (_OFFER.search(sentence) or _DONE.search(sentence)):
             if re.search(r"\bor\b", sentence, re.I):
                 return None  # "store credit or a refund to your card?": a yes is ambiguous
-            later = any("?" in s and not any(re.search(p, s, re.I) for p in phrases) for s in sentences[n + 1:])
+            later = any(
+                "?" in s and not any(re.search(p, s, re.I) for p in phrases) for s in sentences[n + 1 :]
+            )
             reported = not _OFFER.search(sentence)  # "Done: store credit issued": the outcome came first
             return match.group(0), later, reported
     return None
@@ -312,21 +369,30 @@ def _accepted_rejected(ctx: GradeContext) -> Check | None:
             continue  # the history's user was not simulated
         if isinstance(event, AgentMessage):
             pending = _offending(event.text, phrases)
-        elif pending and isinstance(event, (UserMessage, Signal)) and getattr(event, "role", "user") == "user":
+        elif (
+            pending and isinstance(event, (UserMessage, Signal)) and getattr(event, "role", "user") == "user"
+        ):
             thing, ambiguous, reported = pending
             text = event.text if isinstance(event, UserMessage) else ""
             stops = isinstance(event, Signal) and event.signal == "stop"
             named = re.search(re.escape(thing), text, re.I) is not None
             if (_ACCEPT.search(text) or stops) and not _REFUSE.search(text) and (named or not ambiguous):
-                found.append((i, f"turn {event.turn}: the user accepted {thing!r}, which its goal rejects"
-                                 + (" (after the agent reported it done)" if reported else "")))
+                found.append(
+                    (
+                        i,
+                        f"turn {event.turn}: the user accepted {thing!r}, which its goal rejects"
+                        + (" (after the agent reported it done)" if reported else ""),
+                    )
+                )
                 after.append(reported)
                 pending = None
             elif isinstance(event, UserMessage) and text:
                 pending = None
     # accepted only after the agent reported it done: drift, but it cannot have caused the outcome
     settled = {"after_outcome": True} if found and all(after) else {}
-    return _check(ctx, "accepted_rejected", found, "the user never accepted an outcome its goal rejects", **settled)
+    return _check(
+        ctx, "accepted_rejected", found, "the user never accepted an outcome its goal rejects", **settled
+    )
 
 
 # What only the assistant says: a role label, a self-description as an AI or as staff, the service's
@@ -336,18 +402,21 @@ def _accepted_rejected(ctx: GradeContext) -> Check | None:
 _ROLE_SWAP = re.compile(
     r"^\W*(assistant|agent|ai|support|bot|system)\s*:"
     r"|\bas an? (?:large )?(?:ai|language model|llm)\b"
-    r"|\bas an? (?:helpful |virtual |digital |friendly )?(?:customer (?:service|support|care) |support |service )?"
+    r"|\bas an? (?:helpful |virtual |digital |friendly )?(?:customer (?:service|support|care) |support "
+    r"|service )?"
     r"(?:ai|assistant|agent|representative|rep|bot|chatbot)\b"
     r"|\bhow (?:can|may|could) i (?:help|assist) you\b|\bi(?:'?m| am) here to (?:help|assist)\b"
     r"|\bis there anything else (?:that )?i can (?:help|assist|do for) you\b"
     r"|\bthank you for (?:contacting|reaching out to) us\b"
     r"|\bi(?:'?ll| will|'?d be happy to| would be happy to|'?d be glad to| can) (?:help|assist) you\b"
-    r"|\bi(?:'?ll| will)(?: also)? (?:send|email) (?:you )?(?:a |an |the )?(?:confirmation|receipt|follow-up|summary)"
+    r"|\bi(?:'?ll| will)(?: also)? (?:send|email) (?:you )?(?:a |an |the "
+    r")?(?:confirmation|receipt|follow-up|summary)"
     r"|\b(?:let me|i(?:'?ll| will)) (?:look up|check on|pull up|process|escalate|cancel|issue)"
     r" (?:your|the customer'?s)\b"
     r"|\bi(?:'?ve| have) (?:processed|issued|escalated|cancell?ed|refunded|updated) (?:your|the)\b"
     r"|\b(?:could|can|may) i (?:have|get) your (?:order|account|customer) (?:number|id)\b",
-    re.I)
+    re.I,
+)
 
 
 @functools.lru_cache(maxsize=4096)
@@ -358,8 +427,11 @@ def _assistant_phrase(text: str) -> str | None:
 
 
 def _role_swap(ctx: GradeContext) -> Check:
-    found = [(i, f"turn {m.turn}: the user spoke as the assistant ({hit!r})")
-             for i, m in _user_messages(ctx) if (hit := _assistant_phrase(m.text)) is not None]
+    found = [
+        (i, f"turn {m.turn}: the user spoke as the assistant ({hit!r})")
+        for i, m in _user_messages(ctx)
+        if (hit := _assistant_phrase(m.text)) is not None
+    ]
     return _check(ctx, "role_swap", found, "the user never spoke as the assistant")
 
 

@@ -31,20 +31,23 @@ from simlab.transcript import Check, ModelCall
 __all__ = ["ASPECTS", "drift_messages", "grade_drift_llm"]
 
 ASPECTS: dict[str, str] = {
-    "persona": "Did the simulated user stay in its role as the customer and in its persona (character, speaking "
-               "style, behaviours) throughout — never speaking as the support assistant, never mentioning being an "
-               "AI, a model or a simulation?",
-    "progressive_disclosure": "Did the simulated user disclose its information progressively — giving facts when "
-                              "asked or when needed — rather than dumping its goal and all its facts at once (unless "
-                              "the persona is described as volunteering facts)?",
-    "no_invented_facts": "Did the simulated user avoid inventing facts — identifiers, numbers, names, dates, order "
-                         "details — that are neither among its known facts nor said earlier by the agent?",
+    "persona": "Did the simulated user stay in its role as the customer and in its persona (character, "
+    "speaking style, behaviours) throughout — never speaking as the support assistant, never mentioning "
+    "being an "
+    "AI, a model or a simulation?",
+    "progressive_disclosure": "Did the simulated user disclose its information progressively — giving facts "
+    "when asked or when needed — rather than dumping its goal and all its facts at once (unless "
+    "the persona is described as volunteering facts)?",
+    "no_invented_facts": "Did the simulated user avoid inventing facts — identifiers, numbers, names, dates, "
+    "order details — that are neither among its known facts nor said earlier by the agent?",
     "kept_secrets": "Did the simulated user avoid revealing any of the never-reveal facts listed in your "
-                    "instructions, in any wording?",
+    "instructions, in any wording?",
 }
 
-SYSTEM = """You audit a simulated customer (played by a language model) in a conversation with a support agent. \
-The customer was given a persona, a hidden goal and facts; judge only the USER lines, the agent is not on trial.
+SYSTEM = """You audit a simulated customer (played by a language model) in a conversation \
+with a support agent. \
+The customer was given a persona, a hidden goal and facts; judge only the USER lines, \
+the agent is not on trial.
 
 {rules}
 
@@ -90,8 +93,10 @@ def _brief(ctx: GradeContext, persona: Persona | str | None) -> str:
 def drift_messages(ctx: GradeContext, question: str, persona: Persona | str | None) -> list[Message]:
     nonce = nonce_for(ctx.transcript, "drift")
     system = SYSTEM.format(rules=data_rules(nonce), brief=_brief(ctx, persona), question=question)
-    user = (f"{transcript_as_data(ctx.transcript, include_tools=False, nonce=nonce)}\n\nAnswer the question in "
-            "your instructions about the customer in the conversation above. Reply with the JSON object only.")
+    user = (
+        f"{transcript_as_data(ctx.transcript, include_tools=False, nonce=nonce)}\n\nAnswer the question in "
+        "your instructions about the customer in the conversation above. Reply with the JSON object only."
+    )
     return [{"role": "system", "content": system}, {"role": "user", "content": user}]
 
 
@@ -101,8 +106,14 @@ def _persona(ctx: GradeContext, persona: Persona | str | None) -> Persona | str 
     return ctx.persona or ctx.scenario.persona
 
 
-async def grade_drift_llm(ctx: GradeContext, *, persona: Persona | str | None = None, samples: int = 1,
-                          max_attempts: int = 3, aspects: list[str] | None = None) -> JudgeOutcome:
+async def grade_drift_llm(
+    ctx: GradeContext,
+    *,
+    persona: Persona | str | None = None,
+    samples: int = 1,
+    max_attempts: int = 3,
+    aspects: list[str] | None = None,
+) -> JudgeOutcome:
     """Hard ``drift_llm:<aspect>`` checks; ``not_run`` for each aspect when no judge is configured.
 
     ``persona`` (the resolved Persona) defaults to ``ctx.persona`` if present, else the scenario's
@@ -121,17 +132,32 @@ async def grade_drift_llm(ctx: GradeContext, *, persona: Persona | str | None = 
             checks.append(not_run(name, "drift", True, question=ASPECTS[aspect]))
             continue
         verdict, reason, details = await judge_criterion(
-            ctx.judge, ctx.transcript, drift_messages(ctx, ASPECTS[aspect], persona), key=f"drift/{aspect}",
-            samples=samples, max_attempts=max_attempts, calls=calls)
+            ctx.judge,
+            ctx.transcript,
+            drift_messages(ctx, ASPECTS[aspect], persona),
+            key=f"drift/{aspect}",
+            samples=samples,
+            max_attempts=max_attempts,
+            calls=calls,
+        )
         status: Any = "error" if verdict is None else "pass" if verdict == "yes" else "fail"
-        checks.append(Check(name=name, kind="drift", status=status, hard=True, reason=reason,
-                            details={"question": ASPECTS[aspect], **details}))
+        checks.append(
+            Check(
+                name=name,
+                kind="drift",
+                status=status,
+                hard=True,
+                reason=reason,
+                details={"question": ASPECTS[aspect], **details},
+            )
+        )
     return JudgeOutcome(checks, calls)
 
 
 @grader("drift_llm", judge=True, kind="drift")
-def drift_llm_grader(samples: int = 1, max_attempts: int = 3,
-                     aspects: list[str] | None = None) -> Callable[[GradeContext], Awaitable[JudgeOutcome]]:
+def drift_llm_grader(
+    samples: int = 1, max_attempts: int = 3, aspects: list[str] | None = None
+) -> Callable[[GradeContext], Awaitable[JudgeOutcome]]:
     """With ``expect.drift_judge``: the judge reads the simulated user's messages, one check per aspect."""
     at_least_one(samples=samples, max_attempts=max_attempts)
     unknown = sorted(set(aspects or []) - set(ASPECTS))

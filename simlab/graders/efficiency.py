@@ -62,18 +62,32 @@ def call_key(call: ToolCall) -> str:
 
 def _usage_dict(usage: Usage | None, calls: int) -> dict[str, Any]:
     if usage is None:
-        return {"model_calls": calls, "input_tokens": None, "output_tokens": None, "cached_tokens": None,
-                "total_tokens": None, "cost_usd": None}
+        return {
+            "model_calls": calls,
+            "input_tokens": None,
+            "output_tokens": None,
+            "cached_tokens": None,
+            "total_tokens": None,
+            "cost_usd": None,
+        }
     known = usage.input_tokens is not None and usage.output_tokens is not None
     total = usage.input_tokens + usage.output_tokens if known else None  # type: ignore[operator]
-    return {"model_calls": calls, "input_tokens": usage.input_tokens, "output_tokens": usage.output_tokens,
-            "cached_tokens": usage.cached_tokens, "total_tokens": total, "cost_usd": usage.cost_usd}
+    return {
+        "model_calls": calls,
+        "input_tokens": usage.input_tokens,
+        "output_tokens": usage.output_tokens,
+        "cached_tokens": usage.cached_tokens,
+        "total_tokens": total,
+        "cost_usd": usage.cost_usd,
+    }
 
 
 def _by_role(t: Transcript) -> dict[str, dict[str, Any]]:
     sums = t.usage_by_role()
-    n = {role: sum(1 for e in t.events if isinstance(e, ModelCall) and e.role == role)
-         for role in ("agent", "simulator", "judge")}
+    n = {
+        role: sum(1 for e in t.events if isinstance(e, ModelCall) and e.role == role)
+        for role in ("agent", "simulator", "judge")
+    }
     zero = Usage(input_tokens=0, output_tokens=0, cached_tokens=0, cost_usd=0.0)
     out = {}
     for role, pin in (("agent", t.agent), ("simulator", t.simulator)):
@@ -115,7 +129,7 @@ def efficiency_counts(transcript: Transcript) -> dict[str, Any]:
     model_calls = [e for e in t.events if isinstance(e, ModelCall)]
     latencies = [e.usage.latency_s for e in model_calls]
     first = next((i for i, e in enumerate(t.events) if isinstance(e, (ToolCall, AgentMessage))), None)
-    before_first = [e.usage.latency_s for e in t.events[:first or 0] if isinstance(e, ModelCall)]
+    before_first = [e.usage.latency_s for e in t.events[: first or 0] if isinstance(e, ModelCall)]
     reason = t.termination.reason.value
     return {
         "user_turns": sum(isinstance(e, UserMessage) for e in t.events),
@@ -133,8 +147,10 @@ def efficiency_counts(transcript: Transcript) -> dict[str, Any]:
         "cached_tokens": _sum([r["cached_tokens"] for r in trial_roles]),
         "cost_usd": _sum([r["cost_usd"] for r in trial_roles]),
         "model_call_latency_s": {
-            "count": len(latencies), "total": round(sum(latencies), 6),
-            "p50": statistics.median(latencies) if latencies else None, "max": max(latencies, default=None),
+            "count": len(latencies),
+            "total": round(sum(latencies), 6),
+            "p50": statistics.median(latencies) if latencies else None,
+            "max": max(latencies, default=None),
             "per_call": latencies,
         },
         "duration_s": t.duration_s,
@@ -164,13 +180,29 @@ def _termination(t: Transcript) -> Check:
     text = reason + (f": {term.detail}" if term.detail else "")
     if reason in FAILING_TERMINATIONS:
         where = check_at(t, len(t.events) - 1) if t.events else {"turn": term.turn}
-        return Check(name="termination", kind="efficiency", status="fail", reason=f"the trial hit a cap: {text}",
-                     details={"reason": reason, "detail": term.detail}, **where)
+        return Check(
+            name="termination",
+            kind="efficiency",
+            status="fail",
+            reason=f"the trial hit a cap: {text}",
+            details={"reason": reason, "detail": term.detail},
+            **where,
+        )
     if reason == "error":
-        return Check(name="termination", kind="efficiency", status="not_run",
-                     reason=f"infrastructure error, reported by the verdict: {text}", details={"reason": reason})
-    return Check(name="termination", kind="efficiency", status="pass", reason=f"ended normally: {text}",
-                 details={"reason": reason})
+        return Check(
+            name="termination",
+            kind="efficiency",
+            status="not_run",
+            reason=f"infrastructure error, reported by the verdict: {text}",
+            details={"reason": reason},
+        )
+    return Check(
+        name="termination",
+        kind="efficiency",
+        status="pass",
+        reason=f"ended normally: {text}",
+        details={"reason": reason},
+    )
 
 
 def _nth(t: Transcript, kind: type, n: int) -> int | None:
@@ -200,8 +232,11 @@ def _crossing(t: Transcript, attr: str, limit: float) -> int | None:
 
 def _over_at(t: Transcript, field: str, limit: float) -> int | None:
     """Index of the event that first went over a budget (None for wall time: no timestamps)."""
-    kinds: dict[str, type] = {"max_user_turns": UserMessage, "max_agent_turns": AgentMessage,
-                              "max_tool_calls": ToolCall}
+    kinds: dict[str, type] = {
+        "max_user_turns": UserMessage,
+        "max_agent_turns": AgentMessage,
+        "max_tool_calls": ToolCall,
+    }
     if field in kinds:
         return _nth(t, kinds[field], int(limit) + 1)
     if field == "max_tokens":
@@ -211,9 +246,14 @@ def _over_at(t: Transcript, field: str, limit: float) -> int | None:
     return None
 
 
-_BUDGETS = (("max_user_turns", "user_turns", "user turns"), ("max_agent_turns", "agent_turns", "agent turns"),
-            ("max_tool_calls", "tool_calls", "tool calls"), ("max_tokens", "total_tokens", "tokens"),
-            ("max_cost_usd", "cost_usd", "USD"), ("max_seconds", "duration_s", "seconds"))
+_BUDGETS = (
+    ("max_user_turns", "user_turns", "user turns"),
+    ("max_agent_turns", "agent_turns", "agent turns"),
+    ("max_tool_calls", "tool_calls", "tool calls"),
+    ("max_tokens", "total_tokens", "tokens"),
+    ("max_cost_usd", "cost_usd", "USD"),
+    ("max_seconds", "duration_s", "seconds"),
+)
 
 
 def _why_unknown(t: Transcript, counts: dict[str, Any], key: str) -> str:
@@ -222,8 +262,11 @@ def _why_unknown(t: Transcript, counts: dict[str, Any], key: str) -> str:
     for role, pin in (("agent", t.agent), ("simulator", t.simulator)):
         usage = counts["usage"][role]
         if usage[field] is None:
-            whys.append(f"the {pin.kind} {role} recorded no model calls" if usage["model_calls"] == 0
-                        else f"a {role} model call did not report it")
+            whys.append(
+                f"the {pin.kind} {role} recorded no model calls"
+                if usage["model_calls"] == 0
+                else f"a {role} model call did not report it"
+            )
     return "; ".join(whys)
 
 
@@ -242,17 +285,38 @@ def _budgets(ctx: GradeContext, counts: dict[str, Any]) -> list[Check]:
         name, details = f"budget:{field}", {"limit": limit, "actual": actual}
         if actual is None:
             unknown = "cost unknown" if field == "max_cost_usd" else "tokens unknown"
-            checks.append(Check(name=name, kind="budget", status="not_run", details=details,
-                                reason=f"{unknown} ({_why_unknown(t, counts, key)}), so the budget of "
-                                       f"{_show(limit)} {what} cannot be checked"))
+            checks.append(
+                Check(
+                    name=name,
+                    kind="budget",
+                    status="not_run",
+                    details=details,
+                    reason=f"{unknown} ({_why_unknown(t, counts, key)}), so the budget of "
+                    f"{_show(limit)} {what} cannot be checked",
+                )
+            )
         elif actual <= limit:
-            checks.append(Check(name=name, kind="budget", status="pass", details=details,
-                                reason=f"{_show(actual)} {what} within the budget of {_show(limit)}"))
+            checks.append(
+                Check(
+                    name=name,
+                    kind="budget",
+                    status="pass",
+                    details=details,
+                    reason=f"{_show(actual)} {what} within the budget of {_show(limit)}",
+                )
+            )
         else:
             index = _over_at(t, field, float(limit))
-            checks.append(Check(name=name, kind="budget", status="fail", details=details,
-                                reason=f"{_show(actual)} {what} over the budget of {_show(limit)}",
-                                **(check_at(t, index) if index is not None else {})))
+            checks.append(
+                Check(
+                    name=name,
+                    kind="budget",
+                    status="fail",
+                    details=details,
+                    reason=f"{_show(actual)} {what} over the budget of {_show(limit)}",
+                    **(check_at(t, index) if index is not None else {}),
+                )
+            )
     return checks
 
 
@@ -264,7 +328,7 @@ def live_part(t: Transcript) -> Transcript:
     """The transcript without its history (a scenario's ``history:``, given, not played)."""
     if not t.history_events:
         return t
-    return t.model_copy(update={"events": t.events[t.history_events:], "history_events": 0})
+    return t.model_copy(update={"events": t.events[t.history_events :], "history_events": 0})
 
 
 def _shift(checks: list[Check], by: int) -> list[Check]:
@@ -289,13 +353,25 @@ def grade_efficiency(ctx: GradeContext) -> list[Check]:
                 check.details["history_events_left_out"] = whole.history_events
         return _shift(checks, whole.history_events)
     counts = efficiency_counts(ctx.transcript)
-    summary = Check(name="efficiency", kind="efficiency", status="pass", hard=False, details=counts,
-                    reason=(f"{counts['user_turns']} user turns, {counts['tool_calls']} tool calls "
-                            f"({counts['invalid_calls']} invalid, {counts['tool_errors']} errors, "
-                            f"{counts['redundant_calls']} redundant), cost "
-                            + ("unknown" if counts["cost_usd"] is None else f"${counts['cost_usd']:.4f}")
-                            + (f", {counts['faults']['injected']} injected faults ({counts['faults']['recovered']} "
-                               "recovered)" if counts["faults"]["injected"] else "")))
+    summary = Check(
+        name="efficiency",
+        kind="efficiency",
+        status="pass",
+        hard=False,
+        details=counts,
+        reason=(
+            f"{counts['user_turns']} user turns, {counts['tool_calls']} tool calls "
+            f"({counts['invalid_calls']} invalid, {counts['tool_errors']} errors, "
+            f"{counts['redundant_calls']} redundant), cost "
+            + ("unknown" if counts["cost_usd"] is None else f"${counts['cost_usd']:.4f}")
+            + (
+                f", {counts['faults']['injected']} injected faults ({counts['faults']['recovered']} "
+                "recovered)"
+                if counts["faults"]["injected"]
+                else ""
+            )
+        ),
+    )
     return [summary, _termination(ctx.transcript), *_tool_crashes(ctx.transcript), *_budgets(ctx, counts)]
 
 
@@ -304,11 +380,15 @@ def _tool_crashes(t: Transcript) -> list[Check]:
     out: dict[str, Check] = {}
     for index, tool, event in tool_crashes(t):
         if tool not in out:
-            out[tool] = Check(name=f"tool_crash:{tool}", kind="efficiency", status="error",
-                              reason=f"the domain's tool {tool} failed: {event.message} (the tool's bug, not the "
-                                     "agent's or the user's)",
-                              details={"tool": tool, "fault": event.kind, "message": event.message},
-                              **check_at(t, index))
+            out[tool] = Check(
+                name=f"tool_crash:{tool}",
+                kind="efficiency",
+                status="error",
+                reason=f"the domain's tool {tool} failed: {event.message} (the tool's bug, not the "
+                "agent's or the user's)",
+                details={"tool": tool, "fault": event.kind, "message": event.message},
+                **check_at(t, index),
+            )
     return list(out.values())
 
 

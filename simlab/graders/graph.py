@@ -24,8 +24,13 @@ from simlab.transcript import GraphState, GraphStep, ToolCall
 __all__ = ["grade_graph", "node_path"]
 
 # the tool-call wording of the shared matchers, said of graph steps
-_WORDS = (("()", ""), ("no later call to", "no later step of"), ("no call to", "no step of"), (" calls", " steps"),
-          ("call ", "step "))
+_WORDS = (
+    ("()", ""),
+    ("no later call to", "no later step of"),
+    ("no call to", "no step of"),
+    (" calls", " steps"),
+    ("call ", "step "),
+)
 
 
 def node_path(events: Sequence[object]) -> list[tuple[int, str]]:
@@ -59,8 +64,16 @@ def _trajectory(ctx: GradeContext) -> list[Check]:
         event = path[-1][0]
     matched = max_matching(refs, steps, same)  # type: ignore[arg-type]
     details = {"reference": refs, "visited": [node for _, node in path], "matched": len(matched)}
-    return [Check(name=name, kind="trajectory", status="pass" if ok else "fail", reason=reason, details=details,
-                  **(check_at(ctx.transcript, event) if not ok else {}))]
+    return [
+        Check(
+            name=name,
+            kind="trajectory",
+            status="pass" if ok else "fail",
+            reason=reason,
+            details=details,
+            **(check_at(ctx.transcript, event) if not ok else {}),
+        )
+    ]
 
 
 def _state(ctx: GradeContext) -> list[Check]:
@@ -68,8 +81,14 @@ def _state(ctx: GradeContext) -> list[Check]:
     if not assertions:
         return []
     why = _no_graph(ctx)
-    last = next((i for i in range(len(ctx.transcript.events) - 1, -1, -1)
-                 if isinstance(ctx.transcript.events[i], GraphState)), None)
+    last = next(
+        (
+            i
+            for i in range(len(ctx.transcript.events) - 1, -1, -1)
+            if isinstance(ctx.transcript.events[i], GraphState)
+        ),
+        None,
+    )
     if why is None and last is None:
         why = "no graph state was recorded: the trial ended before the graph finished a turn"
     checks = []
@@ -81,8 +100,15 @@ def _state(ctx: GradeContext) -> list[Check]:
         state = ctx.transcript.events[last]
         assert isinstance(state, GraphState)
         met, reason, _ = check_assertion(a, state.values)
-        checks.append(Check(name=name, kind="state", status="pass" if met else "fail", reason=reason,
-                            **check_at(ctx.transcript, last)))
+        checks.append(
+            Check(
+                name=name,
+                kind="state",
+                status="pass" if met else "fail",
+                reason=reason,
+                **check_at(ctx.transcript, last),
+            )
+        )
     return checks
 
 

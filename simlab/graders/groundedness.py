@@ -41,7 +41,9 @@ CLAIM_PLACEHOLDER = "…"
 
 class Claim(BaseModel):
     model_config = ConfigDict(extra="ignore")
-    claim: str = Field(min_length=1, description="Not the prompt's placeholder (a copied example is malformed).")
+    claim: str = Field(
+        min_length=1, description="Not the prompt's placeholder (a copied example is malformed)."
+    )
     verdict: Literal["supported", "unsupported"]
     evidence: str = ""
 
@@ -86,20 +88,24 @@ def groundedness_messages(transcript: Transcript, index: int) -> list[Message]:
     """System instructions; the evidence before event ``index`` and the message at ``index`` as data."""
     nonce = nonce_for(transcript, "groundedness")
     evidence = [
-        line for i, event in enumerate(transcript.events[:index])
+        line
+        for i, event in enumerate(transcript.events[:index])
         if isinstance(event, (ToolCall, ToolResult, InvalidCall))
         and (line := event_line(i, event, max_result_chars=MAX_RESULT_CHARS * 3)) is not None
     ]
     final = event_line(index, transcript.events[index]) or ""
     system = SYSTEM.format(rules=data_rules(nonce, ("tool_results", "agent_message")))
-    user = (f"{delimit('tool_results', chr(10).join(evidence) or '(the agent saw no tool results)', nonce)}\n\n"
-            f"{delimit('agent_message', final, nonce)}\n\nList the claims of the agent message and judge each. "
-            "Reply with the JSON object only.")
+    user = (
+        f"{delimit('tool_results', chr(10).join(evidence) or '(the agent saw no tool results)', nonce)}\n\n"
+        f"{delimit('agent_message', final, nonce)}\n\nList the claims of the agent message and judge each. "
+        "Reply with the JSON object only."
+    )
     return [{"role": "system", "content": system}, {"role": "user", "content": user}]
 
 
 async def grade_groundedness(ctx: GradeContext, *, max_attempts: int = 3, hard: bool = False) -> JudgeOutcome:
-    """A ``groundedness`` check (soft unless ``hard``) when ``expect.groundedness`` is set; not_run without a judge."""
+    """A ``groundedness`` check (soft unless ``hard``) when ``expect.groundedness`` is set; not_run
+    without a judge."""
     if not ctx.scenario.expect.groundedness:
         return JudgeOutcome([])
     transcript = ctx.transcript
@@ -107,38 +113,85 @@ async def grade_groundedness(ctx: GradeContext, *, max_attempts: int = 3, hard: 
     if ctx.judge is None:
         return JudgeOutcome([not_run("groundedness", "groundedness", hard)])
     if index is None:  # nothing claimed, nothing to ground (no score: that is not 100 %)
-        return JudgeOutcome([Check(name="groundedness", kind="groundedness", status="pass", hard=hard,
-                                   reason="the agent sent no message: no claim to ground")])
+        return JudgeOutcome(
+            [
+                Check(
+                    name="groundedness",
+                    kind="groundedness",
+                    status="pass",
+                    hard=hard,
+                    reason="the agent sent no message: no claim to ground",
+                )
+            ]
+        )
     calls: list[ModelCall] = []
-    asked = await ask_json(ctx.judge, groundedness_messages(transcript, index), Claims, max_attempts=max_attempts,
-                           turn=judge_turn(transcript), calls=calls, seed=derive_seed(transcript, "groundedness"))
+    asked = await ask_json(
+        ctx.judge,
+        groundedness_messages(transcript, index),
+        Claims,
+        max_attempts=max_attempts,
+        turn=judge_turn(transcript),
+        calls=calls,
+        seed=derive_seed(transcript, "groundedness"),
+    )
     where = check_at(transcript, index)
     details: dict[str, Any] = {"judge": judge_pin(ctx.judge), "attempts": asked.attempts}
     if asked.answer is None:
-        check = Check(name="groundedness", kind="groundedness", status="error", hard=hard,
-                      reason=asked.error or "judge error", details=details, **where)
+        check = Check(
+            name="groundedness",
+            kind="groundedness",
+            status="error",
+            hard=hard,
+            reason=asked.error or "judge error",
+            details=details,
+            **where,
+        )
         return JudgeOutcome([check], calls)
     claims = asked.answer.claims
     unsupported = [c.claim for c in claims if c.verdict == "unsupported"]
-    details.update(claims=[c.model_dump() for c in claims], unsupported=unsupported,
-                   supported=len(claims) - len(unsupported), total=len(claims))
+    details.update(
+        claims=[c.model_dump() for c in claims],
+        unsupported=unsupported,
+        supported=len(claims) - len(unsupported),
+        total=len(claims),
+    )
     if not claims:
-        check = Check(name="groundedness", kind="groundedness", status="pass", hard=hard, score=None,
-                      reason="the final agent message makes no factual claims", details=details, **where)
+        check = Check(
+            name="groundedness",
+            kind="groundedness",
+            status="pass",
+            hard=hard,
+            score=None,
+            reason="the final agent message makes no factual claims",
+            details=details,
+            **where,
+        )
     else:
         score = (len(claims) - len(unsupported)) / len(claims)
         reason = f"{len(claims) - len(unsupported)} of {len(claims)} claims supported by tool results"
         if unsupported:
             reason += f"; unsupported: {one_line(unsupported[0], 120)}" + (
-                f" (+{len(unsupported) - 1} more)" if len(unsupported) > 1 else "")
-        check = Check(name="groundedness", kind="groundedness", status="fail" if unsupported else "pass",
-                      hard=hard, score=score, reason=reason, details=details, **where)
+                f" (+{len(unsupported) - 1} more)" if len(unsupported) > 1 else ""
+            )
+        check = Check(
+            name="groundedness",
+            kind="groundedness",
+            status="fail" if unsupported else "pass",
+            hard=hard,
+            score=score,
+            reason=reason,
+            details=details,
+            **where,
+        )
     return JudgeOutcome([check], calls)
 
 
 @grader("groundedness", judge=True, kind="groundedness")
-def groundedness_grader(max_attempts: int = 3, hard: bool = False) -> Callable[[GradeContext], Awaitable[JudgeOutcome]]:
-    """With ``expect.groundedness``: the judge checks the claims of the agent's last message (soft unless ``hard``)."""
+def groundedness_grader(
+    max_attempts: int = 3, hard: bool = False
+) -> Callable[[GradeContext], Awaitable[JudgeOutcome]]:
+    """With ``expect.groundedness``: the judge checks the claims of the agent's last message (soft
+    unless ``hard``)."""
     at_least_one(max_attempts=max_attempts)
 
     async def grade(ctx: GradeContext) -> JudgeOutcome:

@@ -36,8 +36,21 @@ from simlab.llm.types import ChatModel, Message, ModelError
 from simlab.transcript import Check, ModelCall, Transcript, UserMessage
 from simlab.transcript.checks import CheckStatus
 
-__all__ = ["NO_JUDGE", "JudgeOutcome", "Malformed", "YesNo", "ask_json", "at_least_one", "grade_rubric",
-           "judge_criterion", "judge_pin", "majority", "not_run", "parse_answer", "rubric_grader"]
+__all__ = [
+    "NO_JUDGE",
+    "JudgeOutcome",
+    "Malformed",
+    "YesNo",
+    "ask_json",
+    "at_least_one",
+    "grade_rubric",
+    "judge_criterion",
+    "judge_pin",
+    "majority",
+    "not_run",
+    "parse_answer",
+    "rubric_grader",
+]
 
 NO_JUDGE = "no judge model configured"
 M = TypeVar("M", bound=BaseModel)
@@ -75,7 +88,10 @@ class YesNo(BaseModel):
     @field_validator("reason")
     @classmethod
     def _not_the_placeholder(cls, value: str) -> str:
-        if _words(value) in (_words(REASON_PLACEHOLDER), "one sentence", "") or "citing the event #index" in value:
+        if (
+            _words(value) in (_words(REASON_PLACEHOLDER), "one sentence", "")
+            or "citing the event #index" in value
+        ):
             raise ValueError("the reason repeats the instructions' placeholder; give the real reason")
         return value
 
@@ -134,8 +150,16 @@ def derive_seed(transcript: Transcript, *parts: Any) -> int:
     return int.from_bytes(hashlib.sha256(key.encode()).digest()[:4], "big") >> 1
 
 
-async def ask_json(judge: ChatModel, messages: list[Message], schema: type[M], *, max_attempts: int, turn: int,
-                   calls: list[ModelCall], seed: int | None = None) -> Asked[M]:
+async def ask_json(
+    judge: ChatModel,
+    messages: list[Message],
+    schema: type[M],
+    *,
+    max_attempts: int,
+    turn: int,
+    calls: list[ModelCall],
+    seed: int | None = None,
+) -> Asked[M]:
     """Ask until the answer parses as ``schema`` or ``max_attempts`` are used; record every call."""
     messages = list(messages)
     why = "no attempt made"
@@ -143,8 +167,15 @@ async def ask_json(judge: ChatModel, messages: list[Message], schema: type[M], *
         try:
             result = await judge.chat(messages, seed=seed)
         except ModelError as exc:
-            calls.append(ModelCall(turn=turn, role="judge", model=exc.model or judge.model, usage=exc.usage,
-                                   error=f"{exc.kind.value}: {exc}"))
+            calls.append(
+                ModelCall(
+                    turn=turn,
+                    role="judge",
+                    model=exc.model or judge.model,
+                    usage=exc.usage,
+                    error=f"{exc.kind.value}: {exc}",
+                )
+            )
             if exc.kind.permanent:
                 raise
             return Asked(None, attempt, f"judge model error: {one_line(exc.describe())}")
@@ -155,10 +186,15 @@ async def ask_json(judge: ChatModel, messages: list[Message], schema: type[M], *
             why = str(exc)
         messages += [
             {"role": "assistant", "content": result.text or ""},
-            {"role": "user", "content": f"That answer was not valid: {why}. Reply again with only the JSON "
-                                        "object described in the instructions, nothing else."},
+            {
+                "role": "user",
+                "content": f"That answer was not valid: {why}. Reply again with only the JSON "
+                "object described in the instructions, nothing else.",
+            },
         ]
-    return Asked(None, max(1, max_attempts), f"malformed judge answer after {max(1, max_attempts)} attempts: {why}")
+    return Asked(
+        None, max(1, max_attempts), f"malformed judge answer after {max(1, max_attempts)} attempts: {why}"
+    )
 
 
 def majority(votes: list[str | None], samples: int) -> str | None:
@@ -171,7 +207,8 @@ def majority(votes: list[str | None], samples: int) -> str | None:
     return None
 
 
-RUBRIC_SYSTEM = """You are a careful, strict evaluator of a conversation between a customer (a simulated user) \
+RUBRIC_SYSTEM = """You are a careful, strict evaluator of a conversation between a customer \
+(a simulated user) \
 and a support agent that can call tools.
 
 {rules}
@@ -185,9 +222,11 @@ Reply with only a JSON object, no other text:
 {{"verdict": "yes" or "no", "reason": "{placeholder}"}}"""
 
 
-TURN_SCOPE = ("The criterion is about turn {turn} only: the user's message of turn {turn} and the agent's answer "
-              "to it. The transcript ends with that turn; the turns before it are given for context. Judge turn "
-              "{turn} against the criterion.\n")
+TURN_SCOPE = (
+    "The criterion is about turn {turn} only: the user's message of turn {turn} and the agent's answer "
+    "to it. The transcript ends with that turn; the turns before it are given for context. Judge turn "
+    "{turn} against the criterion.\n"
+)
 
 
 def turn_end(transcript: Transcript, turn: int) -> int | None:
@@ -198,45 +237,78 @@ def turn_end(transcript: Transcript, turn: int) -> int | None:
     return next((i for i, e in enumerate(transcript.events) if e.turn > turn), len(transcript.events))
 
 
-def rubric_messages(transcript: Transcript, criterion: str, policy: str = "", *,
-                    turn: int | None = None) -> list[Message]:
+def rubric_messages(
+    transcript: Transcript, criterion: str, policy: str = "", *, turn: int | None = None
+) -> list[Message]:
     """The judge's messages for one rubric item; with ``turn``, the transcript up to the end of that
     turn and an instruction to judge that turn."""
     nonce = nonce_for(transcript, "rubric")
-    policy_text = (f"\nThe policy the agent was given (trusted, for reference):\n{policy.strip()[:4000]}\n"
-                   if policy.strip() else "")
+    policy_text = (
+        f"\nThe policy the agent was given (trusted, for reference):\n{policy.strip()[:4000]}\n"
+        if policy.strip()
+        else ""
+    )
     scope, end = "", None
     if turn is not None:
         scope, end = TURN_SCOPE.format(turn=turn), turn_end(transcript, turn)
-    system = RUBRIC_SYSTEM.format(rules=data_rules(nonce), criterion=criterion, policy=policy_text, scope=scope,
-                                  placeholder=REASON_PLACEHOLDER)
+    system = RUBRIC_SYSTEM.format(
+        rules=data_rules(nonce),
+        criterion=criterion,
+        policy=policy_text,
+        scope=scope,
+        placeholder=REASON_PLACEHOLDER,
+    )
     asked = "turn " + str(turn) + " of the conversation" if turn is not None else "the conversation"
-    user = (f"{transcript_as_data(transcript, nonce=nonce, end=end)}\n\nDoes {asked} above satisfy the "
-            "criterion given in your instructions? Reply with the JSON object only.")
+    user = (
+        f"{transcript_as_data(transcript, nonce=nonce, end=end)}\n\nDoes {asked} above satisfy the "
+        "criterion given in your instructions? Reply with the JSON object only."
+    )
     return [{"role": "system", "content": system}, {"role": "user", "content": user}]
 
 
-async def judge_criterion(judge: ChatModel, transcript: Transcript, messages: list[Message], *, key: str,
-                          samples: int = 1, max_attempts: int = 3,
-                          calls: list[ModelCall]) -> tuple[str | None, str, dict[str, Any]]:
+async def judge_criterion(
+    judge: ChatModel,
+    transcript: Transcript,
+    messages: list[Message],
+    *,
+    key: str,
+    samples: int = 1,
+    max_attempts: int = 3,
+    calls: list[ModelCall],
+) -> tuple[str | None, str, dict[str, Any]]:
     """Ask one yes/no question ``samples`` times: (majority verdict or None, reason, details)."""
     samples = max(1, samples)
     turn = judge_turn(transcript)
     votes: list[dict[str, Any]] = []
     for sample in range(samples):
         seed = derive_seed(transcript, key, sample)
-        asked = await ask_json(judge, messages, YesNo, max_attempts=max_attempts, turn=turn, calls=calls, seed=seed)
+        asked = await ask_json(
+            judge, messages, YesNo, max_attempts=max_attempts, turn=turn, calls=calls, seed=seed
+        )
         if asked.answer is None:
             votes.append({"verdict": None, "error": asked.error, "attempts": asked.attempts})
         else:
-            votes.append({"verdict": asked.answer.verdict, "reason": one_line(asked.answer.reason),
-                          "attempts": asked.attempts})
+            votes.append(
+                {
+                    "verdict": asked.answer.verdict,
+                    "reason": one_line(asked.answer.reason),
+                    "attempts": asked.attempts,
+                }
+            )
     verdict = majority([v["verdict"] for v in votes], samples)
-    details: dict[str, Any] = {"judge": judge_pin(judge), "samples": samples, "votes": votes,
-                               "attempts": sum(v["attempts"] for v in votes)}
+    details: dict[str, Any] = {
+        "judge": judge_pin(judge),
+        "samples": samples,
+        "votes": votes,
+        "attempts": sum(v["attempts"] for v in votes),
+    }
     if verdict is None:
         errors = [v["error"] for v in votes if v["verdict"] is None]
-        reason = errors[0] if samples == 1 else f"no majority: {len(errors)} of {samples} samples failed ({errors[0]})"
+        reason = (
+            errors[0]
+            if samples == 1
+            else f"no majority: {len(errors)} of {samples} samples failed ({errors[0]})"
+        )
     else:
         agreeing = [v for v in votes if v["verdict"] == verdict]
         tally = "" if samples == 1 else f" ({len(agreeing)} of {samples} samples)"
@@ -255,14 +327,29 @@ def _soft_score(items: list[Check]) -> Check:
         undecided = [c for c in items if c not in decided]
         status: CheckStatus = "error" if any(c.status == "error" for c in undecided) else "not_run"
         partial = sum(c.status == "pass" for c in decided) / len(decided) if decided else None
-        reason = (undecided[0].reason if not decided and len({c.reason for c in undecided}) == 1
-                  else f"{len(undecided)} of {len(items)} soft rubric items were not decided; no score")
-        return Check(name="rubric_score", kind="rubric", status=status, hard=False, reason=reason,
-                     details={**base, "partial_score": partial})
+        reason = (
+            undecided[0].reason
+            if not decided and len({c.reason for c in undecided}) == 1
+            else f"{len(undecided)} of {len(items)} soft rubric items were not decided; no score"
+        )
+        return Check(
+            name="rubric_score",
+            kind="rubric",
+            status=status,
+            hard=False,
+            reason=reason,
+            details={**base, "partial_score": partial},
+        )
     score = sum(c.status == "pass" for c in decided) / len(decided)
-    return Check(name="rubric_score", kind="rubric", status="pass" if score == 1 else "fail", hard=False, score=score,
-                 reason=f"{sum(c.status == 'pass' for c in decided)} of {len(decided)} soft rubric items hold",
-                 details=base)
+    return Check(
+        name="rubric_score",
+        kind="rubric",
+        status="pass" if score == 1 else "fail",
+        hard=False,
+        score=score,
+        reason=f"{sum(c.status == 'pass' for c in decided)} of {len(decided)} soft rubric items hold",
+        details=base,
+    )
 
 
 async def grade_rubric(ctx: GradeContext, *, samples: int = 1, max_attempts: int = 3) -> JudgeOutcome:
@@ -276,21 +363,46 @@ async def grade_rubric(ctx: GradeContext, *, samples: int = 1, max_attempts: int
         name = f"rubric:{item.id}"
         scope: dict[str, Any] = {"turn": item.turn} if item.turn is not None else {}
         if item.turn is not None and turn_end(ctx.transcript, item.turn) is None:
-            checks.append(Check(name=name, kind="rubric", status="fail", hard=item.hard, score=0.0,
-                                reason=f"the conversation ended before turn {item.turn}, which this item judges",
-                                details={"question": item.text, **scope}))
+            checks.append(
+                Check(
+                    name=name,
+                    kind="rubric",
+                    status="fail",
+                    hard=item.hard,
+                    score=0.0,
+                    reason=f"the conversation ended before turn {item.turn}, which this item judges",
+                    details={"question": item.text, **scope},
+                )
+            )
             continue
         if ctx.judge is None:
             checks.append(not_run(name, "rubric", item.hard, question=item.text, **scope))
             continue
-        messages = rubric_messages(ctx.transcript, item.text, getattr(ctx.domain, "policy", "") or "",
-                                   turn=item.turn)
-        verdict, reason, details = await judge_criterion(ctx.judge, ctx.transcript, messages, key=f"rubric/{item.id}",
-                                                         samples=samples, max_attempts=max_attempts, calls=calls)
+        messages = rubric_messages(
+            ctx.transcript, item.text, getattr(ctx.domain, "policy", "") or "", turn=item.turn
+        )
+        verdict, reason, details = await judge_criterion(
+            ctx.judge,
+            ctx.transcript,
+            messages,
+            key=f"rubric/{item.id}",
+            samples=samples,
+            max_attempts=max_attempts,
+            calls=calls,
+        )
         status: CheckStatus = "error" if verdict is None else "pass" if verdict == "yes" else "fail"
         score = None if verdict is None else float(verdict == "yes")
-        checks.append(Check(name=name, kind="rubric", status=status, hard=item.hard, score=score, reason=reason,
-                            details={"question": item.text, **scope, **details}))
+        checks.append(
+            Check(
+                name=name,
+                kind="rubric",
+                status=status,
+                hard=item.hard,
+                score=score,
+                reason=reason,
+                details={"question": item.text, **scope, **details},
+            )
+        )
     soft = [c for c, item in zip(checks, items) if not item.hard]
     if soft:
         checks.append(_soft_score(soft))
@@ -304,7 +416,9 @@ def at_least_one(**counts: int) -> None:
 
 
 @grader("rubric", judge=True, kind="rubric")
-def rubric_grader(samples: int = 1, max_attempts: int = 3) -> Callable[[GradeContext], Awaitable[JudgeOutcome]]:
+def rubric_grader(
+    samples: int = 1, max_attempts: int = 3
+) -> Callable[[GradeContext], Awaitable[JudgeOutcome]]:
     """One yes/no question to the judge per ``expect.rubric`` item; ``samples`` > 1 takes a majority."""
     at_least_one(samples=samples, max_attempts=max_attempts)
 

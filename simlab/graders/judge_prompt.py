@@ -33,9 +33,18 @@ from simlab.transcript import (
     UserMessage,
 )
 
-__all__ = ["DATA_TAGS", "MAX_RESULT_CHARS", "data_rules", "delimit", "event_line", "event_text", "neutralise",
-           "nonce_for",
-           "transcript_as_data", "transcript_lines"]
+__all__ = [
+    "DATA_TAGS",
+    "MAX_RESULT_CHARS",
+    "data_rules",
+    "delimit",
+    "event_line",
+    "event_text",
+    "neutralise",
+    "nonce_for",
+    "transcript_as_data",
+    "transcript_lines",
+]
 
 MAX_RESULT_CHARS = 1500
 DATA_TAGS = ("transcript", "tool_results", "agent_message", "data")
@@ -90,7 +99,9 @@ def event_line(index: int, event: Any, *, max_result_chars: int = MAX_RESULT_CHA
     return None if text is None else f"#{index} [turn {event.turn}] {text}"
 
 
-def event_text(event: Any, *, max_result_chars: int = MAX_RESULT_CHARS, model_calls: bool = False) -> str | None:
+def event_text(
+    event: Any, *, max_result_chars: int = MAX_RESULT_CHARS, model_calls: bool = False
+) -> str | None:
     """One event as one line of text without its place (the judge's lines and the HTML report's
     share it): free text JSON-encoded, so a newline cannot forge another event. None for an
     event of another kind, and for a model call unless ``model_calls``."""
@@ -115,13 +126,19 @@ def event_text(event: Any, *, max_result_chars: int = MAX_RESULT_CHARS, model_ca
     if isinstance(event, ErrorEvent):
         return f"LAB ERROR ({event.source}, {event.kind}): {_text(event.message)}"
     if model_calls and isinstance(event, ModelCall):
-        return (f"MODEL CALL ({event.role}, {_name(event.model)}): {event.usage.latency_s:.2f}s"
-                + (f", error {_text(event.error)}" if event.error else ""))
+        return f"MODEL CALL ({event.role}, {_name(event.model)}): {event.usage.latency_s:.2f}s" + (
+            f", error {_text(event.error)}" if event.error else ""
+        )
     return None
 
 
-def transcript_lines(transcript: Transcript, *, include_tools: bool = True, end: int | None = None,
-                     max_result_chars: int = MAX_RESULT_CHARS) -> list[str]:
+def transcript_lines(
+    transcript: Transcript,
+    *,
+    include_tools: bool = True,
+    end: int | None = None,
+    max_result_chars: int = MAX_RESULT_CHARS,
+) -> list[str]:
     """The event lines of ``transcript.events[:end]``; tool events only with ``include_tools``."""
     lines = []
     for index, event in enumerate(transcript.events[:end]):
@@ -133,14 +150,22 @@ def transcript_lines(transcript: Transcript, *, include_tools: bool = True, end:
     return lines
 
 
-def transcript_as_data(transcript: Transcript, *, include_tools: bool = True, end: int | None = None,
-                       max_result_chars: int = MAX_RESULT_CHARS, nonce: str | None = None) -> str:
+def transcript_as_data(
+    transcript: Transcript,
+    *,
+    include_tools: bool = True,
+    end: int | None = None,
+    max_result_chars: int = MAX_RESULT_CHARS,
+    nonce: str | None = None,
+) -> str:
     """The conversation (user/agent turns, tool calls and results) as one delimited data block.
 
     ``end`` stops before that event index; ``nonce`` defaults to ``nonce_for(transcript)``.
     """
     nonce = nonce or nonce_for(transcript)
-    lines = transcript_lines(transcript, include_tools=include_tools, end=end, max_result_chars=max_result_chars)
+    lines = transcript_lines(
+        transcript, include_tools=include_tools, end=end, max_result_chars=max_result_chars
+    )
     return delimit("transcript", "\n".join(lines) or "(no events)", nonce)
 
 

@@ -70,9 +70,7 @@ class Lint:
         return self.entry.spec
 
     def at(self, *loc: Any) -> str:
-        return (
-            f"{self.entry.path}:{line_for(self.entry.lines, loc) or 1}: {'.'.join(map(str, loc))}"
-        )
+        return f"{self.entry.path}:{line_for(self.entry.lines, loc) or 1}: {'.'.join(map(str, loc))}"
 
     def error(self, loc: tuple[Any, ...], message: str, fix: str) -> None:
         self.found.append(Finding("error", self.at(*loc), message, fix))
@@ -110,16 +108,10 @@ class Lint:
             default=str,
         )
         user = scenario.user
-        queries = [
-            t
-            for t in (user.opening, *user.script, *user.known_facts.values())
-            if isinstance(t, str)
-        ]
+        queries = [t for t in (user.opening, *user.script, *user.known_facts.values()) if isinstance(t, str)]
         if self.kind not in ("rules", "scripted"):
             queries.append(user.goal)
-        return explore(
-            self.domain, state, [self.user, self.agent], queries, self.memo.setdefault(key, {})
-        )
+        return explore(self.domain, state, [self.user, self.agent], queries, self.memo.setdefault(key, {}))
 
     def known(self, value: Any, before: int | None = None) -> str | None:
         """Who makes ``value`` known in the conversation ("the user", …), or None: nobody."""
@@ -185,9 +177,7 @@ def _values(lint: Lint) -> None:
                     continue
                 where = (*loc, "args", name)
                 if secrets.has(leaf):
-                    holder = next(
-                        k for k, v in lint.scenario.user.never_reveal.items() if _holds(v, leaf)
-                    )
+                    holder = next(k for k, v in lint.scenario.user.never_reveal.items() if _holds(v, leaf))
                     lint.error(
                         where,
                         f"{call.tool} needs {leaf!r}, which only user.never_reveal.{holder} holds: "
@@ -213,12 +203,7 @@ def _needed(value: Any, prop: dict[str, Any]) -> list[Any]:
     out = []
     choices = choices_of(prop)
     for leaf in _scalars(value):
-        if (
-            isinstance(leaf, bool)
-            or leaf is None
-            or leaf in choices
-            or leaf == prop.get("default", MISSING)
-        ):
+        if isinstance(leaf, bool) or leaf is None or leaf in choices or leaf == prop.get("default", MISSING):
             continue
         if isinstance(leaf, int) and 0 <= leaf <= SMALL:
             continue
@@ -254,7 +239,8 @@ def _nobody(lint: Lint) -> str:
         "replay": "what it said in the run replayed",
     }
     return (
-        f"the {lint.kind} user says only {says.get(lint.kind, 'what it is given')}, the agent_context, policy "
+        f"the {lint.kind} user says only {says.get(lint.kind, 'what it is given')}, the agent_context, "
+        "policy "
         "and history do not hold it, and no READ tool shows it from the initial state"
     )
 
@@ -402,9 +388,7 @@ def _phrase_data(lint: Lint, loc: tuple[Any, ...], pattern: str) -> None:
     from simlab.graders.drift import identifiers
 
     for run in required_text(pattern):
-        tokens = identifiers(run) + [
-            t for t in run.replace(",", " ").split() if as_number(t) is not None
-        ]
+        tokens = identifiers(run) + [t for t in run.replace(",", " ").split() if as_number(t) is not None]
         for token in dict.fromkeys(tokens):
             if lint.known(token) is None:
                 sure = bool(lint.scenario.expect.expected_actions)
@@ -436,12 +420,8 @@ def script_identifier_warnings(entry: Any) -> list[Finding]:
         return []
     if "goal" not in user.__dict__:  # a partial spec: what the user was given is what validated
         user = UserSpec.model_construct(**{**user.__dict__, "goal": ""})
-    scenario = entry.spec.model_copy(
-        update={"user": user, "persona": entry.spec.__dict__.get("persona", "")}
-    )
-    lines: list[tuple[tuple[Any, ...], str]] = (
-        [(("user", "opening"), user.opening)] if user.opening else []
-    )
+    scenario = entry.spec.model_copy(update={"user": user, "persona": entry.spec.__dict__.get("persona", "")})
+    lines: list[tuple[tuple[Any, ...], str]] = [(("user", "opening"), user.opening)] if user.opening else []
     lines += [(("user", "script", i), text) for i, text in enumerate(user.script)]
     found = []
     for loc, text in lines:

@@ -67,8 +67,7 @@ def _name(loc: tuple[Any, ...]) -> str:
 def _matches(forbidden: CallSpec, call: CallSpec) -> bool:
     """A call with every argument a forbidden entry names (an entry without arguments: any call)."""
     return forbidden.tool == call.tool and all(
-        name in call.args and same_value(value, call.args[name])
-        for name, value in forbidden.args.items()
+        name in call.args and same_value(value, call.args[name]) for name, value in forbidden.args.items()
     )
 
 
@@ -163,11 +162,7 @@ def _owners(lint: Lint, calls: list[tuple[tuple[Any, ...], CallSpec]]) -> None:
     from simlab.graders.policy import _owner_of  # the policy grader's own reading of an owner path
 
     scenario = lint.scenario
-    rules = [
-        (i, r.owner)
-        for i, r in enumerate(scenario.expect.rules)
-        if r.owner and "principal" in r.owner
-    ]
+    rules = [(i, r.owner) for i, r in enumerate(scenario.expect.rules) if r.owner and "principal" in r.owner]
     if not rules:
         return
     try:
@@ -204,15 +199,12 @@ def _owners(lint: Lint, calls: list[tuple[tuple[Any, ...], CallSpec]]) -> None:
 
 
 def _order(lint: Lint) -> None:
-    """``before: [A, B]`` against an order the scenario itself gives (expected actions, an ordered trajectory)."""
+    """``before: [A, B]`` against an order the scenario itself gives (expected actions, an ordered
+    trajectory)."""
     expect = lint.scenario.expect
-    orders: list[tuple[str, list[str]]] = [
-        ("expected_actions", [a.tool for a in expect.expected_actions])
-    ]
+    orders: list[tuple[str, list[str]]] = [("expected_actions", [a.tool for a in expect.expected_actions])]
     if expect.trajectory is not None and expect.trajectory.mode in ("exact", "in_order"):
-        orders.append(
-            ("trajectory", [c if isinstance(c, str) else c.tool for c in expect.trajectory.calls])
-        )
+        orders.append(("trajectory", [c if isinstance(c, str) else c.tool for c in expect.trajectory.calls]))
     for i, rule in enumerate(expect.rules):
         if not rule.before:
             continue

@@ -224,11 +224,7 @@ def _combos(
         if fresh is not None and not any(v in fresh for v in values if not isinstance(v, bool)):
             continue
         yield {
-            n: (
-                int(v)
-                if isinstance(v, float) and "integer" in _types(params["properties"][n])
-                else v
-            )
+            n: (int(v) if isinstance(v, float) and "integer" in _types(params["properties"][n]) else v)
             for n, v in zip(names, values)
         }
         count += 1

@@ -10,7 +10,8 @@ Why these choices:
 - A trial without content (spans recorded with content capture off: no text of the user's or the
   agent's) is never passed: a hard ``message_content`` check is not run, and so is every check that
   reads text (``after_confirmation``, ``no_write_after_refusal``, ``python:`` rules, which may read
-  it, rubric, groundedness, response match); the checks on tool calls still run, so a violation there still fails it.
+  it, rubric, groundedness, response match); the checks on tool calls still run, so a violation
+  there still fails it.
 - Sampling is seeded and per trace (sha256 of seed and unit id), so the same seed picks the same
   traces whatever else is in the file; every trace a cheap heuristic flags is graded.
 """
@@ -39,8 +40,10 @@ NOT_ONLINE = ("state", "trajectory", "first_tool_call", "graph", "drift", "drift
 NO_REFERENCE = "not run: an observed trial has no reference"
 NO_ENVIRONMENT = "not run: an observed trial has no environment"
 NO_CONTENT_CHECK = "message_content"
-NO_CONTENT = ("not run: the trace carries no message content (recorded with content capture off; "
-              "`simlab import` says how to turn it on)")
+NO_CONTENT = (
+    "not run: the trace carries no message content (recorded with content capture off; "
+    "`simlab import` says how to turn it on)"
+)
 
 
 class _NoState(BaseModel):
@@ -56,10 +59,14 @@ def trace_flags(t: Transcript, flags: Flags) -> list[str]:
     """Why a trace deserves grading whatever the sample says (empty: nothing stands out)."""
     found = []
     failed = [e for e in t.events if isinstance(e, ToolResult) and not e.ok]
-    if flags.error and (t.observed and t.observed.error or failed or any(isinstance(e, ErrorEvent) for e in t.events)):
+    if flags.error and (
+        t.observed and t.observed.error or failed or any(isinstance(e, ErrorEvent) for e in t.events)
+    ):
         found.append("error")
     keys = [call_key(e) for e in t.events if isinstance(e, ToolCall)]
-    if flags.loop and any(len(set(keys[i:i + LOOP_REPEATS])) == 1 for i in range(len(keys) - LOOP_REPEATS + 1)):
+    if flags.loop and any(
+        len(set(keys[i : i + LOOP_REPEATS])) == 1 for i in range(len(keys) - LOOP_REPEATS + 1)
+    ):
         found.append("loop")
     long_users = flags.long_user_turns is not None and t.user_turns() > flags.long_user_turns
     long_calls = flags.long_tool_calls is not None and len(keys) > flags.long_tool_calls
@@ -72,7 +79,7 @@ def trace_flags(t: Transcript, flags: Flags) -> list[str]:
 
 def draw(unit_id: str, seed: int) -> float:
     """A uniform number in [0, 1) fixed by seed and unit id."""
-    return int(hashlib.sha256(f"{seed}:{unit_id}".encode()).hexdigest()[:16], 16) / 2 ** 64
+    return int(hashlib.sha256(f"{seed}:{unit_id}".encode()).hexdigest()[:16], 16) / 2**64
 
 
 def picked_by(unit_id: str, flags: list[str], sampling: Sampling) -> str | None:
@@ -91,18 +98,27 @@ class OnlineGrader:
     judge: Any = None
 
     def __post_init__(self) -> None:
-        self.expect, self.skipped = _online_expect(self.rules.expect, has_domain=self.rules.domain is not None)
+        self.expect, self.skipped = _online_expect(
+            self.rules.expect, has_domain=self.rules.domain is not None
+        )
         self.textless, textless_skipped = _without_text(self.expect)
-        self.textless_skipped = [*self.skipped, *textless_skipped,
-                                 Check(name=NO_CONTENT_CHECK, kind="custom", status="not_run", hard=True,
-                                       reason=NO_CONTENT)]
+        self.textless_skipped = [
+            *self.skipped,
+            *textless_skipped,
+            Check(name=NO_CONTENT_CHECK, kind="custom", status="not_run", hard=True, reason=NO_CONTENT),
+        ]
         self.memo: dict[str, Any] = {}
         self.textless_memo: dict[str, Any] = {}  # graders memoize per scenario: its expect differs
 
     def scenario_for(self, t: Transcript, expect: Expect | None = None) -> Scenario:
-        return Scenario(id=t.scenario_id, title="observed production conversations", domain=self.domain.name,
-                        persona="observed", user=UserSpec(goal="(a real user: unknown)"),
-                        expect=self.expect if expect is None else expect)
+        return Scenario(
+            id=t.scenario_id,
+            title="observed production conversations",
+            domain=self.domain.name,
+            persona="observed",
+            user=UserSpec(goal="(a real user: unknown)"),
+            expect=self.expect if expect is None else expect,
+        )
 
     async def grade(self, t: Transcript, flags: list[str], by: str) -> Graded:
         content = has_content(t)
@@ -114,47 +130,104 @@ class OnlineGrader:
             memo["graders"] = GraderSet([g for g in chosen.graders if g.name not in NOT_ONLINE])
         ctx = GradeContext(transcript=t, scenario=scenario, domain=self.domain, judge=self.judge, memo=memo)
         graded = await grade(ctx)
-        note = Check(name="trace_flags", kind="custom", status="fail" if flags else "pass", hard=False,
-                     reason=(f"flagged: {', '.join(flags)}" if flags else "no heuristic flagged it")
-                     + f"; graded because {'it was flagged' if by == 'flag' else 'the random sample drew it'}",
-                     details={"flags": flags, "picked_by": by})
+        note = Check(
+            name="trace_flags",
+            kind="custom",
+            status="fail" if flags else "pass",
+            hard=False,
+            reason=(f"flagged: {', '.join(flags)}" if flags else "no heuristic flagged it")
+            + f"; graded because {'it was flagged' if by == 'flag' else 'the random sample drew it'}",
+            details={"flags": flags, "picked_by": by},
+        )
         checks = [*graded.checks, *skipped, note]
         return Graded(checks, verdict_of(t, checks), graded.judge_calls)
 
 
 def _online_expect(expect: Expect, *, has_domain: bool) -> tuple[Expect, list[Check]]:
-    """The expect block without what cannot run on an observed trial, and a not-run check for each of those."""
+    """The expect block without what cannot run on an observed trial, and a not-run check for each
+    of those."""
     skipped: list[Check] = []
     for i, assertion in enumerate(expect.state):
-        skipped.append(Check(name=assertion.name or f"state[{i}] {assertion.path}", kind="state", status="not_run",
-                             reason=f"{NO_ENVIRONMENT} (no end state)"))
+        skipped.append(
+            Check(
+                name=assertion.name or f"state[{i}] {assertion.path}",
+                kind="state",
+                status="not_run",
+                reason=f"{NO_ENVIRONMENT} (no end state)",
+            )
+        )
     if expect.expected_actions:
-        skipped.append(Check(name="expected_state", kind="state", status="not_run",
-                             reason=f"{NO_REFERENCE} state to replay expected_actions on"))
+        skipped.append(
+            Check(
+                name="expected_state",
+                kind="state",
+                status="not_run",
+                reason=f"{NO_REFERENCE} state to replay expected_actions on",
+            )
+        )
     if expect.predicate:
-        skipped.append(Check(name=f"predicate:{expect.predicate}", kind="state", status="not_run",
-                             reason=f"{NO_ENVIRONMENT} (no end state)"))
+        skipped.append(
+            Check(
+                name=f"predicate:{expect.predicate}",
+                kind="state",
+                status="not_run",
+                reason=f"{NO_ENVIRONMENT} (no end state)",
+            )
+        )
     if expect.trajectory is not None:
-        skipped.append(Check(name="trajectory", kind="trajectory", status="not_run",
-                             reason=f"{NO_REFERENCE}: a trajectory is a reference; use rules for what must hold"))
+        skipped.append(
+            Check(
+                name="trajectory",
+                kind="trajectory",
+                status="not_run",
+                reason=f"{NO_REFERENCE}: a trajectory is a reference; use rules for what must hold",
+            )
+        )
     if expect.first_tool_call is not None:
-        skipped.append(Check(name="first_tool_call", kind="trajectory", status="not_run",
-                             reason=f"{NO_REFERENCE}: the first step was not probed in production"))
+        skipped.append(
+            Check(
+                name="first_tool_call",
+                kind="trajectory",
+                status="not_run",
+                reason=f"{NO_REFERENCE}: the first step was not probed in production",
+            )
+        )
     rules = []
     for rule in expect.rules:
         if rule.owner is not None:
-            skipped.append(Check(name=f"owner({', '.join(k for k in rule.owner if '.' in k)})", kind="policy",
-                                 status="not_run", reason=f"{NO_ENVIRONMENT}: owners are looked up in its initial "
-                                                          "state"))
+            skipped.append(
+                Check(
+                    name=f"owner({', '.join(k for k in rule.owner if '.' in k)})",
+                    kind="policy",
+                    status="not_run",
+                    reason=f"{NO_ENVIRONMENT}: owners are looked up in its initial state",
+                )
+            )
         elif rule.no_write_after_refusal and not has_domain:
-            skipped.append(Check(name="no_write_after_refusal", kind="policy", status="not_run",
-                                 reason="not run: which tools write is unknown; name the domain (domain:) in the "
-                                        "rules file"))
+            skipped.append(
+                Check(
+                    name="no_write_after_refusal",
+                    kind="policy",
+                    status="not_run",
+                    reason="not run: which tools write is unknown; name the domain (domain:) in the "
+                    "rules file",
+                )
+            )
         else:
             rules.append(rule)
-    kept = expect.model_copy(update={"state": [], "expected_actions": [], "predicate": None, "trajectory": None,
-                                     "first_tool_call": None, "graph_trajectory": None, "graph_state": [],
-                                     "rules": rules, "drift_judge": False})
+    kept = expect.model_copy(
+        update={
+            "state": [],
+            "expected_actions": [],
+            "predicate": None,
+            "trajectory": None,
+            "first_tool_call": None,
+            "graph_trajectory": None,
+            "graph_state": [],
+            "rules": rules,
+            "drift_judge": False,
+        }
+    )
     return kept, skipped
 
 
@@ -164,20 +237,31 @@ def _without_text(expect: Expect) -> tuple[Expect, list[Check]]:
     skipped: list[Check] = []
     rules = []
     for rule in expect.rules:
-        name = (f"after_confirmation({rule.after_confirmation})" if rule.after_confirmation
-                else "no_write_after_refusal" if rule.no_write_after_refusal
-                else f"python({rule.python})" if rule.python else None)
+        name = (
+            f"after_confirmation({rule.after_confirmation})"
+            if rule.after_confirmation
+            else "no_write_after_refusal"
+            if rule.no_write_after_refusal
+            else f"python({rule.python})"
+            if rule.python
+            else None
+        )
         if name is None:  # a rule on the tool calls alone
             rules.append(rule)
             continue
         name = rule.name or name
         skipped.append(Check(name=name, kind="policy", status="not_run", hard=True, reason=NO_CONTENT))
     for item in expect.rubric:
-        skipped.append(Check(name=f"rubric:{item.id}", kind="rubric", status="not_run", hard=item.hard,
-                             reason=NO_CONTENT))
+        skipped.append(
+            Check(
+                name=f"rubric:{item.id}", kind="rubric", status="not_run", hard=item.hard, reason=NO_CONTENT
+            )
+        )
     if expect.groundedness:
         skipped.append(Check(name="groundedness", kind="groundedness", status="not_run", reason=NO_CONTENT))
     if expect.response_match is not None:
         skipped.append(Check(name="response_match", kind="custom", status="not_run", reason=NO_CONTENT))
-    kept = expect.model_copy(update={"rules": rules, "rubric": [], "groundedness": False, "response_match": None})
+    kept = expect.model_copy(
+        update={"rules": rules, "rubric": [], "groundedness": False, "response_match": None}
+    )
     return kept, skipped

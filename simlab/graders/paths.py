@@ -25,11 +25,22 @@ def resolve(data: Any, path: str, args: dict[str, Any] | None = None) -> Any:
     for step in parse_path(path):
         if isinstance(step, tuple):
             field, wanted = step
-            items = current.values() if isinstance(current, dict) else current if isinstance(current, list) else []
-            current = next((i for i in items if isinstance(i, dict) and _text(i.get(field, MISSING)) == wanted),
-                           MISSING)
+            items = (
+                current.values()
+                if isinstance(current, dict)
+                else current
+                if isinstance(current, list)
+                else []
+            )
+            current = next(
+                (i for i in items if isinstance(i, dict) and _text(i.get(field, MISSING)) == wanted), MISSING
+            )
         elif isinstance(step, int):
-            current = current[step] if isinstance(current, list) and -len(current) <= step < len(current) else MISSING
+            current = (
+                current[step]
+                if isinstance(current, list) and -len(current) <= step < len(current)
+                else MISSING
+            )
         else:
             current = current.get(step, MISSING) if isinstance(current, dict) else MISSING
         if current is MISSING:

@@ -46,16 +46,34 @@ from simlab.specs.scenario import Scenario
 from simlab.specs.yamlio import line_for
 from simlab.transcript.checks import Check
 
-__all__ = ["BUILTINS", "Check", "GradeContext", "Grader", "GraderError", "GraderInfo", "GraderSet", "grader",
-           "graders_for", "registered", "resolve", "use_problems"]
+__all__ = [
+    "BUILTINS",
+    "Check",
+    "GradeContext",
+    "Grader",
+    "GraderError",
+    "GraderInfo",
+    "GraderSet",
+    "grader",
+    "graders_for",
+    "registered",
+    "resolve",
+    "use_problems",
+]
 
 # name → the module whose @grader registers it; the order in which they run
 BUILTINS: dict[str, str] = {
-    "state": "simlab.graders.state", "trajectory": "simlab.graders.trajectory", "policy": "simlab.graders.policy",
+    "state": "simlab.graders.state",
+    "trajectory": "simlab.graders.trajectory",
+    "policy": "simlab.graders.policy",
     "agent_says_not": "simlab.graders.says",
-    "efficiency": "simlab.graders.efficiency", "drift": "simlab.graders.drift",
-    "first_tool_call": "simlab.graders.single_step", "graph": "simlab.graders.graph", "rubric": "simlab.graders.judge",
-    "groundedness": "simlab.graders.groundedness", "drift_llm": "simlab.graders.drift_judge",
+    "efficiency": "simlab.graders.efficiency",
+    "drift": "simlab.graders.drift",
+    "first_tool_call": "simlab.graders.single_step",
+    "graph": "simlab.graders.graph",
+    "rubric": "simlab.graders.judge",
+    "groundedness": "simlab.graders.groundedness",
+    "drift_llm": "simlab.graders.drift_judge",
     "response_match": "simlab.graders.rouge",
 }
 _REGISTRY: dict[str, GraderInfo] = {}
@@ -82,14 +100,18 @@ class GraderInfo:
     ref: str  # module:qualname of the factory
     tools: ToolRefs | None = None  # params -> [(where in params, tool name)]: checked against the domain
 
-
     @property
     def builtin(self) -> bool:
         return BUILTINS.get(self.name) == self.factory.__module__
 
 
-def grader(name: str | Callable[..., Any] | None = None, *, judge: bool = False,
-           kind: CheckKind = "custom", tools: ToolRefs | None = None) -> Any:
+def grader(
+    name: str | Callable[..., Any] | None = None,
+    *,
+    judge: bool = False,
+    kind: CheckKind = "custom",
+    tools: ToolRefs | None = None,
+) -> Any:
     """Register a grader factory under ``name`` (default: the function's name); ``@grader`` alone works
     too. ``judge=True``: it asks the judge model (see the module's docstring). ``kind``: the kind of the
     error check it gives when it raises (its own checks say their kind). ``tools(params)``: the tool
@@ -104,8 +126,10 @@ def grader(name: str | Callable[..., Any] | None = None, *, judge: bool = False,
         if not GRADER_NAME.match(key):
             raise GraderError(f"{ref}: grader name {key!r}: use letters, digits, '_', '.' or '-'")
         if key in BUILTINS and BUILTINS[key] != factory.__module__:
-            raise GraderError(f"{ref}: {key!r} is the name of a built-in grader; give yours another, "
-                              f"e.g. @grader(\"my_{key}\")")
+            raise GraderError(
+                f"{ref}: {key!r} is the name of a built-in grader; give yours another, "
+                f'e.g. @grader("my_{key}")'
+            )
         signature = _signature(factory)
 
         @functools.wraps(factory)
@@ -119,8 +143,10 @@ def grader(name: str | Callable[..., Any] | None = None, *, judge: bool = False,
                 raise GraderError(f"grader {key!r} takes {signature}: {exc}", "params") from None
             fn = factory(*args, **kwargs)
             if not callable(fn):
-                raise GraderError(f"grader {key!r}: {ref} returned {type(fn).__name__}; a grader factory returns "
-                                  "the function that grades a trial (see @grader)")
+                raise GraderError(
+                    f"grader {key!r}: {ref} returned {type(fn).__name__}; a grader factory returns "
+                    "the function that grades a trial (see @grader)"
+                )
             return Grader(info, _json_safe(bound.arguments), fn)
 
         info = GraderInfo(key, make, judge, kind, ref, tools)
@@ -216,8 +242,12 @@ class Grader:
         name, params = self.name, self.params
         for check in checks:
             if not isinstance(check, Check):
-                return [self._error(f"returned {type(check).__name__}; return a Check, a list of Checks, or an "
-                                    "object with checks and calls")]
+                return [
+                    self._error(
+                        f"returned {type(check).__name__}; return a Check, a list of Checks, or an "
+                        "object with checks and calls"
+                    )
+                ]
             # what pydantic's __setattr__ does for a plain field, without its dispatch: every check of
             # every trial passes here, and two setattr calls a check cost 2 % of grading's CPU
             fields = check.__dict__
@@ -228,9 +258,15 @@ class Grader:
         return checks
 
     def _error(self, why: str) -> Check:
-        return Check(name=f"grader:{self.name}", kind=self.info.kind, status="error", hard=True,
-                     reason=_one_line(f"grader {self.name} ({self.info.ref}) {why}"), grader=self.name,
-                     grader_params=self.params)
+        return Check(
+            name=f"grader:{self.name}",
+            kind=self.info.kind,
+            status="error",
+            hard=True,
+            reason=_one_line(f"grader {self.name} ({self.info.ref}) {why}"),
+            grader=self.name,
+            grader_params=self.params,
+        )
 
 
 def resolve(use: GraderUse) -> Grader:
@@ -238,8 +274,10 @@ def resolve(use: GraderUse) -> Grader:
     if ":" not in use.use:
         info = registered(use.use) if use.use in BUILTINS else None
         if info is None:
-            raise GraderError(f"unknown grader {use.use!r}: name a built-in ({', '.join(BUILTINS)}) or a @grader "
-                              "factory as module:function (e.g. mypkg.checks:no_pii)")
+            raise GraderError(
+                f"unknown grader {use.use!r}: name a built-in ({', '.join(BUILTINS)}) or a @grader "
+                "factory as module:function (e.g. mypkg.checks:no_pii)"
+            )
         factory: Any = info.factory
     else:
         try:
@@ -247,15 +285,18 @@ def resolve(use: GraderUse) -> Grader:
         except RefError as exc:
             raise GraderError(str(exc)) from None
         if not isinstance(getattr(factory, "grader_info", None), GraderInfo):
-            raise GraderError(f"{use.use} is not a grader: decorate its factory with @grader (from simlab import "
-                              "grader), a function that takes the parameters and returns the function that grades")
+            raise GraderError(
+                f"{use.use} is not a grader: decorate its factory with @grader (from simlab import "
+                "grader), a function that takes the parameters and returns the function that grades"
+            )
     try:
         return factory(**use.params)
     except GraderError:
         raise
     except Exception as exc:  # noqa: BLE001 - the user's factory refused its parameters: one line
-        raise GraderError(f"grader {use.use}: its factory raised {type(exc).__name__}: {_one_line(str(exc))}",
-                          "params") from None
+        raise GraderError(
+            f"grader {use.use}: its factory raised {type(exc).__name__}: {_one_line(str(exc))}", "params"
+        ) from None
 
 
 @dataclass
@@ -296,12 +337,16 @@ def graders_for(scenario: Scenario, extra: Sequence[GraderUse] = ()) -> GraderSe
         for use in uses:
             g = resolve(use)
             if g.name in named:
-                raise GraderError(f"grader {g.name!r} is named twice; a grader runs once per trial: give one entry "
-                                  "all its parameters")
+                raise GraderError(
+                    f"grader {g.name!r} is named twice; a grader runs once per trial: give one entry "
+                    "all its parameters"
+                )
             held = chosen.get(g.name)
             if held is not None and held.info.ref != g.info.ref:
-                raise GraderError(f"two graders are named {g.name!r}: {held.info.ref} and {g.info.ref}; register "
-                                  "one under another name")
+                raise GraderError(
+                    f"two graders are named {g.name!r}: {held.info.ref} and {g.info.ref}; register "
+                    "one under another name"
+                )
             named.add(g.name)
             chosen[g.name] = g
     return GraderSet(list(chosen.values()))
@@ -320,12 +365,16 @@ def use_problems(entry: Loaded, prefix: tuple[str, ...]) -> list[str]:
             g = resolve(use)
         except GraderError as exc:
             loc = (*prefix, i, exc.field)
-            problems.append(f"{entry.path}:{line_for(entry.lines, loc) or 1}: {'.'.join(map(str, loc))}: {exc}")
+            problems.append(
+                f"{entry.path}:{line_for(entry.lines, loc) or 1}: {'.'.join(map(str, loc))}: {exc}"
+            )
             continue
         if g.name in seen:
             loc = (*prefix, i, "use")
-            problems.append(f"{entry.path}:{line_for(entry.lines, loc) or 1}: {'.'.join(map(str, loc))}: grader "
-                            f"{g.name!r} is named twice (also entry {seen[g.name]}); a grader runs once per trial: "
-                            "give one entry all its parameters")
+            problems.append(
+                f"{entry.path}:{line_for(entry.lines, loc) or 1}: {'.'.join(map(str, loc))}: grader "
+                f"{g.name!r} is named twice (also entry {seen[g.name]}); a grader runs once per trial: "
+                "give one entry all its parameters"
+            )
         seen.setdefault(g.name, i)
     return problems

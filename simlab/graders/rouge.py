@@ -66,8 +66,10 @@ def _ascii_tokenizer() -> Any:
     try:
         from rouge_score import tokenizers
     except ImportError as exc:
-        raise RougeMissing("ROUGE-1 needs the 'rouge' extra (rouge-score), which is not installed: "
-                           "pip install 'simlab[rouge]'") from exc
+        raise RougeMissing(
+            "ROUGE-1 needs the 'rouge' extra (rouge-score), which is not installed: "
+            "pip install 'simlab[rouge]'"
+        ) from exc
     return tokenizers.DefaultTokenizer(use_stemmer=True)
 
 
@@ -98,14 +100,18 @@ def scorer() -> Any:
     try:
         from rouge_score import rouge_scorer
     except ImportError as exc:
-        raise RougeMissing("ROUGE-1 needs the 'rouge' extra (rouge-score), which is not installed: "
-                           "pip install 'simlab[rouge]'") from exc
+        raise RougeMissing(
+            "ROUGE-1 needs the 'rouge' extra (rouge-score), which is not installed: "
+            "pip install 'simlab[rouge]'"
+        ) from exc
     return rouge_scorer.RougeScorer(["rouge1"], tokenizer=_Tokenizer())
 
 
 def rouge1_f(candidate: str, reference: str) -> float:
     """ROUGE-1 F-measure of ``candidate`` against ``reference``."""
     return float(scorer().score(reference, candidate)["rouge1"].fmeasure)
+
+
 @grader("response_match", kind="custom")
 def response_match_grader() -> Callable[[GradeContext], list[Check]]:
     """``expect.response_match``: the agent's last message against the reference, by ROUGE-1."""
@@ -119,13 +125,24 @@ def response_match_grader() -> Callable[[GradeContext], list[Check]]:
         try:
             score = rouge1_f(text, spec.reference)
         except RougeMissing as exc:
-            return [Check(name="response_match", kind="custom", status="error", hard=spec.hard, reason=str(exc))]
+            return [
+                Check(name="response_match", kind="custom", status="error", hard=spec.hard, reason=str(exc))
+            ]
         met = score >= spec.threshold
         where = check_at(ctx.transcript, last) if last is not None and not met else {}
-        return [Check(name="response_match", kind="custom", status="pass" if met else "fail", hard=spec.hard,
-                      score=score, reason=f"ROUGE-1 F {score:.3f} against the reference "
-                                          f"{'meets' if met else 'is below'} {spec.threshold:g}"
-                                          + ("" if last is not None else " (the agent wrote no message)"),
-                      details={"threshold": spec.threshold}, **where)]
+        return [
+            Check(
+                name="response_match",
+                kind="custom",
+                status="pass" if met else "fail",
+                hard=spec.hard,
+                score=score,
+                reason=f"ROUGE-1 F {score:.3f} against the reference "
+                f"{'meets' if met else 'is below'} {spec.threshold:g}"
+                + ("" if last is not None else " (the agent wrote no message)"),
+                details={"threshold": spec.threshold},
+                **where,
+            )
+        ]
 
     return grade

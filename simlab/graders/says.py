@@ -35,12 +35,23 @@ def says_not_check(item: SaysNot, transcript: Transcript) -> Check:
             continue
         match = regex.search(event.text)
         if match is not None:
-            return Check(name=name, kind="policy", status="fail", hard=item.hard, **check_at(transcript, index),
-                         details={"pattern": item.pattern, "match": match.group(0)},
-                         reason=f"the agent said {_around(event.text, match)!r} at turn {event.turn}, which "
-                                f"matches the forbidden pattern /{item.pattern}/")
-    return Check(name=name, kind="policy", status="pass", hard=item.hard,
-                 reason=f"no agent message matches /{item.pattern}/")
+            return Check(
+                name=name,
+                kind="policy",
+                status="fail",
+                hard=item.hard,
+                **check_at(transcript, index),
+                details={"pattern": item.pattern, "match": match.group(0)},
+                reason=f"the agent said {_around(event.text, match)!r} at turn {event.turn}, which "
+                f"matches the forbidden pattern /{item.pattern}/",
+            )
+    return Check(
+        name=name,
+        kind="policy",
+        status="pass",
+        hard=item.hard,
+        reason=f"no agent message matches /{item.pattern}/",
+    )
 
 
 def _around(text: str, match: re.Match[str]) -> str:

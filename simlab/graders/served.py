@@ -22,12 +22,16 @@ def tools_unseen(transcript: Transcript, *, state: bool = False) -> str | None:
     which simlab recorded from the framework's events but the domain never ran."""
     own = sorted({e.name for e in transcript.events if isinstance(e, ToolCall) and e.outside})
     if state and own:
-        return (f"not run: the {transcript.agent.kind} agent called tools of its own ({', '.join(own[:4])}), "
-                "which the domain never ran, so the final state says nothing of what they did")
+        return (
+            f"not run: the {transcript.agent.kind} agent called tools of its own ({', '.join(own[:4])}), "
+            "which the domain never ran, so the final state says nothing of what they did"
+        )
     if transcript.agent.kind not in REMOTE_KINDS or any(isinstance(e, ToolCall) for e in transcript.events):
         return None
-    return (f"not run: the {transcript.agent.kind} agent called none of the tools simlab served it, so the final "
-            "state and the trajectory say nothing of what it did (it may act through tools of its own)")
+    return (
+        f"not run: the {transcript.agent.kind} agent called none of the tools simlab served it, so the final "
+        "state and the trajectory say nothing of what it did (it may act through tools of its own)"
+    )
 
 
 def unless_tools_unseen(ctx: GradeContext, checks: list[Check], *, state: bool = False) -> list[Check]:
@@ -36,6 +40,17 @@ def unless_tools_unseen(ctx: GradeContext, checks: list[Check], *, state: bool =
     why = tools_unseen(ctx.transcript, state=state) if checks else None
     if why is None:
         return checks
-    return [c.model_copy(update={"status": "not_run", "reason": why, "score": None, "event": None, "turn": None,
-                                 "call_id": None, "details": {}})
-            for c in checks]  # no counts either: a check not run counted nothing (head.tool_counts)
+    return [
+        c.model_copy(
+            update={
+                "status": "not_run",
+                "reason": why,
+                "score": None,
+                "event": None,
+                "turn": None,
+                "call_id": None,
+                "details": {},
+            }
+        )
+        for c in checks
+    ]  # no counts either: a check not run counted nothing (head.tool_counts)

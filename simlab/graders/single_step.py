@@ -27,20 +27,40 @@ def grade_first_tool_call(ctx: GradeContext) -> list[Check]:
     spec = ctx.scenario.expect.first_tool_call
     if spec is None:
         return []
-    found = next(((i, e) for i, e in enumerate(ctx.transcript.events) if isinstance(e, PendingToolCall)), None)
+    found = next(
+        ((i, e) for i, e in enumerate(ctx.transcript.events) if isinstance(e, PendingToolCall)), None
+    )
     if found is None:
-        return [Check(name=NAME, kind="trajectory", status="not_run",
-                      reason="no single-step probe was recorded (the trial ended before the agent's first turn)")]
+        return [
+            Check(
+                name=NAME,
+                kind="trajectory",
+                status="not_run",
+                reason="no single-step probe was recorded (the trial ended before the agent's first turn)",
+            )
+        ]
     index, pending = found
     where = check_at(ctx.transcript, index)
     expected = describe_spec(spec)
     if pending.name is None:
         said = (pending.reply or "").strip().replace("\n", " ")
         said = said if len(said) <= 80 else said[:79] + "…"
-        return [Check(name=NAME, kind="trajectory", status="fail", **where,
-                      reason=f"expected {expected} first; the agent answered in text without a tool call: {said!r}")]
-    call = ToolCall(turn=pending.turn, call_id=pending.call_id or "pending", name=pending.name,
-                    arguments=pending.arguments, raw_arguments=pending.raw_arguments)
+        return [
+            Check(
+                name=NAME,
+                kind="trajectory",
+                status="fail",
+                **where,
+                reason=f"expected {expected} first; the agent answered in text without a tool call: {said!r}",
+            )
+        ]
+    call = ToolCall(
+        turn=pending.turn,
+        call_id=pending.call_id or "pending",
+        name=pending.name,
+        arguments=pending.arguments,
+        raw_arguments=pending.raw_arguments,
+    )
     try:
         why = call_mismatch(spec, call, True)
     except ComparatorError as exc:
@@ -48,11 +68,27 @@ def grade_first_tool_call(ctx: GradeContext) -> list[Check]:
     shown = f"{pending.name}({pending.raw_arguments})"
     details = {"pending": shown, "stopped_at": pending.stopped_at, "executed": False}
     if why is None:
-        return [Check(name=NAME, kind="trajectory", status="pass", details=details,
-                      reason=f"the first decision is {shown}, as expected (stopped at {pending.stopped_at}, not run)")]
-    return [Check(name=NAME, kind="trajectory", status="fail", details=details, **where,
-                  reason=f"expected {expected} first, the agent decided {shown}: {why} (stopped at "
-                         f"{pending.stopped_at}, not run)")]
+        return [
+            Check(
+                name=NAME,
+                kind="trajectory",
+                status="pass",
+                details=details,
+                reason=f"the first decision is {shown}, as expected (stopped at {pending.stopped_at}, not "
+                "run)",
+            )
+        ]
+    return [
+        Check(
+            name=NAME,
+            kind="trajectory",
+            status="fail",
+            details=details,
+            **where,
+            reason=f"expected {expected} first, the agent decided {shown}: {why} (stopped at "
+            f"{pending.stopped_at}, not run)",
+        )
+    ]
 
 
 @grader("first_tool_call", kind="trajectory")

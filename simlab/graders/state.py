@@ -66,8 +66,13 @@ def _where_missing(state: Any, path: str) -> str:
     """Which prefix of ``path`` still resolves, so a reviewer sees where the path broke."""
     steps, text, found = parse_path(path), "", ""
     for step in steps:
-        piece = f"[{step[0]}={step[1]}]" if isinstance(step, tuple) else f"[{step}]" if isinstance(step, int) \
+        piece = (
+            f"[{step[0]}={step[1]}]"
+            if isinstance(step, tuple)
+            else f"[{step}]"
+            if isinstance(step, int)
             else (f".{step}" if text else step)
+        )
         text += piece
         if resolve(state, text) is MISSING:
             return f"{path} is missing: {text!r} not found" + (f" ({found!r} exists)" if found else "")
@@ -80,7 +85,9 @@ def _one(comp: str, expected: Any, actual: Any, tol: float) -> tuple[bool, str]:
     if comp == "equals":
         return same_value(expected, actual, tol), f"expected {_show(expected)}, got {_show(actual)}"
     if comp == "not_equals":
-        return not same_value(expected, actual, tol), f"expected anything but {_show(expected)}, got {_show(actual)}"
+        return not same_value(
+            expected, actual, tol
+        ), f"expected anything but {_show(expected)}, got {_show(actual)}"
     if comp == "contains":
         if isinstance(actual, str):
             ok = isinstance(expected, str) and expected in actual
@@ -89,7 +96,10 @@ def _one(comp: str, expected: Any, actual: Any, tol: float) -> tuple[bool, str]:
         elif isinstance(actual, dict):
             ok = str(expected) in actual
         else:
-            return False, f"cannot look for {_show(expected)} in {_show(actual)} (not a string, list or mapping)"
+            return (
+                False,
+                f"cannot look for {_show(expected)} in {_show(actual)} (not a string, list or mapping)",
+            )
         return ok, f"expected {_show(actual)} to contain {_show(expected)}"
     number = as_number(actual)
     if number is None:
@@ -108,8 +118,11 @@ def check_assertion(a: StateAssertion, state: dict[str, Any]) -> tuple[bool, str
         if comp in ("exists", "absent"):
             should_exist = wanted if comp == "exists" else not wanted
             if present != should_exist:
-                why = (f"expected {a.path} to be absent, got {_show(actual)}" if present
-                       else _where_missing(state, a.path))
+                why = (
+                    f"expected {a.path} to be absent, got {_show(actual)}"
+                    if present
+                    else _where_missing(state, a.path)
+                )
                 return False, why, actual
             continue
         if actual is MISSING:
@@ -122,6 +135,7 @@ def check_assertion(a: StateAssertion, state: dict[str, Any]) -> tuple[bool, str
 
 # --- expected-state mode -------------------------------------------------------------------------
 
+
 def _ignore_steps(pattern: str) -> list[Any]:
     text = pattern.replace("[*]", ".*").lstrip(".")
     return parse_path(text)
@@ -132,8 +146,10 @@ def _step_matches(step: Any, key: Any, nodes: tuple[Any, Any]) -> bool:
         return True
     if isinstance(step, tuple):
         field, wanted = step
-        return any(isinstance(n, dict) and n.get(field, MISSING) is not MISSING and _text(n[field]) == wanted
-                   for n in nodes)
+        return any(
+            isinstance(n, dict) and n.get(field, MISSING) is not MISSING and _text(n[field]) == wanted
+            for n in nodes
+        )
     if isinstance(step, int):
         return isinstance(key, int) and (key == step)
     return isinstance(key, str) and key == step
@@ -183,8 +199,12 @@ def state_diff(expected: Any, actual: Any, ignore: list[str] | None = None) -> l
             return
         if isinstance(exp, dict) and isinstance(act, dict):
             for key in list(exp) + [k for k in act if k not in exp]:
-                walk(exp.get(key, MISSING), act.get(key, MISSING), _join(path, key),
-                     trail + [(key, (exp.get(key), act.get(key)))])
+                walk(
+                    exp.get(key, MISSING),
+                    act.get(key, MISSING),
+                    _join(path, key),
+                    trail + [(key, (exp.get(key), act.get(key)))],
+                )
             return
         if isinstance(exp, list) and isinstance(act, list):
             if len(exp) != len(act):
@@ -192,7 +212,12 @@ def state_diff(expected: Any, actual: Any, ignore: list[str] | None = None) -> l
             for i in range(max(len(exp), len(act))):
                 e = exp[i] if i < len(exp) else MISSING
                 a = act[i] if i < len(act) else MISSING
-                walk(e, a, _join(path, i), trail + [(i, (None if e is MISSING else e, None if a is MISSING else a))])
+                walk(
+                    e,
+                    a,
+                    _join(path, i),
+                    trail + [(i, (None if e is MISSING else e, None if a is MISSING else a))],
+                )
             return
         if exp is MISSING:
             out.append({"path": path, "change": "unexpected", "actual": act})
@@ -233,8 +258,9 @@ def _replay(ctx: GradeContext, expect: Expect) -> tuple[str | None, Any]:
     if replay.failed < 0:
         return f"scenario bug: {replay.error}", None
     action = expect.expected_actions[replay.failed]
-    return (f"scenario bug: reference action {replay.failed + 1} {action.tool} failed on replay: "
-            f"{replay.error}"), None
+    return (
+        f"scenario bug: reference action {replay.failed + 1} {action.tool} failed on replay: {replay.error}"
+    ), None
 
 
 @dataclass
@@ -276,14 +302,23 @@ def _expected_state(ctx: GradeContext, expect: Expect, final: dict[str, Any]) ->
     except PathError as exc:
         return Check(name=name, kind="state", status="error", reason=f"bad ignore_paths entry: {exc}")
     if not diff:
-        return Check(name=name, kind="state", status="pass",
-                     reason=f"final state equals the state after {len(expect.expected_actions)} reference actions")
+        return Check(
+            name=name,
+            kind="state",
+            status="pass",
+            reason=f"final state equals the state after {len(expect.expected_actions)} reference actions",
+        )
     lines = [_diff_line(d) for d in diff]
     more = f"; +{len(lines) - SHOWN_DIFFS} more" if len(lines) > SHOWN_DIFFS else ""
-    return Check(name=name, kind="state", status="fail",
-                 reason=f"{len(diff)} difference(s) from the expected state (expected → actual): "
-                        + "; ".join(lines[:SHOWN_DIFFS]) + more,
-                 details={"diff": lines, "diff_entries": diff})
+    return Check(
+        name=name,
+        kind="state",
+        status="fail",
+        reason=f"{len(diff)} difference(s) from the expected state (expected → actual): "
+        + "; ".join(lines[:SHOWN_DIFFS])
+        + more,
+        details={"diff": lines, "diff_entries": diff},
+    )
 
 
 def _predicate(ref: str, final: dict[str, Any], ctx: GradeContext) -> Check:
@@ -294,14 +329,20 @@ def _predicate(ref: str, final: dict[str, Any], ctx: GradeContext) -> Check:
     except ComparatorError as exc:
         return Check(name=name, kind="state", status="error", reason=f"predicate: {exc}")
     except Exception as exc:  # user code
-        return Check(name=name, kind="state", status="error", reason=f"predicate raised {type(exc).__name__}: {exc}")
+        return Check(
+            name=name, kind="state", status="error", reason=f"predicate raised {type(exc).__name__}: {exc}"
+        )
     if isinstance(result, tuple) and len(result) == 2 and isinstance(result[0], bool):
         ok, reason = result[0], str(result[1])
     elif isinstance(result, bool):
         ok, reason = result, "predicate holds" if result else "predicate does not hold"
     else:
-        return Check(name=name, kind="state", status="error",
-                     reason=f"predicate returned {type(result).__name__}; return a bool or (bool, reason)")
+        return Check(
+            name=name,
+            kind="state",
+            status="error",
+            reason=f"predicate returned {type(result).__name__}; return a bool or (bool, reason)",
+        )
     return Check(name=name, kind="state", status="pass" if ok else "fail", reason=reason)
 
 
@@ -312,10 +353,15 @@ def grade_state(ctx: GradeContext) -> list[Check]:
         return []
     final = ctx.transcript.final_state
     if final is None:
-        names = [assertion_label(a) for a in expect.state] + (["expected_state"] if expect.expected_actions else []) \
+        names = (
+            [assertion_label(a) for a in expect.state]
+            + (["expected_state"] if expect.expected_actions else [])
             + ([f"predicate:{expect.predicate}"] if expect.predicate else [])
-        return [Check(name=n, kind="state", status="error", reason="the transcript has no final state to check")
-                for n in names]
+        )
+        return [
+            Check(name=n, kind="state", status="error", reason="the transcript has no final state to check")
+            for n in names
+        ]
     checks: list[Check] = []
     met: list[str] = []
     unmet: list[str] = []
@@ -328,14 +374,32 @@ def grade_state(ctx: GradeContext) -> list[Check]:
             checks.append(Check(name=label, kind="state", status="error", reason=f"bad path: {exc}"))
             continue
         (met if ok else unmet).append(label)
-        checks.append(Check(name=label, kind="state", status="pass" if ok else "fail", reason=reason,
-                            details={"path": a.path, "actual": None if actual is MISSING else actual,
-                                     "missing": actual is MISSING}))
+        checks.append(
+            Check(
+                name=label,
+                kind="state",
+                status="pass" if ok else "fail",
+                reason=reason,
+                details={
+                    "path": a.path,
+                    "actual": None if actual is MISSING else actual,
+                    "missing": actual is MISSING,
+                },
+            )
+        )
     if expect.state:
         score = len(met) / len(expect.state)
-        checks.append(Check(name="partial_credit", kind="state", status="pass" if not unmet else "fail", hard=False,
-                            score=score, reason=f"{len(met)} of {len(expect.state)} sub-goals met",
-                            details={"met": met, "unmet": unmet}))
+        checks.append(
+            Check(
+                name="partial_credit",
+                kind="state",
+                status="pass" if not unmet else "fail",
+                hard=False,
+                score=score,
+                reason=f"{len(met)} of {len(expect.state)} sub-goals met",
+                details={"met": met, "unmet": unmet},
+            )
+        )
     if expect.expected_actions:
         checks.append(_expected_state(ctx, expect, final))
     if expect.predicate:
@@ -346,5 +410,6 @@ def grade_state(ctx: GradeContext) -> list[Check]:
 
 @grader("state", kind="state")
 def state_grader() -> Callable[[GradeContext], list[Check]]:
-    """End state: ``expect.state`` assertions, partial credit, ``expected_actions`` replayed, the predicate."""
+    """End state: ``expect.state`` assertions, partial credit, ``expected_actions`` replayed, the
+    predicate."""
     return grade_state

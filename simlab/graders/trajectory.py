@@ -34,7 +34,9 @@ Calls = list[tuple[int, ToolCall, bool]]  # (event index, call, valid)
 def agent_calls(transcript: Transcript) -> Calls:
     """Every tool call in order with its event index and whether it was valid."""
     invalid = {e.call_id for e in transcript.events if isinstance(e, InvalidCall)}
-    return [(i, e, e.call_id not in invalid) for i, e in enumerate(transcript.events) if isinstance(e, ToolCall)]
+    return [
+        (i, e, e.call_id not in invalid) for i, e in enumerate(transcript.events) if isinstance(e, ToolCall)
+    ]
 
 
 def max_matching(refs: list[Ref], calls: Calls, match: Callable[[int, int], bool]) -> dict[int, int]:
@@ -67,13 +69,18 @@ def _near_miss(ref: Ref, calls: Calls, start: int = 0) -> int | None:
     return next((p for p in range(start, len(calls)) if calls[p][1].name == _tool(ref)), None)
 
 
-def _missing(ref: Ref, calls: Calls, start: int, fallback: int | None, where: str = "") -> tuple[str, int | None]:
+def _missing(
+    ref: Ref, calls: Calls, start: int, fallback: int | None, where: str = ""
+) -> tuple[str, int | None]:
     near = _near_miss(ref, calls, start)
     if near is not None:
         idx, call, valid = calls[near]
         why = call_mismatch(ref, call, valid) if valid else None  # [invalid] already says why
-        return (f"{describe_spec(ref)} is missing{where}; nearest is {_show_call(call, valid)} at event {idx}"
-                + (f" ({why})" if why else ""), idx)
+        return (
+            f"{describe_spec(ref)} is missing{where}; nearest is {_show_call(call, valid)} at event {idx}"
+            + (f" ({why})" if why else ""),
+            idx,
+        )
     later = " later" if start else ""
     return f"{describe_spec(ref)} is missing{where} (no{later} call to {_tool(ref)})", fallback
 
@@ -86,7 +93,11 @@ def _exact(refs: list[Ref], calls: Calls, m: Callable[[int, int], bool]) -> tupl
     for p in range(max(len(refs), len(calls))):
         if p >= len(calls):
             last = calls[-1][0] if calls else None
-            return False, f"call {p + 1}: expected {describe_spec(refs[p])}, only {len(calls)} calls were made", last
+            return (
+                False,
+                f"call {p + 1}: expected {describe_spec(refs[p])}, only {len(calls)} calls were made",
+                last,
+            )
         idx, call, valid = calls[p]
         shown = f"{_show_call(call, valid)} at event {idx}"
         if p >= len(refs):
@@ -122,7 +133,11 @@ def _any_order(refs: list[Ref], calls: Calls, m: Callable[[int, int], bool]) -> 
 def _subset(refs: list[Ref], calls: Calls, m: Callable[[int, int], bool]) -> tuple[bool, str, int | None]:
     for p, (idx, call, valid) in enumerate(calls):
         if not any(m(r, p) for r in range(len(refs))):
-            return False, f"unexpected {_show_call(call, valid)} at event {idx}: not in the reference set", idx
+            return (
+                False,
+                f"unexpected {_show_call(call, valid)} at event {idx}: not in the reference set",
+                idx,
+            )
     return True, f"all {len(calls)} calls are in the reference set", None
 
 
@@ -134,17 +149,35 @@ def _superset(refs: list[Ref], calls: Calls, m: Callable[[int, int], bool]) -> t
     return True, "every reference call appears at least once", None
 
 
-MODES = {"exact": _exact, "in_order": _in_order, "any_order": _any_order, "subset": _subset, "superset": _superset}
+MODES = {
+    "exact": _exact,
+    "in_order": _in_order,
+    "any_order": _any_order,
+    "subset": _subset,
+    "superset": _superset,
+}
 
 
 def _metric(name: str, hits: int, total: int, what: str, details: dict[str, Any]) -> Check:
     if total == 0:
-        return Check(name=name, kind="trajectory", status="not_run", hard=False,
-                     reason=f"undefined: no {what}", details=details)
+        return Check(
+            name=name,
+            kind="trajectory",
+            status="not_run",
+            hard=False,
+            reason=f"undefined: no {what}",
+            details=details,
+        )
     score = hits / total
-    return Check(name=name, kind="trajectory", status="pass" if hits == total else "fail", hard=False,
-                 score=score, reason=f"{hits} of {total} {what} matched", details=details)
-
+    return Check(
+        name=name,
+        kind="trajectory",
+        status="pass" if hits == total else "fail",
+        hard=False,
+        score=score,
+        reason=f"{hits} of {total} {what} matched",
+        details=details,
+    )
 
 
 def grade_trajectory(ctx: GradeContext) -> list[Check]:
@@ -169,15 +202,28 @@ def grade_trajectory(ctx: GradeContext) -> list[Check]:
         return [Check(name=name, kind="trajectory", status="error", reason=f"argument comparator: {exc}")]
     if not ok and event is None:  # a call that never happened: point at where the agent stopped acting
         event = calls[-1][0] if calls else last_agent_message(ctx.transcript)
-    counts = {"reference": len(refs), "calls": len(calls), "invalid": sum(1 for c in calls if not c[2]),
-              "matched": len(matched)}
-    main = Check(name=name, kind="trajectory", status="pass" if ok else "fail", reason=reason,
-                 details={**counts, "reference_calls": [describe_spec(r) for r in refs]},
-                 **(check_at(ctx.transcript, event) if not ok else {}))
-    return unless_tools_unseen(ctx, [  # an agent service that used none of the served tools: not run
-        main,
-        _metric("tool_precision", len(matched), len(calls), "agent calls", counts),
-        _metric("tool_recall", len(matched), len(refs), "reference calls", counts)])
+    counts = {
+        "reference": len(refs),
+        "calls": len(calls),
+        "invalid": sum(1 for c in calls if not c[2]),
+        "matched": len(matched),
+    }
+    main = Check(
+        name=name,
+        kind="trajectory",
+        status="pass" if ok else "fail",
+        reason=reason,
+        details={**counts, "reference_calls": [describe_spec(r) for r in refs]},
+        **(check_at(ctx.transcript, event) if not ok else {}),
+    )
+    return unless_tools_unseen(
+        ctx,
+        [  # an agent service that used none of the served tools: not run
+            main,
+            _metric("tool_precision", len(matched), len(calls), "agent calls", counts),
+            _metric("tool_recall", len(matched), len(refs), "reference calls", counts),
+        ],
+    )
 
 
 @grader("trajectory", kind="trajectory")

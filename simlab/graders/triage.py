@@ -78,9 +78,13 @@ def evidence_text(record: TrialRecord) -> str:
     fault = diagnose(transcript, record.checks, record.verdict)
     if fault is None:
         raise ValueError(f"trial {record.unit_id} passed: there is no failure to triage")
-    lines = [f"failure mode: {one_line(fault.mode)}", f"blame: {fault.blame}", f"verdict: {record.verdict}",
-             f"termination: {transcript.termination.reason.value}"
-             + (f" ({one_line(transcript.termination.detail, 200)})" if transcript.termination.detail else "")]
+    lines = [
+        f"failure mode: {one_line(fault.mode)}",
+        f"blame: {fault.blame}",
+        f"verdict: {record.verdict}",
+        f"termination: {transcript.termination.reason.value}"
+        + (f" ({one_line(transcript.termination.detail, 200)})" if transcript.termination.detail else ""),
+    ]
     where = f"turn {fault.turn}" + (f", event #{fault.event}" if fault.event is not None else "")
     lines.append(f"first faulty step: {where}")
     if fault.event is not None:
@@ -92,8 +96,10 @@ def evidence_text(record: TrialRecord) -> str:
     lines.append("failing checks:" if failing else "failing checks: none")
     for check in failing[:MAX_CHECKS]:
         at = f", event #{check.event}" if check.event is not None else ""
-        lines.append(f"- {check.name} ({check.kind}, {'hard' if check.hard else 'soft'}, {check.status}{at}): "
-                     f"{one_line(check.reason, 300)}")
+        lines.append(
+            f"- {check.name} ({check.kind}, {'hard' if check.hard else 'soft'}, {check.status}{at}): "
+            f"{one_line(check.reason, 300)}"
+        )
     if len(failing) > MAX_CHECKS:
         lines.append(f"- … and {len(failing) - MAX_CHECKS} more")
     return "\n".join(lines)
@@ -104,26 +110,44 @@ def triage_messages(record: TrialRecord) -> list[Message]:
     transcript = record.transcript
     nonce = nonce_for(transcript, "triage")
     taxonomy = "\n".join(f"- {name}: {text}" for name, text in FAULT_TYPES.items())
-    system = TRIAGE_SYSTEM.format(rules=data_rules(nonce, ("data", "transcript")), taxonomy=taxonomy,
-                                  names=", ".join(f'"{n}"' for n in FAULT_TYPES), placeholder=CAUSE_PLACEHOLDER)
-    user = (f"Evidence:\n{delimit('data', evidence_text(record), nonce)}\n\n"
-            f"Transcript:\n{transcript_as_data(transcript, nonce=nonce)}\n\n"
-            "What fault type is this failure, and what is its cause? Reply with the JSON object only.")
+    system = TRIAGE_SYSTEM.format(
+        rules=data_rules(nonce, ("data", "transcript")),
+        taxonomy=taxonomy,
+        names=", ".join(f'"{n}"' for n in FAULT_TYPES),
+        placeholder=CAUSE_PLACEHOLDER,
+    )
+    user = (
+        f"Evidence:\n{delimit('data', evidence_text(record), nonce)}\n\n"
+        f"Transcript:\n{transcript_as_data(transcript, nonce=nonce)}\n\n"
+        "What fault type is this failure, and what is its cause? Reply with the JSON object only."
+    )
     return [{"role": "system", "content": system}, {"role": "user", "content": user}]
 
 
-async def ask_cause(judge: ChatModel, record: TrialRecord, *, trials: int = 1, max_attempts: int = 3,
-                    calls: list[ModelCall]) -> ModeCause:
+async def ask_cause(
+    judge: ChatModel, record: TrialRecord, *, trials: int = 1, max_attempts: int = 3, calls: list[ModelCall]
+) -> ModeCause:
     """Ask the judge for the cause of the failure mode whose representative trial is ``record``;
     every call made is appended to ``calls``."""
     fault = diagnose(record.transcript, record.checks, record.verdict)
     if fault is None:
         raise ValueError(f"trial {record.unit_id} passed: there is no failure to triage")
-    asked = await ask_json(judge, triage_messages(record), TriageAnswer, max_attempts=max_attempts,
-                           turn=judge_turn(record.transcript), calls=calls,
-                           seed=derive_seed(record.transcript, "triage"))
-    cause = ModeCause(mode=fault.mode, blame=fault.blame, trials=trials, representative=record.unit_id,
-                      attempts=asked.attempts)
+    asked = await ask_json(
+        judge,
+        triage_messages(record),
+        TriageAnswer,
+        max_attempts=max_attempts,
+        turn=judge_turn(record.transcript),
+        calls=calls,
+        seed=derive_seed(record.transcript, "triage"),
+    )
+    cause = ModeCause(
+        mode=fault.mode,
+        blame=fault.blame,
+        trials=trials,
+        representative=record.unit_id,
+        attempts=asked.attempts,
+    )
     if asked.answer is None:
         cause.undecided = asked.error or "no answer"
     else:

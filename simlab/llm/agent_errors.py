@@ -34,20 +34,57 @@ __all__ = ["CLIENTS", "provider_failure"]
 
 # module prefix of a provider client -> the environment variable its key is read from ("" when none)
 CLIENTS: dict[str, str] = {
-    "openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY", "google.genai": "GOOGLE_API_KEY or GEMINI_API_KEY",
-    "google.api_core": "GOOGLE_API_KEY", "mistralai": "MISTRAL_API_KEY", "groq": "GROQ_API_KEY",
-    "cohere": "CO_API_KEY", "litellm": "", "httpx": "", "aiohttp": "", "requests": "", "urllib3": "",
-    "pydantic_ai": "", "langchain_openai": "OPENAI_API_KEY", "langchain_anthropic": "ANTHROPIC_API_KEY",
-    "langchain_google_genai": "GOOGLE_API_KEY", "agents": "OPENAI_API_KEY",
+    "openai": "OPENAI_API_KEY",
+    "anthropic": "ANTHROPIC_API_KEY",
+    "google.genai": "GOOGLE_API_KEY or GEMINI_API_KEY",
+    "google.api_core": "GOOGLE_API_KEY",
+    "mistralai": "MISTRAL_API_KEY",
+    "groq": "GROQ_API_KEY",
+    "cohere": "CO_API_KEY",
+    "litellm": "",
+    "httpx": "",
+    "aiohttp": "",
+    "requests": "",
+    "urllib3": "",
+    "pydantic_ai": "",
+    "langchain_openai": "OPENAI_API_KEY",
+    "langchain_anthropic": "ANTHROPIC_API_KEY",
+    "langchain_google_genai": "GOOGLE_API_KEY",
+    "agents": "OPENAI_API_KEY",
 }
-_TRANSIENT_NAMES = ("RateLimit", "InternalServerError", "ServiceUnavailable", "Overloaded", "ResourceExhausted",
-                    "TooManyRequests", "BadGateway", "GatewayTimeout", "ServerError", "APIConnectionError",
-                    "ConnectionError", "ConnectError", "TransportError", "NetworkError", "RemoteProtocolError",
-                    "ReadError", "WriteError", "ServerDisconnected", "ClientConnectorError", "ProtocolError")
+_TRANSIENT_NAMES = (
+    "RateLimit",
+    "InternalServerError",
+    "ServiceUnavailable",
+    "Overloaded",
+    "ResourceExhausted",
+    "TooManyRequests",
+    "BadGateway",
+    "GatewayTimeout",
+    "ServerError",
+    "APIConnectionError",
+    "ConnectionError",
+    "ConnectError",
+    "TransportError",
+    "NetworkError",
+    "RemoteProtocolError",
+    "ReadError",
+    "WriteError",
+    "ServerDisconnected",
+    "ClientConnectorError",
+    "ProtocolError",
+)
 _TIMEOUT_NAMES = ("Timeout", "DeadlineExceeded")
 _AUTH_NAMES = ("AuthenticationError", "PermissionDenied", "Unauthenticated", "Unauthorized", "Forbidden")
-_NEVER_CONNECTED = ("ConnectError", "ConnectionRefusedError", "ClientConnectorError", "gaierror",
-                    "ClientConnectorDNSError", "NewConnectionError", "NameResolutionError")
+_NEVER_CONNECTED = (
+    "ConnectError",
+    "ConnectionRefusedError",
+    "ClientConnectorError",
+    "gaierror",
+    "ClientConnectorDNSError",
+    "NewConnectionError",
+    "NameResolutionError",
+)
 
 
 def provider_failure(exc: BaseException) -> ModelError | None:
@@ -63,9 +100,15 @@ def provider_failure(exc: BaseException) -> ModelError | None:
             continue
         name = f"{type(error).__module__}.{type(error).__name__}"
         status = _status(error)
-        causes = [f"{type(e).__module__}.{type(e).__name__}" for e in chain if e is not error and _client_of(e)]
-        said = name + (f" (HTTP {status})" if status else "") + "".join(f" from {c}" for c in causes[:3]) \
+        causes = [
+            f"{type(e).__module__}.{type(e).__name__}" for e in chain if e is not error and _client_of(e)
+        ]
+        said = (
+            name
+            + (f" (HTTP {status})" if status else "")
+            + "".join(f" from {c}" for c in causes[:3])
             + (f": {error}" if str(error) else "")
+        )
         message = f"the agent's own model client failed: {scrub(said)[:500]}"
         variable = next((CLIENTS[c] for c in map(_client_of, chain) if c and CLIENTS[c]), "")
         if kind is ModelErrorKind.AUTH and variable:
@@ -84,8 +127,12 @@ def _client_of(error: BaseException) -> str | None:
 
 
 def _status(error: BaseException) -> int | None:
-    for value in (getattr(error, "status_code", None), getattr(error, "status", None), getattr(error, "code", None),
-                  getattr(getattr(error, "response", None), "status_code", None)):
+    for value in (
+        getattr(error, "status_code", None),
+        getattr(error, "status", None),
+        getattr(error, "code", None),
+        getattr(getattr(error, "response", None), "status_code", None),
+    ):
         if isinstance(value, int) and not isinstance(value, bool) and 100 <= value <= 599:
             return value
     return None

@@ -63,8 +63,13 @@ class _Stored(BaseModel):
 
 def request_key(request: dict[str, Any], *, seed: int | None, role: str) -> str:
     """sha256 of the request with the trial's seed and the role, as canonical JSON."""
-    body = json.dumps({"v": CACHE_VERSION, "request": request, "seed": seed, "role": role},
-                      sort_keys=True, ensure_ascii=False, default=str, separators=(",", ":"))
+    body = json.dumps(
+        {"v": CACHE_VERSION, "request": request, "seed": seed, "role": role},
+        sort_keys=True,
+        ensure_ascii=False,
+        default=str,
+        separators=(",", ":"),
+    )
     return hashlib.sha256(body.encode("utf-8", "surrogatepass")).hexdigest()
 
 
@@ -101,17 +106,27 @@ class ResponseCache:
                 self._damage_said.add(model)
                 first = exc.errors()[0]
                 where = ".".join(str(p) for p in first["loc"]) or "result"
-                log.warning("response cache %s holds a damaged answer (result.%s: %s): it is a miss, and "
-                            "the model is asked again; `simlab cache clear` empties the cache",
-                            self.path_for(model), where, first["msg"])
+                log.warning(
+                    "response cache %s holds a damaged answer (result.%s: %s): it is a miss, and "
+                    "the model is asked again; `simlab cache clear` empties the cache",
+                    self.path_for(model),
+                    where,
+                    first["msg"],
+                )
             return None
 
     def put(self, model: str, key: str, result: ChatResult, *, role: str) -> None:
         """Append one answer (whole line, under an exclusive lock). A line torn by a writer that was
         killed is ended first, so it costs only itself; a file that cannot be written (disk full, read
         only) is said once in the log and the answer is not stored: cache trouble is a miss."""
-        line = (json.dumps({"key": key, "role": role, "result": _stored(result)}, ensure_ascii=False,
-                           separators=(",", ":")) + "\n").encode("utf-8", "surrogatepass")
+        line = (
+            json.dumps(
+                {"key": key, "role": role, "result": _stored(result)},
+                ensure_ascii=False,
+                separators=(",", ":"),
+            )
+            + "\n"
+        ).encode("utf-8", "surrogatepass")
         path = self.path_for(model)
         try:
             self.folder.mkdir(parents=True, exist_ok=True)
@@ -125,20 +140,26 @@ class ResponseCache:
             if size + len(line) > self.max_bytes:
                 if model not in self._full_said:
                     self._full_said.add(model)
-                    log.warning("response cache %s is full (cap %d MB): new answers are not stored; "
-                                "`simlab cache clear` empties it", path, self.max_bytes // (1024 * 1024))
+                    log.warning(
+                        "response cache %s is full (cap %d MB): new answers are not stored; "
+                        "`simlab cache clear` empties it",
+                        path,
+                        self.max_bytes // (1024 * 1024),
+                    )
                 return
             if size and os.pread(fd, 1, size - 1) != b"\n":
                 line = b"\n" + line  # the torn line stays unreadable (a miss); this one stays whole
             view = memoryview(line)
             while view:
-                view = view[os.write(fd, view):]
+                view = view[os.write(fd, view) :]
         except OSError as exc:
             self._cannot_store(model, path, exc)
             return
         finally:
             os.close(fd)
-        self._entries.setdefault(model, {})[key] = json.loads(line)["result"]  # a copy: no live object is shared
+        self._entries.setdefault(model, {})[key] = json.loads(line)[
+            "result"
+        ]  # a copy: no live object is shared
 
     def _cannot_store(self, model: str, path: Path, exc: OSError) -> None:
         if model not in self._full_said:
@@ -185,21 +206,46 @@ def clear_cache(folder: Path | str) -> tuple[int, int]:
 
 
 def _stored(result: ChatResult) -> dict[str, Any]:
-    return {"text": result.text, "tool_calls": [asdict(c) for c in result.tool_calls], "model": result.model,
-            "finish_reason": result.finish_reason, "usage": result.usage.model_dump(exclude_defaults=True)}
+    return {
+        "text": result.text,
+        "tool_calls": [asdict(c) for c in result.tool_calls],
+        "model": result.model,
+        "finish_reason": result.finish_reason,
+        "usage": result.usage.model_dump(exclude_defaults=True),
+    }
 
 
 def _result(stored: _Stored) -> ChatResult:
     first = stored.usage
-    usage = first.model_copy(update={"cost_usd": 0.0, "cached": True, "original_cost_usd": first.cost_usd,
-                                     "latency_s": 0.0, "retries": 0, "retry_wait_s": 0.0})
+    usage = first.model_copy(
+        update={
+            "cost_usd": 0.0,
+            "cached": True,
+            "original_cost_usd": first.cost_usd,
+            "latency_s": 0.0,
+            "retries": 0,
+            "retry_wait_s": 0.0,
+        }
+    )
     calls = [ToolCallRequest(id=c.id, name=c.name, arguments=c.arguments) for c in stored.tool_calls]
-    return ChatResult(text=stored.text, tool_calls=calls, usage=usage, model=stored.model,
-                      finish_reason=stored.finish_reason)
+    return ChatResult(
+        text=stored.text,
+        tool_calls=calls,
+        usage=usage,
+        model=stored.model,
+        finish_reason=stored.finish_reason,
+    )
 
 
 def cache_key_request(model: str, api_base: str | None, kwargs: dict[str, Any]) -> dict[str, Any]:
     """What of a LiteLLM request decides its answer: everything sent (messages, tools, parameters),
     less the transport settings, the key and the prices LiteLLM is told (they change no answer)."""
-    skip = {"timeout", "num_retries", "max_retries", "api_key", "input_cost_per_token", "output_cost_per_token"}
+    skip = {
+        "timeout",
+        "num_retries",
+        "max_retries",
+        "api_key",
+        "input_cost_per_token",
+        "output_cost_per_token",
+    }
     return {"model": model, "api_base": api_base, **{k: v for k, v in kwargs.items() if k not in skip}}

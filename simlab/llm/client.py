@@ -63,8 +63,10 @@ class LiteLLMModel:
         params = dict(params or {})
         clash = sorted(_RESERVED & params.keys())
         if clash:
-            raise ValueError(f"{role} model {model}: params may not set {', '.join(clash)}"
-                             + (" (use api_key_env)" if "api_key" in clash else ""))
+            raise ValueError(
+                f"{role} model {model}: params may not set {', '.join(clash)}"
+                + (" (use api_key_env)" if "api_key" in clash else "")
+            )
         self.model = model
         self.role = role
         self.api_base = api_base
@@ -85,7 +87,9 @@ class LiteLLMModel:
 
     def pin(self) -> Pin:
         settings = safe_settings(self.params)
-        settings["temperature"] = self.temperature if self.temperature is not None else self.params.get("temperature")
+        settings["temperature"] = (
+            self.temperature if self.temperature is not None else self.params.get("temperature")
+        )
         settings["api_base"] = mask_url(self.api_base) if self.api_base else None
         if self.price:
             settings["price"] = self.price
@@ -118,7 +122,9 @@ class LiteLLMModel:
         if self._seed_supported is None:
             try:
                 _, provider, _, _ = litellm.get_llm_provider(self.model, api_base=self.api_base)
-                supported = litellm.get_supported_openai_params(model=self.model, custom_llm_provider=provider)
+                supported = litellm.get_supported_openai_params(
+                    model=self.model, custom_llm_provider=provider
+                )
                 self._seed_supported = supported is None or "seed" in supported
             except Exception:  # unknown provider: let the provider decide
                 self._seed_supported = True
@@ -138,14 +144,24 @@ class LiteLLMModel:
             kwargs["temperature"] = self.temperature
         if self.api_base is not None:
             kwargs["api_base"] = self.api_base
-            per_token = {side: self.price[side] / 1_000_000 if self.price and side in self.price
-                         else _PLACEHOLDER_PRICE_PER_TOKEN for side in ("input", "output")}
+            per_token = {
+                side: self.price[side] / 1_000_000
+                if self.price and side in self.price
+                else _PLACEHOLDER_PRICE_PER_TOKEN
+                for side in ("input", "output")
+            }
             kwargs.setdefault("input_cost_per_token", per_token["input"])
             kwargs.setdefault("output_cost_per_token", per_token["output"])
         return kwargs
 
-    def _kwargs(self, litellm: Any, messages: list[Message], tools: list[dict[str, Any]] | None,
-                seed: int | None, request: dict[str, Any] | None = None) -> dict[str, Any]:
+    def _kwargs(
+        self,
+        litellm: Any,
+        messages: list[Message],
+        tools: list[dict[str, Any]] | None,
+        seed: int | None,
+        request: dict[str, Any] | None = None,
+    ) -> dict[str, Any]:
         """The whole ``acompletion`` call: ``request`` (built here when not given), the seed where
         the provider takes one, and the key read now from ``api_key_env``."""
         kwargs = dict(request) if request is not None else self._request(messages, tools)
@@ -154,9 +170,12 @@ class LiteLLMModel:
         if self.api_key_env:
             key = os.environ.get(self.api_key_env)
             if not key:
-                raise ModelError(ModelErrorKind.AUTH, f"environment variable {self.api_key_env} is not set: "
-                                 f"set {self.api_key_env}",
-                                 role=self.role, model=self.model)
+                raise ModelError(
+                    ModelErrorKind.AUTH,
+                    f"environment variable {self.api_key_env} is not set: set {self.api_key_env}",
+                    role=self.role,
+                    model=self.model,
+                )
             kwargs["api_key"] = key
         return kwargs
 
@@ -166,7 +185,9 @@ class LiteLLMModel:
         request = self._request(messages, tools)
         key = None
         if self.cache is not None:  # the seed and the role are part of the key; the API key never is
-            key = request_key(cache_key_request(self.model, self.api_base, request), seed=seed, role=self.role)
+            key = request_key(
+                cache_key_request(self.model, self.api_base, request), seed=seed, role=self.role
+            )
             hit = self.cache.get(self.model, key)
             if hit is not None:
                 return hit
@@ -195,8 +216,11 @@ class LiteLLMModel:
             if failed is None:
                 raise  # not a provider error: a bug, keep its traceback
             kind, message = failed
-            usage = Usage(latency_s=max(0.0, time.perf_counter() - start - queued),
-                          retries=stats.retries, retry_wait_s=stats.waited_s)
+            usage = Usage(
+                latency_s=max(0.0, time.perf_counter() - start - queued),
+                retries=stats.retries,
+                retry_wait_s=stats.waited_s,
+            )
             if kind is ModelErrorKind.UNREACHABLE:
                 message = f"{self._endpoint()} never answered ({message})"
             elif kind is ModelErrorKind.AUTH:
@@ -209,8 +233,12 @@ class LiteLLMModel:
                 raise error from None
             raise error from exc
         latency = max(0.0, time.perf_counter() - start - queued)
-        result = parse_response(response, model=self.model, usage_extra=Usage(
-            latency_s=latency, retries=stats.retries, retry_wait_s=stats.waited_s), litellm=litellm)
+        result = parse_response(
+            response,
+            model=self.model,
+            usage_extra=Usage(latency_s=latency, retries=stats.retries, retry_wait_s=stats.waited_s),
+            litellm=litellm,
+        )
         if self.price is not None or self.api_base is not None:
             result.usage = result.usage.model_copy(update={"cost_usd": self._own_price(result.usage)})
         if key is not None and self.cache is not None:
@@ -222,8 +250,10 @@ class LiteLLMModel:
         price (a local server may serve any weights under ``openai/gpt-4o-mini``)."""
         if self.price is None or usage.input_tokens is None or usage.output_tokens is None:
             return None
-        return (usage.input_tokens * self.price.get("input", 0.0)
-                + usage.output_tokens * self.price.get("output", 0.0)) / 1_000_000
+        return (
+            usage.input_tokens * self.price.get("input", 0.0)
+            + usage.output_tokens * self.price.get("output", 0.0)
+        ) / 1_000_000
 
     def _endpoint(self) -> str:
         return mask_url(self.api_base) if self.api_base else f"the {self.model.split('/', 1)[0]} provider"
@@ -235,17 +265,23 @@ class LiteLLMModel:
                 return f"the key in {self.api_key_env} was rejected"
             return f"set {self.api_key_env}"
         try:
-            missing = list(litellm.validate_environment(self.model, api_base=self.api_base).get("missing_keys") or [])
+            missing = list(
+                litellm.validate_environment(self.model, api_base=self.api_base).get("missing_keys") or []
+            )
         except Exception:  # an unknown provider: LiteLLM cannot say which variable it reads
             missing = []
         if missing:
-            local = (" (a local server accepts any value; or name the variable with api_key_env)"
-                     if self.api_base else "")
+            local = (
+                " (a local server accepts any value; or name the variable with api_key_env)"
+                if self.api_base
+                else ""
+            )
             return f"set {' or '.join(missing)}{local}"
         return "the provider rejected the credential: check the key and its permissions"
 
 
 # ---------------------------------------------------------------------- parsing
+
 
 def _get(obj: Any, name: str) -> Any:
     if obj is None:
@@ -361,7 +397,9 @@ def _usage(response: Any, model: str, litellm: Any) -> Usage:
     )
 
 
-def parse_response(response: Any, *, model: str, usage_extra: Usage | None = None, litellm: Any = None) -> ChatResult:
+def parse_response(
+    response: Any, *, model: str, usage_extra: Usage | None = None, litellm: Any = None
+) -> ChatResult:
     """A LiteLLM ``ModelResponse`` (or its dict form) as a ``ChatResult``."""
     litellm = litellm or load_litellm()
     choices = _get(response, "choices") or []
@@ -371,18 +409,36 @@ def parse_response(response: Any, *, model: str, usage_extra: Usage | None = Non
     for i, call in enumerate(_get(message, "tool_calls") or []):
         function = _get(call, "function")
         name = clean_text(str(_get(function, "name") or ""))
-        calls.append(ToolCallRequest(id=_get(call, "id") or f"call_{i}", name=name,
-                                     arguments=_arguments(_get(function, "arguments"))))
+        calls.append(
+            ToolCallRequest(
+                id=_get(call, "id") or f"call_{i}",
+                name=name,
+                arguments=_arguments(_get(function, "arguments")),
+            )
+        )
     legacy = _get(message, "function_call")
     if not calls and legacy is not None and _get(legacy, "name"):
-        calls.append(ToolCallRequest(id="call_0", name=_get(legacy, "name"),
-                                     arguments=_arguments(_get(legacy, "arguments"))))
+        calls.append(
+            ToolCallRequest(
+                id="call_0", name=_get(legacy, "name"), arguments=_arguments(_get(legacy, "arguments"))
+            )
+        )
     usage = _usage(response, model, litellm)
     if usage_extra is not None:
-        usage = usage.model_copy(update={"latency_s": usage_extra.latency_s, "retries": usage_extra.retries,
-                                         "retry_wait_s": usage_extra.retry_wait_s})
-    return ChatResult(text=_text(_get(message, "content")), tool_calls=calls, usage=usage, model=model,
-                      finish_reason=_get(choice, "finish_reason"))
+        usage = usage.model_copy(
+            update={
+                "latency_s": usage_extra.latency_s,
+                "retries": usage_extra.retries,
+                "retry_wait_s": usage_extra.retry_wait_s,
+            }
+        )
+    return ChatResult(
+        text=_text(_get(message, "content")),
+        tool_calls=calls,
+        usage=usage,
+        model=model,
+        finish_reason=_get(choice, "finish_reason"),
+    )
 
 
 def make_model(ref: str, *, role: str, **settings: Any) -> LiteLLMModel:
@@ -392,4 +448,3 @@ def make_model(ref: str, *, role: str, **settings: Any) -> LiteLLMModel:
 
         register_fake_provider()
     return LiteLLMModel(ref, role=role, **settings)
-

@@ -60,7 +60,9 @@ def normalize_reply(reply: Reply, messages: list[Message], *, model: str, call_i
     if isinstance(reply, str):
         reply = {"text": reply}
     if not isinstance(reply, dict):
-        raise TypeError(f"fake model {model}: a reply must be str, dict or ChatResult, got {type(reply).__name__}")
+        raise TypeError(
+            f"fake model {model}: a reply must be str, dict or ChatResult, got {type(reply).__name__}"
+        )
     unknown = set(reply) - {"text", "tool_calls", "finish_reason", "usage", "cost_usd", "cached_tokens"}
     if unknown:
         raise TypeError(f"fake model {model}: unknown reply keys {sorted(unknown)}")
@@ -68,7 +70,9 @@ def normalize_reply(reply: Reply, messages: list[Message], *, model: str, call_i
     for i, call in enumerate(reply.get("tool_calls") or []):
         arguments = call.get("arguments", {})
         raw = arguments if isinstance(arguments, str) else json.dumps(arguments)
-        calls.append(ToolCallRequest(id=call.get("id") or f"call_{call_index}_{i}", name=call["name"], arguments=raw))
+        calls.append(
+            ToolCallRequest(id=call.get("id") or f"call_{call_index}_{i}", name=call["name"], arguments=raw)
+        )
     text = reply.get("text") or None
     out_text = (text or "") + "".join(c.name + c.arguments for c in calls)
     usage = Usage(
@@ -107,7 +111,9 @@ def _named(fn: Any, kwargs: dict[str, Any]) -> dict[str, Any]:
         params = inspect.signature(fn).parameters
     except (TypeError, ValueError):
         return {}
-    return {k: v for k, v in kwargs.items() if k in params and params[k].kind is not inspect.Parameter.VAR_KEYWORD}
+    return {
+        k: v for k, v in kwargs.items() if k in params and params[k].kind is not inspect.Parameter.VAR_KEYWORD
+    }
 
 
 def _fn_ref(fn: Any) -> str:
@@ -126,8 +132,9 @@ class FunctionModel:
     def pin(self) -> Pin:
         return Pin(kind="llm", ref=self.model, settings={"fake": "function", "fn": _fn_ref(self.fn)})
 
-    async def chat(self, messages: list[Message], *, tools: list[dict[str, Any]] | None = None,
-                   seed: int | None = None) -> ChatResult:
+    async def chat(
+        self, messages: list[Message], *, tools: list[dict[str, Any]] | None = None, seed: int | None = None
+    ) -> ChatResult:
         self.calls.append({"messages": list(messages), "tools": tools, "seed": seed})
         reply = await _call(self.fn, messages, tools)
         return normalize_reply(reply, messages, model=self.model, call_index=len(self.calls) - 1)
@@ -140,7 +147,9 @@ class ScriptExhaustedError(AssertionError):
 class ScriptedModel(FunctionModel):
     """Returns ``replies`` in order; an ``Exception`` in the script is raised instead of returned."""
 
-    def __init__(self, replies: Iterable[Reply | BaseException], *, model: str = "fake/scripted", role: str = "agent"):
+    def __init__(
+        self, replies: Iterable[Reply | BaseException], *, model: str = "fake/scripted", role: str = "agent"
+    ):
         self.replies = list(replies)
         self._next = 0
         super().__init__(self._reply, model=model, role=role)
@@ -149,7 +158,8 @@ class ScriptedModel(FunctionModel):
         if self._next >= len(self.replies):
             raise ScriptExhaustedError(
                 f"ScriptedModel {self.model} (role {self.role}) ran out of replies: "
-                f"all {len(self.replies)} were used and call {self._next + 1} asked for another")
+                f"all {len(self.replies)} were used and call {self._next + 1} asked for another"
+            )
         reply = self.replies[self._next]
         self._next += 1
         if isinstance(reply, BaseException):
@@ -183,8 +193,11 @@ def _model_response(result: ChatResult, model: str) -> Any:
     usage: dict[str, Any] = {}
     u = result.usage
     if u.input_tokens is not None and u.output_tokens is not None:
-        usage = {"prompt_tokens": u.input_tokens, "completion_tokens": u.output_tokens,
-                 "total_tokens": u.input_tokens + u.output_tokens}
+        usage = {
+            "prompt_tokens": u.input_tokens,
+            "completion_tokens": u.output_tokens,
+            "total_tokens": u.input_tokens + u.output_tokens,
+        }
         if u.cached_tokens is not None:
             usage["prompt_tokens_details"] = {"cached_tokens": u.cached_tokens}
     response = litellm.ModelResponse(
@@ -210,7 +223,9 @@ def _make_handler() -> Any:
             if fn is None:
                 raise litellm.NotFoundError(
                     message=f"no fake registered as {name!r}; call register_fake({name!r}, fn)",
-                    model=model, llm_provider=FAKE_PROVIDER)
+                    model=model,
+                    llm_provider=FAKE_PROVIDER,
+                )
             optional = dict(kwargs.get("optional_params") or {})
             tools = optional.pop("tools", None)
             optional.pop("max_retries", None)
@@ -221,12 +236,15 @@ def _make_handler() -> Any:
             except openai.OpenAIError:
                 raise  # a simulated provider fault: let LiteLLM and simlab classify it
             except TimeoutError as exc:
-                raise litellm.Timeout(message=f"fake {name} timed out", model=model,
-                                      llm_provider=FAKE_PROVIDER) from exc
+                raise litellm.Timeout(
+                    message=f"fake {name} timed out", model=model, llm_provider=FAKE_PROVIDER
+                ) from exc
             except Exception as exc:  # a bug in the fake: fail fast instead of being retried
                 raise litellm.BadRequestError(
-                    message=f"fake {name} raised {type(exc).__name__}: {exc}", model=model,
-                    llm_provider=FAKE_PROVIDER) from exc
+                    message=f"fake {name} raised {type(exc).__name__}: {exc}",
+                    model=model,
+                    llm_provider=FAKE_PROVIDER,
+                ) from exc
 
         def completion(self, model: str, messages: list, *args: Any, **kwargs: Any) -> Any:
             import asyncio
@@ -247,8 +265,8 @@ def register_fake_provider() -> None:
     entries = litellm.custom_provider_map
     if not any(e.get("provider") == FAKE_PROVIDER and e.get("custom_handler") is _handler for e in entries):
         litellm.custom_provider_map = [  # type: ignore[attr-defined]
-            e for e in entries if e.get("provider") != FAKE_PROVIDER] + [
-            {"provider": FAKE_PROVIDER, "custom_handler": _handler}]
+            e for e in entries if e.get("provider") != FAKE_PROVIDER
+        ] + [{"provider": FAKE_PROVIDER, "custom_handler": _handler}]
 
 
 def register_fake(name: str, fn: ReplyFn) -> str:

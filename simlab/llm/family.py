@@ -28,15 +28,33 @@ _NAME_FAMILIES: list[tuple[re.Pattern[str], str]] = [
 ]
 # Organisation segments (openrouter/anthropic/..., together_ai/meta-llama/..., bedrock's "meta.").
 _ORGS = {
-    "openai": "openai", "anthropic": "anthropic", "google": "google", "meta-llama": "meta", "meta": "meta",
-    "mistralai": "mistral", "mistral": "mistral", "qwen": "qwen", "deepseek-ai": "deepseek",
-    "deepseek": "deepseek", "cohere": "cohere", "x-ai": "xai", "xai": "xai", "amazon": "amazon",
+    "openai": "openai",
+    "anthropic": "anthropic",
+    "google": "google",
+    "meta-llama": "meta",
+    "meta": "meta",
+    "mistralai": "mistral",
+    "mistral": "mistral",
+    "qwen": "qwen",
+    "deepseek-ai": "deepseek",
+    "deepseek": "deepseek",
+    "cohere": "cohere",
+    "x-ai": "xai",
+    "xai": "xai",
+    "amazon": "amazon",
     "microsoft": "microsoft",
 }
 # LiteLLM providers that only serve their own vendor's models; "openai/" is not one of them
 # (it is also LiteLLM's prefix for any OpenAI-compatible server).
-_VENDOR_PROVIDERS = {"anthropic": "anthropic", "gemini": "google", "mistral": "mistral", "cohere": "cohere",
-                     "cohere_chat": "cohere", "xai": "xai", "deepseek": "deepseek"}
+_VENDOR_PROVIDERS = {
+    "anthropic": "anthropic",
+    "gemini": "google",
+    "mistral": "mistral",
+    "cohere": "cohere",
+    "cohere_chat": "cohere",
+    "xai": "xai",
+    "deepseek": "deepseek",
+}
 _REGION = re.compile(r"^(us|eu|apac|global|us-gov)\.")
 _DOTTED_VENDOR = re.compile(r"^([a-z0-9-]+)\.(?=[a-z])")
 
@@ -44,7 +62,7 @@ _DOTTED_VENDOR = re.compile(r"^([a-z0-9-]+)\.(?=[a-z])")
 def _fake_name(model: str) -> str | None:
     for prefix in _FAKE_PREFIXES:
         if model.startswith(prefix):
-            return model[len(prefix):]
+            return model[len(prefix) :]
     return None
 
 
@@ -54,7 +72,7 @@ def base_name(model: str) -> str:
     name = _REGION.sub("", name)
     match = _DOTTED_VENDOR.match(name)
     if match and match.group(1) in _ORGS:
-        name = name[match.end():]
+        name = name[match.end() :]
     return name
 
 

@@ -53,10 +53,24 @@ class Fault(str, Enum):
     INVALID_UTF8 = "invalid_utf8"
 
 
-TRANSIENT = (Fault.RATE_LIMIT, Fault.RATE_LIMIT_RETRY_AFTER, Fault.SERVER_ERROR, Fault.BAD_GATEWAY,
-             Fault.UNAVAILABLE, Fault.TIMEOUT, Fault.DROPPED)
+TRANSIENT = (
+    Fault.RATE_LIMIT,
+    Fault.RATE_LIMIT_RETRY_AFTER,
+    Fault.SERVER_ERROR,
+    Fault.BAD_GATEWAY,
+    Fault.UNAVAILABLE,
+    Fault.TIMEOUT,
+    Fault.DROPPED,
+)
 PERMANENT = (Fault.AUTH, Fault.FORBIDDEN, Fault.NOT_FOUND, Fault.BAD_REQUEST)
-MALFORMED = (Fault.NON_JSON_ARGS, Fault.UNKNOWN_TOOL, Fault.EMPTY, Fault.HUGE, Fault.NUL_TEXT, Fault.INVALID_UTF8)
+MALFORMED = (
+    Fault.NON_JSON_ARGS,
+    Fault.UNKNOWN_TOOL,
+    Fault.EMPTY,
+    Fault.HUGE,
+    Fault.NUL_TEXT,
+    Fault.INVALID_UTF8,
+)
 _RETRIED = frozenset((*TRANSIENT, Fault.HANG))
 _NEEDS_TOOLS = frozenset((Fault.NON_JSON_ARGS, Fault.UNKNOWN_TOOL))
 UNKNOWN_TOOL_NAME = "delete_all_records"
@@ -126,9 +140,14 @@ class FaultyModel:
         """Serve this model as ``simlab-fake/<name>`` through LiteLLM; returns the model string."""
         return register_fake(name, self)
 
-    async def __call__(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None,
-                       seed: int | None = None, api_key: str | None = None,
-                       headers: dict[str, Any] | None = None) -> Any:
+    async def __call__(
+        self,
+        messages: list[dict[str, Any]],
+        tools: list[dict[str, Any]] | None = None,
+        seed: int | None = None,
+        api_key: str | None = None,
+        headers: dict[str, Any] | None = None,
+    ) -> Any:
         request = _request_key(messages, tools, seed)
         attempt = self._seen[request]
         self._seen[request] += 1
@@ -145,7 +164,9 @@ class FaultyModel:
             if fault is Fault.HANG:
                 await asyncio.sleep(self.plan.hang_s)
             elif fault is not None and fault not in MALFORMED:
-                raise _provider_error(fault, self.plan, _echo(api_key, headers) if self.plan.echo_secrets else "")
+                raise _provider_error(
+                    fault, self.plan, _echo(api_key, headers) if self.plan.echo_secrets else ""
+                )
             await asyncio.sleep(0)  # a real call yields to the loop: let concurrency show
             good = await _call(self.reply, messages, tools, **_accepted(self.reply, {"seed": seed}))
         finally:
@@ -176,21 +197,29 @@ def _provider_error(fault: Fault, plan: FaultPlan, echo: str) -> Exception:
         return litellm.RateLimitError(text, response=httpx.Response(429, request=request), **kw)
     if fault is Fault.RATE_LIMIT_RETRY_AFTER:
         headers = {"retry-after": f"{plan.retry_after_s:g}"}
-        return litellm.RateLimitError(text, response=httpx.Response(429, headers=headers, request=request), **kw)
+        return litellm.RateLimitError(
+            text, response=httpx.Response(429, headers=headers, request=request), **kw
+        )
     if fault is Fault.FORBIDDEN:
         return litellm.PermissionDeniedError(text, response=httpx.Response(403, request=request), **kw)
     if fault is Fault.TIMEOUT:
         return litellm.Timeout(text, **kw)
     classes = {
-        Fault.SERVER_ERROR: litellm.InternalServerError, Fault.BAD_GATEWAY: litellm.BadGatewayError,
-        Fault.UNAVAILABLE: litellm.ServiceUnavailableError, Fault.DROPPED: litellm.APIConnectionError,
-        Fault.AUTH: litellm.AuthenticationError, Fault.NOT_FOUND: litellm.NotFoundError,
-        Fault.BAD_REQUEST: litellm.BadRequestError, Fault.CONTEXT_WINDOW: litellm.ContextWindowExceededError,
+        Fault.SERVER_ERROR: litellm.InternalServerError,
+        Fault.BAD_GATEWAY: litellm.BadGatewayError,
+        Fault.UNAVAILABLE: litellm.ServiceUnavailableError,
+        Fault.DROPPED: litellm.APIConnectionError,
+        Fault.AUTH: litellm.AuthenticationError,
+        Fault.NOT_FOUND: litellm.NotFoundError,
+        Fault.BAD_REQUEST: litellm.BadRequestError,
+        Fault.CONTEXT_WINDOW: litellm.ContextWindowExceededError,
     }
     return classes[fault](text, **kw)
 
 
-def _malformed(fault: Fault, good: ChatResult, tools: list[dict[str, Any]], plan: FaultPlan) -> dict[str, Any]:
+def _malformed(
+    fault: Fault, good: ChatResult, tools: list[dict[str, Any]], plan: FaultPlan
+) -> dict[str, Any]:
     """The well-behaved reply, broken in the way ``fault`` says. Text faults answer in text only."""
     text = good.text or "I have taken care of it, it is stored."
     calls = [{"name": c.name, "arguments": c.arguments, "id": c.id} for c in good.tool_calls]
@@ -211,7 +240,19 @@ def _malformed(fault: Fault, good: ChatResult, tools: list[dict[str, Any]], plan
         calls[0]["arguments"] = raw[: max(1, len(raw) // 2)] + ' "unterminated'
         return {"text": text, "tool_calls": calls}
     # UNKNOWN_TOOL
-    return {"text": text, "tool_calls": [{"name": UNKNOWN_TOOL_NAME, "arguments": "{}", "id": "call_unknown"}]}
+    return {
+        "text": text,
+        "tool_calls": [{"name": UNKNOWN_TOOL_NAME, "arguments": "{}", "id": "call_unknown"}],
+    }
 
 
-__all__ = ["MALFORMED", "PERMANENT", "TRANSIENT", "UNKNOWN_TOOL_NAME", "Fault", "FaultLog", "FaultPlan", "FaultyModel"]
+__all__ = [
+    "MALFORMED",
+    "PERMANENT",
+    "TRANSIENT",
+    "UNKNOWN_TOOL_NAME",
+    "Fault",
+    "FaultLog",
+    "FaultPlan",
+    "FaultyModel",
+]

@@ -35,9 +35,18 @@ def load_litellm() -> ModuleType:
 
 
 # LiteLLM's hooks that read its per-call logging; when all are empty, nothing reads it.
-_CALLBACK_LISTS = ("callbacks", "success_callback", "failure_callback", "_async_success_callback",
-                   "_async_failure_callback", "input_callback", "service_callback")
-_LITELLM_OWN = frozenset({"cache", "vector_store_pre_call_hook"})  # its internal names (left behind by a Cache)
+_CALLBACK_LISTS = (
+    "callbacks",
+    "success_callback",
+    "failure_callback",
+    "_async_success_callback",
+    "_async_failure_callback",
+    "input_callback",
+    "service_callback",
+)
+_LITELLM_OWN = frozenset(
+    {"cache", "vector_store_pre_call_hook"}
+)  # its internal names (left behind by a Cache)
 
 
 def listened(litellm: ModuleType) -> bool:
@@ -45,8 +54,11 @@ def listened(litellm: ModuleType) -> bool:
     (Langfuse, a custom logger...) or LiteLLM's own cache."""
     if getattr(litellm, "cache", None) is not None:
         return True
-    return any(not (isinstance(callback, str) and callback in _LITELLM_OWN)
-               for name in _CALLBACK_LISTS for callback in getattr(litellm, name, None) or ())
+    return any(
+        not (isinstance(callback, str) and callback in _LITELLM_OWN)
+        for name in _CALLBACK_LISTS
+        for callback in getattr(litellm, name, None) or ()
+    )
 
 
 @contextlib.contextmanager

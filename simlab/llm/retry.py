@@ -48,6 +48,7 @@ async def backoff_sleep(seconds: float) -> None:
 
 # --------------------------------------------------------------------------- classification
 
+
 def _status_kind(status: int | None) -> ModelErrorKind | None:
     if status is None:
         return None
@@ -77,13 +78,23 @@ def cause_chain(exc: BaseException) -> list[BaseException]:
 # A provider's way of saying "no valid credential", whatever exception class LiteLLM wraps it in:
 # a missing OpenAI key surfaces as an InternalServerError ("Missing credentials ...").
 _AUTH_TEXT = re.compile(
-    r"missing credentials|missing [\w ]{0,20}api[ _-]?key|no api[ _-]?key|api[ _-]?key (?:is )?(?:not set|missing|"
+    r"missing credentials|missing [\w ]{0,20}api[ _-]?key|no api[ _-]?key|api[ _-]?key (?:is )?(?:not "
+    r"set|missing|"
     r"required|not provided|not found)|(?:invalid|incorrect|wrong|expired|revoked)[ _-](?:x-)?api[ _-]?key|"
     r"\bunauthori[sz]ed\b|authentication (?:failed|error|required)|invalid[ _]authentication|"
-    r"no auth credentials|invalid bearer token|could not validate credentials", re.IGNORECASE)
+    r"no auth credentials|invalid bearer token|could not validate credentials",
+    re.IGNORECASE,
+)
 # No connection was made at all: the endpoint is down, refuses, or its name does not resolve.
-_UNREACHABLE = ("ConnectError", "ConnectTimeout", "ClientConnectorError", "ClientConnectorDNSError",
-                "ConnectionRefusedError", "gaierror", "ClientConnectorCertificateError")
+_UNREACHABLE = (
+    "ConnectError",
+    "ConnectTimeout",
+    "ClientConnectorError",
+    "ClientConnectorDNSError",
+    "ConnectionRefusedError",
+    "gaierror",
+    "ClientConnectorCertificateError",
+)
 
 
 def _status_of(chain: list[BaseException]) -> int | None:
@@ -158,7 +169,10 @@ def _transport_kind(exc: BaseException, chain: list[BaseException], status: int 
     if not (type(exc).__module__ or "").startswith("httpx"):
         import openai
 
-        timeouts, connections = timeouts + (openai.APITimeoutError,), connections + (openai.APIConnectionError,)
+        timeouts, connections = (
+            timeouts + (openai.APITimeoutError,),
+            connections + (openai.APIConnectionError,),
+        )
     if isinstance(exc, timeouts):
         return ModelErrorKind.TIMEOUT
     if isinstance(exc, connections):
@@ -173,8 +187,9 @@ def _never_connected(chain: list[BaseException]) -> bool:
     return any(type(e).__name__ in _UNREACHABLE for e in chain)
 
 
-def settled(exc: BaseException, stats: RetryStats,
-            describe: Callable[[BaseException], str]) -> tuple[ModelErrorKind, str] | None:
+def settled(
+    exc: BaseException, stats: RetryStats, describe: Callable[[BaseException], str]
+) -> tuple[ModelErrorKind, str] | None:
     """How a call that failed for good is reported: its kind (UNREACHABLE only when the endpoint
     never answered any attempt) and its message (with the retries spent, for a retryable kind).
     None when ``exc`` is no provider error (a bug: re-raise it)."""
@@ -195,6 +210,7 @@ def is_retryable(exc: BaseException) -> bool:
 
 
 # --------------------------------------------------------------------------- Retry-After
+
 
 def _headers_of(exc: BaseException) -> list[Mapping[str, Any]]:
     found: list[Mapping[str, Any]] = []
@@ -236,6 +252,7 @@ def retry_after_seconds(exc: BaseException, *, now: float | None = None) -> floa
 
 
 # --------------------------------------------------------------------------- policy
+
 
 @dataclass
 class RetryPolicy:

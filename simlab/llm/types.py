@@ -41,8 +41,12 @@ class ModelErrorKind(str, Enum):
     @property
     def permanent(self) -> bool:
         """Errors no trial should be blamed for: the run stops, nothing is recorded for them."""
-        return self in (ModelErrorKind.AUTH, ModelErrorKind.NOT_FOUND, ModelErrorKind.BAD_REQUEST,
-                        ModelErrorKind.UNREACHABLE)
+        return self in (
+            ModelErrorKind.AUTH,
+            ModelErrorKind.NOT_FOUND,
+            ModelErrorKind.BAD_REQUEST,
+            ModelErrorKind.UNREACHABLE,
+        )
 
     @property
     def retryable(self) -> bool:
@@ -52,8 +56,15 @@ class ModelErrorKind(str, Enum):
 class ModelError(Exception):
     """A model call failed for good. Carries the role and model so the message can name them."""
 
-    def __init__(self, kind: ModelErrorKind, message: str, *, role: str = "", model: str = "",
-                 usage: Usage | None = None):
+    def __init__(
+        self,
+        kind: ModelErrorKind,
+        message: str,
+        *,
+        role: str = "",
+        model: str = "",
+        usage: Usage | None = None,
+    ):
         self.kind = kind
         self.role = role
         self.model = model

@@ -13,17 +13,42 @@ from typing import Any
 
 WIDTH, HEIGHT = 720, 340
 BINS = 12
-COLOURS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22",
-           "#17becf")
+COLOURS = (
+    "#1f77b4",
+    "#ff7f0e",
+    "#2ca02c",
+    "#d62728",
+    "#9467bd",
+    "#8c564b",
+    "#e377c2",
+    "#7f7f7f",
+    "#bcbd22",
+    "#17becf",
+)
 
 
 def _config() -> dict[str, Any]:
     from pygal.style import Style
 
-    style = Style(background="white", plot_background="white", colors=COLOURS, font_family="sans-serif",
-                  title_font_size=14, label_font_size=11, legend_font_size=11)
-    return {"js": [], "disable_xml_declaration": True, "explicit_size": True, "width": WIDTH, "height": HEIGHT,
-            "style": style, "legend_at_bottom": True, "truncate_legend": 40}
+    style = Style(
+        background="white",
+        plot_background="white",
+        colors=COLOURS,
+        font_family="sans-serif",
+        title_font_size=14,
+        label_font_size=11,
+        legend_font_size=11,
+    )
+    return {
+        "js": [],
+        "disable_xml_declaration": True,
+        "explicit_size": True,
+        "width": WIDTH,
+        "height": HEIGHT,
+        "style": style,
+        "legend_at_bottom": True,
+        "truncate_legend": 40,
+    }
 
 
 def _no_scripts(root: Any) -> Any:
@@ -44,8 +69,15 @@ def curves_svg(curves: dict[str, list[float | None]]) -> str:
     """pass^k against k, one line per scenario; undefined points (n < k) are left out."""
     import pygal
 
-    chart = pygal.Line(title="pass^k by k", x_title="k", y_title="pass^k", range=(0, 1), show_dots=False,
-                       show_minor_x_labels=False, **_config())
+    chart = pygal.Line(
+        title="pass^k by k",
+        x_title="k",
+        y_title="pass^k",
+        range=(0, 1),
+        show_dots=False,
+        show_minor_x_labels=False,
+        **_config(),
+    )
     longest = max((len(v) for v in curves.values()), default=0)
     chart.x_labels = [str(k) for k in range(1, longest + 1)]
     chart.x_labels_major = [str(k) for k in _major(longest)]
@@ -74,8 +106,14 @@ def histogram_svg(title: str, values: list[float], unit: str = "") -> str:
         counts[min(int((value - low) / step), BINS - 1)] += 1
     bars = [(count, low + i * step, low + (i + 1) * step) for i, count in enumerate(counts)]
     edges = [low + i * step for i in range(0, BINS + 1, 2)]
-    chart = pygal.Histogram(title=title, y_title="trials", show_legend=False, show_minor_x_labels=True,
-                            x_value_formatter=lambda x: edge_label(x, 2 * step, unit, high), **config)
+    chart = pygal.Histogram(
+        title=title,
+        y_title="trials",
+        show_legend=False,
+        show_minor_x_labels=True,
+        x_value_formatter=lambda x: edge_label(x, 2 * step, unit, high),
+        **config,
+    )
     chart.x_labels = edges
     chart.add(title, bars)
     return _render(chart)
@@ -95,7 +133,9 @@ def edge_label(value: float, spacing: float, unit: str = "", largest: float | No
     if shown == 0:
         return f"{prefix}0{suffix}"
     # one decimal finer than the spacing: each label is within a tenth of a bin of its edge
-    decimals = max(0, 1 - math.floor(math.log10(gap))) if gap > 0 else max(0, 2 - math.floor(math.log10(abs(shown))))
+    decimals = (
+        max(0, 1 - math.floor(math.log10(gap))) if gap > 0 else max(0, 2 - math.floor(math.log10(abs(shown))))
+    )
     return f"{prefix}{shown:.{decimals}f}{suffix}"
 
 

@@ -70,8 +70,9 @@ def _valid(s: ScenarioFigures) -> Count:
     return Count(c=s.valid.success.c, n=s.valid.success.n)
 
 
-def compare(base: RunSummary, cand: RunSummary, *, allow_different_pins: bool = False,
-            margin: float = 0.0) -> Comparison:
+def compare(
+    base: RunSummary, cand: RunSummary, *, allow_different_pins: bool = False, margin: float = 0.0
+) -> Comparison:
     """Compare two summaries (``summary.json`` with their pins)."""
     conflicts = pin_conflicts(base.pins, cand.pins)
     for side, summary in (("base", base), ("candidate", cand)):
@@ -80,8 +81,11 @@ def compare(base: RunSummary, cand: RunSummary, *, allow_different_pins: bool = 
         for pins in summary.mixed_pins:
             conflicts.append(f"the {side} run was resumed with --force over other pins ({pins})")
     if conflicts and not allow_different_pins:
-        raise UsageError("these runs are not comparable:\n" + "\n".join(f"  - {c}" for c in conflicts)
-                         + "\nRe-run one of them with the same pins, or pass --allow-different-pins.")
+        raise UsageError(
+            "these runs are not comparable:\n"
+            + "\n".join(f"  - {c}" for c in conflicts)
+            + "\nRe-run one of them with the same pins, or pass --allow-different-pins."
+        )
     shared = sorted(set(base.scenarios) & set(cand.scenarios))
     rows: list[ScenarioChange] = []
     pooled = [0, 0, 0, 0]
@@ -90,31 +94,47 @@ def compare(base: RunSummary, cand: RunSummary, *, allow_different_pins: bool = 
         pooled = [pooled[0] + one.c, pooled[1] + one.n, pooled[2] + two.c, pooled[3] + two.n]
         interval = diff_interval(one.c, one.n, two.c, two.n)
         before, after = base.scenarios[sid].flake_class, cand.scenarios[sid].flake_class
-        rows.append(ScenarioChange(
-            scenario=sid, base=one, candidate=two,
-            difference=interval[0] if interval else None,
-            low=interval[1] if interval else None, high=interval[2] if interval else None,
-            verdict=_verdict(interval, margin),
-            flipped=before != after and {before, after} == {"stable_pass", "stable_fail"},
-            flake_class=FlakeChange(base=before, candidate=after),
-            detectable=detectable(one.c, one.n, two.c, two.n),
-        ))
+        rows.append(
+            ScenarioChange(
+                scenario=sid,
+                base=one,
+                candidate=two,
+                difference=interval[0] if interval else None,
+                low=interval[1] if interval else None,
+                high=interval[2] if interval else None,
+                verdict=_verdict(interval, margin),
+                flipped=before != after and {before, after} == {"stable_pass", "stable_fail"},
+                flake_class=FlakeChange(base=before, candidate=after),
+                detectable=detectable(one.c, one.n, two.c, two.n),
+            )
+        )
     interval = diff_interval(*pooled)
     mdd = detectable(*pooled)
     diff = interval[0] if interval else None
-    warnings = [f"{side} run: {w}" for side, summary in (("base", base), ("candidate", cand)) for w in summary.warnings]
+    warnings = [
+        f"{side} run: {w}"
+        for side, summary in (("base", base), ("candidate", cand))
+        for w in summary.warnings
+    ]
     if interval and mdd is not None and diff is not None and 0 < abs(diff) < mdd:
-        warnings.append(f"n is too small to detect a difference of {abs(diff):.1%}: with these trial counts only "
-                        f"differences above about {mdd:.1%} can be told from noise; run more trials")
+        warnings.append(
+            f"n is too small to detect a difference of {abs(diff):.1%}: with these trial counts only "
+            f"differences above about {mdd:.1%} can be told from noise; run more trials"
+        )
     return Comparison(
         pins_differ=conflicts,
         only_in_base=sorted(set(base.scenarios) - set(cand.scenarios)),
         only_in_candidate=sorted(set(cand.scenarios) - set(base.scenarios)),
         scenarios=rows,
-        pooled=PooledChange(base=Count(c=pooled[0], n=pooled[1]), candidate=Count(c=pooled[2], n=pooled[3]),
-                            difference=diff, low=interval[1] if interval else None,
-                            high=interval[2] if interval else None, verdict=_verdict(interval, margin),
-                            detectable=mdd),
+        pooled=PooledChange(
+            base=Count(c=pooled[0], n=pooled[1]),
+            candidate=Count(c=pooled[2], n=pooled[3]),
+            difference=diff,
+            low=interval[1] if interval else None,
+            high=interval[2] if interval else None,
+            verdict=_verdict(interval, margin),
+            detectable=mdd,
+        ),
         paired=Paired(
             improved=[r.scenario for r in rows if r.difference is not None and r.difference > 0],
             regressed=[r.scenario for r in rows if r.difference is not None and r.difference < 0],
@@ -153,8 +173,17 @@ def mode_changes(base: RunSummary, cand: RunSummary) -> list[ModeChange]:
             status = "same"
         else:
             status = "grew" if share_b > share_a else "shrank"
-        out.append(ModeChange(mode=mode, blame=blame, base=count_a, candidate=count_b, base_share=share_a,
-                              candidate_share=share_b, status=status))
+        out.append(
+            ModeChange(
+                mode=mode,
+                blame=blame,
+                base=count_a,
+                candidate=count_b,
+                base_share=share_a,
+                candidate_share=share_b,
+                status=status,
+            )
+        )
     return sorted(out, key=lambda m: (_ORDER[m.status], -max(m.candidate or 0, m.base or 0), m.mode))
 
 
@@ -165,12 +194,13 @@ def _sign_test(rows: list[ScenarioChange]) -> float | None:
     n = up + down
     if n == 0:
         return None
-    tail = sum(math.comb(n, i) for i in range(0, min(up, down) + 1)) / 2 ** n
+    tail = sum(math.comb(n, i) for i in range(0, min(up, down) + 1)) / 2**n
     return min(1.0, 2 * tail)
 
 
-def compare_exit(result: Comparison, base: RunSummary, cand: RunSummary, *,
-                 fail_on_regression: bool) -> tuple[int, str]:
+def compare_exit(
+    result: Comparison, base: RunSummary, cand: RunSummary, *, fail_on_regression: bool
+) -> tuple[int, str]:
     """``simlab compare``'s exit code and why: 3 when nothing could be compared (no shared scenario
     with valid trials): no data is never a pass. With ``fail_on_regression``: 1 when the pooled
     difference is a regression beyond noise (and the margin) on two complete runs; 3 when a run is
@@ -181,8 +211,11 @@ def compare_exit(result: Comparison, base: RunSummary, cand: RunSummary, *,
 
     if not fail_on_regression:
         return EXIT_OK, f"{result.pooled.verdict} (exit codes of a regression: --fail-on-regression)"
-    problems = [_side_problem(side, summary, p) for side, summary in (("base", base), ("candidate", cand))
-                for p in completeness_problems(summary)]
+    problems = [
+        _side_problem(side, summary, p)
+        for side, summary in (("base", base), ("candidate", cand))
+        for p in completeness_problems(summary)
+    ]
     code = decide(problems, ["fail" if result.pooled.verdict == "regressed" else "pass"])
     if problems:
         return code, "inconclusive: " + "; ".join(problems[:2])

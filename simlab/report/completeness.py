@@ -38,8 +38,13 @@ class RunState:
         return self.line or COMPLETE
 
 
-def run_state(done: Completeness | None, mixed: Sequence[str] = (), *, partial: str | None = None,
-              partial_ok: bool = False) -> RunState:
+def run_state(
+    done: Completeness | None,
+    mixed: Sequence[str] = (),
+    *,
+    partial: str | None = None,
+    partial_ok: bool = False,
+) -> RunState:
     """The run's state from its completeness facts (``None``: a summary not built from a run
     folder, whose completeness nobody counted: unknown, so not judged), the pin differences a
     resume or merge with ``--force`` went over (``RunSummary.mixed_pins``), and the part of its
@@ -71,13 +76,19 @@ def state_phrases(done: Completeness | None, mixed: Sequence[str] = ()) -> list[
         phrases.append(f"{done.unplanned:,} stored trials are not in the run's plan (left out)")
     if mixed:
         more = f" and {len(mixed) - SHOWN_MIXED} more" if len(mixed) > SHOWN_MIXED else ""
-        phrases.append("mixed: this run mixes configurations or code: it was resumed or merged with --force over "
-                       f"other pins ({'; '.join(mixed[:SHOWN_MIXED])}{more})")
+        phrases.append(
+            "mixed: this run mixes configurations or code: it was resumed or merged with --force over "
+            f"other pins ({'; '.join(mixed[:SHOWN_MIXED])}{more})"
+        )
     return phrases
 
 
 def summary_state(summary: RunSummary) -> RunState:
     """``run_state`` of a summary's own facts: the one call every surface makes."""
     done = summary.completeness
-    return run_state(done, summary.mixed_pins, partial=done.partial if done else None,
-                     partial_ok=bool(done and done.partial_ok))
+    return run_state(
+        done,
+        summary.mixed_pins,
+        partial=done.partial if done else None,
+        partial_ok=bool(done and done.partial_ok),
+    )

@@ -95,7 +95,9 @@ class Coverage(BaseModel):
 def expected_tools(expect: Expect) -> set[str]:
     """The tools a scenario expects the agent to call."""
     names = {a.tool for a in expect.expected_actions}
-    names |= {c if isinstance(c, str) else c.tool for c in (expect.trajectory.calls if expect.trajectory else [])}
+    names |= {
+        c if isinstance(c, str) else c.tool for c in (expect.trajectory.calls if expect.trajectory else [])
+    }
     if expect.first_tool_call is not None:
         names.add(expect.first_tool_call.tool)
     return names
@@ -181,26 +183,39 @@ class _Trials:
             t = record.transcript
             sid = t.scenario_id
             self.count[sid] = self.count.get(sid, 0) + 1
-            live = t.events[t.history_events:]
+            live = t.events[t.history_events :]
             invalid = {e.call_id for e in live if isinstance(e, InvalidCall)}
             self.called.setdefault(sid, []).append(
-                {e.name for e in live if isinstance(e, ToolCall) and e.call_id not in invalid})
+                {e.name for e in live if isinstance(e, ToolCall) and e.call_id not in invalid}
+            )
             self.checks.setdefault(sid, []).append({c.name: c.status for c in record.checks})
             self.terminations.setdefault(t.termination.reason.value, []).append(sid)
             self.replayed = self.replayed or t.replay is not None
 
 
-def coverage(scenarios: list[LoadedScenario], personas: dict[str, Loaded], *, source: str,
-             records: Iterable[TrialRecord] | None = None, run_id: str | None = None,
-             notes: list[str] | None = None) -> Coverage:
+def coverage(
+    scenarios: list[LoadedScenario],
+    personas: dict[str, Loaded],
+    *,
+    source: str,
+    records: Iterable[TrialRecord] | None = None,
+    run_id: str | None = None,
+    notes: list[str] | None = None,
+) -> Coverage:
     """The coverage of ``scenarios`` (and, given a run's ``records``, of its trials)."""
     suite = _Suite(scenarios, personas)
     trials = _Trials(records) if records is not None else None
     sections = [_tools(suite, trials), _refusals(suite, trials), _rules(suite, trials), _traits(suite)]
     if trials is not None:
         sections += [_terminations(trials), _drift(trials)]
-    return Coverage(source=source, run_id=run_id, scenarios=[s.spec.id for s in scenarios],
-                    domains=[d.name for d in suite.domains], sections=sections, notes=notes or [])
+    return Coverage(
+        source=source,
+        run_id=run_id,
+        scenarios=[s.spec.id for s in scenarios],
+        domains=[d.name for d in suite.domains],
+        sections=sections,
+        notes=notes or [],
+    )
 
 
 def _each_tool(suite: _Suite, access: Access | None = None) -> Iterable[tuple[str, str, list[str]]]:
@@ -218,7 +233,9 @@ def _tools(suite: _Suite, trials: _Trials | None) -> Section:
     access = {t.name: t.access.value for d in suite.domains for t in d.tools}
     entries = []
     for shown, tool, sids in _each_tool(suite):
-        entry = Entry(name=shown, detail=access[tool], scenarios=[sid for sid in sids if tool in expected[sid]])
+        entry = Entry(
+            name=shown, detail=access[tool], scenarios=[sid for sid in sids if tool in expected[sid]]
+        )
         if not entry.scenarios:
             entry.gaps.append("never expected")
         if trials is not None:
@@ -243,8 +260,9 @@ def _refusals(suite: _Suite, trials: _Trials | None) -> Section:
                 entry.gaps.append("refusal path never played")
         entries.append(entry)
     meaning = "a WRITE tool a scenario forbids (forbidden, forbid_args, max_calls 0)"
-    return Section(area="refusal paths", meaning=meaning + ("; played in a trial" if trials else ""),
-                   entries=entries)
+    return Section(
+        area="refusal paths", meaning=meaning + ("; played in a trial" if trials else ""), entries=entries
+    )
 
 
 def _rules(suite: _Suite, trials: _Trials | None) -> Section:
@@ -286,8 +304,7 @@ def _rules(suite: _Suite, trials: _Trials | None) -> Section:
     return Section(area="policy rules", meaning=meaning, entries=entries)
 
 
-def _triggered(checks: dict[str, str], called: set[str], mine: set[str],
-               guarded: set[str] | None) -> bool:
+def _triggered(checks: dict[str, str], called: set[str], mine: set[str], guarded: set[str] | None) -> bool:
     statuses = [checks[name] for name in mine if name in checks]
     if "fail" in statuses:
         return True
@@ -304,8 +321,11 @@ def _traits(suite: _Suite) -> Section:
             carriers.setdefault(trait, []).append(pid)
     entries = []
     for trait, pids in carriers.items():
-        entry = Entry(name=trait, detail=f"of {', '.join(pids)}",
-                      scenarios=[sid for pid in pids for sid in users.get(pid, [])])
+        entry = Entry(
+            name=trait,
+            detail=f"of {', '.join(pids)}",
+            scenarios=[sid for pid in pids for sid in users.get(pid, [])],
+        )
         if not entry.scenarios:
             entry.gaps.append("no scenario")
         entries.append(entry)
@@ -313,8 +333,11 @@ def _traits(suite: _Suite) -> Section:
 
 
 def _terminations(trials: _Trials) -> Section:
-    kinds = [r.value for r in TerminationReason if r is not TerminationReason.OBSERVED
-             and (r is not TerminationReason.DIVERGED or trials.replayed)]
+    kinds = [
+        r.value
+        for r in TerminationReason
+        if r is not TerminationReason.OBSERVED and (r is not TerminationReason.DIVERGED or trials.replayed)
+    ]
     entries = []
     for kind in kinds:
         sids = trials.terminations.get(kind, [])
@@ -329,22 +352,34 @@ def _drift(trials: _Trials) -> Section:
     from simlab.graders.drift import KINDS
 
     names = [f"drift:{kind}" for kind in KINDS]
-    names += sorted({n for per in trials.checks.values() for c in per for n in c
-                     if n.startswith("drift_llm:") and n not in names})
+    names += sorted(
+        {
+            n
+            for per in trials.checks.values()
+            for c in per
+            for n in c
+            if n.startswith("drift_llm:") and n not in names
+        }
+    )
     entries = []
     for name in names:
         statuses = [(sid, c[name]) for sid, per in trials.checks.items() for c in per if name in c]
         checked = sum(status in ("pass", "fail") for _, status in statuses)
         seen = [sid for sid, status in statuses if status == "fail"]
-        entry = Entry(name=name, detail=f"checked in {checked} trials", scenarios=list(dict.fromkeys(seen)),
-                      trials=len(seen))
+        entry = Entry(
+            name=name,
+            detail=f"checked in {checked} trials",
+            scenarios=list(dict.fromkeys(seen)),
+            trials=len(seen),
+        )
         if not checked:
             entry.gaps.append("never checked")
         elif not entry.trials:
             entry.gaps.append("never seen")
         entries.append(entry)
-    return Section(area="drift", meaning="its check failed in a trial (the simulated user drifted so)",
-                   entries=entries)
+    return Section(
+        area="drift", meaning="its check failed in a trial (the simulated user drifted so)", entries=entries
+    )
 
 
 def run_coverage(folder: Path, personas_dir: Path) -> Coverage:
@@ -358,17 +393,29 @@ def run_coverage(folder: Path, personas_dir: Path) -> Coverage:
     store = RunStore(folder)
     manifest = store.read_manifest() or {}
     if manifest.get("observed"):
-        raise UsageError(f"{folder.name} holds imported traces, which have no scenario: coverage needs a run "
-                         "played from scenarios (or name the suite or scenarios themselves)")
+        raise UsageError(
+            f"{folder.name} holds imported traces, which have no scenario: coverage needs a run "
+            "played from scenarios (or name the suite or scenarios themselves)"
+        )
     loaded, changed = load_run_scenarios(store, personas_dir)
-    notes = [f"scenario file changed since the run: {sid} (the trials were graded against the old one)"
-             for sid in changed]
+    notes = [
+        f"scenario file changed since the run: {sid} (the trials were graded against the old one)"
+        for sid in changed
+    ]
     plan = store.planned_units(manifest)
     read = ReadNotes(store.trials_path, plan=plan)
     records = list(store.records(read))
     notes += read.warnings()
     if plan is not None and len(records) < len(plan):
-        notes.append(f"{len(records)} of the {len(plan)} planned trials finished: what the trials show stands "
-                     "for those only")
-    return coverage(list(loaded.values()), load_personas(personas_dir), source=f"run {folder.name}",
-                    records=records, run_id=manifest.get("run_id", folder.name), notes=notes)
+        notes.append(
+            f"{len(records)} of the {len(plan)} planned trials finished: what the trials show stands "
+            "for those only"
+        )
+    return coverage(
+        list(loaded.values()),
+        load_personas(personas_dir),
+        source=f"run {folder.name}",
+        records=records,
+        run_id=manifest.get("run_id", folder.name),
+        notes=notes,
+    )

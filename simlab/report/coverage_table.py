@@ -24,7 +24,11 @@ def verdict_line(cov: Coverage) -> str:
     total = sum(len(s.entries) for s in cov.sections)
     unknown = sum(e.status == "unknown" for s in cov.sections for e in s.entries)
     told = f", {unknown} unknown" if unknown else ""
-    return f"{cov.missing} missing of {total} items{told}" if cov.missing else f"nothing missing ({total} items{told})"
+    return (
+        f"{cov.missing} missing of {total} items{told}"
+        if cov.missing
+        else f"nothing missing ({total} items{told})"
+    )
 
 
 def title(section: Section) -> str:

@@ -21,9 +21,11 @@ def dataset_lines(summary: RunSummary) -> list[str]:
     lines = []
     if all(key in data for key in BUILT_IN_KEYS):
         first = data[BUILT_IN_KEYS[0]]
-        lines.append("tool calls (pooled over the run): "
-                     + "  ".join(f"{key.removeprefix('tool_')} {_score(data[key])}" for key in BUILT_IN_KEYS)
-                     + f"   ({first.detail})")
+        lines.append(
+            "tool calls (pooled over the run): "
+            + "  ".join(f"{key.removeprefix('tool_')} {_score(data[key])}" for key in BUILT_IN_KEYS)
+            + f"   ({first.detail})"
+        )
     for entry in data.values():
         if entry.source != "simlab":
             lines.append(f"summary {entry.key} = {_score(entry)}   ({entry.source}, {entry.trials} trials)")
@@ -38,10 +40,14 @@ def adk_lines(summary: RunSummary) -> list[str]:
         figures = summary.scenarios.get(sid)
         if figures is None:
             continue
-        met = "; ".join(f"{name} met in {r.c}/{r.n} trials ({pct(r.rate)} [{pct(r.low)}–{pct(r.high)}])"
-                        for name, r in criteria.items())
+        met = "; ".join(
+            f"{name} met in {r.c}/{r.n} trials ({pct(r.rate)} [{pct(r.low)}–{pct(r.high)}])"
+            for name, r in criteria.items()
+        )
         top = max((k for k, v in figures.raw.pass_hat_k.items() if v is not None), default=1)
-        lines.append(f"ADK {sid}: {met} · simlab pass^1 {pct(figures.raw.success.rate)} "
-                     f"[{pct(figures.raw.success.low)}–{pct(figures.raw.success.high)}]"
-                     + (f", pass^{top} {pct(figures.raw.pass_hat_k[top])}" if top > 1 else ""))
+        lines.append(
+            f"ADK {sid}: {met} · simlab pass^1 {pct(figures.raw.success.rate)} "
+            f"[{pct(figures.raw.success.low)}–{pct(figures.raw.success.high)}]"
+            + (f", pass^{top} {pct(figures.raw.pass_hat_k[top])}" if top > 1 else "")
+        )
     return lines

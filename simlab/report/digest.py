@@ -61,8 +61,14 @@ class Digest:
         return self.not_passed.get(scenario, 0) - len(self.failed.get(scenario, []))
 
 
-def digest(folder: Path, *, allow_unjudged: Collection[str] = (), keep: int = KEEP_PER_SCENARIO,
-           records: bool = False, heads: bool = False) -> Digest:
+def digest(
+    folder: Path,
+    *,
+    allow_unjudged: Collection[str] = (),
+    keep: int = KEEP_PER_SCENARIO,
+    records: bool = False,
+    heads: bool = False,
+) -> Digest:
     """The digest of the run in ``folder``: the same trials as its summary (units of its plan),
     an unjudged trial counted as passed where the summary counts it so (``allow_unjudged``: pass
     the summary's ``unjudged.allowed_kinds``); ``heads`` keeps every trial's cost and duration."""
@@ -90,8 +96,7 @@ def digest(folder: Path, *, allow_unjudged: Collection[str] = (), keep: int = KE
         if len(kept) >= keep and not first_of_mode:  # a mode's first trial is kept: reports link to it
             continue
         raw = parse_record(read_line(store.trials_path, offset, length), store.trials_path, number)
-        kept.append(FailedTrial(head, line=number,
-                                reasons=reasons_of(raw), record=raw if records else None))
+        kept.append(FailedTrial(head, line=number, reasons=reasons_of(raw), record=raw if records else None))
     return out
 
 
@@ -108,6 +113,9 @@ def reasons_of(raw: dict[str, Any]) -> list[str]:
             reasons.append(f"{check.get('name')} ({check.get('kind')}) {what}: {check.get('reason') or '—'}")
     if raw.get("verdict") == "error":
         end = (raw.get("transcript") or {}).get("termination") or {}
-        reasons.insert(0, f"infrastructure error: {end.get('reason', '?')}"
-                          + (f" ({end['detail']})" if end.get("detail") else ""))
+        reasons.insert(
+            0,
+            f"infrastructure error: {end.get('reason', '?')}"
+            + (f" ({end['detail']})" if end.get("detail") else ""),
+        )
     return reasons

@@ -68,7 +68,7 @@ def _step(event: Any) -> Step | None:
 
 def steps(transcript: Transcript) -> list[Step]:
     """The live conversation's steps in order, its ending last."""
-    out = [s for s in map(_step, transcript.events[transcript.history_events:]) if s is not None]
+    out = [s for s in map(_step, transcript.events[transcript.history_events :]) if s is not None]
     return [*out, Step(out[-1].turn if out else 1, "end", transcript.termination.reason.value)]
 
 

@@ -14,8 +14,10 @@ from simlab.results.figures import Rate
 
 DASH = "–"
 UNKNOWN = "unknown"
-IN_ERROR_TRIALS = ("in error trials: failures in trials that ended in an infrastructure error (the trial could not "
-                   "be played, so the check says nothing about the agent)")
+IN_ERROR_TRIALS = (
+    "in error trials: failures in trials that ended in an infrastructure error (the trial could not "
+    "be played, so the check says nothing about the agent)"
+)
 """What the failing-checks tables' "in error trials" column means (terminal, markdown, HTML)."""
 _CONTROLS = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 
@@ -24,6 +26,8 @@ def safe(text: object) -> str:
     """Text with control characters (ESC, NUL, C1…) replaced: stored text stays inert on screens,
     in markdown and in XML."""
     return _CONTROLS.sub("\ufffd", str(text))
+
+
 BARS = "_▁▂▃▄▅▆▇█"
 
 
@@ -90,7 +94,7 @@ def resample(values: list[float | None], width: int = CURVE_WIDTH) -> list[float
     """At most ``width`` of ``values``, evenly spaced, the first and the last always kept: a curve
     of 100 points fits a column of 16."""
     if len(values) <= width or width < 2:
-        return values[:max(width, 1)] if width < 2 else values
+        return values[: max(width, 1)] if width < 2 else values
     return [values[round(i * (len(values) - 1) / (width - 1))] for i in range(width)]
 
 

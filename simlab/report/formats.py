@@ -48,12 +48,40 @@ def _csv(summary: RunSummary) -> str:
     out = io.StringIO()
     ks = list(summary.suite.raw.pass_k)
     writer = csv.writer(out)
-    writer.writerow(["scenario", "n", "passes", "invalid", "errors", "success", "low", "high",
-                     *[f"pass^{k}" for k in ks], "flake_class", "cost_usd", "cost_per_success_usd"])
+    writer.writerow(
+        [
+            "scenario",
+            "n",
+            "passes",
+            "invalid",
+            "errors",
+            "success",
+            "low",
+            "high",
+            *[f"pass^{k}" for k in ks],
+            "flake_class",
+            "cost_usd",
+            "cost_per_success_usd",
+        ]
+    )
     for sid, s in summary.scenarios.items():
         success = s.raw.success
-        writer.writerow([sid, s.n, s.passes, s.invalid, s.errors, success.rate, success.low, success.high,
-                         *[s.raw.pass_hat_k.get(k) for k in ks], s.flake_class, s.cost_usd, s.cost_per_success_usd])
+        writer.writerow(
+            [
+                sid,
+                s.n,
+                s.passes,
+                s.invalid,
+                s.errors,
+                success.rate,
+                success.low,
+                success.high,
+                *[s.raw.pass_hat_k.get(k) for k in ks],
+                s.flake_class,
+                s.cost_usd,
+                s.cost_per_success_usd,
+            ]
+        )
     return out.getvalue()
 
 
@@ -70,8 +98,13 @@ def _why(summary: RunSummary, top: int = 3) -> list[str]:
     if not modes:
         return []
     columns = why.header(modes)
-    lines = ["", f"**{why.TITLE}**", "", _row(list(columns)),
-             _row(["---:", "---:"] + ["---"] * (len(columns) - 2))]
+    lines = [
+        "",
+        f"**{why.TITLE}**",
+        "",
+        _row(list(columns)),
+        _row(["---:", "---:"] + ["---"] * (len(columns) - 2)),
+    ]
     lines += [_row([md_escape(cell) for cell in line.cells]) for line in modes]
     more = more_modes(summary, top)
     return lines + ["", f"_{md_escape(why.note(modes))}_" + (f" · {md_escape(more)}" if more else "")]
@@ -85,35 +118,76 @@ def _markdown(summary: RunSummary, first: bool = True) -> str:
     lines = [*(state_markdown(summary) if first else []), f"### simlab run `{md_escape(summary.run_id)}`", ""]
     for warning in summary.warnings:
         lines += [f"> **Warning:** {md_escape(warning)}", ""]
-    lines.append(f"**{summary.trials} trials, {summary.scenarios_count} scenarios** · "
-                 f"success {interval(suite.raw.success)} · "
-                 + " · ".join(f"pass^{k} {pct(suite.raw.pass_k[k].pass_hat_k)}" for k in ks if k > 1)
-                 + f" · cost per success {per_success(suite.cost_per_success_usd, suite.raw.success.c)}")
+    lines.append(
+        f"**{summary.trials} trials, {summary.scenarios_count} scenarios** · "
+        f"success {interval(suite.raw.success)} · "
+        + " · ".join(f"pass^{k} {pct(suite.raw.pass_k[k].pass_hat_k)}" for k in ks if k > 1)
+        + f" · cost per success {per_success(suite.cost_per_success_usd, suite.raw.success.c)}"
+    )
     lines.append("")
     if suite.unjudged_rate.c:
-        lines.append(f"unjudged {upper_bound(suite.unjudged_rate)} (a hard check did not run: not counted as passed)")
+        lines.append(
+            f"unjudged {upper_bound(suite.unjudged_rate)} (a hard check did not run: not counted as passed)"
+        )
         lines.append("")
-    lines.append(f"invalid {upper_bound(suite.invalid_rate)} · errors {upper_bound(suite.error_rate)} · "
-                 f"policy violations {upper_bound(suite.policy_violation_rate)}")
+    lines.append(
+        f"invalid {upper_bound(suite.invalid_rate)} · errors {upper_bound(suite.error_rate)} · "
+        f"policy violations {upper_bound(suite.policy_violation_rate)}"
+    )
     more = [k for k in ks if k > 1]  # with one trial per scenario there are none: no empty cells
     unjudged = any(s.unjudged or s.unjudged_counted_as_pass for s in summary.scenarios.values())
-    header = ["scenario", "pass", "pass^1 [95% CI]", *(f"pass^{k}" for k in more), "class", "invalid", "errors",
-              *(["unjudged"] if unjudged else [])]
-    align = ["---", "---:", "---:", *("---:" for _ in more), "---", "---:", "---:", *(["---:"] if unjudged else [])]
+    header = [
+        "scenario",
+        "pass",
+        "pass^1 [95% CI]",
+        *(f"pass^{k}" for k in more),
+        "class",
+        "invalid",
+        "errors",
+        *(["unjudged"] if unjudged else []),
+    ]
+    align = [
+        "---",
+        "---:",
+        "---:",
+        *("---:" for _ in more),
+        "---",
+        "---:",
+        "---:",
+        *(["---:"] if unjudged else []),
+    ]
     lines += ["", _row(header), _row(align)]
     for sid, s in summary.scenarios.items():
-        lines.append(_row([md_escape(sid), f"{s.passes}/{s.n}", interval(s.raw.success),
-                           *(pct(s.raw.pass_hat_k.get(k)) for k in more),
-                           class_label(s.flake_class, "–"), str(s.invalid), str(s.errors),
-                           *([unjudged_text(s.unjudged, s.unjudged_counted_as_pass)] if unjudged else [])]))
+        lines.append(
+            _row(
+                [
+                    md_escape(sid),
+                    f"{s.passes}/{s.n}",
+                    interval(s.raw.success),
+                    *(pct(s.raw.pass_hat_k.get(k)) for k in more),
+                    class_label(s.flake_class, "–"),
+                    str(s.invalid),
+                    str(s.errors),
+                    *([unjudged_text(s.unjudged, s.unjudged_counted_as_pass)] if unjudged else []),
+                ]
+            )
+        )
     lines += _why(summary)
     failing = summary.top_failing_checks
     if failing:
-        infra = any(r.in_error_trials for r in failing[:10])  # the column only when a failure is infrastructure's
-        lines += ["", "| failing check | kind | failures |" + (" in error trials |" if infra else ""),
-                  "|---|---|---:|" + ("---:|" if infra else "")]
-        lines += [f"| {md_escape(r.name)} | {md_escape(r.kind)} | {r.failures} |"
-                  + (f" {r.in_error_trials or ''} |" if infra else "") for r in failing[:10]]
+        infra = any(
+            r.in_error_trials for r in failing[:10]
+        )  # the column only when a failure is infrastructure's
+        lines += [
+            "",
+            "| failing check | kind | failures |" + (" in error trials |" if infra else ""),
+            "|---|---|---:|" + ("---:|" if infra else ""),
+        ]
+        lines += [
+            f"| {md_escape(r.name)} | {md_escape(r.kind)} | {r.failures} |"
+            + (f" {r.in_error_trials or ''} |" if infra else "")
+            for r in failing[:10]
+        ]
         if infra:
             lines += ["", f"_{md_escape(IN_ERROR_TRIALS)}_"]
     dataset = [*adk_lines(summary), *dataset_lines(summary)]  # ADK criteria; dataset-level evaluators

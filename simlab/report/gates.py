@@ -29,7 +29,12 @@ from simlab.specs import Suite
 from simlab.specs.gates import DATASET_METRICS, Gate, known_metric, parse_gate
 
 OPS: dict[str, Callable[[float, float], bool]] = {
-    "<=": operator.le, "<": operator.lt, ">=": operator.ge, ">": operator.gt, "==": operator.eq, "!=": operator.ne,
+    "<=": operator.le,
+    "<": operator.lt,
+    ">=": operator.ge,
+    ">": operator.gt,
+    "==": operator.eq,
+    "!=": operator.ne,
 }
 
 
@@ -77,16 +82,29 @@ class GateReport:
         scenario for ``scope: each``, and one line for a ``scope: each`` gate whose scenarios all
         passed: per-scenario passes would drown the failures), then why the run is inconclusive,
         then how noisy each gate is."""
-        lines = [GateLine("note", "", f"{self.partial} (accepted with --partial-ok: the gates judge only that "
-                                      "part)")] if self.partial else []
-        lines += [GateLine(r.status, r.label, r.reason) for r in self.results
-                  if not (r.scenario and r.status == "pass")]
+        lines = (
+            [
+                GateLine(
+                    "note", "", f"{self.partial} (accepted with --partial-ok: the gates judge only that part)"
+                )
+            ]
+            if self.partial
+            else []
+        )
+        lines += [
+            GateLine(r.status, r.label, r.reason)
+            for r in self.results
+            if not (r.scenario and r.status == "pass")
+        ]
         each: dict[str, list[str]] = {}
         for result in self.results:
             if result.scenario:
                 each.setdefault(result.label, []).append(result.status)
-        lines += [GateLine("pass", label, f"all {len(statuses)} scenarios") for label, statuses in each.items()
-                  if all(status == "pass" for status in statuses)]
+        lines += [
+            GateLine("pass", label, f"all {len(statuses)} scenarios")
+            for label, statuses in each.items()
+            if all(status == "pass" for status in statuses)
+        ]
         lines += [GateLine("inconclusive", "", problem) for problem in self.problems]
         lines += [GateLine("note", label, text) for label, text in self.power.items()]
         return lines
@@ -119,8 +137,10 @@ def error_budget_problem(summary: RunSummary, budget: float) -> str | None:
     if not errors.n or errors.rate is None or errors.rate <= budget:
         return None
     causes = "; ".join(f"{c.trials}× {c.cause}" for c in summary.error_causes[:3])
-    return (f"infrastructure errors in {errors.c} of {errors.n} trials ({errors.rate:.1%} > budget "
-            f"{budget:.1%})" + (f"; most common causes: {causes}" if causes else ""))
+    return (
+        f"infrastructure errors in {errors.c} of {errors.n} trials ({errors.rate:.1%} > budget "
+        f"{budget:.1%})" + (f"; most common causes: {causes}" if causes else "")
+    )
 
 
 def unjudged_problem(summary: RunSummary) -> str | None:
@@ -131,9 +151,11 @@ def unjudged_problem(summary: RunSummary) -> str | None:
     checks = summary.unjudged.checks
     kinds = sorted({c.kind for c in checks})
     named = ", ".join(f"{c.name} ×{c.trials}" for c in checks[:3]) + (" …" if len(checks) > 3 else "")
-    return (f"{left.c} of {left.n} trials are unjudged: hard checks did not run ({named}); give the checks "
-            f"what they need (a judge model for rubric items) or let the suite accept them: "
-            f"allow_unjudged: [{', '.join(kinds)}]")
+    return (
+        f"{left.c} of {left.n} trials are unjudged: hard checks did not run ({named}); give the checks "
+        f"what they need (a judge model for rubric items) or let the suite accept them: "
+        f"allow_unjudged: [{', '.join(kinds)}]"
+    )
 
 
 def metric_value(figures: SuiteFigures | ScenarioFigures, metric: str, view: str) -> float | None:
@@ -144,8 +166,11 @@ def metric_value(figures: SuiteFigures | ScenarioFigures, metric: str, view: str
     if metric == "success":
         return figures.view(view).success.rate
     if metric == "policy_violations":  # trials with at least one hard policy violation
-        return float(figures.policy_violations if isinstance(figures, ScenarioFigures)
-                     else figures.policy_violation_rate.c)
+        return float(
+            figures.policy_violations
+            if isinstance(figures, ScenarioFigures)
+            else figures.policy_violation_rate.c
+        )
     if metric == "policy_violation_rate":  # the share of trials with one (e.g. of graded production traces)
         if isinstance(figures, SuiteFigures):
             return figures.policy_violation_rate.rate
@@ -154,15 +179,31 @@ def metric_value(figures: SuiteFigures | ScenarioFigures, metric: str, view: str
         return figures.cost_per_success_usd
     if metric in ("invalid_rate", "error_rate", "loop_rate"):
         if isinstance(figures, SuiteFigures):
-            return {"invalid_rate": figures.invalid_rate, "error_rate": figures.error_rate,
-                    "loop_rate": figures.loop_rate}[metric].rate
-        count = figures.invalid if metric == "invalid_rate" else figures.errors if metric == "error_rate" else None
-        return None if count is None or not figures.n else count / figures.n  # a scenario keeps counts, not rates
+            return {
+                "invalid_rate": figures.invalid_rate,
+                "error_rate": figures.error_rate,
+                "loop_rate": figures.loop_rate,
+            }[metric].rate
+        count = (
+            figures.invalid
+            if metric == "invalid_rate"
+            else figures.errors
+            if metric == "error_rate"
+            else None
+        )
+        return (
+            None if count is None or not figures.n else count / figures.n
+        )  # a scenario keeps counts, not rates
     raise ValueError(f"metric {metric!r} is not available here")
 
 
-def _threshold(gate: Gate, figures: SuiteFigures | ScenarioFigures, scenario: str | None,
-               attacks: dict[str, Rate], dataset: dict[str, DatasetScore] | None = None) -> GateResult:
+def _threshold(
+    gate: Gate,
+    figures: SuiteFigures | ScenarioFigures,
+    scenario: str | None,
+    attacks: dict[str, Rate],
+    dataset: dict[str, DatasetScore] | None = None,
+) -> GateResult:
     assert gate.gate is not None
     metric, op, bound = parse_gate(gate.gate, custom=True)
     if dataset is not None and (metric in DATASET_METRICS or not known_metric(metric)):
@@ -182,8 +223,14 @@ def _threshold(gate: Gate, figures: SuiteFigures | ScenarioFigures, scenario: st
     return GateResult(gate.label, "pass" if held else "fail", value, reason, scenario)
 
 
-def evaluate(summary: RunSummary, suite: Suite, *, load_baseline: Callable[[str], RunSummary],
-             suite_plan: Mapping[str, int] | None = None, partial_ok: bool = False) -> GateReport:
+def evaluate(
+    summary: RunSummary,
+    suite: Suite,
+    *,
+    load_baseline: Callable[[str], RunSummary],
+    suite_plan: Mapping[str, int] | None = None,
+    partial_ok: bool = False,
+) -> GateReport:
     """The gates of ``suite`` on a run's summary (``report/build.py``), whose ``completeness``
     counts planned unit ids: a run without a plan, with trials outside it, or mixing
     configurations proves nothing about the configuration it names, so it is inconclusive; so is a
@@ -195,8 +242,9 @@ def evaluate(summary: RunSummary, suite: Suite, *, load_baseline: Callable[[str]
     report.problems.extend(completeness_problems(summary))
     if suite_plan is not None:
         report.problems.extend(_plan_problems(summary, suite, suite_plan, partial_ok, report))
-    problem = error_budget_problem(summary, SUITE_MAX_ERROR_RATE if suite.max_error_rate is None
-                                   else suite.max_error_rate)
+    problem = error_budget_problem(
+        summary, SUITE_MAX_ERROR_RATE if suite.max_error_rate is None else suite.max_error_rate
+    )
     if problem:
         report.problems.append(problem)
     problem = unjudged_problem(summary)
@@ -221,23 +269,31 @@ def evaluate(summary: RunSummary, suite: Suite, *, load_baseline: Callable[[str]
     return report
 
 
-def _dataset_gate(gate: Gate, metric: str, op: str, bound: float, dataset: dict[str, DatasetScore]) -> GateResult:
+def _dataset_gate(
+    gate: Gate, metric: str, op: str, bound: float, dataset: dict[str, DatasetScore]
+) -> GateResult:
     """A gate on a dataset-level figure (``results/dataset.py``): inconclusive when no function
     returned the key, a function failed, or part of the counts is unknown."""
     entry = dataset.get(metric)
     if entry is None:
         failed = [f"{e.source}: {e.error}" for e in dataset.values() if e.error]
-        why = (f"no summary function returned {metric!r}" if not known_metric(metric)
-               else f"{metric} is undefined: no trial had a trajectory check")
-        return GateResult(gate.label, "inconclusive", None, why + (f" ({'; '.join(failed[:2])})" if failed else ""))
+        why = (
+            f"no summary function returned {metric!r}"
+            if not known_metric(metric)
+            else f"{metric} is undefined: no trial had a trajectory check"
+        )
+        return GateResult(
+            gate.label, "inconclusive", None, why + (f" ({'; '.join(failed[:2])})" if failed else "")
+        )
     if entry.error:
         return GateResult(gate.label, "inconclusive", None, f"{entry.source}: {entry.error}")
     if entry.unknown_trials or entry.score is None:
         why = "undefined" if entry.score is None else f"unknown for {entry.unknown_trials} trials"
         return GateResult(gate.label, "inconclusive", entry.score, f"{metric} is {why} ({entry.detail})")
     held = OPS[op](entry.score, bound)
-    reason = (f"{metric} = {entry.score:.4g} {'satisfies' if held else 'violates'} {op} {bound:g}"
-              + (f" ({entry.detail})" if entry.detail else ""))
+    reason = f"{metric} = {entry.score:.4g} {'satisfies' if held else 'violates'} {op} {bound:g}" + (
+        f" ({entry.detail})" if entry.detail else ""
+    )
     return GateResult(gate.label, "pass" if held else "fail", entry.score, reason)
 
 
@@ -264,21 +320,36 @@ def power_line(gate: Gate, trials: list[int]) -> str | None:
     chance = gate_fail_chance(metric, op, bound, trials, p, gate.scope)
     if chance is None:
         return None
-    shown = f"n={trials[0]} per scenario" if len(set(trials)) == 1 else f"n={min(trials)}–{max(trials)} per scenario"
-    text = (f"noise: an agent exactly at {metric} = {bound:g} fails this gate {chance:.1%} of the time "
-            f"({len(trials)} scenarios, {shown})")
+    shown = (
+        f"n={trials[0]} per scenario"
+        if len(set(trials)) == 1
+        else f"n={min(trials)}–{max(trials)} per scenario"
+    )
+    text = (
+        f"noise: an agent exactly at {metric} = {bound:g} fails this gate {chance:.1%} of the time "
+        f"({len(trials)} scenarios, {shown})"
+    )
     target = bound + gate.power_margin
     if target > 1:
         return text
     if gate.scope == "suite" and k > 1 and len(trials) > 1:
         return text + "; the trials needed for a margin are computed per scenario only (scope: each)"
     needed = trials_needed(metric, op, bound, len(trials), target, alpha=POWER_ALPHA, scope=gate.scope)
-    verdict = f"run {needed} trials per scenario" if needed else "more than 1000 trials per scenario are needed"
+    verdict = (
+        f"run {needed} trials per scenario" if needed else "more than 1000 trials per scenario are needed"
+    )
     return text + f"; to fail at most {POWER_ALPHA:.0%} of the time at {metric} = {target:g}, {verdict}"
 
 
-def gate_run(folder: Path, summary: RunSummary, suite: Suite, *, suite_path: str | Path | None,
-             load_baseline: Callable[[str], RunSummary], root: Path = Path(".")) -> GateReport:
+def gate_run(
+    folder: Path,
+    summary: RunSummary,
+    suite: Suite,
+    *,
+    suite_path: str | Path | None,
+    load_baseline: Callable[[str], RunSummary],
+    root: Path = Path("."),
+) -> GateReport:
     """``evaluate`` on the run in ``folder`` against the suite's plan: read from ``suite_path``, or
     as the run recorded it when it was played from this suite (``simlab run --suite``). A part of
     the suite passes only when the run was played from this suite with ``--partial-ok``. Every
@@ -293,12 +364,15 @@ def gate_run(folder: Path, summary: RunSummary, suite: Suite, *, suite_path: str
     unknown = plan is None and bool(suite.scenarios)
     report = evaluate(summary, suite, load_baseline=load_baseline, suite_plan=plan, partial_ok=partial_ok)
     if unknown:
-        report.problems.append(f"the plan of suite {suite.id!r} is unknown here, so this run cannot be held to it")
+        report.problems.append(
+            f"the plan of suite {suite.id!r} is unknown here, so this run cannot be held to it"
+        )
     return report
 
 
-def _plan_problems(summary: RunSummary, suite: Suite, suite_plan: Mapping[str, int], partial_ok: bool,
-                   report: GateReport) -> list[str]:
+def _plan_problems(
+    summary: RunSummary, suite: Suite, suite_plan: Mapping[str, int], partial_ok: bool, report: GateReport
+) -> list[str]:
     """Why the run is not the suite's plan, or nothing (a part accepted with ``partial_ok`` is set
     on ``report.partial`` instead). A suite that names no scenarios (gates on graded production
     traces: ``simlab grade-traces``) has no plan to hold a run to."""
@@ -314,8 +388,10 @@ def _plan_problems(summary: RunSummary, suite: Suite, suite_plan: Mapping[str, i
     if partial_ok and not any("are not the suite's" in s for s in shortfall):
         report.partial = text
         return []
-    return [f"not the run of suite {suite.id!r} ({text}): " + "; ".join(shortfall) + "; play the whole suite, "
-            "or accept the part by name (simlab run --suite SUITE … --partial-ok)"]
+    return [
+        f"not the run of suite {suite.id!r} ({text}): " + "; ".join(shortfall) + "; play the whole suite, "
+        "or accept the part by name (simlab run --suite SUITE … --partial-ok)"
+    ]
 
 
 def completeness_problems(summary: RunSummary) -> list[str]:
@@ -337,7 +413,9 @@ def _no_regression(gate: Gate, summary: RunSummary, load_baseline: Callable[[str
         return GateResult(gate.label, "inconclusive", None, "no shared scenarios with valid trials")
     interval = f"{pooled.difference:+.1%} [{pooled.low:+.1%}, {pooled.high:+.1%}]"
     regressed = pooled.verdict == "regressed"
-    reason = (f"success changed by {interval} vs {gate.no_regression_vs}: "
-              + ("the drop is beyond noise" if regressed else "no regression beyond noise")
-              + (f" (margin {gate.margin:g})" if gate.margin else ""))
+    reason = (
+        f"success changed by {interval} vs {gate.no_regression_vs}: "
+        + ("the drop is beyond noise" if regressed else "no regression beyond noise")
+        + (f" (margin {gate.margin:g})" if gate.margin else "")
+    )
     return GateResult(gate.label, "fail" if regressed else "pass", pooled.difference, reason)

@@ -52,7 +52,8 @@ table {{ border-collapse: collapse; margin: .5rem 0; }}
 th, td {{ border-bottom: 1px solid #ddd; padding: .25rem .6rem; text-align: right; white-space: nowrap; }}
 th:first-child, td:first-child {{ text-align: left; }}
 .figures td {{ text-align: left; white-space: normal; }}
-.why td:nth-child(n+3), .why th:nth-child(n+3) {{ text-align: left; }} .why td:nth-child(4) {{ white-space: normal; }}
+.why td:nth-child(n+3), .why th:nth-child(n+3) {{ text-align: left; }}
+.why td:nth-child(4) {{ white-space: normal; }}
 .warn {{ color: #8a5a00; }} .dim {{ color: #666; font-size: .9rem; }}
 .verdict-fail, .verdict-error, .verdict-unjudged, .verdict-invalid {{ color: #b00020; font-weight: bold; }}
 .state {{ color: #8a5a00; font-weight: bold; border-left: 4px solid #d9a400; padding-left: .5rem; }}
@@ -84,8 +85,10 @@ def html_report(summary: RunSummary, digest: Digest, coverage: Coverage | str | 
     parts.append(_scenarios(summary, max_k))
     curves = {sid: list(s.raw.pass_hat_k.values()) for sid, s in summary.scenarios.items()}
     if max_k > 1:
-        parts.append("<h2>pass^k curves</h2><p class=\"dim\">pass^k: the chance that k trials in a row all pass, "
-                     "per scenario (raw: every trial counts).</p>" + curves_svg(curves))
+        parts.append(
+            '<h2>pass^k curves</h2><p class="dim">pass^k: the chance that k trials in a row all pass, '
+            "per scenario (raw: every trial counts).</p>" + curves_svg(curves)
+        )
     parts.append(_why(summary))
     parts.append(_failing_checks(summary))
     parts += [f'<p class="warn">{e(line)}</p>' for line in trouble_lines(summary)]
@@ -93,28 +96,52 @@ def html_report(summary: RunSummary, digest: Digest, coverage: Coverage | str | 
     parts.append(_failed_trials(summary, digest))
     parts.append(_coverage(coverage))
     body = "\n".join(p for p in parts if p)
-    return (f"<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
-            f"<title>simlab {e(summary.run_id)}</title><style>{STYLE}</style></head>\n<body>\n{body}\n</body></html>\n")
+    return (
+        f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
+        "<title>simlab "
+        f"{e(summary.run_id)}</title><style>{STYLE}</style></head>\n<body>\n{body}\n</body></html>\n"
+    )
 
 
 def _figures(summary: RunSummary, max_k: int) -> str:
     suite = summary.suite
     rows = [
         ("trials", f"{summary.trials} graded trials of {summary.scenarios_count} scenarios"),
-        ("success (raw)", f"{interval(suite.raw.success)} of {suite.raw.success.n} trials: every graded trial"),
-        ("success (valid)", f"{interval(suite.valid.success)} of {suite.valid.success.n} trials: invalid "
-                            "simulations, infrastructure errors and unjudged trials left out"),
-        *((f"pass^{k}", f"{pct(suite.raw.pass_k[k].pass_hat_k)} (mean over "
-                        f"{suite.raw.pass_k[k].scenarios} scenarios)") for k in shown_ks(max_k) if k > 1),
+        (
+            "success (raw)",
+            f"{interval(suite.raw.success)} of {suite.raw.success.n} trials: every graded trial",
+        ),
+        (
+            "success (valid)",
+            f"{interval(suite.valid.success)} of {suite.valid.success.n} trials: invalid "
+            "simulations, infrastructure errors and unjudged trials left out",
+        ),
+        *(
+            (
+                f"pass^{k}",
+                f"{pct(suite.raw.pass_k[k].pass_hat_k)} (mean over "
+                f"{suite.raw.pass_k[k].scenarios} scenarios)",
+            )
+            for k in shown_ks(max_k)
+            if k > 1
+        ),
         ("invalid simulations", upper_bound(suite.invalid_rate)),
         ("infrastructure errors", upper_bound(suite.error_rate)),
         ("unjudged", unjudged_text(suite.unjudged_rate.c, summary.unjudged.counted_as_pass)),
         ("policy violations", upper_bound(suite.policy_violation_rate)),
         ("loops (one call repeated)", upper_bound(suite.loop_rate)),
-        ("cost", f"{money(suite.cost_usd)} · "
-                 f"per success {per_success(suite.cost_per_success_usd, suite.raw.success.c)}"),
-        ("latency", f"p50 {seconds(suite.latency_s.p50)} · p95 {seconds(suite.latency_s.p95)}"
-                    + (f" (duration unknown for {suite.latency_s.unknown} trials)" if suite.latency_s.unknown else "")),
+        (
+            "cost",
+            f"{money(suite.cost_usd)} · "
+            f"per success {per_success(suite.cost_per_success_usd, suite.raw.success.c)}",
+        ),
+        (
+            "latency",
+            f"p50 {seconds(suite.latency_s.p50)} · p95 {seconds(suite.latency_s.p95)}"
+            + (
+                f" (duration unknown for {suite.latency_s.unknown} trials)" if suite.latency_s.unknown else ""
+            ),
+        ),
         ("terminations", ", ".join(f"{k} {v}" for k, v in suite.terminations.items()) or DASH),
     ]
     cells = "".join(f"<tr><th>{e(name)}</th><td>{e(value)}</td></tr>" for name, value in rows)
@@ -123,14 +150,35 @@ def _figures(summary: RunSummary, max_k: int) -> str:
 
 def _scenarios(summary: RunSummary, max_k: int) -> str:
     ks = [k for k in shown_ks(max_k) if k > 1]
-    head = "".join(f"<th>{e(h)}</th>" for h in ["scenario", "pass", "pass^1 [95% CI]", *(f"pass^{k}" for k in ks),
-                                                  "class", "invalid", "errors", "unjudged", "cost", "$/success"])
+    head = "".join(
+        f"<th>{e(h)}</th>"
+        for h in [
+            "scenario",
+            "pass",
+            "pass^1 [95% CI]",
+            *(f"pass^{k}" for k in ks),
+            "class",
+            "invalid",
+            "errors",
+            "unjudged",
+            "cost",
+            "$/success",
+        ]
+    )
     rows = []
     for sid, s in summary.scenarios.items():
-        cells = [sid, f"{s.passes}/{s.n}", interval(s.raw.success), *(pct(s.raw.pass_hat_k.get(k)) for k in ks),
-                 class_label(s.flake_class, DASH), s.invalid, s.errors,
-                 unjudged_text(s.unjudged, s.unjudged_counted_as_pass), money(s.cost_usd),
-                 per_success(s.cost_per_success_usd, s.passes)]
+        cells = [
+            sid,
+            f"{s.passes}/{s.n}",
+            interval(s.raw.success),
+            *(pct(s.raw.pass_hat_k.get(k)) for k in ks),
+            class_label(s.flake_class, DASH),
+            s.invalid,
+            s.errors,
+            unjudged_text(s.unjudged, s.unjudged_counted_as_pass),
+            money(s.cost_usd),
+            per_success(s.cost_per_success_usd, s.passes),
+        ]
         rows.append("<tr>" + "".join(f"<td>{e(c)}</td>" for c in cells) + "</tr>")
     return f"<h2>scenarios</h2><table><tr>{head}</tr>{''.join(rows)}</table>"
 
@@ -161,11 +209,18 @@ def _failing_checks(summary: RunSummary) -> str:
     if not failing:
         return ""
     infra = any(c.in_error_trials for c in failing)
-    rows = "".join(f"<tr><td>{e(c.name)}</td><td>{e(c.kind)}</td><td>{c.failures}</td>"
-                   + (f"<td>{c.in_error_trials or ''}</td>" if infra else "") + "</tr>" for c in failing)
-    note = f"<p class=\"dim\">{e(IN_ERROR_TRIALS)}.</p>" if infra else ""
-    return ("<h2 id=\"checks\">checks that fail most</h2><table><tr><th>check</th><th>kind</th><th>failures</th>"
-            + ("<th>in error trials</th>" if infra else "") + f"</tr>{rows}</table>{note}")
+    rows = "".join(
+        f"<tr><td>{e(c.name)}</td><td>{e(c.kind)}</td><td>{c.failures}</td>"
+        + (f"<td>{c.in_error_trials or ''}</td>" if infra else "")
+        + "</tr>"
+        for c in failing
+    )
+    note = f'<p class="dim">{e(IN_ERROR_TRIALS)}.</p>' if infra else ""
+    return (
+        '<h2 id="checks">checks that fail most</h2><table><tr><th>check</th><th>kind</th><th>failures</th>'
+        + ("<th>in error trials</th>" if infra else "")
+        + f"</tr>{rows}</table>{note}"
+    )
 
 
 def _distributions(digest: Digest) -> str:
@@ -179,13 +234,19 @@ def _distributions(digest: Digest) -> str:
     if latency:
         charts.append(histogram_svg("trial duration", latency, "s"))
     unknown = len(costs) - len(known)
-    note = f'<p class="dim">cost unknown for {unknown} of {len(costs)} trials (unpriced models).</p>' if unknown else ""
+    note = (
+        f'<p class="dim">cost unknown for {unknown} of {len(costs)} trials (unpriced models).</p>'
+        if unknown
+        else ""
+    )
     if len(latency) < len(durations):
-        note += (f'<p class="dim">duration unknown for {len(durations) - len(latency)} of {len(durations)} trials '
-                 "(imported without times): left out of the chart.</p>")
+        note += (
+            f'<p class="dim">duration unknown for {len(durations) - len(latency)} of {len(durations)} trials '
+            "(imported without times): left out of the chart.</p>"
+        )
     if not charts:
         return ""
-    return f"<h2 id=\"distributions\">cost and latency</h2>{note}<div class=\"charts\">{''.join(charts)}</div>"
+    return f'<h2 id="distributions">cost and latency</h2>{note}<div class="charts">{"".join(charts)}</div>'
 
 
 def _failed_trials(summary: RunSummary, digest: Digest) -> str:
@@ -195,28 +256,34 @@ def _failed_trials(summary: RunSummary, digest: Digest) -> str:
             blocks.append(_trial(trial, digest, unfolded=not blocks))  # the first one open
         more = digest.more(sid)
         if more > 0:
-            blocks.append(f'<p class="dim">{e(sid)}: {more} more trials did not pass (simlab view shows them).</p>')
+            blocks.append(
+                f'<p class="dim">{e(sid)}: {more} more trials did not pass (simlab view shows them).</p>'
+            )
     if not blocks:
-        return "<h2 id=\"trials\">trials that did not pass</h2><p>none</p>"
-    return "<h2 id=\"trials\">trials that did not pass</h2>" + "\n".join(blocks)
+        return '<h2 id="trials">trials that did not pass</h2><p>none</p>'
+    return '<h2 id="trials">trials that did not pass</h2>' + "\n".join(blocks)
 
 
 def _trial(trial: FailedTrial, digest: Digest, unfolded: bool = False) -> str:
     record = trial.record or {}
     checks = record.get("checks") or []
-    failing_events = {c.get("event") for c in checks if c.get("status") in ("fail", "error") and c.get("hard", True)}
+    failing_events = {
+        c.get("event") for c in checks if c.get("status") in ("fail", "error") and c.get("hard", True)
+    }
     failing_events.add(trial.head.row.first_fault_event)  # the first faulty step (transcript/blame.py)
     events = (record.get("transcript") or {}).get("events") or []
     items = []
     for index, event in enumerate(events):
         mark = f' class="{FAILED_CLASS}"' if index in failing_events else ""
-        items.append(f"<li{mark} value=\"{index}\">{e(_event_text(event))}</li>")
+        items.append(f'<li{mark} value="{index}">{e(_event_text(event))}</li>')
     reasons = "".join(f"<li>{e(r)}</li>" for r in trial.reasons)
-    return (f"<details id=\"{trial_anchor(trial.unit_id)}\"{' open' if unfolded else ''}><summary>"
-            f"<code>{e(trial.unit_id)}</code> "
-            f"<span class=\"verdict-{e(trial.verdict)}\">{e(verdict_label(trial.verdict))}</span> — "
-            f"<span class=\"dim\">{e(digest.where(trial))}</span></summary>"
-            f"<ul>{reasons}</ul><ol class=\"events\" start=\"0\">{''.join(items)}</ol></details>")
+    return (
+        f'<details id="{trial_anchor(trial.unit_id)}"{" open" if unfolded else ""}><summary>'
+        f"<code>{e(trial.unit_id)}</code> "
+        f'<span class="verdict-{e(trial.verdict)}">{e(verdict_label(trial.verdict))}</span> — '
+        f'<span class="dim">{e(digest.where(trial))}</span></summary>'
+        f'<ul>{reasons}</ul><ol class="events" start="0">{"".join(items)}</ol></details>'
+    )
 
 
 def _coverage(cov: Coverage | str | None) -> str:
@@ -228,13 +295,22 @@ def _coverage(cov: Coverage | str | None) -> str:
         return f'{title}<p class="warn">not computed: {e(cov)}</p>'
     total = sum(len(s.entries) for s in cov.sections)
     rows = [(s.area, entry) for s in cov.sections for entry in s.entries if entry.status != "covered"]
-    cells = "".join(f"<tr><td>{e(area)}</td><td>{e(entry.name)}</td><td>{e(entry.status)}</td>"
-                    f"<td>{e('; '.join(entry.gaps) or entry.unknown)}</td></tr>" for area, entry in rows)
-    table = f"<table><tr><th>area</th><th>item</th><th>status</th><th>why</th></tr>{cells}</table>" if rows else ""
+    cells = "".join(
+        f"<tr><td>{e(area)}</td><td>{e(entry.name)}</td><td>{e(entry.status)}</td>"
+        f"<td>{e('; '.join(entry.gaps) or entry.unknown)}</td></tr>"
+        for area, entry in rows
+    )
+    table = (
+        f"<table><tr><th>area</th><th>item</th><th>status</th><th>why</th></tr>{cells}</table>"
+        if rows
+        else ""
+    )
     notes = "".join(f'<p class="warn">note: {e(n)}</p>' for n in cov.notes)
-    return (f'{title}{notes}<p>{cov.missing} missing of {total} items (tools, refusal paths, policy rules, '
-            f"persona traits, terminations, drift); <code>simlab coverage {e(cov.run_id or '')}</code> "
-            f"shows what covers each.</p>{table}")
+    return (
+        f"{title}{notes}<p>{cov.missing} missing of {total} items (tools, refusal paths, policy rules, "
+        f"persona traits, terminations, drift); <code>simlab coverage {e(cov.run_id or '')}</code> "
+        f"shows what covers each.</p>{table}"
+    )
 
 
 @cache
@@ -252,4 +328,8 @@ def _event_text(event: dict[str, Any]) -> str:
     text = event_text(typed, max_result_chars=TEXT_CHARS, model_calls=True) if typed is not None else None
     if text is None:
         text = json.dumps(event, ensure_ascii=False)
-    return text if len(text) <= TEXT_CHARS else text[:TEXT_CHARS] + f" … ({len(text) - TEXT_CHARS} more characters)"
+    return (
+        text
+        if len(text) <= TEXT_CHARS
+        else text[:TEXT_CHARS] + f" … ({len(text) - TEXT_CHARS} more characters)"
+    )

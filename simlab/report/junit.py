@@ -29,7 +29,9 @@ def junit_xml(summary: RunSummary, gates: GateReport, suite_id: str, digest: Dig
     if state.line:
         ET.SubElement(ET.SubElement(suite, "properties"), "property", name="completeness", value=state.line)
     counts = {"tests": 0, "failures": 0, "errors": 0, "skipped": 0}
-    total = sum(_scenario_case(suite, suite_id, sid, s, gates, digest, counts) for sid, s in summary.scenarios.items())
+    total = sum(
+        _scenario_case(suite, suite_id, sid, s, gates, digest, counts) for sid, s in summary.scenarios.items()
+    )
     _suite_gates_case(suite, suite_id, gates, state, counts)
     for key, value in counts.items():
         suite.set(key, str(value))
@@ -42,8 +44,15 @@ def junit_xml(summary: RunSummary, gates: GateReport, suite_id: str, digest: Dig
     return ET.tostring(root, encoding="unicode", xml_declaration=True) + "\n"
 
 
-def _scenario_case(suite: ET.Element, suite_id: str, sid: str, s: ScenarioFigures, gates: GateReport,
-                   digest: Digest | None, counts: dict[str, int]) -> float:
+def _scenario_case(
+    suite: ET.Element,
+    suite_id: str,
+    sid: str,
+    s: ScenarioFigures,
+    gates: GateReport,
+    digest: Digest | None,
+    counts: dict[str, int],
+) -> float:
     """One scenario's testcase; its trials' summed known duration (0 without a digest)."""
     case = ET.SubElement(suite, "testcase", classname=f"simlab.{suite_id}", name=sid)
     seconds = digest.seconds.get(sid, 0.0) if digest is not None else 0.0
@@ -53,33 +62,53 @@ def _scenario_case(suite: ET.Element, suite_id: str, sid: str, s: ScenarioFigure
     for k, hat in s.raw.pass_hat_k.items():
         if hat is not None:
             ET.SubElement(props, "property", name=f"pass^{k}", value=f"{hat:.4f}")
-    for name, value in (("passes", s.passes), ("trials", s.n), ("invalid", s.invalid), ("errors", s.errors),
-                        ("unjudged", s.unjudged + s.unjudged_counted_as_pass),
-                        ("unjudged_counted_as_pass", s.unjudged_counted_as_pass), ("cost_usd", s.cost_usd)):
+    for name, value in (
+        ("passes", s.passes),
+        ("trials", s.n),
+        ("invalid", s.invalid),
+        ("errors", s.errors),
+        ("unjudged", s.unjudged + s.unjudged_counted_as_pass),
+        ("unjudged_counted_as_pass", s.unjudged_counted_as_pass),
+        ("cost_usd", s.cost_usd),
+    ):
         ET.SubElement(props, "property", name=name, value=UNKNOWN if value is None else str(value))
     if digest is not None and digest.unknown_seconds.get(sid):  # time sums the known durations only
-        ET.SubElement(props, "property", name="duration_unknown_trials", value=str(digest.unknown_seconds[sid]))
+        ET.SubElement(
+            props, "property", name="duration_unknown_trials", value=str(digest.unknown_seconds[sid])
+        )
     trials = _trials_text(digest, sid)
     ids = _trial_ids(digest, sid)
     failed = [g for g in gates.results if g.scenario == sid and g.status == "fail"]
     if s.errors:
-        _add(case, "error", f"{s.errors} of {s.n} trials ended in an infrastructure error{ids}", counts, trials)
+        _add(
+            case, "error", f"{s.errors} of {s.n} trials ended in an infrastructure error{ids}", counts, trials
+        )
     elif failed:
         _add(case, "failure", "; ".join(g.reason for g in failed) + ids, counts, trials)
     elif s.unjudged:
-        _add(case, "error", f"{s.unjudged} of {s.n} trials are unjudged: a hard check did not run{ids}", counts,
-             trials)
+        _add(
+            case,
+            "error",
+            f"{s.unjudged} of {s.n} trials are unjudged: a hard check did not run{ids}",
+            counts,
+            trials,
+        )
     elif s.n and not s.valid.success.n:
-        _add(case, "skipped", f"all {s.n} trials were invalid simulations (the simulated user broke its "
-                              "script)", counts)
+        _add(
+            case,
+            "skipped",
+            f"all {s.n} trials were invalid simulations (the simulated user broke its script)",
+            counts,
+        )
     if trials:  # failing trials under no failed gate are still named, for whoever reads the log
         ET.SubElement(case, "system-out").text = trials
     counts["tests"] += 1
     return seconds
 
 
-def _suite_gates_case(suite: ET.Element, suite_id: str, gates: GateReport, state: RunState,
-                      counts: dict[str, int]) -> None:
+def _suite_gates_case(
+    suite: ET.Element, suite_id: str, gates: GateReport, state: RunState, counts: dict[str, int]
+) -> None:
     """The testcase of the suite-wide gates, led by what the run lacks when it is not whole."""
     case = ET.SubElement(suite, "testcase", classname=f"simlab.{suite_id}", name="suite gates")
     suite_results = [g for g in gates.results if g.scenario is None]
@@ -91,8 +120,12 @@ def _suite_gates_case(suite: ET.Element, suite_id: str, gates: GateReport, state
     elif failed:
         _add(case, "failure", "; ".join(f"{g.label}: {g.reason}" for g in failed), counts)
     out = ET.SubElement(case, "system-out")
-    out.text = "\n".join([*([state.line] if state.line else []),
-                          *(f"[{g.status}] {g.label}: {g.reason}" for g in suite_results)])
+    out.text = "\n".join(
+        [
+            *([state.line] if state.line else []),
+            *(f"[{g.status}] {g.label}: {g.reason}" for g in suite_results),
+        ]
+    )
     counts["tests"] += 1
 
 
@@ -102,7 +135,11 @@ def _trial_ids(digest: Digest | None, sid: str) -> str:
         return ""
     kept = digest.failed[sid]
     more = digest.more(sid)
-    return "; trials that did not pass: " + ", ".join(t.unit_id for t in kept) + (f" and {more} more" if more else "")
+    return (
+        "; trials that did not pass: "
+        + ", ".join(t.unit_id for t in kept)
+        + (f" and {more} more" if more else "")
+    )
 
 
 def _trials_text(digest: Digest | None, sid: str) -> str:
@@ -111,7 +148,9 @@ def _trials_text(digest: Digest | None, sid: str) -> str:
         return ""
     lines = []
     for trial in digest.failed.get(sid, []):
-        lines.append(f"{trial.unit_id}: {trial.verdict} — transcript {digest.where(trial)}")  # verdicts.py's name
+        lines.append(
+            f"{trial.unit_id}: {trial.verdict} — transcript {digest.where(trial)}"
+        )  # verdicts.py's name
         lines += [f"  - {reason}" for reason in trial.reasons]
     more = digest.more(sid)
     if more > 0:

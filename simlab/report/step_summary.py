@@ -16,8 +16,12 @@ GATE_ICON = {"pass": "✅ pass", "fail": "❌ fail", "inconclusive": "⚠️ inc
 def gates_markdown(report: GateReport, suite_id: str) -> str:
     """``GateReport.lines`` as markdown: the result with its exit code, a table of the gates, then
     why the run is inconclusive and how noisy each gate is, every text escaped."""
-    lines = [f"### simlab gates `{md_escape(suite_id)}`: {report.verdict} (exit {report.exit_code})", "",
-             "| gate | status | why |", "|---|---|---|"]
+    lines = [
+        f"### simlab gates `{md_escape(suite_id)}`: {report.verdict} (exit {report.exit_code})",
+        "",
+        "| gate | status | why |",
+        "|---|---|---|",
+    ]
     notes = []
     for line in report.lines():
         if line.status == "note":
@@ -36,8 +40,11 @@ def write_step_summary(summary: RunSummary, gates: GateReport | None = None, sui
     if not path:
         return False
     gated = gates_markdown(gates, suite_id) + "\n" if gates is not None else ""
-    text = "".join(f"{line}\n" for line in state_markdown(summary)) + gated \
+    text = (
+        "".join(f"{line}\n" for line in state_markdown(summary))
+        + gated
         + render(summary, "markdown", state_line=False)
+    )
     with open(path, "a", encoding="utf-8") as fh:
         fh.write(text + "\n")
     return True

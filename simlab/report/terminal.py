@@ -88,15 +88,27 @@ def print_report(summary: RunSummary, console: Console, *, view: str = "raw", to
     state = summary_state(summary)
     if state.line:  # first: what the figures below do not stand for
         say(console, one_line(state.line), "bold yellow")
-    console.print(Text(f"run {one_line(summary.run_id)} · {summary.trials} graded trials · "
-                       f"{summary.scenarios_count} scenarios", style="bold"))
+    console.print(
+        Text(
+            f"run {one_line(summary.run_id)} · {summary.trials} graded trials · "
+            f"{summary.scenarios_count} scenarios",
+            style="bold",
+        )
+    )
     for warning in summary.warnings:
         say(console, f"warning: {one_line(warning)}", "yellow")
     if summary.ungraded:
-        imported = isinstance(summary.pins.get("agent"), dict) and summary.pins["agent"].get("kind") == "observed"
-        how = "grade-traces {} --rules RULES.yaml" if imported else "grade {}"  # an imported run: production traces
-        say(console, f"{summary.ungraded} trials are not graded: run `simlab "
-            f"{how.format(one_line(summary.run_id))}`", "yellow")
+        imported = (
+            isinstance(summary.pins.get("agent"), dict) and summary.pins["agent"].get("kind") == "observed"
+        )
+        how = (
+            "grade-traces {} --rules RULES.yaml" if imported else "grade {}"
+        )  # an imported run: production traces
+        say(
+            console,
+            f"{summary.ungraded} trials are not graded: run `simlab {how.format(one_line(summary.run_id))}`",
+            "yellow",
+        )
     for line in _headline(suite, max_k):
         say(console, line)
     console.print(_scenario_table(summary, max_k, view, console.width))
@@ -119,7 +131,10 @@ def print_report(summary: RunSummary, console: Console, *, view: str = "raw", to
         if infra:
             say(console, IN_ERROR_TRIALS, "dim")
     terms = suite.terminations
-    say(console, "terminations (how each trial ended): " + ", ".join(f"{one_line(k)} {v}" for k, v in terms.items()))
+    say(
+        console,
+        "terminations (how each trial ended): " + ", ".join(f"{one_line(k)} {v}" for k, v in terms.items()),
+    )
     for sid, d in summary.divergence.items():  # a replay run (run --replay): where agents left the recording
         turn = f", mean turn {d.mean_turn:.3g}" if d.mean_turn is not None else ""
         say(console, f"replay {one_line(sid)}: diverged in {d.diverged} of {d.replayed} trials{turn}")
@@ -155,14 +170,13 @@ def _headline(suite: SuiteFigures, max_k: int) -> list[str]:
         + (f"unjudged {upper_bound(unjudged)}   " if unjudged.c else "")
         + f"policy violations {upper_bound(suite.policy_violation_rate)}   "
         f"loops (one call repeated) {upper_bound(suite.loop_rate)}",
-        f"cost {money(suite.cost_usd)}   per success {per_success(suite.cost_per_success_usd, suite.raw.success.c)}   "
+        f"cost {money(suite.cost_usd)}   per success "
+        f"{per_success(suite.cost_per_success_usd, suite.raw.success.c)}   "
         + (f"judge {money(suite.judge_cost_usd)} ({suite.judge_calls} calls)   " if suite.judge_calls else "")
-        +
-        f"tokens p50 {count(suite.tokens.p50)} p95 {count(suite.tokens.p95)}   "
+        + f"tokens p50 {count(suite.tokens.p50)} p95 {count(suite.tokens.p95)}   "
         f"latency p50 {seconds(suite.latency_s.p50)} p95 {seconds(suite.latency_s.p95)}   "
         + (f"(duration unknown for {suite.latency_s.unknown} trials)   " if suite.latency_s.unknown else "")
-        +
-        f"retries {suite.retries} ({suite.retry_wait_s:.1f}s waiting)",
+        + f"retries {suite.retries} ({suite.retry_wait_s:.1f}s waiting)",
     ]
     return lines
 
@@ -196,11 +210,12 @@ def _scenario_table(summary: RunSummary, max_k: int, view: str, width: int) -> T
         figures = s.view(view)
         cells: list[Text | str] = [Text(one_line(sid)), f"{s.passes}/{s.n}", interval(figures.success)]
         cells += [pct(figures.pass_hat_k.get(k)) for k in ks if k > 1]
-        cells += [curve(list(figures.pass_hat_k.values()), points),
-                  class_label(s.flake_class, DASH)]
+        cells += [curve(list(figures.pass_hat_k.values()), points), class_label(s.flake_class, DASH)]
         if medium:
-            cells.append(f"{s.invalid}/{s.errors}"
-                         + (f"/{unjudged_text(s.unjudged, s.unjudged_counted_as_pass)}" if unjudged else ""))
+            cells.append(
+                f"{s.invalid}/{s.errors}"
+                + (f"/{unjudged_text(s.unjudged, s.unjudged_counted_as_pass)}" if unjudged else "")
+            )
         if wide:
             cells.append(per_success(s.cost_per_success_usd, s.passes))
         table.add_row(*cells)
@@ -215,18 +230,24 @@ def _why(summary: RunSummary, console: Console, top: int) -> None:
         console.print(Text(why.TITLE, style="italic"))
         for line in lines:
             trials, scenarios, blame, mode, first, weight = line.cells[:6]
-            say(console, f"  {_plural(trials, 'trial')} · {_plural(scenarios, 'scenario')} · {blame}: {mode}",
-                indent=4)
+            say(
+                console,
+                f"  {_plural(trials, 'trial')} · {_plural(scenarios, 'scenario')} · {blame}: {mode}",
+                indent=4,
+            )
             say(console, f"    read first {first} · if fixed: {weight}", "dim", indent=6)
             if len(line.cells) > 6:
                 say(console, f"    {why.CAUSE}: {line.cells[6]}", indent=6)
     else:
         table = Table(title=why.TITLE, title_justify="left", show_edge=False)
         for name in why.HEADER:  # a cause is a sentence: it gets a line of its own below the table
-            table.add_column(name, justify="right" if name in ("trials", "scenarios") else "left",
-                             no_wrap=name != "failure mode")
+            table.add_column(
+                name,
+                justify="right" if name in ("trials", "scenarios") else "left",
+                no_wrap=name != "failure mode",
+            )
         for line in lines:
-            table.add_row(*(Text(cell) for cell in line.cells[:len(why.HEADER)]))
+            table.add_row(*(Text(cell) for cell in line.cells[: len(why.HEADER)]))
         console.print(table)
         for text in why.cause_lines(lines):
             say(console, f"  {text}", indent=4)

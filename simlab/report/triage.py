@@ -43,8 +43,9 @@ def read_triage(folder: Path) -> Triage | None:
     except ValidationError as exc:
         first = exc.errors()[0]
         where = ".".join(map(str, first["loc"])) or "file"
-        raise SpecError(f"{path}: {where}: {first['msg']} (run `simlab triage --judge MODEL` again to "
-                        "rewrite it)") from None
+        raise SpecError(
+            f"{path}: {where}: {first['msg']} (run `simlab triage --judge MODEL` again to rewrite it)"
+        ) from None
 
 
 def attach_causes(summary: RunSummary, triage: Triage | None) -> None:
@@ -65,8 +66,15 @@ def representatives(folder: Path, unit_ids: set[str]) -> dict[str, TrialRecord]:
     return found
 
 
-async def triage_run(folder: Path, judge: ChatModel, modes: list[FailureMode], *, run_id: str,
-                     max_attempts: int = 3, now: Callable[[], datetime] | None = None) -> Triage:
+async def triage_run(
+    folder: Path,
+    judge: ChatModel,
+    modes: list[FailureMode],
+    *,
+    run_id: str,
+    max_attempts: int = 3,
+    now: Callable[[], datetime] | None = None,
+) -> Triage:
     """Ask ``judge`` for the cause of each of ``modes`` (one question each, retried when malformed up
     to ``max_attempts`` calls) and write ``triage.json`` into ``folder``."""
     from simlab.graders.judge import judge_pin  # the judges load only when one is asked
@@ -78,15 +86,25 @@ async def triage_run(folder: Path, judge: ChatModel, modes: list[FailureMode], *
     for mode in modes:
         record = records.get(mode.representative)
         if record is None:
-            raise SpecError(f"{folder / 'trials.jsonl'}: the trial {mode.representative!r} that represents failure "
-                            f"mode {mode.mode!r} is not there any more; run `simlab report` first")
-        causes.append(await ask_cause(judge, record, trials=mode.trials, max_attempts=max_attempts, calls=calls))
+            raise SpecError(
+                f"{folder / 'trials.jsonl'}: the trial {mode.representative!r} that represents failure "
+                f"mode {mode.mode!r} is not there any more; run `simlab report` first"
+            )
+        causes.append(
+            await ask_cause(judge, record, trials=mode.trials, max_attempts=max_attempts, calls=calls)
+        )
     usage = Usage(input_tokens=0, output_tokens=0, cost_usd=0.0)
     for call in calls:
         usage = usage + call.usage
     stamp = (now or (lambda: datetime.now(UTC)))()
-    triage = Triage(run_id=run_id, created_at=stamp.isoformat(timespec="seconds"), judge=judge_pin(judge),
-                    causes=causes, calls=len(calls), usage=usage)
+    triage = Triage(
+        run_id=run_id,
+        created_at=stamp.isoformat(timespec="seconds"),
+        judge=judge_pin(judge),
+        causes=causes,
+        calls=len(calls),
+        usage=usage,
+    )
     data = mask_tree(triage.model_dump(mode="json"))
     write_atomic(folder / TRIAGE_FILE, json.dumps(data, indent=2, ensure_ascii=False) + "\n")
     return Triage.model_validate(data)

@@ -6,11 +6,15 @@ from __future__ import annotations
 from simlab.inert import one_line
 from simlab.results.figures import RunSummary
 
-_WHY_UNJUDGED = {"rubric": "needs a judge model (--judge)", "groundedness": "needs a judge model (--judge)",
-                 "drift": "needs a judge model (--judge)", "budget": "the amount was unknown (e.g. an unpriced model)",
-                 # issue 15: an agent service that used none of the tools simlab served it (graders/served.py)
-                 "state": "was not run: the agent service called none of the served tools",
-                 "trajectory": "was not run: the agent service called none of the served tools"}
+_WHY_UNJUDGED = {
+    "rubric": "needs a judge model (--judge)",
+    "groundedness": "needs a judge model (--judge)",
+    "drift": "needs a judge model (--judge)",
+    "budget": "the amount was unknown (e.g. an unpriced model)",
+    # issue 15: an agent service that used none of the tools simlab served it (graders/served.py)
+    "state": "was not run: the agent service called none of the served tools",
+    "trajectory": "was not run: the agent service called none of the served tools",
+}
 
 
 def trouble_lines(summary: RunSummary) -> list[str]:
@@ -21,13 +25,18 @@ def trouble_lines(summary: RunSummary) -> list[str]:
     suite = summary.suite
     if suite.error_rate.c:
         causes = summary.error_causes
-        lines.append(f"errors: {suite.error_rate.c} trials could not be judged (infrastructure, a crashed domain tool, "
-                     "an undecidable check)"
-                     + (": " + "; ".join(f"{c.trials}× {one_line(c.cause)}" for c in causes[:3]) if causes else ""))
+        lines.append(
+            f"errors: {suite.error_rate.c} trials could not be judged (infrastructure, a crashed domain "
+            "tool, "
+            "an undecidable check)"
+            + (": " + "; ".join(f"{c.trials}× {one_line(c.cause)}" for c in causes[:3]) if causes else "")
+        )
     for c in summary.check_errors[:3]:
         hard = "hard" if c.hard else "soft"
-        lines.append(f"check errors: {one_line(c.name)} ({c.kind}, {hard}) could not be decided in {c.count} "
-                     f"trials: {one_line(c.reason)}")
+        lines.append(
+            f"check errors: {one_line(c.name)} ({c.kind}, {hard}) could not be decided in {c.count} "
+            f"trials: {one_line(c.reason)}"
+        )
     unjudged = summary.unjudged
     left = suite.unjudged_rate
     if unjudged.trials:
@@ -36,10 +45,15 @@ def trouble_lines(summary: RunSummary) -> list[str]:
         named = ", ".join(f"{one_line(c.name)} ×{c.trials}" for c in unjudged.checks[:4])
         if unjudged.counted_as_pass:
             allowed = ", ".join(unjudged.allowed_kinds)
-            lines.append(f"unjudged: {unjudged.trials} trials had hard checks that did not run ({named}); "
-                         f"{unjudged.counted_as_pass} of them count as passes because allow_unjudged names "
-                         f"[{allowed}]" + (f" — {needs}" if needs else ""))
+            lines.append(
+                f"unjudged: {unjudged.trials} trials had hard checks that did not run ({named}); "
+                f"{unjudged.counted_as_pass} of them count as passes because allow_unjudged names "
+                f"[{allowed}]" + (f" — {needs}" if needs else "")
+            )
         if left.c:
-            lines.append(f"unjudged: {left.c} trials have no verdict: hard checks did not run ({named})"
-                         + (f" — {needs}" if needs else "") + "; they are not counted as passes")
+            lines.append(
+                f"unjudged: {left.c} trials have no verdict: hard checks did not run ({named})"
+                + (f" — {needs}" if needs else "")
+                + "; they are not counted as passes"
+            )
     return lines

@@ -15,8 +15,10 @@ from simlab.transcript.causes import ModeCause, Triage
 
 TITLE = "why trials failed"
 HEADER = ("trials", "scenarios", "blame", "failure mode", "read first", "if fixed")
-NOTE = ("blame: whose fault · read first: the mode's first trial, at its first faulty step · "
-        "if fixed: pass^k with this mode's trials as passes")
+NOTE = (
+    "blame: whose fault · read first: the mode's first trial, at its first faulty step · "
+    "if fixed: pass^k with this mode's trials as passes"
+)
 CAUSE = "cause"  # the column added when a mode has a written cause (simlab triage)
 CAUSE_NOTE = "cause: the judge's fault type and sentence for the mode's first trial (simlab triage)"
 TRIAGE_HEADER = ("failure mode", "trials", "fault type", "cause")
@@ -32,9 +34,21 @@ def mode_lines(summary: RunSummary, top: int) -> list[ModeLine]:
     """The ``top`` modes of a run as table rows; a ``cause`` cell last when any of them has one."""
     modes = summary.failure_modes[:top]
     caused = any(m.cause is not None for m in modes)
-    return [ModeLine(m, (str(m.trials), str(len(m.scenarios)), m.blame, one_line(m.mode.removeprefix(f"{m.blame}: ")),
-                         first_step(m), weight(summary, m)) + ((cause_text(m.cause),) if caused else ()))
-            for m in modes]
+    return [
+        ModeLine(
+            m,
+            (
+                str(m.trials),
+                str(len(m.scenarios)),
+                m.blame,
+                one_line(m.mode.removeprefix(f"{m.blame}: ")),
+                first_step(m),
+                weight(summary, m),
+            )
+            + ((cause_text(m.cause),) if caused else ()),
+        )
+        for m in modes
+    ]
 
 
 def header(lines: list[ModeLine]) -> tuple[str, ...]:
@@ -49,8 +63,11 @@ def note(lines: list[ModeLine]) -> str:
 def cause_lines(lines: list[ModeLine]) -> list[str]:
     """The causes of ``lines`` one line each, for a surface that lists them below its table (modes
     without one left out)."""
-    return [f"{CAUSE} of {line.cells[3]}: {line.cells[6]}" for line in lines
-            if len(line.cells) > len(HEADER) and line.mode.cause is not None]
+    return [
+        f"{CAUSE} of {line.cells[3]}: {line.cells[6]}"
+        for line in lines
+        if len(line.cells) > len(HEADER) and line.mode.cause is not None
+    ]
 
 
 def cause_text(cause: ModeCause | None) -> str:
@@ -64,22 +81,32 @@ def cause_text(cause: ModeCause | None) -> str:
 
 def triage_rows(triage: Triage) -> list[tuple[str, str, str, str]]:
     """``simlab triage``'s table (``TRIAGE_HEADER``): one row per mode triaged."""
-    return [(one_line(c.mode), str(c.trials), c.fault_type or "undecided",
-             one_line(c.cause) if c.cause is not None else one_line(c.undecided or "no answer"))
-            for c in triage.causes]
+    return [
+        (
+            one_line(c.mode),
+            str(c.trials),
+            c.fault_type or "undecided",
+            one_line(c.cause) if c.cause is not None else one_line(c.undecided or "no answer"),
+        )
+        for c in triage.causes
+    ]
 
 
 def triage_cost(triage: Triage) -> str:
     """What the triage cost, as every report says a model role's cost."""
     usage, ref = triage.usage, one_line(str(triage.judge.get("ref", "?")))
-    return (f"judge {ref}: {triage.calls} calls, {count(usage.input_tokens)} tokens in, "
-            f"{count(usage.output_tokens)} out, cost {money(usage.cost_usd)}")
+    return (
+        f"judge {ref}: {triage.calls} calls, {count(usage.input_tokens)} tokens in, "
+        f"{count(usage.output_tokens)} out, cost {money(usage.cost_usd)}"
+    )
 
 
 def more_modes(summary: RunSummary, top: int) -> str:
     """A line on the modes beyond the ``top`` shown (those summary.json left out included), or ''."""
     more = max(0, len(summary.failure_modes) - top) + summary.failure_modes_more
-    return f"{more} more failure modes (summary.json has the top {len(summary.failure_modes)})" if more else ""
+    return (
+        f"{more} more failure modes (summary.json has the top {len(summary.failure_modes)})" if more else ""
+    )
 
 
 def first_step(mode: FailureMode) -> str:

@@ -42,7 +42,7 @@ def _cut(text: str, width: int) -> int:
     phrase boundary outside brackets and quotes if one fits (inside them only if none does), a
     late one rather than an early one (a stub line), a stronger one a little earlier; between two
     words only when no phrase boundary fits; mid-word only when nothing else does."""
-    fits = [b for b in _breaks(text) if 0 < b[0] and cell_len(text[:b[0]].rstrip()) <= width]
+    fits = [b for b in _breaks(text) if 0 < b[0] and cell_len(text[: b[0]].rstrip()) <= width]
     if not fits:
         return _hard_cut(text, width)
     pool = [b for b in fits if b[2]] or fits  # phrase boundaries first

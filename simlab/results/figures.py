@@ -55,7 +55,9 @@ class ViewFigures(_Figures):
     """The figures of one view: ``raw`` (every graded trial) or ``valid`` (pass and fail only)."""
 
     success: Rate
-    pass_k: dict[int, PassPoint] = Field(default_factory=dict, description="The curve, k = 1 … (at most 100).")
+    pass_k: dict[int, PassPoint] = Field(
+        default_factory=dict, description="The curve, k = 1 … (at most 100)."
+    )
 
     @property
     def pass_hat_k(self) -> dict[int, float | None]:
@@ -69,8 +71,10 @@ class ViewFigures(_Figures):
 
 
 class SuiteView(ViewFigures):
-    pass_k: dict[int, SuitePassPoint] = Field(default_factory=dict,  # type: ignore[assignment]
-                                              description="The mean curve over scenarios, k = 1 … (at most 100).")
+    pass_k: dict[int, SuitePassPoint] = Field(
+        default_factory=dict,  # type: ignore[assignment]
+        description="The mean curve over scenarios, k = 1 … (at most 100).",
+    )
 
 
 class Percentiles(_Figures):
@@ -144,8 +148,11 @@ class CheckFailures(_Figures):
     name: str
     kind: str
     failures: int
-    in_error_trials: int = Field(0, description="Of the failures, those in trials that ended in an infrastructure "
-                                                "error: the check failed because the trial could not be played.")
+    in_error_trials: int = Field(
+        0,
+        description="Of the failures, those in trials that ended in an infrastructure "
+        "error: the check failed because the trial could not be played.",
+    )
 
 
 class UnjudgedCheck(_Figures):
@@ -171,7 +178,9 @@ class ErrorCause(_Figures):
 class FailureMode(_Figures):
     """Trials that did not pass the same way (``transcript/blame.py``), ranked by the trials they cost."""
 
-    mode: str = Field(description="The signature: blame, the deciding check's kind and name, the tool at the step.")
+    mode: str = Field(
+        description="The signature: blame, the deciding check's kind and name, the tool at the step."
+    )
     blame: str
     trials: int
     scenarios: list[str] = Field(description="The scenarios it cost trials in, sorted.")
@@ -180,11 +189,16 @@ class FailureMode(_Figures):
     first_fault_turn: int | None = None
     first_fault_event: int | None = None
     without: dict[int, float | None] = Field(
-        default_factory=dict, description="The suite's pass^k (suite.raw) at a few k had these trials passed: its "
-                                          "weight on the headline.")
-    cause: ModeCause | None = Field(None, exclude_if=lambda v: v is None,
-                                    description="Its written cause, from the run's triage.json (simlab triage); "
-                                                "absent when the mode was not triaged.")
+        default_factory=dict,
+        description="The suite's pass^k (suite.raw) at a few k had these trials passed: its "
+        "weight on the headline.",
+    )
+    cause: ModeCause | None = Field(
+        None,
+        exclude_if=lambda v: v is None,
+        description="Its written cause, from the run's triage.json (simlab triage); "
+        "absent when the mode was not triaged.",
+    )
 
 
 class CheckError(_Figures):
@@ -203,11 +217,17 @@ class Completeness(_Figures):
     finished: int = 0
     unplanned: int = 0
     manifest: bool = True
-    partial: str | None = Field(None, description="A run of a part of its suite (simlab run --suite … -k …): "
-                                                  "'partial: 1 of 10 scenarios' (runner/suite_plan.partial_text); "
-                                                  "None when it is the suite's whole plan or played without one.")
-    partial_ok: bool = Field(False, description="The part was accepted by name (simlab run --partial-ok): the "
-                                                "reports say 'partial' and the gates still decide.")
+    partial: str | None = Field(
+        None,
+        description="A run of a part of its suite (simlab run --suite … -k …): "
+        "'partial: 1 of 10 scenarios' (runner/suite_plan.partial_text); "
+        "None when it is the suite's whole plan or played without one.",
+    )
+    partial_ok: bool = Field(
+        False,
+        description="The part was accepted by name (simlab run --partial-ok): the "
+        "reports say 'partial' and the gates still decide.",
+    )
 
     @model_serializer(mode="wrap")
     def _without_unset_partial(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
@@ -224,7 +244,9 @@ class Divergence(_Figures):
 
     replayed: int = Field(description="Trials whose user turns were replayed.")
     diverged: int = Field(description="Of those, trials whose agent diverged from the recording.")
-    mean_turn: float | None = Field(None, description="The mean turn of the first divergence; None when none diverged.")
+    mean_turn: float | None = Field(
+        None, description="The mean turn of the first divergence; None when none diverged."
+    )
 
 
 class DatasetScore(_Figures):
@@ -232,24 +254,35 @@ class DatasetScore(_Figures):
     recall and F1, or what a suite's summary function returned. ``score`` None: undefined or
     unknown (with ``error`` when the function failed), never 0."""
 
-    key: str = Field(description="The figure's name, as a gate names it (tool_f1, or the key a function returned).")
+    key: str = Field(
+        description="The figure's name, as a gate names it (tool_f1, or the key a function returned)."
+    )
     score: float | None = None
     source: str = Field(description="'simlab' for the built-in figures, or the function's module:function.")
     detail: str = Field("", description="What it was computed from, e.g. 'tp=18 fp=2 fn=6 over 24 trials'.")
-    error: str | None = Field(None, description="Why a summary function gave no score (it raised, or returned "
-                                                "something other than {key, score}).")
+    error: str | None = Field(
+        None,
+        description="Why a summary function gave no score (it raised, or returned "
+        "something other than {key, score}).",
+    )
     trials: int | None = Field(None, description="The trials it was computed over.")
-    unknown_trials: int = Field(0, description="Trials whose counts are unknown (heads written before simlab kept "
-                                               "them): a gate on the figure is inconclusive.")
+    unknown_trials: int = Field(
+        0,
+        description="Trials whose counts are unknown (heads written before simlab kept "
+        "them): a gate on the figure is inconclusive.",
+    )
 
 
 class RunSummary(_Figures):
     """``summary.json``: a run's figures, per scenario and for the suite."""
 
-    state: str | None = Field(None, description="First: 'complete', or what every report's first line says of a "
-                                                "run that is not ('incomplete: 924 of 3,000 planned trials', "
-                                                "report/completeness.py); None: not counted (not built from a "
-                                                "run folder).")
+    state: str | None = Field(
+        None,
+        description="First: 'complete', or what every report's first line says of a "
+        "run that is not ('incomplete: 924 of 3,000 planned trials', "
+        "report/completeness.py); None: not counted (not built from a "
+        "run folder).",
+    )
     schema_version: int = SUMMARY_SCHEMA_VERSION
     run_id: str | None = None
     trials: int
@@ -266,21 +299,29 @@ class RunSummary(_Figures):
     check_errors: list[CheckError] = Field(default_factory=list)
     invalid_by_simulator: dict[str, Rate] = Field(default_factory=dict)
     pins: dict[str, Any] = Field(default_factory=dict)
-    mixed_pins: list[str] = Field(default_factory=list, description="Pin differences a resume with --force went "
-                                                                    "over: the run's trials mix configurations.")
+    mixed_pins: list[str] = Field(
+        default_factory=list,
+        description="Pin differences a resume with --force went over: the run's trials mix configurations.",
+    )
     completeness: Completeness | None = None
     warnings: list[str] = Field(default_factory=list)
-    divergence: dict[str, Divergence] = Field(default_factory=dict, description="Per scenario, for a replay run "
-                                                                                "(run --replay): added last.")
+    divergence: dict[str, Divergence] = Field(
+        default_factory=dict, description="Per scenario, for a replay run (run --replay): added last."
+    )
     adk_criteria: dict[str, dict[str, Rate]] = Field(
-        default_factory=dict, description="Per scenario imported from ADK, per ADK criterion: the trials whose score "
-                                          "met its threshold, of the trials it ran in (ADK itself runs a case once).")
+        default_factory=dict,
+        description="Per scenario imported from ADK, per ADK criterion: the trials whose score "
+        "met its threshold, of the trials it ran in (ADK itself runs a case once).",
+    )
     dataset: dict[str, DatasetScore] = Field(
-        default_factory=dict, description="Dataset-level figures by key: tool_precision, tool_recall, tool_f1 "
-                                          "(pooled over trials with a trajectory), and the keys of summary functions.")
-    failure_modes: list[FailureMode] = Field(default_factory=list, description="Why trials failed: the modes of "
-                                                                               "the trials that did not pass, "
-                                                                               "most costly first.")
+        default_factory=dict,
+        description="Dataset-level figures by key: tool_precision, tool_recall, tool_f1 "
+        "(pooled over trials with a trajectory), and the keys of summary functions.",
+    )
+    failure_modes: list[FailureMode] = Field(
+        default_factory=list,
+        description="Why trials failed: the modes of the trials that did not pass, most costly first.",
+    )
     failure_modes_more: int = Field(0, description="Modes left out of failure_modes (the top ones are kept).")
 
 
@@ -311,8 +352,10 @@ class ScenarioChange(_Figures):
     verdict: ChangeVerdict
     flipped: bool = Field(description="Went from always passing to always failing, or back.")
     flake_class: FlakeChange
-    detectable: float | None = Field(None, description="The smallest difference these trial counts can tell "
-                                                       "from noise (80 % power, 5 % level).")
+    detectable: float | None = Field(
+        None,
+        description="The smallest difference these trial counts can tell from noise (80 % power, 5 % level).",
+    )
 
 
 class PooledChange(_Figures):
@@ -350,8 +393,10 @@ class ModeChange(_Figures):
     candidate: int | None
     base_share: float | None
     candidate_share: float | None
-    status: ModeStatus = Field(description="new: only in the candidate; fixed: only in the base; grew/shrank: "
-                                           "its share of the trials; unknown: beyond one side's kept modes.")
+    status: ModeStatus = Field(
+        description="new: only in the candidate; fixed: only in the base; grew/shrank: "
+        "its share of the trials; unknown: beyond one side's kept modes."
+    )
 
 
 class Comparison(_Figures):
@@ -364,5 +409,7 @@ class Comparison(_Figures):
     pooled: PooledChange
     paired: Paired
     warnings: list[str] = Field(default_factory=list)
-    modes: list[ModeChange] = Field(default_factory=list, description="Failure modes new in the candidate, "
-                                                                     "fixed, grown or shrunk (then the same ones).")
+    modes: list[ModeChange] = Field(
+        default_factory=list,
+        description="Failure modes new in the candidate, fixed, grown or shrunk (then the same ones).",
+    )

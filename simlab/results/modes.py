@@ -17,8 +17,9 @@ TOP_MODES = 20  # modes kept in summary.json; the rest are counted (RunSummary.f
 WEIGHT_KS = (1, 2, 3, 5, 8)  # the k's a mode's weight is given at, with the largest k of the run
 
 
-def failure_modes(rows: list[dict[str, Any]], counts: dict[str, tuple[int, int]],
-                  top_k: int) -> tuple[list[FailureMode], int]:
+def failure_modes(
+    rows: list[dict[str, Any]], counts: dict[str, tuple[int, int]], top_k: int
+) -> tuple[list[FailureMode], int]:
     """(the top modes, how many more there are) from the summary's rows (``frames.collect``,
     already judged: an unjudged trial counted as a pass is a pass); ``counts``: scenario → (passes,
     trials)."""
@@ -26,13 +27,18 @@ def failure_modes(rows: list[dict[str, Any]], counts: dict[str, tuple[int, int]]
     for r in rows:
         if r.get("fault") is not None and r["verdict"] != "pass":
             groups.setdefault(r["fault"][0], []).append(r)
-    ranked = sorted(groups.items(), key=lambda kv: (-len(kv[1]), -len({r["scenario_id"] for r in kv[1]}), kv[0]))
+    ranked = sorted(
+        groups.items(), key=lambda kv: (-len(kv[1]), -len({r["scenario_id"] for r in kv[1]}), kv[0])
+    )
     ks = sorted({k for k in WEIGHT_KS if k <= top_k} | ({top_k} if top_k else set()))
-    return [_mode(name, members, counts, ks) for name, members in ranked[:TOP_MODES]], max(0, len(ranked) - TOP_MODES)
+    return [_mode(name, members, counts, ks) for name, members in ranked[:TOP_MODES]], max(
+        0, len(ranked) - TOP_MODES
+    )
 
 
-def _mode(name: str, members: list[dict[str, Any]], counts: dict[str, tuple[int, int]],
-          ks: list[int]) -> FailureMode:
+def _mode(
+    name: str, members: list[dict[str, Any]], counts: dict[str, tuple[int, int]], ks: list[int]
+) -> FailureMode:
     first = members[0]
     _, blame, unit_id, turn, event = first["fault"]
     verdicts: dict[str, int] = {}
@@ -40,10 +46,20 @@ def _mode(name: str, members: list[dict[str, Any]], counts: dict[str, tuple[int,
     for r in members:
         verdicts[r["verdict"]] = verdicts.get(r["verdict"], 0) + 1
         gained[r["scenario_id"]] = gained.get(r["scenario_id"], 0) + 1
-    return FailureMode(mode=name, blame=blame, trials=len(members), scenarios=sorted(gained), verdicts=verdicts,
-                       representative=unit_id, first_fault_turn=turn, first_fault_event=event,
-                       without={k: _suite_pass_k(counts, gained, k) for k in ks})
+    return FailureMode(
+        mode=name,
+        blame=blame,
+        trials=len(members),
+        scenarios=sorted(gained),
+        verdicts=verdicts,
+        representative=unit_id,
+        first_fault_turn=turn,
+        first_fault_event=event,
+        without={k: _suite_pass_k(counts, gained, k) for k in ks},
+    )
 
 
 def _suite_pass_k(counts: dict[str, tuple[int, int]], gained: dict[str, int], k: int) -> float | None:
-    return mean_defined([pass_hat_k(c + gained.get(scenario, 0), n, k) for scenario, (c, n) in counts.items()])
+    return mean_defined(
+        [pass_hat_k(c + gained.get(scenario, 0), n, k) for scenario, (c, n) in counts.items()]
+    )

@@ -31,8 +31,10 @@ def binom_pmf(n: int, p: float) -> list[float]:
         return [1.0 if x == (n if p == 1.0 else 0) else 0.0 for x in range(n + 1)]
     lp, lq = math.log(p), math.log1p(-p)
     head = math.lgamma(n + 1)
-    return [math.exp(head - math.lgamma(x + 1) - math.lgamma(n - x + 1) + x * lp + (n - x) * lq)
-            for x in range(n + 1)]
+    return [
+        math.exp(head - math.lgamma(x + 1) - math.lgamma(n - x + 1) + x * lp + (n - x) * lq)
+        for x in range(n + 1)
+    ]
 
 
 def binom_cdf(x: int, n: int, p: float) -> float:
@@ -128,8 +130,9 @@ def _need(metric: str, n: int, op: str, bound: Fraction) -> int:
     return low
 
 
-def gate_fail_chance(metric: str, op: str, bound: float, trials: Sequence[int], p: float,
-                     scope: str = "suite") -> float | None:
+def gate_fail_chance(
+    metric: str, op: str, bound: float, trials: Sequence[int], p: float, scope: str = "suite"
+) -> float | None:
     """The chance that the gate ``METRIC OP bound`` fails on a run with ``trials[i]`` valid trials
     in scenario i, when every trial succeeds with probability ``p``.
 
@@ -159,8 +162,17 @@ def gate_fail_chance(metric: str, op: str, bound: float, trials: Sequence[int], 
     return min(1.0, max(0.0, failed))
 
 
-def trials_needed(metric: str, op: str, bound: float, scenarios: int, true_value: float, *,
-                  alpha: float = 0.05, scope: str = "suite", cap: int = 1000) -> int | None:
+def trials_needed(
+    metric: str,
+    op: str,
+    bound: float,
+    scenarios: int,
+    true_value: float,
+    *,
+    alpha: float = 0.05,
+    scope: str = "suite",
+    cap: int = 1000,
+) -> int | None:
     """The smallest number of trials per scenario at which an agent whose true metric is
     ``true_value`` (the bound plus the margin it should clear by) fails the gate with chance at
     most ``alpha``. None when no n up to ``cap`` does (or the gate is not a lower bound on

@@ -64,7 +64,9 @@ class BatchOptions:
     """How to play a planned run, beyond what it is (``RunRequest``)."""
 
     force: bool = False  # resume even where the stored pins differ (the run is then marked mixed)
-    keep_errors: bool = False  # keep trials that ended in an infrastructure error instead of playing them again
+    keep_errors: bool = (
+        False  # keep trials that ended in an infrastructure error instead of playing them again
+    )
     workers: int | str = 1  # processes, or "auto" (runner/workers.auto_workers: by cores and concurrency)
     shard: tuple[int, int] = (1, 1)  # play only share I of N
     note: Callable[[str], None] = lambda text: None  # what the caller shows of notes and warnings
@@ -103,8 +105,9 @@ def run_batch(req: RunRequest, options: BatchOptions | None = None) -> BatchResu
         options.note(f"note: {note}")
     if options.simulator is not None:
         plan.manifest["pins"]["simulator"] = mask_tree(options.simulator.pin().model_dump(mode="json"))
-    limiter, agent, simulator, judge = build_models(plan, options.note, agent=options.agent,
-                                                    simulator=options.simulator)
+    limiter, agent, simulator, judge = build_models(
+        plan, options.note, agent=options.agent, simulator=options.simulator
+    )
     if limiter is not None:
         _divide_limits(plan, limiter, options.shard, options.note)
     units = shard_units(plan.units, *options.shard)
@@ -114,16 +117,20 @@ def run_batch(req: RunRequest, options: BatchOptions | None = None) -> BatchResu
         write_or_check_manifest(store, plan, force=options.force)
         repair = store.repair_torn_tail()
         if repair.cut_bytes:
-            options.note(f"note: cut a torn last line ({repair.cut_bytes} bytes: {repair.reason}) from "
-                         f"{store.trials_path}")
+            options.note(
+                f"note: cut a torn last line ({repair.cut_bytes} bytes: {repair.reason}) from "
+                f"{store.trials_path}"
+            )
         errors = store.error_unit_ids()  # reads every head: each line checked against run.json (identity.py)
         if not options.keep_errors:
             again = errors & {u.unit_id for u in units}
             if again:  # an infrastructure error is not finished work: play those units again
                 moved = store.retire(again)
-                options.note(f"note: {moved} trials that ended in an infrastructure error will be played again "
-                             f"(their lines are kept in {store.retired_path.name}; --keep-errors keeps them as "
-                             "they are)")
+                options.note(
+                    f"note: {moved} trials that ended in an infrastructure error will be played again "
+                    f"(their lines are kept in {store.retired_path.name}; --keep-errors keeps them as "
+                    "they are)"
+                )
         plan.earlier_attempts = store.earlier_attempts()
         todo = remaining(units, store.finished_unit_ids())
         skipped = len(units) - len(todo)
@@ -133,17 +140,21 @@ def run_batch(req: RunRequest, options: BatchOptions | None = None) -> BatchResu
         workers = _within_caps(workers, limiter, options.note)
         parallel = workers > 1 and len(todo) > 1
         auto = " (auto)" if options.workers == "auto" else ""
-        options.note(f"run {plan.run_id}: {len(plan.scenarios)} scenarios, {len(plan.units)} trials{scope}"
-                     + (f" ({skipped} already done, resuming)" if skipped else "")
-                     + f"; agent {plan.agent.ref}, simulator {_simulator_ref(plan, options)}"
-                     + (f"; {workers} workers{auto}" if parallel else (f"; 1 worker{auto}" if auto else "")))
+        options.note(
+            f"run {plan.run_id}: {len(plan.scenarios)} scenarios, {len(plan.units)} trials{scope}"
+            + (f" ({skipped} already done, resuming)" if skipped else "")
+            + f"; agent {plan.agent.ref}, simulator {_simulator_ref(plan, options)}"
+            + (f"; {workers} workers{auto}" if parallel else (f"; 1 worker{auto}" if auto else ""))
+        )
         progress = options.progress(len(units), skipped) if options.progress else _Quiet()
         if parallel:
-            outcome, interrupted = _play_in_workers(plan, todo, workers, progress, agent=agent,
-                                                    simulator=simulator, judge=judge, limiter=limiter)
+            outcome, interrupted = _play_in_workers(
+                plan, todo, workers, progress, agent=agent, simulator=simulator, judge=judge, limiter=limiter
+            )
         else:
-            outcome, interrupted = _play(plan, todo, progress, store, agent=agent, simulator=simulator, judge=judge,
-                                         limiter=limiter)
+            outcome, interrupted = _play(
+                plan, todo, progress, store, agent=agent, simulator=simulator, judge=judge, limiter=limiter
+            )
         return BatchResult(plan, store, units, skipped, outcome, interrupted)
     finally:
         store.unlock()
@@ -153,16 +164,20 @@ def _simulator_ref(plan: RunPlan, options: BatchOptions) -> str:
     return plan.simulator.ref if options.simulator is None else str(options.simulator.pin().ref)
 
 
-def _divide_limits(plan: RunPlan, limiter: ModelLimiter, shard: tuple[int, int],
-                   note: Callable[[str], None]) -> None:
+def _divide_limits(
+    plan: RunPlan, limiter: ModelLimiter, shard: tuple[int, int], note: Callable[[str], None]
+) -> None:
     """Keep this shard's part of the run's model limits (``model_limits_scope: run``, the default)."""
     index, count = shard
     if count == 1 or plan.model_limits_scope != "run":
         return
     tight = limiter.smallest_cap()
     if tight is not None and tight[1] < count:
-        note(f"note: model_concurrency of {tight[0]} is {tight[1]} for the whole run, cut into {count} shards: "
-             f"each shard keeps 1 slot, so together they may hold {count} (fewer shards keep the cap)")
+        note(
+            f"note: model_concurrency of {tight[0]} is {tight[1]} for the whole run, cut into {count} "
+            "shards: "
+            f"each shard keeps 1 slot, so together they may hold {count} (fewer shards keep the cap)"
+        )
     limiter.divide(count, index - 1)
 
 
@@ -172,8 +187,10 @@ def _within_caps(workers: int, limiter: ModelLimiter | None, note: Callable[[str
     tight = limiter.smallest_cap() if limiter is not None else None
     if tight is None or workers <= tight[1]:
         return workers
-    note(f"note: {tight[1]} workers, not {workers}: model_concurrency of {tight[0]} is {tight[1]} "
-         "and every worker process holds at least one slot")
+    note(
+        f"note: {tight[1]} workers, not {workers}: model_concurrency of {tight[0]} is {tight[1]} "
+        "and every worker process holds at least one slot"
+    )
     return tight[1]
 
 
@@ -185,12 +202,21 @@ def _workers(asked: int | str, concurrency: int, units: int) -> int:
     return int(asked)
 
 
-def build_models(plan: RunPlan, note: Callable[[str], None] = lambda text: None, *, agent: Any = None,
-                 simulator: Any = None) -> tuple[Any, Any, Any, Any]:
+def build_models(
+    plan: RunPlan,
+    note: Callable[[str], None] = lambda text: None,
+    *,
+    agent: Any = None,
+    simulator: Any = None,
+) -> tuple[Any, Any, Any, Any]:
     """(limiter, agent, simulator, judge); pin warnings go to ``note`` once, here. An ``agent`` or
     ``simulator`` object given is kept as it is (the plan's spec for it is not built)."""
     limiter = None
-    if (agent is None and plan.agent.model) or (simulator is None and plan.simulator.kind == "llm") or plan.judge:
+    if (
+        (agent is None and plan.agent.model)
+        or (simulator is None and plan.simulator.kind == "llm")
+        or plan.judge
+    ):
         from simlab.llm.limits import ModelLimiter
 
         limiter = ModelLimiter(plan.model_concurrency, rpm=plan.model_rpm)
@@ -202,27 +228,55 @@ def build_models(plan: RunPlan, note: Callable[[str], None] = lambda text: None,
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         if agent is None:
-            agent = build_agent(plan.agent, limiter=limiter, max_retries=plan.max_retries,
-                                timeout_s=plan.call_timeout_s, cache=cache)
-        judge = build_judge(plan.judge, limiter=limiter, max_retries=plan.max_retries,
-                            timeout_s=plan.call_timeout_s, cache=cache)
+            agent = build_agent(
+                plan.agent,
+                limiter=limiter,
+                max_retries=plan.max_retries,
+                timeout_s=plan.call_timeout_s,
+                cache=cache,
+            )
+        judge = build_judge(
+            plan.judge,
+            limiter=limiter,
+            max_retries=plan.max_retries,
+            timeout_s=plan.call_timeout_s,
+            cache=cache,
+        )
         if simulator is None:
-            simulator = build_simulator(plan.simulator, plan.agent, limiter=limiter, max_retries=plan.max_retries,
-                                        timeout_s=plan.call_timeout_s, judge=judge, cache=cache, root=plan.root)
+            simulator = build_simulator(
+                plan.simulator,
+                plan.agent,
+                limiter=limiter,
+                max_retries=plan.max_retries,
+                timeout_s=plan.call_timeout_s,
+                judge=judge,
+                cache=cache,
+                root=plan.root,
+            )
     for warning in caught:
         note(f"warning: {warning.message}")
     return limiter, agent, simulator, judge
 
 
-def _play(plan: RunPlan, todo: list[WorkUnit], progress: ProgressSink, store: RunStore, *, agent: Any,
-          simulator: Any, judge: ChatModel | None, limiter: ModelLimiter | None) -> tuple[RunOutcome, bool]:
+def _play(
+    plan: RunPlan,
+    todo: list[WorkUnit],
+    progress: ProgressSink,
+    store: RunStore,
+    *,
+    agent: Any,
+    simulator: Any,
+    judge: ChatModel | None,
+    limiter: ModelLimiter | None,
+) -> tuple[RunOutcome, bool]:
     """One process: (outcome, interrupted)."""
     appender = store.open_appender()
     _freeze_setup(todo, limiter)
     try:
         with progress:
-            return asyncio.run(execute(plan, todo, agent, simulator, appender, on_trial=progress.advance,
-                                       judge=judge)), False
+            return asyncio.run(
+                execute(plan, todo, agent, simulator, appender, on_trial=progress.advance, judge=judge)
+            ), False
     except KeyboardInterrupt:
         return RunOutcome(), True
     finally:
@@ -247,9 +301,17 @@ def _import_litellm_now(limiter: ModelLimiter | None) -> None:
         load_litellm()
 
 
-def _play_in_workers(plan: RunPlan, todo: list[WorkUnit], workers: int, progress: ProgressSink, *,
-                     agent: Any, simulator: Any, judge: ChatModel | None,
-                     limiter: ModelLimiter | None) -> tuple[RunOutcome, bool]:
+def _play_in_workers(
+    plan: RunPlan,
+    todo: list[WorkUnit],
+    workers: int,
+    progress: ProgressSink,
+    *,
+    agent: Any,
+    simulator: Any,
+    judge: ChatModel | None,
+    limiter: ModelLimiter | None,
+) -> tuple[RunOutcome, bool]:
     """``workers`` forked processes; LiteLLM is imported first so that each inherits it."""
     from simlab.runner.workers import WorkerPool
 
@@ -280,7 +342,9 @@ def write_or_check_manifest(store: RunStore, plan: RunPlan, force: bool) -> None
         store.write_manifest(plan.manifest)
         return
     if stored is None:
-        diffs = [f"run.json was missing: the pins of the trials stored before are unknown ({store.trials_path})"]
+        diffs = [
+            f"run.json was missing: the pins of the trials stored before are unknown ({store.trials_path})"
+        ]
         stored = dict(plan.manifest)
     else:
         diffs = pin_differences(stored.get("pins", {}), _comparable(stored, plan))
@@ -289,9 +353,12 @@ def write_or_check_manifest(store: RunStore, plan: RunPlan, force: bool) -> None
         what = "has trials but no run.json" if missing else "exists with different pins"
         raise UsageError(
             f"run {plan.run_id} {what}; resuming would mix configurations:\n{lines}\n"
-            "Use another --run-id, or --force to resume anyway (the run is then marked as mixing configurations)."
+            "Use another --run-id, or --force to resume anyway (the run is then marked as mixing "
+            "configurations)."
         )
-    stored["allow_unjudged"] = plan.manifest.get("allow_unjudged", [])  # the latest command's reporting setting
+    stored["allow_unjudged"] = plan.manifest.get(
+        "allow_unjudged", []
+    )  # the latest command's reporting setting
     for key in ("suite", "partial_ok"):  # the suite this command gates against, and whether a part may pass
         stored.pop(key, None)
         if key in plan.manifest:
@@ -304,8 +371,13 @@ def write_or_check_manifest(store: RunStore, plan: RunPlan, force: bool) -> None
         if plan.run_id not in named:
             named.append(plan.run_id)
     resumes = stored.setdefault("resumes", [])
-    resumes.append({"at": datetime.now(UTC).isoformat(timespec="seconds"), "command": plan.manifest["command"],
-                    **({"forced_over": diffs} if diffs else {})})
+    resumes.append(
+        {
+            "at": datetime.now(UTC).isoformat(timespec="seconds"),
+            "command": plan.manifest["command"],
+            **({"forced_over": diffs} if diffs else {}),
+        }
+    )
     if diffs:
         stored["pins"], stored["units"] = plan.manifest["pins"], plan.manifest["units"]
     store.write_manifest(stored)

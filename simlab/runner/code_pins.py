@@ -59,8 +59,11 @@ def _module_files(module: str, root: Path, *, package: bool) -> dict[str, str]:
     origin = Path(spec.origin)
     if package and spec.submodule_search_locations:  # a package: every file that makes it up
         base = origin.parent
-        return {f"{module}/{p.relative_to(base).as_posix()}": _sha(p) for p in sorted(base.rglob("*"))
-                if p.suffix in _DOMAIN_FILES and p.is_file() and "__pycache__" not in p.parts}
+        return {
+            f"{module}/{p.relative_to(base).as_posix()}": _sha(p)
+            for p in sorted(base.rglob("*"))
+            if p.suffix in _DOMAIN_FILES and p.is_file() and "__pycache__" not in p.parts
+        }
     return {module: _sha(origin)}
 
 
@@ -75,7 +78,9 @@ def git_commit(root: Path) -> str | None:
     """The commit checked out at ``root``, or None outside a git checkout or without git. (What is
     not committed is covered by the files' own hashes.)"""
     try:
-        head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True, timeout=10)
+        head = subprocess.run(
+            ["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True, timeout=10
+        )
     except (OSError, subprocess.SubprocessError):
         return None
     return head.stdout.strip() or None if head.returncode == 0 else None
@@ -85,5 +90,7 @@ def mixed_pins(manifest: dict[str, Any] | None) -> list[str]:
     """What a run mixes (pins that differed where a resume or a merge was forced over them): the
     run's trials do not all come from one configuration, and its gates are inconclusive."""
     manifest = manifest or {}
-    forced = [d for r in manifest.get("resumes") or [] if isinstance(r, dict) for d in r.get("forced_over") or []]
+    forced = [
+        d for r in manifest.get("resumes") or [] if isinstance(r, dict) for d in r.get("forced_over") or []
+    ]
     return forced + [str(d) for d in manifest.get("merge_forced_over") or []]

@@ -235,9 +235,16 @@ def _quiet_gc() -> Iterator[None]:
             gc.set_threshold(*_Playing.saved)
 
 
-async def execute(plan: RunPlan, units: Iterable[WorkUnit], agent: Agent, simulator: Simulator,
-                  appender: Appender, on_trial: OnTrial | None = None, judge: ChatModel | None = None,
-                  stop: Stop | None = None) -> RunOutcome:
+async def execute(
+    plan: RunPlan,
+    units: Iterable[WorkUnit],
+    agent: Agent,
+    simulator: Simulator,
+    appender: Appender,
+    on_trial: OnTrial | None = None,
+    judge: ChatModel | None = None,
+    stop: Stop | None = None,
+) -> RunOutcome:
     """Play ``units`` with at most ``plan.concurrency`` trials at once; grade each and append it as
     it ends. ``stop`` (asked before each new trial) returns a reason to start no more. ``units`` may
     be a list or an iterator that hands them out as they are taken (``runner/workers.py``).
@@ -264,8 +271,10 @@ async def execute(plan: RunPlan, units: Iterable[WorkUnit], agent: Agent, simula
     def count_cost(transcript: Transcript) -> None:
         spent[0] += transcript.known_cost_usd()
         if plan.max_run_cost_usd is not None and spent[0] >= plan.max_run_cost_usd and not outcome.stopped_by:
-            outcome.stopped_by = (f"the run budget of ${plan.max_run_cost_usd:g} is spent (${spent[0]:.4f}); "
-                                  "no new trial was started")
+            outcome.stopped_by = (
+                f"the run budget of ${plan.max_run_cost_usd:g} is spent (${spent[0]:.4f}); "
+                "no new trial was started"
+            )
 
     def attempted(record: TrialRecord) -> TrialRecord:
         """The record with the unit's earlier attempts (errors played again on resume) noted."""
@@ -277,31 +286,56 @@ async def execute(plan: RunPlan, units: Iterable[WorkUnit], agent: Agent, simula
     async def graded(trial: Trial, transcript: Transcript) -> TrialRecord | None:
         """The record of a played trial; None when the judge's provider failed for good."""
         try:
-            return attempted(await grade_record(transcript, plan.scenarios[trial.scenario.id], trial.domain,
-                                                judge, memos.setdefault(trial.scenario.id, {}), plan.graders))
+            return attempted(
+                await grade_record(
+                    transcript,
+                    plan.scenarios[trial.scenario.id],
+                    trial.domain,
+                    judge,
+                    memos.setdefault(trial.scenario.id, {}),
+                    plan.graders,
+                )
+            )
         except ModelError as exc:
             failure.append(exc)
             return None
         except Exception as exc:  # a bug in the lab: record it against this trial, keep going
-            return attempted(TrialRecord(unit_id=trial.unit_id, transcript=_crashed(trial, exc), verdict="error"))
+            return attempted(
+                TrialRecord(unit_id=trial.unit_id, transcript=_crashed(trial, exc), verdict="error")
+            )
 
     writes = _Writes(appender, on_disk)
-    waits = judge is not None or any(graders_of(s.spec, memos.setdefault(sid, {}), plan.graders).may_wait
-                                     for sid, s in plan.scenarios.items())
+    waits = judge is not None or any(
+        graders_of(s.spec, memos.setdefault(sid, {}), plan.graders).may_wait
+        for sid, s in plan.scenarios.items()
+    )
     later = None if waits else _Grading(graded, writes, plan.concurrency)
 
     async def worker() -> None:
         for unit in queue:  # a shared iterator: each unit is taken by exactly one worker
-            if failure or outcome.stopped_by or writes.error or writes.report_error or (later and later.error):
+            if (
+                failure
+                or outcome.stopped_by
+                or writes.error
+                or writes.report_error
+                or (later and later.error)
+            ):
                 return
             if stop is not None and (why := stop()):
                 outcome.stopped_by = why
                 return
             loaded = plan.scenarios[unit.scenario_id]
             trial = Trial(
-                run_id=plan.run_id, unit_id=unit.unit_id, trial=unit.trial, seed=unit.seed,
-                scenario=loaded.spec, persona=loaded.persona, domain=plan.domains[unit.scenario_id],
-                initial_state=states[unit.scenario_id], agent=agent, simulator=simulator,
+                run_id=plan.run_id,
+                unit_id=unit.unit_id,
+                trial=unit.trial,
+                seed=unit.seed,
+                scenario=loaded.spec,
+                persona=loaded.persona,
+                domain=plan.domains[unit.scenario_id],
+                initial_state=states[unit.scenario_id],
+                agent=agent,
+                simulator=simulator,
                 limits=limits[unit.scenario_id],
             )
             try:
@@ -312,7 +346,9 @@ async def execute(plan: RunPlan, units: Iterable[WorkUnit], agent: Agent, simula
             except Exception as exc:  # a bug in the lab: record it against this trial, keep going
                 transcript = _crashed(trial, exc)
                 count_cost(transcript)
-                await writes.put(attempted(TrialRecord(unit_id=unit.unit_id, transcript=transcript, verdict="error")))
+                await writes.put(
+                    attempted(TrialRecord(unit_id=unit.unit_id, transcript=transcript, verdict="error"))
+                )
                 continue
             if later is not None:
                 count_cost(transcript)
@@ -356,17 +392,30 @@ async def execute(plan: RunPlan, units: Iterable[WorkUnit], agent: Agent, simula
     return outcome
 
 
-async def grade_record(transcript: Transcript, loaded: LoadedScenario, domain: Domain, judge: ChatModel | None,
-                       memo: dict[str, Any] | None = None, extra: Sequence[GraderUse] = ()) -> TrialRecord:
+async def grade_record(
+    transcript: Transcript,
+    loaded: LoadedScenario,
+    domain: Domain,
+    judge: ChatModel | None,
+    memo: dict[str, Any] | None = None,
+    extra: Sequence[GraderUse] = (),
+) -> TrialRecord:
     """Grade a finished transcript; judge calls join its events (their usage is the judge's).
     ``memo`` is shared by the trials of one scenario (see ``GradeContext.memo``); ``extra``: the
     graders the suite adds."""
-    ctx = GradeContext(transcript, loaded.spec, domain, judge=judge, persona=loaded.persona,
-                       memo=memo if memo is not None else {})
+    ctx = GradeContext(
+        transcript,
+        loaded.spec,
+        domain,
+        judge=judge,
+        persona=loaded.persona,
+        memo=memo if memo is not None else {},
+    )
     graded = await grade(ctx, extra=extra)
     transcript.events.extend(graded.judge_calls)
-    return TrialRecord(unit_id=transcript.unit_id, transcript=transcript, checks=graded.checks,
-                       verdict=graded.verdict)
+    return TrialRecord(
+        unit_id=transcript.unit_id, transcript=transcript, checks=graded.checks, verdict=graded.verdict
+    )
 
 
 def _agent_services(agent: Agent) -> contextlib.AbstractAsyncContextManager[Any]:
@@ -386,12 +435,20 @@ def _limits(plan: RunPlan, scenario_limits):  # type: ignore[no-untyped-def]
 def _crashed(trial: Trial, exc: Exception) -> Transcript:
     detail = "".join(traceback.format_exception_only(type(exc), exc)).strip()
     return Transcript(
-        run_id=trial.run_id, unit_id=trial.unit_id, scenario_id=trial.scenario.id, persona_id=trial.persona.id,
-        domain=trial.domain.name, trial=trial.trial, seed=trial.seed, agent=trial.agent.pin(),
-        simulator=trial.simulator.pin(), agent_context=dict(trial.scenario.agent_context),
+        run_id=trial.run_id,
+        unit_id=trial.unit_id,
+        scenario_id=trial.scenario.id,
+        persona_id=trial.persona.id,
+        domain=trial.domain.name,
+        trial=trial.trial,
+        seed=trial.seed,
+        agent=trial.agent.pin(),
+        simulator=trial.simulator.pin(),
+        agent_context=dict(trial.scenario.agent_context),
         events=[ErrorEvent(turn=0, source="lab", kind="crash", message=detail)],
         termination=Termination(reason=TerminationReason.ERROR, detail=f"simlab crashed: {detail}"),
-        started_at=datetime.now(UTC).isoformat(timespec="seconds"), duration_s=None,  # not measured: unknown
+        started_at=datetime.now(UTC).isoformat(timespec="seconds"),
+        duration_s=None,  # not measured: unknown
     )
 
 

@@ -24,8 +24,15 @@ class PinWarning(UserWarning):
     """A model named by an alias (e.g. ``-latest``) that can change under a run."""
 
 
-def build_agent(spec: AgentSpec, *, limiter: ModelLimiter | None = None, max_retries: int = 4, timeout_s: float = 60.0,
-                transfer_tools: tuple[str, ...] = ("transfer_to_human",), cache: Any = None) -> Agent:
+def build_agent(
+    spec: AgentSpec,
+    *,
+    limiter: ModelLimiter | None = None,
+    max_retries: int = 4,
+    timeout_s: float = 60.0,
+    transfer_tools: tuple[str, ...] = ("transfer_to_human",),
+    cache: Any = None,
+) -> Agent:
     if spec.python:
         return load_python_agent(spec.python, source="agent")
     if spec.framework:  # LangGraph, OpenAI Agents SDK, pydantic-ai: imported only now
@@ -41,16 +48,34 @@ def build_agent(spec: AgentSpec, *, limiter: ModelLimiter | None = None, max_ret
 
         return HttpAgent(spec.http, tool_server=ToolServer, max_retries=max_retries, timeout_s=timeout_s)
     model = _model(
-        spec.model or "", role="agent", api_base=spec.api_base, api_key_env=spec.api_key_env,
-        temperature=spec.temperature, params=spec.params, price=_price(spec.price), max_retries=max_retries,
-        timeout_s=timeout_s, limiter=limiter, cache=cache,
+        spec.model or "",
+        role="agent",
+        api_base=spec.api_base,
+        api_key_env=spec.api_key_env,
+        temperature=spec.temperature,
+        params=spec.params,
+        price=_price(spec.price),
+        max_retries=max_retries,
+        timeout_s=timeout_s,
+        limiter=limiter,
+        cache=cache,
     )
-    return LLMAgent(model, system_prompt=spec.system_prompt, max_steps=spec.max_steps, transfer_tools=transfer_tools)
+    return LLMAgent(
+        model, system_prompt=spec.system_prompt, max_steps=spec.max_steps, transfer_tools=transfer_tools
+    )
 
 
-def build_simulator(spec: SimulatorSpec, agent: AgentSpec, *, limiter: ModelLimiter | None = None,
-                    max_retries: int = 4, timeout_s: float = 60.0, judge: ChatModel | None = None,
-                    cache: Any = None, root: Path = Path(".")) -> Simulator:
+def build_simulator(
+    spec: SimulatorSpec,
+    agent: AgentSpec,
+    *,
+    limiter: ModelLimiter | None = None,
+    max_retries: int = 4,
+    timeout_s: float = 60.0,
+    judge: ChatModel | None = None,
+    cache: Any = None,
+    root: Path = Path("."),
+) -> Simulator:
     """The simulator a spec names; ``judge`` (a chat model): what a replay with ``divergence: judge`` asks;
     ``root``: the project's folder, where a replay's run is looked up."""
     if spec.kind == "rules":
@@ -58,15 +83,26 @@ def build_simulator(spec: SimulatorSpec, agent: AgentSpec, *, limiter: ModelLimi
     if spec.kind == "scripted":
         return ScriptedSimulator()
     if spec.kind == "replay":
-        return _replay(spec, agent, judge, limiter=limiter, max_retries=max_retries, timeout_s=timeout_s, cache=cache,
-                       root=root)
+        return _replay(
+            spec,
+            agent,
+            judge,
+            limiter=limiter,
+            max_retries=max_retries,
+            timeout_s=timeout_s,
+            cache=cache,
+            root=root,
+        )
     from simlab.llm.family import is_pinned
 
     assert spec.model is not None
     pinned, why = is_pinned(spec.model)
     if not pinned:
-        warnings.warn(f"simulator model {spec.model!r} is not pinned to a dated version: {why}", PinWarning,
-                      stacklevel=2)
+        warnings.warn(
+            f"simulator model {spec.model!r} is not pinned to a dated version: {why}",
+            PinWarning,
+            stacklevel=2,
+        )
     kin = _kinship(agent, spec) if agent.model and not spec.allow_same_family else None
     if kin:
         raise UsageError(
@@ -74,9 +110,17 @@ def build_simulator(spec: SimulatorSpec, agent: AgentSpec, *, limiter: ModelLimi
             "unrealistically cooperative. Pick a simulator of another family, or pass --allow-same-family."
         )
     model = _model(
-        spec.model, role="simulator", api_base=spec.api_base, api_key_env=spec.api_key_env,
-        temperature=spec.temperature, params=spec.params, price=_price(spec.price), max_retries=max_retries,
-        timeout_s=timeout_s, limiter=limiter, cache=cache,
+        spec.model,
+        role="simulator",
+        api_base=spec.api_base,
+        api_key_env=spec.api_key_env,
+        temperature=spec.temperature,
+        params=spec.params,
+        price=_price(spec.price),
+        max_retries=max_retries,
+        timeout_s=timeout_s,
+        limiter=limiter,
+        cache=cache,
     )
     return LLMSimulator(model)
 
@@ -88,18 +132,34 @@ def _replay(spec: SimulatorSpec, agent: AgentSpec, judge: Any, **how: Any) -> Si
     from simlab.specs import load_config
 
     run, root = str(spec.run), how["root"]
-    folder = next((f for f in (root / run, root / load_config(root / "simlab.yaml").transcripts / run)
-                   if (f / "trials.jsonl").exists()), None)
+    folder = next(
+        (
+            f
+            for f in (root / run, root / load_config(root / "simlab.yaml").transcripts / run)
+            if (f / "trials.jsonl").exists()
+        ),
+        None,
+    )
     if folder is None:
-        raise UsageError(f"replay: no run {run!r} with trials (a run id under the transcripts folder, or a run folder)")
+        raise UsageError(
+            f"replay: no run {run!r} with trials (a run id under the transcripts folder, or a run folder)"
+        )
     recordings = {r.unit_id: r.transcript for r in RunStore(folder).records()}
     if spec.divergence == "judge" and judge is None:
-        raise UsageError("replay with divergence: judge needs a judge model: pass --judge MODEL or set 'judge' in "
-                         "simlab.yaml")
+        raise UsageError(
+            "replay with divergence: judge needs a judge model: pass --judge MODEL or set 'judge' in "
+            "simlab.yaml"
+        )
     then = spec.then or "stop"
     fallback = None if then == "stop" else build_simulator(SimulatorSpec.model_validate(then), agent, **how)
-    return ReplaySimulator(recordings, run=folder.name, divergence=spec.divergence or "tools", then=then,
-                           fallback=fallback, judge=judge if spec.divergence == "judge" else None)
+    return ReplaySimulator(
+        recordings,
+        run=folder.name,
+        divergence=spec.divergence or "tools",
+        then=then,
+        fallback=fallback,
+        judge=judge if spec.divergence == "judge" else None,
+    )
 
 
 def _endpoint(model: str, api_base: str | None) -> str:
@@ -117,16 +177,25 @@ def _kinship(agent: AgentSpec, simulator: SimulatorSpec) -> str | None:
     if same_family(a, b):
         family = model_family(b) or model_family(a)
         return f"are of the same model family ({family})" if family else "are the same model"
-    if (model_family(a) is None or model_family(b) is None) and \
-            _endpoint(a, agent.api_base) == _endpoint(b, simulator.api_base):
+    if (model_family(a) is None or model_family(b) is None) and _endpoint(a, agent.api_base) == _endpoint(
+        b, simulator.api_base
+    ):
         where = mask_url(agent.api_base) if agent.api_base else f"the {a.split('/', 1)[0]} provider"
-        return (f"are served by the same endpoint ({where}) and simlab knows no family for "
-                f"{a if model_family(a) is None else b}, so it counts them as one family")
+        return (
+            f"are served by the same endpoint ({where}) and simlab knows no family for "
+            f"{a if model_family(a) is None else b}, so it counts them as one family"
+        )
     return None
 
 
-def build_judge(ref: JudgeSpec | str | dict[str, Any] | None, *, limiter: ModelLimiter | None = None,
-                max_retries: int = 4, timeout_s: float = 60.0, cache: Any = None) -> ChatModel | None:
+def build_judge(
+    ref: JudgeSpec | str | dict[str, Any] | None,
+    *,
+    limiter: ModelLimiter | None = None,
+    max_retries: int = 4,
+    timeout_s: float = 60.0,
+    cache: Any = None,
+) -> ChatModel | None:
     """The judge model at temperature 0, or None when none is configured (judge checks: not run).
     ``ref`` is a spec, a model string (``--judge``) or a pinned mapping (``run.json``)."""
     if not ref:
@@ -135,9 +204,19 @@ def build_judge(ref: JudgeSpec | str | dict[str, Any] | None, *, limiter: ModelL
         spec = ref if isinstance(ref, JudgeSpec) else JudgeSpec.model_validate(ref)
     except ValidationError as exc:
         raise UsageError(f"judge {ref!r}: {exc.errors()[0]['msg']}") from None
-    return _model(spec.model, role="judge", api_base=spec.api_base, api_key_env=spec.api_key_env, temperature=0.0,
-                  params=spec.params, price=_price(spec.price), max_retries=max_retries, timeout_s=timeout_s,
-                  limiter=limiter, cache=cache)
+    return _model(
+        spec.model,
+        role="judge",
+        api_base=spec.api_base,
+        api_key_env=spec.api_key_env,
+        temperature=0.0,
+        params=spec.params,
+        price=_price(spec.price),
+        max_retries=max_retries,
+        timeout_s=timeout_s,
+        limiter=limiter,
+        cache=cache,
+    )
 
 
 def _price(price: Any) -> dict[str, float] | None:

@@ -39,8 +39,9 @@ def load_rules(path: Path) -> Loaded:
     return load_model(path, OnlineRules, empty_ok=True)
 
 
-def grade_traces(source: Path, out: Path, loaded: Loaded, *, judge: Any = None, judge_pin: Any = None,
-                 command: list[str]) -> TracesGraded:
+def grade_traces(
+    source: Path, out: Path, loaded: Loaded, *, judge: Any = None, judge_pin: Any = None, command: list[str]
+) -> TracesGraded:
     """Grade the observed trials of ``source`` picked by the rules ``loaded`` (``load_rules``) into
     the new run ``out``."""
     rules: OnlineRules = loaded.spec
@@ -56,8 +57,10 @@ def grade_traces(source: Path, out: Path, loaded: Loaded, *, judge: Any = None, 
     for record in store.records():
         t = record.transcript
         if t.observed is None:
-            raise UsageError(f"{source}: {record.unit_id} is not an observed trial; grade-traces grades imported "
-                             "runs (simlab import), `simlab grade` grades played ones")
+            raise UsageError(
+                f"{source}: {record.unit_id} is not an observed trial; grade-traces grades imported "
+                "runs (simlab import), `simlab grade` grades played ones"
+            )
         report.population += 1
         flags = trace_flags(t, rules.sample.flags)
         by = picked_by(record.unit_id, flags, rules.sample)
@@ -89,22 +92,30 @@ def grade_traces(source: Path, out: Path, loaded: Loaded, *, judge: Any = None, 
     new["units"] = len(graded)
     new["planned_units"] = sorted(r.unit_id for r in graded)
     new["grade_traces"] = {
-        "from_run": manifest.get("run_id", source.name), "rules": str(rules_path),
+        "from_run": manifest.get("run_id", source.name),
+        "rules": str(rules_path),
         "rules_sha256": loaded.sha256,
-        "sample": rules.sample.model_dump(mode="json"), "population": report.population,
-        "flagged": report.flagged, "sampled": report.sampled,
+        "sample": rules.sample.model_dump(mode="json"),
+        "population": report.population,
+        "flagged": report.flagged,
+        "sampled": report.sampled,
     }
     write_run(out, graded, new)
     return report
 
 
-async def _grade_all(grader: OnlineGrader, picked: list[tuple[TrialRecord, list[str], str]]) -> list[TrialRecord]:
+async def _grade_all(
+    grader: OnlineGrader, picked: list[tuple[TrialRecord, list[str], str]]
+) -> list[TrialRecord]:
     out = []
     for record, flags, by in picked:
         result = await grader.grade(record.transcript, flags, by)
         transcript = record.transcript
         if result.judge_calls:
             transcript = transcript.model_copy(update={"events": [*transcript.events, *result.judge_calls]})
-        out.append(record.model_copy(update={"transcript": transcript, "checks": result.checks,
-                                             "verdict": result.verdict}))
+        out.append(
+            record.model_copy(
+                update={"transcript": transcript, "checks": result.checks, "verdict": result.verdict}
+            )
+        )
     return out

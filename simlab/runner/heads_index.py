@@ -53,7 +53,12 @@ def entry(offset: int, data: bytes | bytearray, start: int, end: int) -> bytes:
     span = head_span(data, start, end)
     if span is None:
         return b'{"o":%d,"n":%d}\n' % (offset, end - start)
-    return b'{"o":%d,"n":%d,"p":%d,"h":%s}\n' % (offset, end - start, span[0] - start, data[span[0]:span[1]])
+    return b'{"o":%d,"n":%d,"p":%d,"h":%s}\n' % (
+        offset,
+        end - start,
+        span[0] - start,
+        data[span[0] : span[1]],
+    )
 
 
 def entries(offset: int, lines: list[bytes]) -> bytes:
@@ -105,7 +110,7 @@ def covered(path: Path, fd: int) -> int | None:
 def write_all(fd: int, data: bytes) -> None:
     view = memoryview(data)
     while view:
-        view = view[os.write(fd, view):]
+        view = view[os.write(fd, view) :]
 
 
 class TempIndex:
@@ -178,8 +183,10 @@ def replace_trials(new_trials: Path, trials: Path, index: IndexBuilder | None) -
     except OSError as exc:
         if built is not None:
             built.unlink(missing_ok=True)
-        raise InfraError(f"{index_path(trials)}: cannot remove the index of a trials file being replaced "
-                         f"({exc.strerror or exc}); remove it by hand") from None
+        raise InfraError(
+            f"{index_path(trials)}: cannot remove the index of a trials file being replaced "
+            f"({exc.strerror or exc}); remove it by hand"
+        ) from None
     os.replace(new_trials, trials)
     if built is not None:
         try:

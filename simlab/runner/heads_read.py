@@ -15,7 +15,9 @@ from simlab.runner.heads_index import ENTRY, HEADER, TempIndex, covered, index_p
 from simlab.runner.lines import block_lines
 
 _HEAD_KEY = re.compile(rb'\{"schema_version":\d+,"unit_id":"(?:[^"\\]|\\.)*","head":')
-_PLAIN_HEAD_KEY = re.compile(rb'\{"schema_version":\d+,"unit_id":"[^"\\]*","head":')  # _HEAD_KEY, fast: no escapes
+_PLAIN_HEAD_KEY = re.compile(
+    rb'\{"schema_version":\d+,"unit_id":"[^"\\]*","head":'
+)  # _HEAD_KEY, fast: no escapes
 _HEAD_END = b',"transcript":{'
 _MAX_GAP = 1 << 16  # blank bytes between two indexed lines beyond which the index is not trusted
 
@@ -57,7 +59,7 @@ class IndexedLines:
         whole = True
         for _, at, buf, start, end, last in block_lines(self.path):
             if not self.index_ok:
-                if at != 0 or bytes(buf[start:end + 1]) != HEADER:
+                if at != 0 or bytes(buf[start : end + 1]) != HEADER:
                     return
                 self.index_ok = end - start + 1
                 continue
@@ -89,13 +91,25 @@ class IndexedLines:
                     break
                 number += gap.count(b"\n")
             if headed:
-                head = data[line + at_head:-len(_HEAD_END)]  # the trials file's own bytes, as the index has them
+                head = data[
+                    line + at_head : -len(_HEAD_END)
+                ]  # the trials file's own bytes, as the index has them
                 framing = framed(data, line, line + at_head) or _HEAD_KEY.match(data, line, line + at_head)
-                if framing is None or framing.end() != line + at_head or not buf.startswith(head, match.end()) \
-                        or not data.endswith(_HEAD_END):
+                if (
+                    framing is None
+                    or framing.end() != line + at_head
+                    or not buf.startswith(head, match.end())
+                    or not data.endswith(_HEAD_END)
+                ):
                     whole = False
                     break
-                checked: tuple[int, int, int, bytes | None, bytes | None] = (number, offset, length, head, None)
+                checked: tuple[int, int, int, bytes | None, bytes | None] = (
+                    number,
+                    offset,
+                    length,
+                    head,
+                    None,
+                )
             else:
                 if data.find(b"\n", line) != size - 1:
                     whole = False

@@ -34,7 +34,15 @@ from simlab.errors import InfraError
 from simlab.runner.heads_index import entry
 from simlab.runner.heads_read import Catchup, IndexedLines, read_line
 from simlab.runner.identity import RunIdentity
-from simlab.runner.lines import LineError, ReadNotes, UnitLedger, block_lines, figures_of, line_value, parse_head
+from simlab.runner.lines import (
+    LineError,
+    ReadNotes,
+    UnitLedger,
+    block_lines,
+    figures_of,
+    line_value,
+    parse_head,
+)
 from simlab.transcript.head import TrialHead
 
 Trial = tuple[int, str, TrialHead, int, int]  # (line number, unit id, head, offset, length)
@@ -44,8 +52,14 @@ _EDGE = 256  # bytes at the front of the file and before where a read stopped, k
 class Tail:
     """The trials of one file, read as it grows (module docstring)."""
 
-    def __init__(self, path: Path, notes: ReadNotes | None = None, *, keep_going: bool = False,
-                 write_back: bool = False):
+    def __init__(
+        self,
+        path: Path,
+        notes: ReadNotes | None = None,
+        *,
+        keep_going: bool = False,
+        write_back: bool = False,
+    ):
         self.path = path
         self.keep_going = keep_going
         self.write_back = write_back and not keep_going  # the index is written only after a faultless read
@@ -95,8 +109,10 @@ class Tail:
             return True
         if st.st_size == self.offset:  # written without growing: nothing appended, so rewritten
             return st.st_mtime_ns != self._seen[2]
-        return (_pread(self.path, 0, len(self._front)) != self._front
-                or _pread(self.path, self.offset - len(self._back), len(self._back)) != self._back)
+        return (
+            _pread(self.path, 0, len(self._front)) != self._front
+            or _pread(self.path, self.offset - len(self._back), len(self._back)) != self._back
+        )
 
     def _read(self, size: int) -> Iterator[Trial]:
         if self._failed is not None:
@@ -130,8 +146,9 @@ class Tail:
                     unit, head = line_value(data, 0, length, path, number, "head")
                 else:
                     unit = head.row.unit_id
-                trial = self._take(number, unit, head, offset, length, self.ledger.admit_at(unit, number, offset,
-                                                                                             length))
+                trial = self._take(
+                    number, unit, head, offset, length, self.ledger.admit_at(unit, number, offset, length)
+                )
             except LineError as exc:
                 self._refused(exc)
                 trial = None
@@ -143,7 +160,9 @@ class Tail:
     def _lines(self, size: int, out: Catchup | None) -> Iterator[Trial]:
         """The lines from where the last read stopped to ``size``, read under the one line rule."""
         path, reached = self.path, [self.offset, self.number]
-        for number, offset, data, start, end, last in block_lines(path, self.offset, self.number, size, reached):
+        for number, offset, data, start, end, last in block_lines(
+            path, self.offset, self.number, size, reached
+        ):
             if last:  # a torn tail: skipped by every reader, cut by the next run, taken here once whole
                 self.notes.torn_tail, self.notes.torn_line = end - start, number
                 break
@@ -161,8 +180,9 @@ class Tail:
                 yield trial
         self.offset, self.number = reached
 
-    def _take(self, number: int, unit: str, head: TrialHead, offset: int, length: int,
-              admitted: bool) -> Trial | None:
+    def _take(
+        self, number: int, unit: str, head: TrialHead, offset: int, length: int, admitted: bool
+    ) -> Trial | None:
         """The trial of one line the ledger has seen, or None: an identical repeat, or a unit
         outside the plan (both noted)."""
         if not admitted:

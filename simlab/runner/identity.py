@@ -9,12 +9,12 @@ head's row on the fast path: the head holds all five fields (``transcript/row.re
 transcript is parsed. A line that fails is a ``lines.TrialMismatch`` naming file, line and field (exit 3:
 like a corrupt line, the run's files cannot stand for the run; ``LineError``).
 
-Exceptions, each written down: a run resumed with ``--force`` over other pins (``resumes[].forced_over``)
-(or merged with ``--force``) holds trials of other pins by design, so its seeds and agent are not checked (its gates are
-inconclusive anyway: ``report/gates.py``); an observed run's trials have seed 0 and the agent of
-production, which no pin names, so only seed 0 is checked; a manifest whose agent pin is not a spec
-simlab reads leaves the agent unverifiable, and says so (``unverifiable``), never passed in silence.
-"""
+Exceptions, each written down: a run resumed with ``--force`` over other pins
+(``resumes[].forced_over``) (or merged with ``--force``) holds trials of other pins by design, so
+its seeds and agent are not checked (its gates are inconclusive anyway: ``report/gates.py``); an
+observed run's trials have seed 0 and the agent of production, which no pin names, so only seed 0 is
+checked; a manifest whose agent pin is not a spec simlab reads leaves the agent unverifiable, and
+says so (``unverifiable``), never passed in silence."""
 
 from __future__ import annotations
 
@@ -47,10 +47,15 @@ class RunIdentity:
         """Raise ``TrialMismatch`` unless the line's figures (a head's row, or ``row_of_record``)
         belong to this run. Kept tight: a report of 100,000 trials calls it 100,000 times."""
         scenario, trial = row.get("scenario_id"), row.get("trial")
-        if (type(trial) is int and type(scenario) is str and unit == f"{scenario}#{trial}"
-                and row.get("unit_id") in (None, unit) and row.get("run_id") in self.run_ids
-                and (self.seed is None or row.get("seed") == self._seed(scenario, trial))
-                and (self.agents is None or row.get("agent") in self.agents)):
+        if (
+            type(trial) is int
+            and type(scenario) is str
+            and unit == f"{scenario}#{trial}"
+            and row.get("unit_id") in (None, unit)
+            and row.get("run_id") in self.run_ids
+            and (self.seed is None or row.get("seed") == self._seed(scenario, trial))
+            and (self.agents is None or row.get("agent") in self.agents)
+        ):
             return
         raise _mismatch(f"{path}:{number}: trial {unit!r}: {self._why(unit, row)}; {_FIX}")
 
@@ -58,17 +63,23 @@ class RunIdentity:
         """What is wrong with a line ``check`` refused, naming the field."""
         scenario, trial = row.get("scenario_id"), row.get("trial")
         if not isinstance(scenario, str) or not isinstance(trial, int) or unit != unit_id_of(scenario, trial):
-            return (f"field unit_id: its transcript is trial {trial!r} of scenario {scenario!r}, so the line is "
-                    "stored under another unit's id")
+            return (
+                f"field unit_id: its transcript is trial {trial!r} of scenario {scenario!r}, so the line is "
+                "stored under another unit's id"
+            )
         if row.get("unit_id") not in (None, unit):
             return f"field head.row.unit_id is {row.get('unit_id')!r}: the head belongs to another line"
         if row.get("run_id") not in self.run_ids:
             named = ", ".join(repr(r) for r in sorted(self.run_ids))
-            return (f"field run_id is {row.get('run_id')!r}, but {self.manifest} is run {self.run_id!r} (trials "
-                    f"may name {named}): the line was played by another run")
+            return (
+                f"field run_id is {row.get('run_id')!r}, but {self.manifest} is run {self.run_id!r} (trials "
+                f"may name {named}): the line was played by another run"
+            )
         if self.seed is not None and row.get("seed") != self._seed(scenario, trial):
-            return (f"field seed is {row.get('seed')!r}, not the seed the plan derives for this unit from the "
-                    f"run's seed {self.seed} ({self.manifest})")
+            return (
+                f"field seed is {row.get('seed')!r}, not the seed the plan derives for this unit from the "
+                f"run's seed {self.seed} ({self.manifest})"
+            )
         pinned = ", ".join(repr(a) for a in sorted(self.agents or ()))
         return f"field agent is {row.get('agent')!r}, but {self.manifest} pins {pinned}"
 
@@ -79,8 +90,10 @@ class RunIdentity:
     def warnings(self, folder: Path) -> list[str]:
         out = []
         if folder.name != self.run_id:
-            out.append(f"{folder}: the folder is named {folder.name!r} but its run.json is run {self.run_id!r}: "
-                       "a copy of another run's folder (its figures are that run's)")
+            out.append(
+                f"{folder}: the folder is named {folder.name!r} but its run.json is run {self.run_id!r}: "
+                "a copy of another run's folder (its figures are that run's)"
+            )
         out += [f"{self.manifest}: {why}" for why in self.unverifiable]
         return out
 
@@ -91,16 +104,23 @@ def _mismatch(text: str) -> Exception:
     return TrialMismatch(text)
 
 
-_FIX = ("trials of one run cannot stand for another: play the run again (or restore its own trials.jsonl), "
-        "and merge shards with `simlab merge`")
+_FIX = (
+    "trials of one run cannot stand for another: play the run again (or restore its own trials.jsonl), "
+    "and merge shards with `simlab merge`"
+)
 
 
 def row_of_record(raw: Mapping[str, Any]) -> dict[str, Any]:
     """The fields ``RunIdentity.check`` reads, from a parsed line's transcript (the head's row names)."""
     transcript = _mapping(raw.get("transcript"))
     agent = _mapping(transcript.get("agent"))
-    return {"run_id": transcript.get("run_id"), "scenario_id": transcript.get("scenario_id"),
-            "trial": transcript.get("trial"), "seed": transcript.get("seed"), "agent": agent.get("ref")}
+    return {
+        "run_id": transcript.get("run_id"),
+        "scenario_id": transcript.get("scenario_id"),
+        "trial": transcript.get("trial"),
+        "seed": transcript.get("seed"),
+        "agent": agent.get("ref"),
+    }
 
 
 def _mapping(value: Any) -> Mapping[str, Any]:
@@ -124,8 +144,9 @@ def identity_of(manifest: Mapping[str, Any], path: Path) -> RunIdentity | None:
             identity.unverifiable.append("pins.seed is missing: the trials' seeds cannot be checked")
         identity.agents = agent_refs(pins.get("agent"))
         if identity.agents is None:
-            identity.unverifiable.append("pins.agent is not an agent simlab reads: the trials' agent cannot be "
-                                         "checked")
+            identity.unverifiable.append(
+                "pins.agent is not an agent simlab reads: the trials' agent cannot be checked"
+            )
     return identity
 
 

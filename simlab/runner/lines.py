@@ -92,14 +92,20 @@ class ReadNotes:
         if self.unplanned:
             shown = ", ".join(f"{unit!r} (line {number})" for unit, number in self.unplanned[:3])
             more = f" and {len(self.unplanned) - 3} more" if len(self.unplanned) > 3 else ""
-            out.append(f"{self.path}: {len(self.unplanned)} stored trials are not in this run's plan (run.json) and "
-                       f"are left out of every figure: {shown}{more}")
+            out.append(
+                f"{self.path}: {len(self.unplanned)} stored trials are not in this run's plan (run.json) and "
+                f"are left out of every figure: {shown}{more}"
+            )
         if self.torn_tail:
-            out.append(f"{self.path}:{self.torn_line}: a torn last line ({self.torn_tail} bytes, a crash mid-write) "
-                       "was skipped; `simlab run` with the same run id cuts it and plays that unit again")
+            out.append(
+                f"{self.path}:{self.torn_line}: a torn last line ({self.torn_tail} bytes, a crash mid-write) "
+                "was skipped; `simlab run` with the same run id cuts it and plays that unit again"
+            )
         for unit, first, repeat in self.duplicates[:5]:
-            out.append(f"{self.path}: unit {unit!r} is stored twice, identically (lines {first} and {repeat}): "
-                       "counted once")
+            out.append(
+                f"{self.path}: unit {unit!r} is stored twice, identically (lines {first} and {repeat}): "
+                "counted once"
+            )
         if len(self.duplicates) > 5:
             out.append(f"{self.path}: … and {len(self.duplicates) - 5} more identical repeats, counted once")
         return out
@@ -123,10 +129,11 @@ class UnitLedger:
         if before_length == len(line) and _read_at(self.path, before_offset, before_length) == bytes(line):
             self.notes.duplicates.append((unit, before_number, number))
             return False
-        raise LineError(f"{self.path}:{number}: unit {unit!r} is stored twice, on lines {before_number} and "
-                        f"{number}, with different contents; a run holds one trial per unit. Keep the line you "
-                        "trust and delete the other, or merge shards with `simlab merge`, which refuses overlaps")
-
+        raise LineError(
+            f"{self.path}:{number}: unit {unit!r} is stored twice, on lines {before_number} and "
+            f"{number}, with different contents; a run holds one trial per unit. Keep the line you "
+            "trust and delete the other, or merge shards with `simlab merge`, which refuses overlaps"
+        )
 
     def admit_at(self, unit: str, number: int, offset: int, length: int) -> bool:
         """``admit`` for a line known by its place in the file (an index of heads): its bytes are
@@ -143,8 +150,9 @@ def _read_at(path: Path, offset: int, length: int) -> bytes:
         return fh.read(length)
 
 
-def block_lines(path: Path, start: int = 0, number: int = 0, stop: int | None = None,
-                reached: list[int] | None = None) -> Iterator[tuple[int, int, bytearray, int, int, bool]]:
+def block_lines(
+    path: Path, start: int = 0, number: int = 0, stop: int | None = None, reached: list[int] | None = None
+) -> Iterator[tuple[int, int, bytearray, int, int, bool]]:
     """``(number, offset, buffer, start, end, last)`` for each non-blank line of a file: ``offset``
     is where the line starts in the file, ``last`` says it has no newline (a torn tail). The file
     is read in reused 4 MB blocks and never split into line objects (1.6 GB for 100,000 trials);
@@ -158,7 +166,9 @@ def block_lines(path: Path, start: int = 0, number: int = 0, stop: int | None = 
     left = -1 if stop is None else stop - start  # bytes still to read; -1: to the end of the file
     with open(path, "rb") as fh:
         fh.seek(start)
-        while left and (size := fh.readinto(block if left < 0 or left >= _BLOCK else memoryview(block)[:left])):
+        while left and (
+            size := fh.readinto(block if left < 0 or left >= _BLOCK else memoryview(block)[:left])
+        ):
             left -= size if left > 0 else 0
             data += memoryview(block)[:size]
             pos = 0
@@ -195,7 +205,7 @@ def read_head(data: bytes | bytearray, start: int = 0, end: int | None = None) -
     """
     end = len(data) if end is None else end
     span = head_span(data, start, end)
-    return None if span is None else parse_head(data[span[0]:span[1]])
+    return None if span is None else parse_head(data[span[0] : span[1]])
 
 
 def head_span(data: bytes | bytearray, start: int, end: int) -> tuple[int, int] | None:
@@ -261,15 +271,21 @@ def parse_record(line: bytes | bytearray, path: Path, number: int) -> dict[str, 
         try:
             value = json.loads(line)
         except ValueError:
-            raise LineError(f"{path}:{number}: not valid JSON (a line cut short, or two lines run together): the "
-                            f"file was edited or corrupted; {FIX}") from None
+            raise LineError(
+                f"{path}:{number}: not valid JSON (a line cut short, or two lines run together): the "
+                f"file was edited or corrupted; {FIX}"
+            ) from None
     if not isinstance(value, dict) or not isinstance(value.get("unit_id"), str) or not value["unit_id"]:
-        raise LineError(f"{path}:{number}: not a trial record (no unit_id); the file was edited or corrupted; {FIX}")
+        raise LineError(
+            f"{path}:{number}: not a trial record (no unit_id); the file was edited or corrupted; {FIX}"
+        )
     if not isinstance(value.get("transcript"), dict):
         keys = ", ".join(sorted(value)) if isinstance(value, dict) else ""
-        raise LineError(f"{path}:{number}: trial {value['unit_id']!r} has no transcript (the line holds only {keys}); "
-                        "a trial line holds its whole transcript: restore the line, or delete it and run the same "
-                        "run id again to play that unit")
+        raise LineError(
+            f"{path}:{number}: trial {value['unit_id']!r} has no transcript (the line holds only {keys}); "
+            "a trial line holds its whole transcript: restore the line, or delete it and run the same "
+            "run id again to play that unit"
+        )
     return value
 
 
@@ -282,8 +298,10 @@ def record_of(raw: dict[str, Any], path: Path, number: int) -> TrialRecord:
     except ValidationError as exc:
         first = exc.errors()[0]
         where = ".".join(str(p) for p in first["loc"])
-        raise LineError(f"{path}:{number}: trial {raw['unit_id']!r} is not a valid trial record ({where}: "
-                        f"{first['msg']}); the file was edited or corrupted; {FIX}") from None
+        raise LineError(
+            f"{path}:{number}: trial {raw['unit_id']!r} is not a valid trial record ({where}: "
+            f"{first['msg']}); the file was edited or corrupted; {FIX}"
+        ) from None
 
 
 def head_of(raw: dict[str, Any], path: Path, number: int) -> TrialHead:
@@ -292,8 +310,9 @@ def head_of(raw: dict[str, Any], path: Path, number: int) -> TrialHead:
     return record_head(record_of(raw, path, number))
 
 
-def line_value(data: bytes | bytearray, start: int, end: int, path: Path, number: int,
-               parse: Parse) -> tuple[str, Any]:
+def line_value(
+    data: bytes | bytearray, start: int, end: int, path: Path, number: int, parse: Parse
+) -> tuple[str, Any]:
     """``(unit id, value)`` of one complete line under the rule: the value is the unit id, the
     head, or the whole parsed record, as ``parse`` asks."""
     if parse == "unit":
@@ -318,7 +337,9 @@ def scan(path: Path, parse: Parse, notes: ReadNotes | None = None) -> Iterator[t
     if not path.exists():
         return
     ledger = UnitLedger(path, notes)
-    identity = notes.run_identity() if parse != "unit" else None  # "unit": resume's scan, checked by its heads
+    identity = (
+        notes.run_identity() if parse != "unit" else None
+    )  # "unit": resume's scan, checked by its heads
     try:
         for number, offset, data, start, end, last in block_lines(path):
             if last:  # a torn tail: skipped by every reader, cut by the next run
@@ -332,20 +353,21 @@ def scan(path: Path, parse: Parse, notes: ReadNotes | None = None) -> Iterator[t
             if notes.plan is not None and unit not in notes.plan:
                 notes.unplanned.append((unit, number))
                 continue
-            yield number, unit, bytes(data[start:end + 1]) if parse == "line" else value
+            yield number, unit, bytes(data[start : end + 1]) if parse == "line" else value
     except OSError as exc:
         raise InfraError(f"{path}: cannot read ({exc.strerror or exc})") from None
 
 
-def _row(value: Any, parse: Parse, data: bytes | bytearray, start: int, end: int, path: Path,
-         number: int) -> Mapping[str, Any]:
+def _row(
+    value: Any, parse: Parse, data: bytes | bytearray, start: int, end: int, path: Path, number: int
+) -> Mapping[str, Any]:
     """The figures of a line that ``RunIdentity.check`` reads: its head's row, or its transcript's."""
     if parse == "head":
         return figures_of(value)
     if parse == "raw":
         return row_of_record(value)
     span = head_span(data, start, end)
-    row = None if span is None else _head_row(data[span[0]:span[1]])
+    row = None if span is None else _head_row(data[span[0] : span[1]])
     if row is not None:
         return row
     return row_of_record(parse_record(bytes(data[start:end]), path, number))
@@ -369,11 +391,20 @@ def encode_record(record: TrialRecord) -> bytes:
     head = record_head(record)
     try:
         rest = record.model_dump_json(exclude=set(_FRAMED)).encode("utf-8")  # {"checks":…,"verdict":…,…}
-        line = b"".join((b'{"schema_version":', to_json(record.schema_version),
-                         b',"unit_id":', to_json(record.unit_id),
-                         b',"head":', head.model_dump_json().encode("utf-8"),
-                         b',"transcript":', record.transcript.model_dump_json().encode("utf-8"),
-                         b"," + rest[1:] if rest != b"{}" else b"}", b"\n"))
+        line = b"".join(
+            (
+                b'{"schema_version":',
+                to_json(record.schema_version),
+                b',"unit_id":',
+                to_json(record.unit_id),
+                b',"head":',
+                head.model_dump_json().encode("utf-8"),
+                b',"transcript":',
+                record.transcript.model_dump_json().encode("utf-8"),
+                b"," + rest[1:] if rest != b"{}" else b"}",
+                b"\n",
+            )
+        )
     except (ValueError, UnicodeError):  # pydantic's serialization error is a ValueError
         line = _line(_fix_text(_framed(record, head)))
     if holds_secret(line):  # rare: a key echoed in an agent's exception, a password in an api_base URL

@@ -123,5 +123,7 @@ def read_manifest_model(path: Path, data: dict[str, Any] | None) -> RunManifest:
     except ValidationError as exc:
         first = exc.errors()[0]
         field = ".".join(str(part) for part in first["loc"])
-        raise InfraError(f"{path}: {field}: {first['msg']}; this run.json was not written by simlab as it "
-                         "is; restore it or move the run away") from None
+        raise InfraError(
+            f"{path}: {field}: {first['msg']}; this run.json was not written by simlab as it "
+            "is; restore it or move the run away"
+        ) from None

@@ -55,7 +55,9 @@ def merge_shards(out: Path, shards: list[Path], command: list[str], *, force: bo
     forced = _pin_check(shards, manifests, force)
     plan = target.planned_units(manifests[0])
     if plan is None:
-        raise UsageError(f"{shards[0] / 'run.json'}: names no planned scenarios and trials; is it a simlab run?")
+        raise UsageError(
+            f"{shards[0] / 'run.json'}: names no planned scenarios and trials; is it a simlab run?"
+        )
     report = MergeReport(out, planned=len(plan), merged=0)
     aside = out.with_name(f".{out.name}.{os.getpid()}.{secrets.token_hex(4)}.merge")
     try:
@@ -78,12 +80,16 @@ def _pin_check(shards: list[Path], manifests: list[dict[str, Any]], force: bool)
         diffs = pin_differences(manifests[0].get("pins", {}), manifest.get("pins", {}))
         if diffs and not force:
             lines = "\n".join(f"  - {d}" for d in diffs[:20])
-            raise UsageError(f"{shard} is not a shard of the same run as {shards[0]}: its pins or plan differ:\n"
-                             f"{lines}\nPlay it again with the same code and settings, or merge with --force "
-                             "(the merged run is then marked as mixing configurations: its gates are inconclusive)")
+            raise UsageError(
+                f"{shard} is not a shard of the same run as {shards[0]}: its pins or plan differ:\n"
+                f"{lines}\nPlay it again with the same code and settings, or merge with --force "
+                "(the merged run is then marked as mixing configurations: its gates are inconclusive)"
+            )
         forced += [f"{shard.name}: {d}" for d in diffs]
     for shard, manifest in zip(shards, manifests):
-        forced += [f"{shard.name}: {d}" for r in manifest.get("resumes") or [] for d in r.get("forced_over") or []]
+        forced += [
+            f"{shard.name}: {d}" for r in manifest.get("resumes") or [] for d in r.get("forced_over") or []
+        ]
         forced += [f"{shard.name}: {d}" for d in manifest.get("merge_forced_over") or []]
     return forced
 
@@ -112,8 +118,10 @@ def _move_into_place(aside: Path, out: Path) -> None:
     try:
         os.rename(aside, out)
     except OSError as exc:
-        raise UsageError(f"{out}: cannot put the merged run in place ({exc.strerror or exc}); another merge or "
-                         "run wrote it meanwhile: merge into a new run id") from None
+        raise UsageError(
+            f"{out}: cannot put the merged run in place ({exc.strerror or exc}); another merge or "
+            "run wrote it meanwhile: merge into a new run id"
+        ) from None
     _fsync_dir(out.parent)
 
 
@@ -124,7 +132,7 @@ def _clean_dead_merges(out: Path) -> None:
     except OSError:
         return
     for folder in leftovers:
-        pid = folder.name[len(out.name) + 2:].split(".")[0]
+        pid = folder.name[len(out.name) + 2 :].split(".")[0]
         if pid.isdigit() and not _alive(int(pid)):
             shutil.rmtree(folder, ignore_errors=True)
     try:  # an empty folder (an older simlab's merge killed before its first line) blocks nothing,
@@ -145,45 +153,63 @@ def _manifest(shard: Path, force: bool = False) -> dict[str, Any]:
         raise UsageError(f"{shard}: no such run folder")
     manifest = store.read_manifest()
     if manifest is None:
-        raise UsageError(f"{shard}: no run.json, so its pins and plan are unknown; a shard cannot be merged without it")
+        raise UsageError(
+            f"{shard}: no run.json, so its pins and plan are unknown; a shard cannot be merged without it"
+        )
     forced = [d for r in manifest.get("resumes") or [] for d in r.get("forced_over") or []]
     if forced and not force:
-        raise UsageError(f"{shard}: this shard was resumed with --force over other pins, so it mixes configurations "
-                         f"({forced[0]}); play it again under a new run id (or merge with --force: the merged run "
-                         "is then marked as mixing configurations)")
+        raise UsageError(
+            f"{shard}: this shard was resumed with --force over other pins, so it mixes configurations "
+            f"({forced[0]}); play it again under a new run id (or merge with --force: the merged run "
+            "is then marked as mixing configurations)"
+        )
     return manifest
 
 
-def _copy_shard(shard: Path, plan: set[str], owner: dict[str, Path], out: Any, report: MergeReport,
-                index: IndexBuilder) -> int:
+def _copy_shard(
+    shard: Path, plan: set[str], owner: dict[str, Path], out: Any, report: MergeReport, index: IndexBuilder
+) -> int:
     store = RunStore(shard)
     notes = ReadNotes(store.trials_path)
     count = 0
     for number, unit, line in scan(store.trials_path, "line", notes):
         if unit not in plan:
-            raise UsageError(f"{store.trials_path}:{number}: unit {unit!r} is not in the run's plan; this shard holds "
-                             "trials of another run")
+            raise UsageError(
+                f"{store.trials_path}:{number}: unit {unit!r} is not in the run's plan; this shard holds "
+                "trials of another run"
+            )
         if unit in owner:
-            raise UsageError(f"{store.trials_path}:{number}: unit {unit!r} is also in {owner[unit]}: the shards "
-                             "overlap (shards of different N, or one shard copied twice); merge each unit once")
+            raise UsageError(
+                f"{store.trials_path}:{number}: unit {unit!r} is also in {owner[unit]}: the shards "
+                "overlap (shards of different N, or one shard copied twice); merge each unit once"
+            )
         owner[unit] = shard
         out.write(line)
         index.add(line)
         count += 1
     if notes.torn_tail:
-        raise UsageError(f"{store.trials_path}:{notes.torn_line}: the shard ends in a torn line (it was killed "
-                         "mid-write); resume it with the same `simlab run … --shard I/N` command, then merge")
+        raise UsageError(
+            f"{store.trials_path}:{notes.torn_line}: the shard ends in a torn line (it was killed "
+            "mid-write); resume it with the same `simlab run … --shard I/N` command, then merge"
+        )
     report.warnings += notes.warnings()
     return count
 
 
-def _merged_manifest(manifests: list[dict[str, Any]], out: Path, report: MergeReport,
-                     command: list[str]) -> dict[str, Any]:
+def _merged_manifest(
+    manifests: list[dict[str, Any]], out: Path, report: MergeReport, command: list[str]
+) -> dict[str, Any]:
     manifest = {k: v for k, v in manifests[0].items() if k not in ("resumes", "merge_forced_over")}
     manifest["run_id"] = out.name
     manifest["created_at"] = datetime.now(UTC).isoformat(timespec="seconds")
     manifest["command"] = command
-    manifest["merged_from"] = [{"folder": str(folder), "run_id": shard.get("run_id"), "trials": count,
-                                "run_ids": sorted(source_run_ids(shard))}
-                               for (folder, count), shard in zip(report.shards, manifests)]
+    manifest["merged_from"] = [
+        {
+            "folder": str(folder),
+            "run_id": shard.get("run_id"),
+            "trials": count,
+            "run_ids": sorted(source_run_ids(shard)),
+        }
+        for (folder, count), shard in zip(report.shards, manifests)
+    ]
     return manifest

@@ -22,35 +22,72 @@ from simlab.transcript import Transcript, TrialRecord
 from simlab.version import __version__
 
 
-def write_observed_run(folder: Path, transcripts: list[Transcript], *, source: Path, fmt: str,
-                       command: list[str], redaction: dict[str, Any], keep_raw: bool = False) -> None:
+def write_observed_run(
+    folder: Path,
+    transcripts: list[Transcript],
+    *,
+    source: Path,
+    fmt: str,
+    command: list[str],
+    redaction: dict[str, Any],
+    keep_raw: bool = False,
+) -> None:
     """Write imported ``transcripts`` (ungraded) as a new run in ``folder``."""
     digest = hashlib.sha256(source.read_bytes()).hexdigest()
     scenarios: dict[str, dict[str, Any]] = {}
     for t in transcripts:
-        entry = scenarios.setdefault(t.scenario_id, {"path": str(source), "sha256": digest, "persona": "observed",
-                                                     "persona_sha256": None, "trials": 0})
+        entry = scenarios.setdefault(
+            t.scenario_id,
+            {
+                "path": str(source),
+                "sha256": digest,
+                "persona": "observed",
+                "persona_sha256": None,
+                "trials": 0,
+            },
+        )
         entry["trials"] = max(entry["trials"], t.trial)
     manifest = new_manifest(folder, command, scenarios)
-    manifest["observed"] = {"format": fmt, "source": str(source), "sha256": digest, "conversations": len(transcripts),
-                            "redaction": redaction, "raw_kept": keep_raw}
-    write_run(folder, [TrialRecord(unit_id=t.unit_id, transcript=t) for t in transcripts], manifest,
-              raw=source if keep_raw else None)
+    manifest["observed"] = {
+        "format": fmt,
+        "source": str(source),
+        "sha256": digest,
+        "conversations": len(transcripts),
+        "redaction": redaction,
+        "raw_kept": keep_raw,
+    }
+    write_run(
+        folder,
+        [TrialRecord(unit_id=t.unit_id, transcript=t) for t in transcripts],
+        manifest,
+        raw=source if keep_raw else None,
+    )
 
 
 def new_manifest(folder: Path, command: list[str], scenarios: dict[str, Any]) -> dict[str, Any]:
     """The manifest of a run of observed trials; ``scenarios`` as ``pins.scenarios`` (they plan the units)."""
     return {
-        "schema_version": MANIFEST_SCHEMA_VERSION, "run_id": folder.name, "simlab_version": __version__,
-        "python": sys.version.split()[0], "created_at": datetime.now(UTC).isoformat(timespec="seconds"),
+        "schema_version": MANIFEST_SCHEMA_VERSION,
+        "run_id": folder.name,
+        "simlab_version": __version__,
+        "python": sys.version.split()[0],
+        "created_at": datetime.now(UTC).isoformat(timespec="seconds"),
         "command": command,
-        "pins": {"agent": {"kind": "observed"}, "simulator": {"kind": "observed"}, "judge": None, "seed": 0,
-                 "scenarios": scenarios},
-        "units": sum(int(s["trials"]) for s in scenarios.values()), "allow_unjudged": [],
+        "pins": {
+            "agent": {"kind": "observed"},
+            "simulator": {"kind": "observed"},
+            "judge": None,
+            "seed": 0,
+            "scenarios": scenarios,
+        },
+        "units": sum(int(s["trials"]) for s in scenarios.values()),
+        "allow_unjudged": [],
     }
 
 
-def write_run(folder: Path, records: list[TrialRecord], manifest: dict[str, Any], *, raw: Path | None = None) -> None:
+def write_run(
+    folder: Path, records: list[TrialRecord], manifest: dict[str, Any], *, raw: Path | None = None
+) -> None:
     """Write ``records`` and ``manifest`` as a new run in ``folder`` (which must not hold a run yet),
     under the run's lock; ``raw``: a file copied, as it is, into ``raw/``."""
     store = RunStore(folder)

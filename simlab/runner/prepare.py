@@ -55,7 +55,9 @@ class RunRequest:
     keywords: str | None = None  # -k EXPR: scenarios whose id, title or tags match
     tags: list[str] = field(default_factory=list)  # --tags: scenarios carrying one of them
     cache: bool | None = None  # --cache: answer repeated model requests from the response cache
-    partial_ok: bool = False  # --partial-ok: a part of the suite (-k, --tags, paths) may be gated, said partial
+    partial_ok: bool = (
+        False  # --partial-ok: a part of the suite (-k, --tags, paths) may be gated, said partial
+    )
     command: list[str] = field(default_factory=list)
 
 
@@ -83,7 +85,9 @@ class RunPlan:
     trial_sources: dict[str, tuple[int, str]] = field(default_factory=dict)  # scenario → (trials, who set it)
     max_error_rate: float | None = None  # None: the default of a plain run (report.gates.RUN_MAX_ERROR_RATE)
     allow_unjudged: list[str] = field(default_factory=list)  # check kinds that may stay unjudged
-    earlier_attempts: dict[str, list[dict[str, Any]]] = field(default_factory=dict)  # unit id → retired errors
+    earlier_attempts: dict[str, list[dict[str, Any]]] = field(
+        default_factory=dict
+    )  # unit id → retired errors
     graders: list[GraderUse] = field(default_factory=list)  # what the suite adds to every scenario's graders
     summary_evaluators: list[str] = field(default_factory=list)  # the suite's dataset-level functions
     cache_dir: Path | None = None  # the response cache's folder (llm/cache.py); None: off
@@ -136,7 +140,9 @@ def prepare(req: RunRequest) -> RunPlan:
         wanted = keyword_filter(req.keywords)
         loaded = [s for s in loaded if wanted([s.spec.id, s.spec.title, *s.spec.tags])]
     if not loaded:
-        raise UsageError("no scenarios to run: check the paths, the suite's scenarios and tags, and -k/--tags")
+        raise UsageError(
+            "no scenarios to run: check the paths, the suite's scenarios and tags, and -k/--tags"
+        )
     domains = check_scenarios(loaded)
     _check_graders(loaded, suite_file)
     if suite_file is not None and (problems := summary_function_problems(suite_file)):
@@ -147,8 +153,10 @@ def prepare(req: RunRequest) -> RunPlan:
     notes.extend(_unjudgeable_cost(agent, loaded))
     simulator = _simulator(req.simulator, pick("simulator"), req.allow_same_family, notes)
     seed = int(pick("seed", req.seed, 0))
-    trial_sources = {s.spec.id: trials_of(s.spec.trials, req.trials, suite.trials if suite else None, config.trials)
-                     for s in loaded}
+    trial_sources = {
+        s.spec.id: trials_of(s.spec.trials, req.trials, suite.trials if suite else None, config.trials)
+        for s in loaded
+    }
     trials = {sid: n for sid, (n, _) in trial_sources.items()}
     units = plan_units(trials, seed)
     run_id = check_run_id(req.run_id) if req.run_id is not None else _new_run_id()
@@ -161,7 +169,9 @@ def prepare(req: RunRequest) -> RunPlan:
         units=units,
         agent=agent,
         simulator=simulator,
-        judge=_with_flag(JudgeSpec, req.judge, pick("judge"), "--judge", notes) if req.judge else pick("judge"),
+        judge=_with_flag(JudgeSpec, req.judge, pick("judge"), "--judge", notes)
+        if req.judge
+        else pick("judge"),
         concurrency=int(pick("concurrency", req.concurrency, DEFAULT_CONCURRENCY)),
         seed=seed,
         limits=pick("limits", None, Limits()),
@@ -188,16 +198,29 @@ def prepare(req: RunRequest) -> RunPlan:
     if suite_path is not None:  # the suite's own plan, against which its gates judge this run
         from simlab.runner.suite_plan import pin_suite
 
-        pin_suite(plan.manifest, plan.notes, trials, suite_path, suite.id if suite else None, root,
-                  partial_ok=req.partial_ok)
+        pin_suite(
+            plan.manifest,
+            plan.notes,
+            trials,
+            suite_path,
+            suite.id if suite else None,
+            root,
+            partial_ok=req.partial_ok,
+        )
     return plan
 
 
-def trials_of(scenario: int | None, flag: int | None, suite: int | None, project: int | None) -> tuple[int, str]:
+def trials_of(
+    scenario: int | None, flag: int | None, suite: int | None, project: int | None
+) -> tuple[int, str]:
     """A scenario's trial count and who set it. Precedence: the ``--trials`` flag, then the suite,
     then the scenario file, then ``simlab.yaml``, then 1."""
-    for value, source in ((flag, "--trials"), (suite, "the suite"), (scenario, "the scenario file"),
-                          (project, "simlab.yaml")):
+    for value, source in (
+        (flag, "--trials"),
+        (suite, "the suite"),
+        (scenario, "the scenario file"),
+        (project, "simlab.yaml"),
+    ):
         if value is not None:
             return value, source
     return 1, "default"
@@ -244,14 +267,20 @@ def _agent(flag: str | None, configured: AgentSpec | None, notes: list[str]) -> 
         return _with_flag(AgentSpec, flag, configured, "--agent", notes)
     if configured is None:
         raise UsageError(
-            "no agent under test: pass --agent (a LiteLLM model, or python:module:attr) or set 'agent' in simlab.yaml"
+            "no agent under test: pass --agent (a LiteLLM model, or python:module:attr) or set 'agent' in "
+            "simlab.yaml"
         )
     return configured
 
 
-def _simulator(flag: str | None, configured: SimulatorSpec | None, allow_same_family: bool,
-               notes: list[str]) -> SimulatorSpec:
-    spec = _with_flag(SimulatorSpec, flag, configured, "--simulator", notes) if flag else configured or SimulatorSpec()
+def _simulator(
+    flag: str | None, configured: SimulatorSpec | None, allow_same_family: bool, notes: list[str]
+) -> SimulatorSpec:
+    spec = (
+        _with_flag(SimulatorSpec, flag, configured, "--simulator", notes)
+        if flag
+        else configured or SimulatorSpec()
+    )
     return spec.model_copy(update={"allow_same_family": True}) if allow_same_family else spec
 
 
@@ -281,17 +310,26 @@ def _with_flag(model: Any, flag: str, configured: Any, name: str, notes: list[st
     ``--agent openai/x`` never sends to the real provider what simlab.yaml points at a local server.
     A mapping (``--agent '{model: openai/x}'``) replaces the configured spec whole."""
     parsed = _parse(model, flag, name)
-    if flag.lstrip().startswith("{") or configured is None or not getattr(parsed, "model", None) \
-            or not getattr(configured, "model", None):
+    if (
+        flag.lstrip().startswith("{")
+        or configured is None
+        or not getattr(parsed, "model", None)
+        or not getattr(configured, "model", None)
+    ):
         return parsed
-    kept = {key: getattr(configured, key) for key in _ENDPOINT_KEYS
-            if key in type(configured).model_fields and getattr(configured, key)}
+    kept = {
+        key: getattr(configured, key)
+        for key in _ENDPOINT_KEYS
+        if key in type(configured).model_fields and getattr(configured, key)
+    }
     if not kept:
         return parsed
     merged = configured.model_copy(update={"model": parsed.model})
     shown = ", ".join(f"{key} {_shown(key, value)}" for key, value in kept.items())
-    notes.append(f"{name} {parsed.model}: keeping {shown} from the configuration; to replace the whole "
-                 f"mapping, pass {name} '{{model: {parsed.model}}}'")
+    notes.append(
+        f"{name} {parsed.model}: keeping {shown} from the configuration; to replace the whole "
+        f"mapping, pass {name} '{{model: {parsed.model}}}'"
+    )
     return merged
 
 
@@ -317,13 +355,17 @@ def _shown(key: str, value: Any) -> str:
 def _unjudgeable_cost(agent: AgentSpec, loaded: list[Any]) -> list[str]:
     """Said once before playing: a cost budget that no trial of this agent can be judged on."""
     why = agent.cost_unknown()
-    budgeted = [s.spec.id for s in loaded if s.spec.expect.budgets and s.spec.expect.budgets.max_cost_usd is not None]
+    budgeted = [
+        s.spec.id for s in loaded if s.spec.expect.budgets and s.spec.expect.budgets.max_cost_usd is not None
+    ]
     if why is None or not budgeted:
         return []
     shown = ", ".join(budgeted[:3]) + (f" and {len(budgeted) - 3} more" if len(budgeted) > 3 else "")
-    return [f"{why}: its cost is unknown, so the max_cost_usd budget of {len(budgeted)} scenario(s) ({shown}) "
-            "cannot be judged and their trials will be unjudged; give the agent a price: "
-            "{input: USD per million tokens, output: USD per million tokens}"]
+    return [
+        f"{why}: its cost is unknown, so the max_cost_usd budget of {len(budgeted)} scenario(s) ({shown}) "
+        "cannot be judged and their trials will be unjudged; give the agent a price: "
+        "{input: USD per million tokens, output: USD per million tokens}"
+    ]
 
 
 def check_run_id(run_id: str) -> str:
@@ -341,8 +383,10 @@ def check_run_id(run_id: str) -> str:
     elif len(run_id.encode("utf-8")) > 200:
         problem = "it is longer than 200 bytes"
     if problem:
-        raise UsageError(f"--run-id {run_id!r}: {problem}; a run id names one folder under transcripts/, "
-                         "e.g. nightly-2024-06-01")
+        raise UsageError(
+            f"--run-id {run_id!r}: {problem}; a run id names one folder under transcripts/, "
+            "e.g. nightly-2024-06-01"
+        )
     return run_id
 
 
@@ -377,25 +421,27 @@ def pins_of(plan: RunPlan, trials: dict[str, int]) -> dict[str, Any]:
     """The pins of a run, credentials masked (``redact.mask_tree``): a password in an ``api_base``
     URL is not a pin, and two runs that differ only in it compare equal."""
     graders = {"graders": [use.model_dump(mode="json") for use in plan.graders]} if plan.graders else {}
-    return mask_tree({
-        **graders,  # only when a suite adds graders: the pins of other runs stay as they were
-        "agent": safe_settings(plan.agent.model_dump(mode="json", exclude_none=True)),
-        "simulator": safe_settings(plan.simulator.model_dump(mode="json", exclude_none=True)),
-        "judge": _judge_pin(plan.judge),
-        "seed": plan.seed,
-        "limits": plan.limits.model_dump(mode="json"),
-        "code": _code(plan),
-        "scenarios": {
-            sid: {
-                "path": _pinned_path(s.path, plan.root),
-                "sha256": s.sha256,
-                "persona": s.persona.id,
-                "persona_sha256": s.persona_sha256,
-                "trials": trials[sid],
-            }
-            for sid, s in plan.scenarios.items()
-        },
-    })
+    return mask_tree(
+        {
+            **graders,  # only when a suite adds graders: the pins of other runs stay as they were
+            "agent": safe_settings(plan.agent.model_dump(mode="json", exclude_none=True)),
+            "simulator": safe_settings(plan.simulator.model_dump(mode="json", exclude_none=True)),
+            "judge": _judge_pin(plan.judge),
+            "seed": plan.seed,
+            "limits": plan.limits.model_dump(mode="json"),
+            "code": _code(plan),
+            "scenarios": {
+                sid: {
+                    "path": _pinned_path(s.path, plan.root),
+                    "sha256": s.sha256,
+                    "persona": s.persona.id,
+                    "persona_sha256": s.persona_sha256,
+                    "trials": trials[sid],
+                }
+                for sid, s in plan.scenarios.items()
+            },
+        }
+    )
 
 
 def _pinned_path(path: Path, root: Path) -> str:

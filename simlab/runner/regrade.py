@@ -57,20 +57,25 @@ def load_run_scenarios(store: RunStore, personas_dir: Path) -> tuple[dict[str, L
     if not manifest:
         raise UsageError(f"{store.folder}: no run.json; is this a run folder?")
     if manifest.get("observed"):  # imported production traces: no scenario files to grade them against
-        raise UsageError(f"{store.folder.name} holds imported traces, which have no scenario: grade them with "
-                         f"`simlab grade-traces {store.folder.name} --rules RULES.yaml`")
+        raise UsageError(
+            f"{store.folder.name} holds imported traces, which have no scenario: grade them with "
+            f"`simlab grade-traces {store.folder.name} --rules RULES.yaml`"
+        )
     pinned = manifest.get("pins", {}).get("scenarios", {})
     paths = [Path(entry["path"]) for entry in pinned.values()]
     missing = [str(p) for p in paths if not p.exists()]
     if missing:
-        raise UsageError(f"scenario files of this run are gone: {', '.join(missing)}; run grade from the project root")
+        raise UsageError(
+            f"scenario files of this run are gone: {', '.join(missing)}; run grade from the project root"
+        )
     loaded = {s.spec.id: s for s in load_scenarios(paths, load_personas(personas_dir))}
     changed = [sid for sid, s in loaded.items() if pinned.get(sid, {}).get("sha256") != s.sha256]
     return loaded, changed
 
 
-def regrade(store: RunStore, personas_dir: Path, *, judge: ChatModel | None = None,
-            rejudge: bool = False) -> RegradeReport:
+def regrade(
+    store: RunStore, personas_dir: Path, *, judge: ChatModel | None = None, rejudge: bool = False
+) -> RegradeReport:
     scenarios, changed = load_run_scenarios(store, personas_dir)
     domains = check_scenarios(list(scenarios.values()))
     extra = suite_graders(store.read_manifest() or {})
@@ -90,39 +95,71 @@ def regrade(store: RunStore, personas_dir: Path, *, judge: ChatModel | None = No
     return report
 
 
-async def _regrade_all(store: RunStore, scenarios: dict[str, LoadedScenario], domains: dict[str, Any],
-                       judge: ChatModel | None, rejudge: bool, report: RegradeReport, out: BinaryIO,
-                       extra: list[GraderUse], index: IndexBuilder) -> None:
+async def _regrade_all(
+    store: RunStore,
+    scenarios: dict[str, LoadedScenario],
+    domains: dict[str, Any],
+    judge: ChatModel | None,
+    rejudge: bool,
+    report: RegradeReport,
+    out: BinaryIO,
+    extra: list[GraderUse],
+    index: IndexBuilder,
+) -> None:
     """Every record on one event loop (judges share it), written in the original order."""
     memos: dict[str, dict[str, Any]] = {}  # per scenario: what grading its trials shares
     for record in store.records():
         scenario = scenarios.get(record.transcript.scenario_id)
         if scenario is None:
-            raise UsageError(f"trial {record.unit_id}: scenario {record.transcript.scenario_id!r} is not in "
-                             "this run's manifest")
-        new = await _regrade_one(record, scenario, domains[scenario.spec.id], judge, rejudge,
-                                 memos.setdefault(scenario.spec.id, {}), extra)
+            raise UsageError(
+                f"trial {record.unit_id}: scenario {record.transcript.scenario_id!r} is not in "
+                "this run's manifest"
+            )
+        new = await _regrade_one(
+            record,
+            scenario,
+            domains[scenario.spec.id],
+            judge,
+            rejudge,
+            memos.setdefault(scenario.spec.id, {}),
+            extra,
+        )
         _note(report, record, new)
         line = encode_record(new)
         out.write(line)
         index.add(line)
 
 
-async def _regrade_one(record: TrialRecord, loaded: LoadedScenario, domain: Any, judge: ChatModel | None,
-                       rejudge: bool, memo: dict[str, Any], extra: list[GraderUse]) -> TrialRecord:
+async def _regrade_one(
+    record: TrialRecord,
+    loaded: LoadedScenario,
+    domain: Any,
+    judge: ChatModel | None,
+    rejudge: bool,
+    memo: dict[str, Any],
+    extra: list[GraderUse],
+) -> TrialRecord:
     transcript = record.transcript.model_copy(deep=True)
     ctx = GradeContext(transcript, loaded.spec, domain, judge=judge, persona=loaded.persona, memo=memo)
     graded = await grade(ctx, use_judges=rejudge, extra=extra)
     checks = graded.checks
     if rejudge:
-        transcript.events = [e for e in transcript.events if not (isinstance(e, ModelCall) and e.role == "judge")]
+        transcript.events = [
+            e for e in transcript.events if not (isinstance(e, ModelCall) and e.role == "judge")
+        ]
         transcript.events.extend(graded.judge_calls)
     else:
         judges = graders_of(ctx.scenario, ctx.memo, extra).judge_names
         checks = checks + [c for c in record.checks if _is_judge_check(c, judges)]
     verdict = verdict_of(transcript, checks)
-    return TrialRecord(unit_id=record.unit_id, transcript=transcript, checks=checks, verdict=verdict,
-                       attempt=record.attempt, earlier_attempts=record.earlier_attempts)
+    return TrialRecord(
+        unit_id=record.unit_id,
+        transcript=transcript,
+        checks=checks,
+        verdict=verdict,
+        attempt=record.attempt,
+        earlier_attempts=record.earlier_attempts,
+    )
 
 
 def _note(report: RegradeReport, old: TrialRecord, new: TrialRecord) -> None:

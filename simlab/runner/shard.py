@@ -66,15 +66,21 @@ def resolve_shard(text: str | None, environ: Mapping[str, str]) -> tuple[int, in
             continue
         index, count = environ[index_var].strip(), environ.get(count_var, "").strip()
         if not count:
-            raise UsageError(f"--shard auto: {index_var} is set ({engine}) but {count_var} is not; "
-                             f"set {count_var} to the number of shares (the job's completions or matrix size)")
+            raise UsageError(
+                f"--shard auto: {index_var} is set ({engine}) but {count_var} is not; "
+                f"set {count_var} to the number of shares (the job's completions or matrix size)"
+            )
         if not (index.isdigit() and count.isdigit()):
-            raise UsageError(f"--shard auto: {index_var}={index!r} and {count_var}={count!r} ({engine}) "
-                             "must be whole numbers")
+            raise UsageError(
+                f"--shard auto: {index_var}={index!r} and {count_var}={count!r} ({engine}) "
+                "must be whole numbers"
+            )
         return parse_shard(f"{int(index) - first + 1}/{int(count)}")
     names = ", ".join(index_var for _, index_var, _, _ in AUTO_SOURCES)
-    raise UsageError(f"--shard auto: none of {names} is set, so this machine's share is unknown; "
-                     "write --shard I/N, or set SIMLAB_SHARD_INDEX (from 0) and SIMLAB_SHARD_COUNT")
+    raise UsageError(
+        f"--shard auto: none of {names} is set, so this machine's share is unknown; "
+        "write --shard I/N, or set SIMLAB_SHARD_INDEX (from 0) and SIMLAB_SHARD_COUNT"
+    )
 
 
 def shard_units(units: Sequence[U], index: int, count: int) -> list[U]:

@@ -39,8 +39,20 @@ from simlab.runner.plan import unit_id_of
 from simlab.transcript import TrialRecord
 from simlab.transcript.head import TrialHead
 
-__all__ = ["Appender", "LineError", "ReadNotes", "Repair", "RunStore", "clean_leftovers", "encode_record",
-           "finished_unit_ids", "planned_units", "read_head", "temp_path", "write_atomic"]
+__all__ = [
+    "Appender",
+    "LineError",
+    "ReadNotes",
+    "Repair",
+    "RunStore",
+    "clean_leftovers",
+    "encode_record",
+    "finished_unit_ids",
+    "planned_units",
+    "read_head",
+    "temp_path",
+    "write_atomic",
+]
 
 MANIFEST_SCHEMA_VERSION = 1
 MANIFEST = "run.json"
@@ -72,14 +84,17 @@ class RunStore:
             self.folder.mkdir(parents=True, exist_ok=True)
             fd = os.open(self.folder / LOCK, os.O_RDWR | os.O_CREAT, 0o644)
         except OSError as exc:
-            raise InfraError(f"{self.folder}: cannot create the run folder or its lock ({_why(exc)})") from None
+            raise InfraError(
+                f"{self.folder}: cannot create the run folder or its lock ({_why(exc)})"
+            ) from None
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError as exc:
             os.close(fd)
             if exc.errno in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
                 raise InfraError(
-                    f"{self.folder}: another simlab process is writing this run; wait for it or use another --run-id"
+                    f"{self.folder}: another simlab process is writing this run; wait for it or use another "
+                    "--run-id"
                 ) from None
             raise InfraError(f"{self.folder}: cannot lock the run ({_why(exc)})") from None
         try:  # the pid is a courtesy for people looking at the folder; the flock is the lock
@@ -102,11 +117,14 @@ class RunStore:
         try:
             manifest = json.loads(self.manifest_path.read_text(encoding="utf-8"))
         except (OSError, ValueError) as exc:
-            raise InfraError(f"{self.manifest_path}: unreadable manifest ({exc}); move it away or use another "
-                             "run id") from None
+            raise InfraError(
+                f"{self.manifest_path}: unreadable manifest ({exc}); move it away or use another run id"
+            ) from None
         if not isinstance(manifest, dict):
-            raise InfraError(f"{self.manifest_path}: not a run manifest (a JSON object); move it away or use "
-                             "another run id")
+            raise InfraError(
+                f"{self.manifest_path}: not a run manifest (a JSON object); move it away or use "
+                "another run id"
+            )
         return manifest
 
     def planned_units(self, manifest: dict[str, Any] | None = None) -> set[str] | None:
@@ -117,7 +135,9 @@ class RunStore:
 
     def write_manifest(self, manifest: dict[str, Any]) -> None:
         manifest = mask_tree(manifest)  # an api_base with a password in it stays off the disk
-        write_atomic(self.manifest_path, json.dumps(manifest, indent=2, sort_keys=True, ensure_ascii=False) + "\n")
+        write_atomic(
+            self.manifest_path, json.dumps(manifest, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+        )
 
     # -- trials ---------------------------------------------------------------------------
     def has_trials(self) -> bool:
@@ -173,13 +193,19 @@ class RunStore:
 
     def finished_units(self) -> dict[str, str | None]:
         """unit_id → termination reason of every stored trial."""
-        return {raw["unit_id"]: (raw["transcript"].get("termination") or {}).get("reason") for raw in self.iter_raw()}
+        return {
+            raw["unit_id"]: (raw["transcript"].get("termination") or {}).get("reason")
+            for raw in self.iter_raw()
+        }
 
     def error_unit_ids(self) -> set[str]:
         """The units whose stored verdict is ``error`` (infrastructure): not finished work, so a
         resume plays them again. Read from each line's head, under the one line rule."""
-        return {unit for _, unit, head, _, _ in heads_tail.scan_heads(self.trials_path)
-                if head.row.verdict == "error"}
+        return {
+            unit
+            for _, unit, head, _, _ in heads_tail.scan_heads(self.trials_path)
+            if head.row.verdict == "error"
+        }
 
     def retire(self, unit_ids: set[str]) -> int:
         """Move the lines of ``unit_ids`` out of ``trials.jsonl`` into ``retired.jsonl``, so the
@@ -211,7 +237,9 @@ class RunStore:
                 heads_index.replace_trials(tmp, self.trials_path, index)
                 _fsync_dir(self.folder)
         except OSError as exc:
-            raise InfraError(f"{self.trials_path}: cannot set trials aside to play them again ({_why(exc)})") from None
+            raise InfraError(
+                f"{self.trials_path}: cannot set trials aside to play them again ({_why(exc)})"
+            ) from None
         finally:
             tmp.unlink(missing_ok=True)
             index.discard()
@@ -233,9 +261,14 @@ class RunStore:
                     raw = parse_record(line, self.retired_path, number)
                     t = raw["transcript"]
                     termination = t.get("termination") or {}
-                    attempts.setdefault(raw["unit_id"], []).append({
-                        "verdict": raw.get("verdict"), "termination": termination.get("reason"),
-                        "detail": termination.get("detail", ""), "started_at": t.get("started_at", "")})
+                    attempts.setdefault(raw["unit_id"], []).append(
+                        {
+                            "verdict": raw.get("verdict"),
+                            "termination": termination.get("reason"),
+                            "detail": termination.get("detail", ""),
+                            "started_at": t.get("started_at", ""),
+                        }
+                    )
         except OSError as exc:
             raise InfraError(f"{self.retired_path}: cannot read ({_why(exc)})") from None
         return attempts

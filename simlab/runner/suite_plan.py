@@ -24,14 +24,24 @@ def suite_plan(suite_path: str | Path, root: Path = Path(".")) -> dict[str, int]
     path = Path(suite_path)
     suite = load_suite(path).spec
     config = load_config(root / "simlab.yaml")
-    loaded = load_scenarios(scenario_files(suite.scenarios, base=path.parent), load_personas(root / config.personas))
+    loaded = load_scenarios(
+        scenario_files(suite.scenarios, base=path.parent), load_personas(root / config.personas)
+    )
     if suite.tags:
         loaded = [s for s in loaded if set(s.spec.tags) & set(suite.tags)]
     return {s.spec.id: trials_of(s.spec.trials, None, suite.trials, config.trials)[0] for s in loaded}
 
 
-def pin_suite(manifest: dict[str, Any], notes: list[str], trials: Mapping[str, int], suite_path: Path,
-              suite_id: str | None, root: Path, *, partial_ok: bool) -> None:
+def pin_suite(
+    manifest: dict[str, Any],
+    notes: list[str],
+    trials: Mapping[str, int],
+    suite_path: Path,
+    suite_id: str | None,
+    root: Path,
+    *,
+    partial_ok: bool,
+) -> None:
     """Record in a run's manifest the plan of the suite it is played from (``suite``) and whether a
     part of it is accepted (``partial_ok``); a note, before anything is played, when it is a part."""
     whole = suite_plan(suite_path, root)
@@ -39,8 +49,14 @@ def pin_suite(manifest: dict[str, Any], notes: list[str], trials: Mapping[str, i
     manifest["partial_ok"] = partial_ok
     text = partial_text(trials, whole)
     if text:
-        notes.append(f"{text} of the suite: " + ("accepted with --partial-ok, every report says so" if partial_ok
-                     else "its gates will be inconclusive (exit 3) unless you accept the part with --partial-ok"))
+        notes.append(
+            f"{text} of the suite: "
+            + (
+                "accepted with --partial-ok, every report says so"
+                if partial_ok
+                else "its gates will be inconclusive (exit 3) unless you accept the part with --partial-ok"
+            )
+        )
 
 
 def run_plan(manifest: Mapping[str, Any] | None) -> dict[str, int] | None:
@@ -70,7 +86,9 @@ def plan_shortfall(run: Mapping[str, int], suite: Mapping[str, int]) -> list[str
     out = []
     missing = [sid for sid in suite if sid not in run]
     if missing:
-        out.append(f"{len(missing)} of the suite's {len(suite)} scenarios were not played ({_names(missing)})")
+        out.append(
+            f"{len(missing)} of the suite's {len(suite)} scenarios were not played ({_names(missing)})"
+        )
     extra = [sid for sid in run if sid not in suite]
     if extra:
         out.append(f"{len(extra)} scenarios played are not the suite's ({_names(extra)})")

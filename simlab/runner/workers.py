@@ -100,13 +100,14 @@ class LockedAppender:
             try:
                 view = memoryview(b"".join(lines))
                 while view:
-                    view = view[os.write(self._fd, view):]
+                    view = view[os.write(self._fd, view) :]
                 os.fsync(self._fd)
             except BaseException as exc:
                 os.ftruncate(self._fd, end)  # leave no half line for a resume to trust
                 if isinstance(exc, OSError):
-                    raise InfraError(f"{self.path}: cannot write trial ({exc.strerror or exc}); the run stopped") \
-                        from None
+                    raise InfraError(
+                        f"{self.path}: cannot write trial ({exc.strerror or exc}); the run stopped"
+                    ) from None
                 raise
             append_entries(Path(self.path), end, lines)  # the index of heads, in the same commit
         finally:
@@ -144,9 +145,24 @@ class _Worker:
 class WorkerPool:
     """Forks the workers (``start``), then gathers their results (``wait``)."""
 
-    def __init__(self, plan: RunPlan, units: list[WorkUnit], workers: int, *, agent: Any, simulator: Any,
-                 judge: ChatModel | None = None, limiter: ModelLimiter | None = None):
-        self.plan, self.agent, self.simulator, self.judge, self.limiter = plan, agent, simulator, judge, limiter
+    def __init__(
+        self,
+        plan: RunPlan,
+        units: list[WorkUnit],
+        workers: int,
+        *,
+        agent: Any,
+        simulator: Any,
+        judge: ChatModel | None = None,
+        limiter: ModelLimiter | None = None,
+    ):
+        self.plan, self.agent, self.simulator, self.judge, self.limiter = (
+            plan,
+            agent,
+            simulator,
+            judge,
+            limiter,
+        )
         self.units = units
         self.count = max(1, min(workers, len(units)))
         self.dealer = _Dealer(len(units))
@@ -158,17 +174,23 @@ class WorkerPool:
 
     def start(self) -> None:
         if "fork" not in multiprocessing.get_all_start_methods():
-            raise UsageError("--workers needs a system that can fork processes (Linux, macOS); use --shard "
-                             "to split a run across separate commands instead")
+            raise UsageError(
+                "--workers needs a system that can fork processes (Linux, macOS); use --shard "
+                "to split a run across separate commands instead"
+            )
         context = multiprocessing.get_context("fork")
         old = signal.pthread_sigmask(signal.SIG_BLOCK, _HELD)  # none between fork and the worker's handlers
-        gc.freeze()  # the collector would touch every inherited object: copy-on-write copies of the whole heap
+        # the collector would touch every inherited object: copy-on-write copies of the whole heap
+        gc.freeze()
         try:
             self.dealer.feed()  # the first indexes are in the pipe before any worker asks
             for index in range(self.count):
                 read_fd, write_fd = os.pipe()
-                process = context.Process(target=_child, name=f"simlab-worker-{index + 1}",
-                                          args=(self, index, write_fd, read_fd, os.getpid()))
+                process = context.Process(
+                    target=_child,
+                    name=f"simlab-worker-{index + 1}",
+                    args=(self, index, write_fd, read_fd, os.getpid()),
+                )
                 process.start()
                 os.close(write_fd)
                 self.workers.append(_Worker(index, process, read_fd))
@@ -240,8 +262,9 @@ class WorkerPool:
         budget = self.plan.max_run_cost_usd
         self._spent += cost
         if budget is not None and self._spent >= budget and not self.outcome.stopped_by:
-            self.outcome.stopped_by = (f"the run budget of ${budget:g} is spent (${self._spent:.4f}); "
-                                       "no new trial was started")
+            self.outcome.stopped_by = (
+                f"the run budget of ${budget:g} is spent (${self._spent:.4f}); no new trial was started"
+            )
             self._signal(signal.SIGUSR1)
 
     def _signal(self, signum: int) -> None:
@@ -266,8 +289,10 @@ class WorkerPool:
             code = worker.process.exitcode
             if worker.final is None and not self.interrupted and not self.outcome.stopped_by:
                 how = f"signal {-code}" if code is not None and code < 0 else f"exit code {code}"
-                self.outcome.stopped_by = (f"worker {worker.index + 1} of {len(self.workers)} died ({how}); its "
-                                           "finished trials are saved")
+                self.outcome.stopped_by = (
+                    f"worker {worker.index + 1} of {len(self.workers)} died ({how}); its "
+                    "finished trials are saved"
+                )
 
 
 class _Dealer:
@@ -322,6 +347,7 @@ def _taken(units: list[WorkUnit], fd: int) -> Iterator[WorkUnit]:
 
 # ------------------------------------------------------------------------------------ in the worker
 
+
 def _child(pool: WorkerPool, index: int, write_fd: int, read_fd: int, parent: int) -> None:
     stop: list[str] = []
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent turns Ctrl-C into SIGTERM
@@ -334,22 +360,29 @@ def _child(pool: WorkerPool, index: int, write_fd: int, read_fd: int, parent: in
     count = pool.count
     if pool.limiter is not None:  # the run's (or this shard's) limits, divided between its workers
         pool.limiter.divide(count, index)
-    plan = dataclasses.replace(pool.plan, concurrency=share(pool.plan.concurrency, count, index),
-                               max_run_cost_usd=None)
+    plan = dataclasses.replace(
+        pool.plan, concurrency=share(pool.plan.concurrency, count, index), max_run_cost_usd=None
+    )
     appender = LockedAppender(plan.folder / "trials.jsonl")
 
     def send(message: dict[str, Any]) -> None:
         data = (json.dumps(message) + "\n").encode("utf-8")
         try:
             while data:
-                data = data[os.write(write_fd, data):]
+                data = data[os.write(write_fd, data) :]
         except OSError:  # the parent is gone: start no new trial (Linux also sends SIGTERM)
             stop.append("the parent process is gone")
 
     def on_trial(record: TrialRecord) -> None:
         cost = record.transcript.known_cost_usd()
-        send({"t": "trial", "label": record.verdict or record.transcript.termination.reason.value,
-              "reason": record.transcript.termination.reason.value, "cost": cost})
+        send(
+            {
+                "t": "trial",
+                "label": record.verdict or record.transcript.termination.reason.value,
+                "reason": record.transcript.termination.reason.value,
+                "cost": cost,
+            }
+        )
 
     async def main() -> RunOutcome:
         loop = asyncio.get_running_loop()
@@ -357,8 +390,16 @@ def _child(pool: WorkerPool, index: int, write_fd: int, read_fd: int, parent: in
         assert task is not None
         loop.add_signal_handler(signal.SIGTERM, task.cancel)
         loop.add_signal_handler(signal.SIGUSR1, lambda: stop.append("the run budget is spent"))
-        return await execute(plan, _taken(pool.units, pool.dealer.reader), pool.agent, pool.simulator, appender,
-                             on_trial=on_trial, judge=pool.judge, stop=lambda: stop[0] if stop else None)
+        return await execute(
+            plan,
+            _taken(pool.units, pool.dealer.reader),
+            pool.agent,
+            pool.simulator,
+            appender,
+            on_trial=on_trial,
+            judge=pool.judge,
+            stop=lambda: stop[0] if stop else None,
+        )
 
     code = 0
     try:

@@ -19,8 +19,9 @@ def require_serve_extra(what: str) -> None:
     """Raise a ``UsageError`` naming the install command when the ``serve`` extra is missing."""
     missing = [name for name in ("mcp", "uvicorn") if _absent(name)]
     if missing:
-        raise UsageError(f"{what} needs {' and '.join(missing)} (the serve extra), which is not installed: "
-                         f"{EXTRA_HINT}")
+        raise UsageError(
+            f"{what} needs {' and '.join(missing)} (the serve extra), which is not installed: {EXTRA_HINT}"
+        )
 
 
 def _absent(name: str) -> bool:

@@ -46,10 +46,16 @@ def mcp_tools(domain: Domain) -> list[types.Tool]:
     for spec, schema in zip(domain.tools, domain.tool_schemas()):
         function = schema["function"]
         read = spec.access is Access.READ
-        tools.append(types.Tool(
-            name=spec.name, description=function.get("description") or None, input_schema=function["parameters"],
-            annotations=types.ToolAnnotations(read_only_hint=read, destructive_hint=None if read else True),
-        ))
+        tools.append(
+            types.Tool(
+                name=spec.name,
+                description=function.get("description") or None,
+                input_schema=function["parameters"],
+                annotations=types.ToolAnnotations(
+                    read_only_hint=read, destructive_hint=None if read else True
+                ),
+            )
+        )
     return tools
 
 
@@ -75,21 +81,31 @@ def build_mcp_app(sessions: Sessions, *, host: str) -> Starlette:
             raise MCPError(INVALID_REQUEST, sessions.refusal(token))
         return types.ListToolsResult(tools=tools_of(served.domain))
 
-    async def call_tool(ctx: ServerRequestContext[Any], params: types.CallToolRequestParams) -> types.CallToolResult:
+    async def call_tool(
+        ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
+    ) -> types.CallToolResult:
         token = _token(ctx)
         answer = sessions.call(token, params.name, params.arguments)
         if answer is None:
             raise MCPError(INVALID_REQUEST, sessions.refusal(token))
         structured = answer.result if answer.ok and isinstance(answer.result, dict) else None
-        return types.CallToolResult(content=[types.TextContent(type="text", text=answer.text)],
-                                    structured_content=structured, is_error=not answer.ok)
+        return types.CallToolResult(
+            content=[types.TextContent(type="text", text=answer.text)],
+            structured_content=structured,
+            is_error=not answer.ok,
+        )
 
     # get_tool_input_schema: our schemas map no argument to an Mcp-Param header, so there is nothing for
     # the SDK to check; without it, the SDK would run tools/list before every call to find out.
-    server: Server[Any] = Server("simlab-tools", on_list_tools=list_tools, on_call_tool=call_tool,
-                                 get_tool_input_schema=lambda name: None)
-    manager = StreamableHTTPSessionManager(app=server, stateless=True, json_response=True,
-                                           security_settings=_security(host))
+    server: Server[Any] = Server(
+        "simlab-tools",
+        on_list_tools=list_tools,
+        on_call_tool=call_tool,
+        get_tool_input_schema=lambda name: None,
+    )
+    manager = StreamableHTTPSessionManager(
+        app=server, stateless=True, json_response=True, security_settings=_security(host)
+    )
 
     class TrialEndpoint:
         """A raw ASGI app (an instance, so Starlette's Route passes scope/receive/send through)."""
@@ -97,8 +113,11 @@ def build_mcp_app(sessions: Sessions, *, host: str) -> Starlette:
         async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
             token = str(scope.get("path_params", {}).get("token", ""))
             if sessions.open_turn(token) is None:
-                refused = {"jsonrpc": "2.0", "id": None,
-                           "error": {"code": INVALID_REQUEST, "message": sessions.refusal(token)}}
+                refused = {
+                    "jsonrpc": "2.0",
+                    "id": None,
+                    "error": {"code": INVALID_REQUEST, "message": sessions.refusal(token)},
+                }
                 await JSONResponse(refused, status_code=404)(scope, receive, send)
                 return
             await manager.handle_request(scope, receive, send)
@@ -108,8 +127,10 @@ def build_mcp_app(sessions: Sessions, *, host: str) -> Starlette:
         async with manager.run():
             yield
 
-    return Starlette(routes=[Route("/t/{token}/mcp", endpoint=TrialEndpoint(), methods=["GET", "POST", "DELETE"])],
-                     lifespan=lifespan)
+    return Starlette(
+        routes=[Route("/t/{token}/mcp", endpoint=TrialEndpoint(), methods=["GET", "POST", "DELETE"])],
+        lifespan=lifespan,
+    )
 
 
 def _loopback(host: str) -> bool:
@@ -127,8 +148,11 @@ def _security(host: str) -> TransportSecuritySettings:
     if not _loopback(host):
         return TransportSecuritySettings(enable_dns_rebinding_protection=False)
     hosts = ["127.0.0.1:*", "localhost:*", "[::1]:*"]
-    return TransportSecuritySettings(enable_dns_rebinding_protection=True, allowed_hosts=hosts,
-                                     allowed_origins=[f"http://{h}" for h in hosts])
+    return TransportSecuritySettings(
+        enable_dns_rebinding_protection=True,
+        allowed_hosts=hosts,
+        allowed_origins=[f"http://{h}" for h in hosts],
+    )
 
 
 class _Uvicorn(uvicorn.Server):
@@ -167,8 +191,15 @@ class ToolServer:
     async def start(self) -> None:
         sock = _listen(self.host, self.port)
         self.port = int(sock.getsockname()[1])
-        config = uvicorn.Config(build_mcp_app(self.sessions, host=self.host), log_config=None, log_level="warning",
-                                access_log=False, lifespan="on", ws="none", timeout_graceful_shutdown=5)
+        config = uvicorn.Config(
+            build_mcp_app(self.sessions, host=self.host),
+            log_config=None,
+            log_level="warning",
+            access_log=False,
+            lifespan="on",
+            ws="none",
+            timeout_graceful_shutdown=5,
+        )
         self._server = _Uvicorn(config)
         self._task = asyncio.ensure_future(self._server.serve(sockets=[sock]))
         ready = asyncio.ensure_future(self._server.ready.wait())
@@ -207,4 +238,3 @@ def _listen(host: str, port: int) -> socket.socket:
     sock.listen(2048)
     sock.set_inheritable(True)
     return sock
-

@@ -34,7 +34,9 @@ class ServedTurn:
     token: str
     handle: ToolHandle
     domain: Domain
-    stops_trial: bool = True  # False for `simlab serve`: a loop is reported (to ``notice``), and the session goes on
+    stops_trial: bool = (
+        True  # False for `simlab serve`: a loop is reported (to ``notice``), and the session goes on
+    )
     notice: Callable[[str], None] | None = None
     calls: int = 0
     transferred: bool = False  # a transfer tool succeeded: the agent handed the user to a human
@@ -66,8 +68,14 @@ class Sessions:
         return secrets.token_urlsafe(18)
 
     @contextmanager
-    def turn(self, token: str, handle: ToolHandle, *, stops_trial: bool = True,
-             notice: Callable[[str], None] | None = None) -> Iterator[ServedTurn]:
+    def turn(
+        self,
+        token: str,
+        handle: ToolHandle,
+        *,
+        stops_trial: bool = True,
+        notice: Callable[[str], None] | None = None,
+    ) -> Iterator[ServedTurn]:
         """Open ``token``'s tools for one turn; they close when the block ends."""
         if token in self._open:
             raise RuntimeError("a trial's turn is already open")  # one turn at a time per trial: a lab bug
@@ -88,8 +96,10 @@ class Sessions:
     def refusal(self, token: str) -> str:
         """Why a call with ``token`` is refused, in words the agent's developer can act on."""
         if token in self._closed:
-            return ("this trial takes no tool calls now: its agent turn is over or the trial has ended "
-                    "(simlab serves a trial's tools only while it waits for the agent's reply)")
+            return (
+                "this trial takes no tool calls now: its agent turn is over or the trial has ended "
+                "(simlab serves a trial's tools only while it waits for the agent's reply)"
+            )
         return "unknown trial token: this URL names no trial of this run"
 
     def call(self, token: str, name: str, arguments: dict[str, Any] | None) -> Answer | None:

@@ -8,5 +8,16 @@ from simlab.sim.llm_agent import LLMAgent, render_context
 from simlab.sim.python_agent import PythonAgent, load_python_agent
 from simlab.sim.tool_handle import LOOP_REPEATS, StopTrial, ToolHandle, ToolReply
 
-__all__ = ["LOOP_REPEATS", "Agent", "AgentInput", "AgentReply", "LLMAgent", "PythonAgent", "StopTrial", "ToolHandle",
-           "ToolReply", "load_python_agent", "render_context"]
+__all__ = [
+    "LOOP_REPEATS",
+    "Agent",
+    "AgentInput",
+    "AgentReply",
+    "LLMAgent",
+    "PythonAgent",
+    "StopTrial",
+    "ToolHandle",
+    "ToolReply",
+    "load_python_agent",
+    "render_context",
+]

@@ -56,8 +56,14 @@ class HttpAgent:
     """The agent under test behind an HTTP endpoint. Its tool server runs for the length of a run
     (``lifespan``, entered by ``runner.execute``)."""
 
-    def __init__(self, spec: HttpAgentSpec, *, tool_server: Callable[[], Any], max_retries: int = 4,
-                 timeout_s: float = 60.0):
+    def __init__(
+        self,
+        spec: HttpAgentSpec,
+        *,
+        tool_server: Callable[[], Any],
+        max_retries: int = 4,
+        timeout_s: float = 60.0,
+    ):
         """``tool_server``: makes the per-run tool server (``serve.server.ToolServer``, given by the
         runner: ``sim`` does not import ``serve``, which builds on ``sim``'s ``ToolHandle``); an async
         context manager with ``sessions`` and ``url(token)``."""
@@ -68,7 +74,9 @@ class HttpAgent:
         self.ref = mask_url(spec.endpoint)
         self._server: Any = None  # serve.server.ToolServer, while a run plays
         self._client: httpx.AsyncClient | None = None
-        self._answers = 0  # replies the service gave in this run (this process): "never answered" or "stopped"
+        self._answers = (
+            0  # replies the service gave in this run (this process): "never answered" or "stopped"
+        )
 
     def pin(self) -> Pin:
         spec = self.spec
@@ -88,8 +96,10 @@ class HttpAgent:
     async def lifespan(self) -> AsyncIterator[None]:
         """The tool server and the HTTP client, for one run (one per worker process)."""
         limits = httpx.Limits(max_connections=None, max_keepalive_connections=256)
-        async with self._tool_server() as server, httpx.AsyncClient(timeout=httpx.Timeout(self.timeout_s),
-                                                             limits=limits) as client:
+        async with (
+            self._tool_server() as server,
+            httpx.AsyncClient(timeout=httpx.Timeout(self.timeout_s), limits=limits) as client,
+        ):
             self._server, self._client = server, client
             try:
                 yield
@@ -101,10 +111,14 @@ class HttpAgent:
             raise RuntimeError("an HTTP agent plays only inside its lifespan (runner.execute enters it)")
         trial = inp.memory.get("http_agent")
         if trial is None:  # the first turn of this trial
-            trial = inp.memory["http_agent"] = {"session_id": uuid.uuid4().hex,
-                                                "token": self._server.sessions.new_token()}
+            trial = inp.memory["http_agent"] = {
+                "session_id": uuid.uuid4().hex,
+                "token": self._server.sessions.new_token(),
+            }
         with self._server.sessions.turn(trial["token"], inp.tools) as served:
-            exchange = asyncio.ensure_future(self._exchange(inp, trial, self._server.url(trial["token"]), served))
+            exchange = asyncio.ensure_future(
+                self._exchange(inp, trial, self._server.url(trial["token"]), served)
+            )
             stopped = asyncio.ensure_future(served.stopped.wait())
             try:
                 await asyncio.wait({exchange, stopped}, return_when=asyncio.FIRST_COMPLETED)
@@ -123,28 +137,51 @@ class HttpAgent:
 
     # ------------------------------------------------------------------ one exchange
 
-    def _request(self, inp: AgentInput, session_id: str, tools_url: str) -> tuple[dict[str, Any], dict[str, str]]:
+    def _request(
+        self, inp: AgentInput, session_id: str, tools_url: str
+    ) -> tuple[dict[str, Any], dict[str, str]]:
         headers = {TOOLS_URL_HEADER: tools_url, SESSION_HEADER: session_id}
-        headers.update({name: expand_env(value, dict(os.environ)) for name, value in self.spec.headers.items()})
+        headers.update(
+            {name: expand_env(value, dict(os.environ)) for name, value in self.spec.headers.items()}
+        )
         if self.spec.api_key_env:
             key = os.environ.get(self.spec.api_key_env)
             if not key:
-                raise ModelError(ModelErrorKind.AUTH, f"environment variable {self.spec.api_key_env} is not set: "
-                                 f"set {self.spec.api_key_env}", role="agent", model=self.ref)
+                raise ModelError(
+                    ModelErrorKind.AUTH,
+                    f"environment variable {self.spec.api_key_env} is not set: set {self.spec.api_key_env}",
+                    role="agent",
+                    model=self.ref,
+                )
             headers["Authorization"] = f"Bearer {key}"
         messages = [{"role": m["role"], "content": m.get("content") or ""} for m in inp.messages]
         if self.spec.format == "openai":
-            body = {"model": self.spec.model, "messages": messages,
-                    "metadata": {"simlab_tools_url": tools_url, "simlab_session_id": session_id,
-                                 "simlab_context": json.dumps(inp.context, ensure_ascii=False)}}
+            body = {
+                "model": self.spec.model,
+                "messages": messages,
+                "metadata": {
+                    "simlab_tools_url": tools_url,
+                    "simlab_session_id": session_id,
+                    "simlab_context": json.dumps(inp.context, ensure_ascii=False),
+                },
+            }
         else:
-            body = fill(self.spec.request_body, {
-                "message": messages[-1]["content"] if messages else "", "messages": messages,
-                "session_id": session_id, "tools_url": tools_url, "context": inp.context, "turn": inp.turn})
+            body = fill(
+                self.spec.request_body,
+                {
+                    "message": messages[-1]["content"] if messages else "",
+                    "messages": messages,
+                    "session_id": session_id,
+                    "tools_url": tools_url,
+                    "context": inp.context,
+                    "turn": inp.turn,
+                },
+            )
         return body, headers
 
-    async def _exchange(self, inp: AgentInput, trial: dict[str, Any], tools_url: str,
-                        served: Any) -> tuple[str, Usage]:
+    async def _exchange(
+        self, inp: AgentInput, trial: dict[str, Any], tools_url: str, served: Any
+    ) -> tuple[str, Usage]:
         body, headers = self._request(inp, trial["session_id"], tools_url)
         stats = RetryStats()
         start = time.perf_counter()
@@ -175,7 +212,9 @@ class HttpAgent:
         text, reported = self._reply(response)
         return text, self._usage(reported, stats, time.perf_counter() - start)
 
-    async def _post(self, client: httpx.AsyncClient, body: dict[str, Any], headers: dict[str, str]) -> httpx.Response:
+    async def _post(
+        self, client: httpx.AsyncClient, body: dict[str, Any], headers: dict[str, str]
+    ) -> httpx.Response:
         """The answer, read in chunks up to ``max_reply_bytes`` (decoded): a bigger one is the agent's
         failure and is never held whole, however much the service sends."""
         request = client.build_request("POST", self.spec.endpoint, json=body, headers=headers)
@@ -185,13 +224,18 @@ class HttpAgent:
             async for chunk in streamed.aiter_bytes():
                 size += len(chunk)
                 if size > cap:
-                    raise AgentReplyError(f"the agent service's answer is over {cap:,} bytes (max_reply_bytes): "
-                                          "simlab stopped reading it")
+                    raise AgentReplyError(
+                        f"the agent service's answer is over {cap:,} bytes (max_reply_bytes): "
+                        "simlab stopped reading it"
+                    )
                 chunks.append(chunk)
         finally:
             await streamed.aclose()
-        kept = [(k, v) for k, v in streamed.headers.multi_items()
-                if k.lower() not in ("content-encoding", "content-length", "transfer-encoding")]
+        kept = [
+            (k, v)
+            for k, v in streamed.headers.multi_items()
+            if k.lower() not in ("content-encoding", "content-length", "transfer-encoding")
+        ]
         return httpx.Response(streamed.status_code, headers=kept, content=b"".join(chunks), request=request)
 
     def _reply(self, response: httpx.Response) -> tuple[str, dict[str, Any] | None]:
@@ -199,25 +243,33 @@ class HttpAgent:
         try:
             data = response.json()
         except ValueError:
-            raise AgentReplyError(f"the agent service answered {response.status_code} with no JSON: "
-                                  f"{_cut(response.text)}") from None
+            raise AgentReplyError(
+                f"the agent service answered {response.status_code} with no JSON: {_cut(response.text)}"
+            ) from None
         if self.spec.format == "rest":
             found, why = _at(data, self.spec.reply_path)
             if not isinstance(found, str):
-                raise AgentReplyError(f"the agent's answer has no text at {self.spec.reply_path} ({why}): "
-                                      f"{_cut(json.dumps(data, ensure_ascii=False))}")
+                raise AgentReplyError(
+                    f"the agent's answer has no text at {self.spec.reply_path} ({why}): "
+                    f"{_cut(json.dumps(data, ensure_ascii=False))}"
+                )
             return found, None
         try:
             message = data["choices"][0]["message"]
         except (KeyError, IndexError, TypeError):
-            raise AgentReplyError("the agent's answer is not a chat completion (no choices[0].message): "
-                                  f"{_cut(json.dumps(data, ensure_ascii=False))}") from None
+            raise AgentReplyError(
+                "the agent's answer is not a chat completion (no choices[0].message): "
+                f"{_cut(json.dumps(data, ensure_ascii=False))}"
+            ) from None
         content = message.get("content") if isinstance(message, dict) else None
         if isinstance(content, list):  # content parts
             content = "".join(str(p.get("text") or "") for p in content if isinstance(p, dict))
         if not isinstance(content, str):
-            extra = " but tool_calls: an HTTP agent calls its tools itself, at the trial's MCP URL" \
-                if isinstance(message, dict) and message.get("tool_calls") else ""
+            extra = (
+                " but tool_calls: an HTTP agent calls its tools itself, at the trial's MCP URL"
+                if isinstance(message, dict) and message.get("tool_calls")
+                else ""
+            )
             raise AgentReplyError(f"the agent's reply has no text (choices[0].message.content){extra}")
         usage = data.get("usage")
         return content, usage if isinstance(usage, dict) else None
@@ -232,8 +284,14 @@ class HttpAgent:
             cost: float | None = (inp * price["input"] + out * price["output"]) / 1_000_000
         else:
             cost = 0.0 if declared_none else None
-        return Usage(input_tokens=inp, output_tokens=out, cost_usd=cost, latency_s=max(0.0, elapsed),
-                     retries=stats.retries, retry_wait_s=stats.waited_s)
+        return Usage(
+            input_tokens=inp,
+            output_tokens=out,
+            cost_usd=cost,
+            latency_s=max(0.0, elapsed),
+            retries=stats.retries,
+            retry_wait_s=stats.waited_s,
+        )
 
     # ------------------------------------------------------------------ errors
 
@@ -257,16 +315,19 @@ class HttpAgent:
         text = scrub(text.replace(self.spec.endpoint, self.ref), self._secrets())
         return _cut(text)
 
-    def _failure(self, exc: BaseException, stats: RetryStats, elapsed: float,
-                 answered_turn: int | None = None) -> ModelError | None:
+    def _failure(
+        self, exc: BaseException, stats: RetryStats, elapsed: float, answered_turn: int | None = None
+    ) -> ModelError | None:
         """The ``ModelError`` for a failed exchange, or None when ``exc`` is no HTTP failure.
         ``answered_turn``: the last turn of this trial the service answered."""
         if isinstance(exc, ModelError):
             return exc
         usage = Usage(latency_s=max(0.0, elapsed), retries=stats.retries, retry_wait_s=stats.waited_s)
         if isinstance(exc, _NotRetried):
-            message = (f"{self._scrub(exc.cause)}; not retried: the agent had already called {exc.calls} tool(s) "
-                       "in this attempt, and a retry would repeat them")
+            message = (
+                f"{self._scrub(exc.cause)}; not retried: the agent had already called {exc.calls} tool(s) "
+                "in this attempt, and a retry would repeat them"
+            )
             return ModelError(exc.kind, message, role="agent", model=self.ref, usage=usage)
         failed = settled(exc, stats, self._scrub)
         if failed is None:
@@ -281,8 +342,11 @@ class HttpAgent:
 
 def _status_error(response: httpx.Response) -> httpx.HTTPStatusError:
     """An HTTP error answer as an httpx error carrying ``status_code`` (what ``classify`` reads)."""
-    error = httpx.HTTPStatusError(f"HTTP {response.status_code} {response.reason_phrase}: {_cut(response.text, 300)}",
-                                  request=response.request, response=response)
+    error = httpx.HTTPStatusError(
+        f"HTTP {response.status_code} {response.reason_phrase}: {_cut(response.text, 300)}",
+        request=response.request,
+        response=response,
+    )
     error.status_code = response.status_code  # type: ignore[attr-defined]
     return error
 

@@ -24,8 +24,14 @@ def render_context(context: dict[str, Any]) -> str:
 class LLMAgent:
     """A tool-calling LLM: within one turn it calls tools until it answers in text (step cap)."""
 
-    def __init__(self, model: ChatModel, *, system_prompt: str | None = None, max_steps: int = 10,
-                 transfer_tools: tuple[str, ...] = ("transfer_to_human",)):
+    def __init__(
+        self,
+        model: ChatModel,
+        *,
+        system_prompt: str | None = None,
+        max_steps: int = 10,
+        transfer_tools: tuple[str, ...] = ("transfer_to_human",),
+    ):
         self.model = model
         self.system_prompt = system_prompt
         self.max_steps = max_steps
@@ -39,10 +45,16 @@ class LLMAgent:
         return Pin(kind="llm", ref=pin.ref, settings=settings)
 
     async def respond(self, inp: AgentInput) -> AgentReply:
-        history: list[Message] = inp.memory.setdefault("history", [
-            {"role": "system", "content": (self.system_prompt or inp.policy) + render_context(inp.context)},
-            *inp.history,  # a scenario's history: the conversation so far, tool calls included
-        ])
+        history: list[Message] = inp.memory.setdefault(
+            "history",
+            [
+                {
+                    "role": "system",
+                    "content": (self.system_prompt or inp.policy) + render_context(inp.context),
+                },
+                *inp.history,  # a scenario's history: the conversation so far, tool calls included
+            ],
+        )
         history.append(inp.messages[-1])  # the user's newest message
         transferred = False
         for _ in range(self.max_steps):
@@ -53,14 +65,21 @@ class LLMAgent:
                 text = result.text or ""
                 history.append({"role": "assistant", "content": text})
                 return AgentReply(text=text, transfer=transferred)
-            history.append({
-                "role": "assistant",
-                "content": result.text or "",  # strict servers need a string here (see llm.client.wire_messages)
-                "tool_calls": [
-                    {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}
-                    for c in result.tool_calls
-                ],
-            })
+            history.append(
+                {
+                    "role": "assistant",
+                    "content": result.text
+                    or "",  # strict servers need a string here (see llm.client.wire_messages)
+                    "tool_calls": [
+                        {
+                            "id": c.id,
+                            "type": "function",
+                            "function": {"name": c.name, "arguments": c.arguments},
+                        }
+                        for c in result.tool_calls
+                    ],
+                }
+            )
             for call in result.tool_calls:
                 reply = inp.tools.call(call.name, call.arguments, call_id=call.id)
                 history.append({"role": "tool", "tool_call_id": call.id, "content": reply.as_text()})

@@ -64,9 +64,15 @@ class _Conversation:
         self.clock = clock
         self.events: list[Any] = []
         self.messages: list[dict[str, Any]] = []
-        self.env = Environment(trial.domain, trial.initial_state, faults=trial.scenario.faults, seed=trial.seed)
-        self.tools = ToolHandle(self.env, self.record, max_calls_per_turn=max(50, 5 * trial.limits.max_agent_steps),
-                                max_result_bytes=trial.limits.max_tool_result_bytes)
+        self.env = Environment(
+            trial.domain, trial.initial_state, faults=trial.scenario.faults, seed=trial.seed
+        )
+        self.tools = ToolHandle(
+            self.env,
+            self.record,
+            max_calls_per_turn=max(50, 5 * trial.limits.max_agent_steps),
+            max_result_bytes=trial.limits.max_tool_result_bytes,
+        )
         self.agent_memory: dict[str, Any] = {}
         self.sim_memory: dict[str, Any] = {}
         self.turn = 0
@@ -127,8 +133,17 @@ class _Conversation:
         raise _End(R.MAX_TURNS, f"turn cap of {self.t.scenario.max_turns} reached without an outcome")
 
     async def user_turn(self) -> None:
-        view = SimView(self.t.scenario, self.t.persona, list(self.messages), self.t.seed, self.turn,
-                       record=self.record, memory=self.sim_memory, unit_id=self.t.unit_id, events=self.events)
+        view = SimView(
+            self.t.scenario,
+            self.t.persona,
+            list(self.messages),
+            self.t.seed,
+            self.turn,
+            record=self.record,
+            memory=self.sim_memory,
+            unit_id=self.t.unit_id,
+            events=self.events,
+        )
         try:
             user = await self.t.simulator.next_message(view)
         except ModelError as exc:
@@ -141,15 +156,25 @@ class _Conversation:
         if user.signal:
             self.events.append(Signal(turn=self.turn, role="user", signal=user.signal))
             reason = {"stop": R.GOAL_REACHED, "give_up": R.USER_GAVE_UP, "transfer": R.AGENT_TRANSFERRED}
-            raise _End(reason[user.signal], f"user signalled {user.signal}" + (f" ({user.why})" if user.why else ""))
+            raise _End(
+                reason[user.signal], f"user signalled {user.signal}" + (f" ({user.why})" if user.why else "")
+            )
         if not user.text:
             raise _End(R.ERROR, "the simulator produced an empty message")
 
     async def agent_turn(self) -> None:
         self.tools.start_turn(self.turn)
-        inp = AgentInput(list(self.messages), dict(self.t.scenario.agent_context), self.tools, self.t.domain.policy,
-                         self.t.seed, self.turn, memory=self.agent_memory, record=self.record,
-                         history=list(self.history))
+        inp = AgentInput(
+            list(self.messages),
+            dict(self.t.scenario.agent_context),
+            self.tools,
+            self.t.domain.policy,
+            self.t.seed,
+            self.turn,
+            memory=self.agent_memory,
+            record=self.record,
+            history=list(self.history),
+        )
         try:
             if self.turn == 1 and self.t.scenario.expect.first_tool_call is not None:
                 await self.probe_first_step()
@@ -158,12 +183,17 @@ class _Conversation:
             self._model_failed(exc, "agent")
         except (StopTrial, _End, asyncio.CancelledError, KeyboardInterrupt):
             raise
-        except Exception as exc:  # the agent under test crashed: its failure (not the lab's), and this trial's only
+        except (
+            Exception
+        ) as exc:  # the agent under test crashed: its failure (not the lab's), and this trial's only
             failure = provider_failure(exc)  # ... unless its own model client failed (llm/agent_errors.py)
             if failure is not None:
                 self._model_failed(failure, "agent")
-            self.events.append(ErrorEvent(turn=self.turn, source="agent", kind="crash",
-                                          message=f"{type(exc).__name__}: {exc}"))
+            self.events.append(
+                ErrorEvent(
+                    turn=self.turn, source="agent", kind="crash", message=f"{type(exc).__name__}: {exc}"
+                )
+            )
             raise _End(R.AGENT_ERROR, f"the agent raised {type(exc).__name__}: {exc}") from None
         self.events.append(AgentMessage(turn=self.turn, text=reply.text))
         self.messages.append({"role": "assistant", "content": reply.text})
@@ -181,29 +211,43 @@ class _Conversation:
         except TimeoutError:
             if not clock.expired():
                 raise  # the agent's own TimeoutError: its crash
-            raise StopTrial("budget_exceeded", f"the agent's turn ran over {limit:g} s (limits.max_turn_seconds)"
-                            ) from None
+            raise StopTrial(
+                "budget_exceeded", f"the agent's turn ran over {limit:g} s (limits.max_turn_seconds)"
+            ) from None
 
     async def probe_first_step(self) -> None:
         """The single-step check's probe (``sim/probe.py``): the agent's first decision on a throwaway
         memory and tools that never run, recorded before the real first turn."""
         from simlab.sim.probe import ProbeHandle, probe_first_step
 
-        probe = AgentInput(list(self.messages), dict(self.t.scenario.agent_context),
-                           ProbeHandle(self.env, lambda event: None, turn=self.turn), self.t.domain.policy,
-                           self.t.seed, self.turn, memory={}, record=self.record)
+        probe = AgentInput(
+            list(self.messages),
+            dict(self.t.scenario.agent_context),
+            ProbeHandle(self.env, lambda event: None, turn=self.turn),
+            self.t.domain.policy,
+            self.t.seed,
+            self.turn,
+            memory={},
+            record=self.record,
+        )
         self.events.append(await probe_first_step(self.t.agent, probe))
 
     def _model_failed(self, exc: ModelError, source: Role) -> None:
         role = cast(Role, exc.role) if exc.role in get_args(Role) else source
-        self.events.append(ModelCall(turn=self.turn, role=role, model=exc.model, usage=exc.usage,
-                                     error=f"{exc.kind.value}: {exc}"))
+        self.events.append(
+            ModelCall(
+                turn=self.turn, role=role, model=exc.model, usage=exc.usage, error=f"{exc.kind.value}: {exc}"
+            )
+        )
         self.events.append(ErrorEvent(turn=self.turn, source=source, kind=exc.kind.value, message=str(exc)))
         if exc.kind is ModelErrorKind.CONTEXT_WINDOW and source == "agent":
             raise _End(R.CONTEXT_WINDOW, f"{source} model {exc.model}: context window exceeded")
         if exc.kind is ModelErrorKind.CONTEXT_WINDOW:  # the lab's own model could not hold the conversation
-            raise _End(R.ERROR, f"{source} model {exc.model}: context window exceeded (the {source}'s model, "
-                                "not the agent's: use a model with a larger window or fewer max_turns)")
+            raise _End(
+                R.ERROR,
+                f"{source} model {exc.model}: context window exceeded (the {source}'s model, "
+                "not the agent's: use a model with a larger window or fewer max_turns)",
+            )
         if exc.kind.permanent:
             raise exc  # the runner stops the whole run: no trial is blamed for it
         raise _End(R.ERROR, exc.describe())
@@ -232,8 +276,11 @@ async def _run(conv: _Conversation, trial: Trial, clock: Callable[[], float]) ->
     except StopTrial as stop:
         termination = Termination(reason=R(stop.reason), detail=stop.detail, turn=conv.turn)
     except TimeoutError:
-        termination = Termination(reason=R.BUDGET_EXCEEDED, turn=conv.turn,
-                                  detail=f"wall time over the limit of {trial.limits.max_seconds} s")
+        termination = Termination(
+            reason=R.BUDGET_EXCEEDED,
+            turn=conv.turn,
+            detail=f"wall time over the limit of {trial.limits.max_seconds} s",
+        )
     return Transcript(
         run_id=trial.run_id,
         unit_id=trial.unit_id,

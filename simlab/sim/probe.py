@@ -42,8 +42,9 @@ class ProbeHandle(ToolHandle):
         raise ProbeStop(pending_call(tool, arguments, call_id, TOOL_BOUNDARY, self.turn))
 
 
-def pending_call(name: str, arguments: dict[str, Any] | str | None, call_id: str | None, stopped_at: str,
-                 turn: int) -> PendingToolCall:
+def pending_call(
+    name: str, arguments: dict[str, Any] | str | None, call_id: str | None, stopped_at: str, turn: int
+) -> PendingToolCall:
     """The event for a decided, unrun call, with its arguments as given (dict or JSON text)."""
     if isinstance(arguments, str):
         raw = arguments
@@ -55,8 +56,9 @@ def pending_call(name: str, arguments: dict[str, Any] | str | None, call_id: str
     else:
         args = dict(arguments or {})
         raw = json.dumps(args, ensure_ascii=False, default=str)
-    return PendingToolCall(turn=turn, name=name, arguments=args, raw_arguments=raw, call_id=call_id,
-                           stopped_at=stopped_at)
+    return PendingToolCall(
+        turn=turn, name=name, arguments=args, raw_arguments=raw, call_id=call_id, stopped_at=stopped_at
+    )
 
 
 async def probe_first_step(agent: Agent, inp: AgentInput) -> PendingToolCall:

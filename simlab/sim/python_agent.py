@@ -23,7 +23,9 @@ class PythonAgent:
     def pin(self) -> Pin:
         """``uses_models = False`` on the callable declares that it spends no tokens we cannot see."""
         uses_models = getattr(self.func, "uses_models", None)
-        return Pin(kind="python", ref=self.ref, settings={} if uses_models is None else {"uses_models": uses_models})
+        return Pin(
+            kind="python", ref=self.ref, settings={} if uses_models is None else {"uses_models": uses_models}
+        )
 
     async def respond(self, inp: AgentInput) -> AgentReply:
         value = self.func(inp)

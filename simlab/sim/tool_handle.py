@@ -39,15 +39,24 @@ class ToolReply:
 
     def as_text(self) -> str:
         if self.ok:
-            return self.result if isinstance(self.result, str) else json.dumps(self.result, ensure_ascii=False)
+            return (
+                self.result if isinstance(self.result, str) else json.dumps(self.result, ensure_ascii=False)
+            )
         return json.dumps({"error": self.error}, ensure_ascii=False)
 
 
 class ToolHandle:
     """Executes domain tools for the agent and records each call in the transcript."""
 
-    def __init__(self, env: Environment, record: Callable[[Any], None], *, turn: int = 0,
-                 max_calls_per_turn: int = 50, max_result_bytes: int = MAX_RESULT_BYTES):
+    def __init__(
+        self,
+        env: Environment,
+        record: Callable[[Any], None],
+        *,
+        turn: int = 0,
+        max_calls_per_turn: int = 50,
+        max_result_bytes: int = MAX_RESULT_BYTES,
+    ):
         self._env = env
         self._max_result = max_result_bytes
         self._record = record
@@ -94,48 +103,93 @@ class ToolHandle:
     def _run(self, name: str, arguments: dict[str, Any] | str | None, call_id: str | None) -> ToolReply:
         call_id = self._own_id(call_id)
         outcome = self._env.execute(name, arguments)
-        self._record(ToolCall(
-            turn=self.turn, call_id=call_id, name=name, arguments=outcome.arguments,
-            raw_arguments=outcome.raw_arguments, access=outcome.access.value if outcome.access else None,
-        ))
+        self._record(
+            ToolCall(
+                turn=self.turn,
+                call_id=call_id,
+                name=name,
+                arguments=outcome.arguments,
+                raw_arguments=outcome.raw_arguments,
+                access=outcome.access.value if outcome.access else None,
+            )
+        )
         if outcome.invalid_reason is not None:
-            self._record(InvalidCall(turn=self.turn, call_id=call_id, name=name, reason=outcome.invalid_reason))
+            self._record(
+                InvalidCall(turn=self.turn, call_id=call_id, name=name, reason=outcome.invalid_reason)
+            )
         result = _bounded(outcome.result, self._max_result)
-        self._record(ToolResult(turn=self.turn, call_id=call_id, name=name, ok=outcome.ok,
-                                result=result, error=outcome.error))
+        self._record(
+            ToolResult(
+                turn=self.turn, call_id=call_id, name=name, ok=outcome.ok, result=result, error=outcome.error
+            )
+        )
         injected = outcome.extra.get("injected")
         if injected:  # the scenario's faults: block hit this call on purpose
-            self._record(ToolFault(turn=self.turn, call_id=call_id, name=name, kind=injected["kind"],
-                                   call_number=injected["call"], fault=injected["fault"]))
+            self._record(
+                ToolFault(
+                    turn=self.turn,
+                    call_id=call_id,
+                    name=name,
+                    kind=injected["kind"],
+                    call_number=injected["call"],
+                    fault=injected["fault"],
+                )
+            )
         fault = outcome.extra.get("fault")
         if fault:  # the domain misbehaved (crash, hang, a READ tool that wrote): say so apart from the result
-            self._record(ErrorEvent(turn=self.turn, source="tool", kind=str(fault), message=outcome.error or ""))
+            self._record(
+                ErrorEvent(turn=self.turn, source="tool", kind=str(fault), message=outcome.error or "")
+            )
         self._watch_for_loops(name, outcome.raw_arguments)
         return ToolReply(outcome.ok, result, outcome.error)
 
-    def rejected(self, name: str, arguments: dict[str, Any] | str | None, reason: str,
-                 call_id: str | None = None) -> None:
+    def rejected(
+        self, name: str, arguments: dict[str, Any] | str | None, reason: str, call_id: str | None = None
+    ) -> None:
         """Record a call the agent's framework answered itself without running it (an unknown
         tool, arguments its validation refused): an invalid call with the framework's message, seen
         by the efficiency and loop checks like any other; the domain never ran it."""
         call_id = self._own_id(call_id)
         raw, parsed = _raw_and_parsed(arguments)
-        self._record(ToolCall(turn=self.turn, call_id=call_id, name=name, arguments=parsed, raw_arguments=raw))
-        self._record(InvalidCall(turn=self.turn, call_id=call_id, name=name, reason=f"the framework: {reason}"))
-        self._record(ToolResult(turn=self.turn, call_id=call_id, name=name, ok=False, result=None, error=reason))
+        self._record(
+            ToolCall(turn=self.turn, call_id=call_id, name=name, arguments=parsed, raw_arguments=raw)
+        )
+        self._record(
+            InvalidCall(turn=self.turn, call_id=call_id, name=name, reason=f"the framework: {reason}")
+        )
+        self._record(
+            ToolResult(turn=self.turn, call_id=call_id, name=name, ok=False, result=None, error=reason)
+        )
         self._watch_for_loops(name, raw)
 
-    def outside(self, name: str, arguments: dict[str, Any] | str | None, ok: bool, result: Any,
-                call_id: str | None = None) -> None:
+    def outside(
+        self,
+        name: str,
+        arguments: dict[str, Any] | str | None,
+        ok: bool,
+        result: Any,
+        call_id: str | None = None,
+    ) -> None:
         """Record a call the agent ran through a tool of its own (a framework's tool node holding the
         team's tools, not the domain's): the trajectory and policy checks see it, the domain never
         ran it (``ToolCall.outside``), so its state says nothing of it."""
         call_id = self._own_id(call_id)
         raw, parsed = _raw_and_parsed(arguments)
-        self._record(ToolCall(turn=self.turn, call_id=call_id, name=name, arguments=parsed, raw_arguments=raw,
-                              outside=True))
-        self._record(ToolResult(turn=self.turn, call_id=call_id, name=name, ok=ok, result=result if ok else None,
-                                error=None if ok else str(result)))
+        self._record(
+            ToolCall(
+                turn=self.turn, call_id=call_id, name=name, arguments=parsed, raw_arguments=raw, outside=True
+            )
+        )
+        self._record(
+            ToolResult(
+                turn=self.turn,
+                call_id=call_id,
+                name=name,
+                ok=ok,
+                result=result if ok else None,
+                error=None if ok else str(result),
+            )
+        )
         self._watch_for_loops(name, raw)
 
     def _own_id(self, call_id: str | None) -> str:
@@ -155,7 +209,9 @@ class ToolHandle:
         self._repeats = self._repeats + 1 if key == self._last_key else 1
         self._last_key = key
         if self._repeats >= LOOP_REPEATS:
-            raise StopTrial("agent_loop", f"{name} called {self._repeats} times in a row with the same arguments")
+            raise StopTrial(
+                "agent_loop", f"{name} called {self._repeats} times in a row with the same arguments"
+            )
         if self._calls_this_turn > self._max_calls:
             raise StopTrial("agent_loop", f"more than {self._max_calls} tool calls in one turn")
 
@@ -169,12 +225,19 @@ def _bounded(result: Any, limit: int) -> Any:
     size = len(text.encode("utf-8", "surrogatepass")) if len(text) * 4 > limit else len(text)
     if size <= limit:
         return result
-    return {"cut": f"the result is {size:,} bytes, over the limit of {limit:,} (max_tool_result_bytes): "
-                   f"only its first {SHOWN_OF_CUT:,} characters are kept", "start": text[:SHOWN_OF_CUT]}
+    return {
+        "cut": f"the result is {size:,} bytes, over the limit of {limit:,} (max_tool_result_bytes): "
+        f"only its first {SHOWN_OF_CUT:,} characters are kept",
+        "start": text[:SHOWN_OF_CUT],
+    }
 
 
 def _raw_and_parsed(arguments: dict[str, Any] | str | None) -> tuple[str, dict[str, Any] | None]:
-    raw = arguments if isinstance(arguments, str) else json.dumps(arguments or {}, ensure_ascii=False, default=str)
+    raw = (
+        arguments
+        if isinstance(arguments, str)
+        else json.dumps(arguments or {}, ensure_ascii=False, default=str)
+    )
     return raw, arguments if isinstance(arguments, dict) else None
 
 

@@ -1,6 +1,14 @@
 """Spec models (personas, scenarios, suites, project config) and their YAML loading."""
 
-from simlab.specs.config import AgentSpec, CacheSpec, JudgeSpec, ProjectConfig, RunSettings, SimulatorSpec, Suite
+from simlab.specs.config import (
+    AgentSpec,
+    CacheSpec,
+    JudgeSpec,
+    ProjectConfig,
+    RunSettings,
+    SimulatorSpec,
+    Suite,
+)
 from simlab.specs.expect import Expect, GraderUse
 from simlab.specs.loader import (
     Loaded,

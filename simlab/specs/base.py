@@ -49,5 +49,6 @@ class SpecModel(BaseModel):
 
 # The kinds of check the graders produce (``transcript.checks.Check.kind``); named here because
 # specs refer to them too (``allow_unjudged``). ``custom``: a user grader's, unless it picks another.
-CheckKind = Literal["state", "trajectory", "policy", "efficiency", "budget", "rubric", "groundedness", "drift",
-                    "custom"]
+CheckKind = Literal[
+    "state", "trajectory", "policy", "efficiency", "budget", "rubric", "groundedness", "drift", "custom"
+]

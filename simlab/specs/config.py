@@ -17,19 +17,26 @@ PYTHON_PREFIX = "python:"
 # Agents built with a framework (optional extras): spec key -> the pip extra that installs it.
 FRAMEWORKS = {"langgraph": "langgraph", "openai_agents": "openai-agents", "pydantic_ai": "pydantic-ai"}
 _MODEL_ONLY = ("api_base", "api_key_env", "system_prompt", "params")
-ONE_KIND = ("give exactly one of 'model' (a LiteLLM model), 'python' (module:attr), 'http' (an agent service's "
-            "URL), or a framework agent: 'langgraph', 'openai_agents' or 'pydantic_ai' (module:attr)")
+ONE_KIND = (
+    "give exactly one of 'model' (a LiteLLM model), 'python' (module:attr), 'http' (an agent service's "
+    "URL), or a framework agent: 'langgraph', 'openai_agents' or 'pydantic_ai' (module:attr)"
+)
 HTTP_PREFIXES = ("http://", "https://")  # an agent named by a URL is a service (``agent: {http: URL}``)
 
 # How a model is reached, the same for the agent, the simulator and the judge.
 ApiBase = Annotated[str | None, Field(description="OpenAI-compatible endpoint (llama.cpp, Ollama, vLLM…).")]
+
+
 def _secret_env(name: str | None) -> str | None:
     declare_secret_env(name)  # its value is masked wherever anything is stored or printed
     return name
 
 
-ApiKeyEnv = Annotated[str | None, AfterValidator(_secret_env),
-                      Field(description="Name of the environment variable holding the key.")]
+ApiKeyEnv = Annotated[
+    str | None,
+    AfterValidator(_secret_env),
+    Field(description="Name of the environment variable holding the key."),
+]
 Params = dict[str, Any]
 
 
@@ -41,8 +48,13 @@ class Price(SpecModel):
     output: float = Field(ge=0, description="USD per million output (completion) tokens.")
 
 
-ModelPrice = Annotated[Price | None, Field(description="USD per million tokens, {input, output}; overrides "
-                                                        "LiteLLM's price list (behind api_base: the only price).")]
+ModelPrice = Annotated[
+    Price | None,
+    Field(
+        description="USD per million tokens, {input, output}; overrides "
+        "LiteLLM's price list (behind api_base: the only price)."
+    ),
+]
 
 
 class AgentSpec(SpecModel):
@@ -52,28 +64,42 @@ class AgentSpec(SpecModel):
 
     model: str | None = Field(None, description="Any LiteLLM model string, e.g. openai/gpt-4o-2024-08-06.")
     python: str | None = Field(None, description="module:attr of a sync or async callable.")
-    http: HttpAgentSpec | None = Field(None, description="An agent service: its URL, or {url, format, ...}; it "
-                                                         "calls the trial's tools over MCP.")
+    http: HttpAgentSpec | None = Field(
+        None,
+        description="An agent service: its URL, or {url, format, ...}; it calls the trial's tools over MCP.",
+    )
     langgraph: str | None = Field(
-        None, description="module:attr of a compiled LangGraph graph (or StateGraph), or of a factory(tools) "
-                          "that returns one; needs pip install 'simlab[langgraph]'.")
+        None,
+        description="module:attr of a compiled LangGraph graph (or StateGraph), or of a factory(tools) "
+        "that returns one; needs pip install 'simlab[langgraph]'.",
+    )
     openai_agents: str | None = Field(
-        None, description="module:attr of an OpenAI Agents SDK Agent, or of a factory(tools) that returns one; "
-                          "needs pip install 'simlab[openai-agents]'.")
+        None,
+        description="module:attr of an OpenAI Agents SDK Agent, or of a factory(tools) that returns one; "
+        "needs pip install 'simlab[openai-agents]'.",
+    )
     pydantic_ai: str | None = Field(
-        None, description="module:attr of a pydantic-ai Agent, or of a factory(tools) that returns one; needs "
-                          "pip install 'simlab[pydantic-ai]'.")
+        None,
+        description="module:attr of a pydantic-ai Agent, or of a factory(tools) that returns one; needs "
+        "pip install 'simlab[pydantic-ai]'.",
+    )
     tool_nodes: list[str] | None = Field(
-        None, description="LangGraph only: the nodes that run tools, where a single-step check interrupts "
-                          "(default: every ToolNode of the graph).")
+        None,
+        description="LangGraph only: the nodes that run tools, where a single-step check interrupts "
+        "(default: every ToolNode of the graph).",
+    )
     api_base: ApiBase = None
     api_key_env: ApiKeyEnv = None
     temperature: float | None = 0.0
     system_prompt: str | None = Field(None, description="Overrides the domain policy as system prompt.")
-    max_steps: int = Field(10, ge=1, description="Tool-call rounds per agent turn. For a framework agent: "
-                                                  "LangGraph's recursion_limit (50 supersteps when not given), "
-                                                  "the Agents SDK's max_turns and pydantic-ai's request_limit "
-                                                  "(when not given, their defaults: 10 and 50).")
+    max_steps: int = Field(
+        10,
+        ge=1,
+        description="Tool-call rounds per agent turn. For a framework agent: "
+        "LangGraph's recursion_limit (50 supersteps when not given), "
+        "the Agents SDK's max_turns and pydantic-ai's request_limit "
+        "(when not given, their defaults: 10 and 50).",
+    )
     params: Params = Field(default_factory=dict, description="Extra LiteLLM parameters.")
     price: ModelPrice = None
 
@@ -82,14 +108,16 @@ class AgentSpec(SpecModel):
     def _from_string(cls, value: Any) -> Any:
         if isinstance(value, str):
             if value.startswith(PYTHON_PREFIX):
-                return {"python": value[len(PYTHON_PREFIX):]}
+                return {"python": value[len(PYTHON_PREFIX) :]}
             if value.startswith(HTTP_PREFIXES):
                 return {"http": value}
             for kind in FRAMEWORKS:
                 if value.startswith(kind + ":"):
-                    return {kind: value[len(kind) + 1:]}
+                    return {kind: value[len(kind) + 1 :]}
             return {"model": value}
-        return _mapping_or_fail(value, "a LiteLLM model string, 'python:module:attr', an http:// URL, or a mapping")
+        return _mapping_or_fail(
+            value, "a LiteLLM model string, 'python:module:attr', an http:// URL, or a mapping"
+        )
 
     @model_validator(mode="after")
     def _one_kind(self) -> AgentSpec:
@@ -108,8 +136,10 @@ class AgentSpec(SpecModel):
         if framework is not None:
             wrong = [k for k in _MODEL_ONLY if k in self.model_fields_set and getattr(self, k)]
             if wrong:
-                raise ValueError(f"{', '.join(wrong)} only apply to a 'model' agent; a {framework[0]} agent holds "
-                                 "its own model and prompt")
+                raise ValueError(
+                    f"{', '.join(wrong)} only apply to a 'model' agent; a {framework[0]} agent holds "
+                    "its own model and prompt"
+                )
         if self.tool_nodes is not None and self.langgraph is None:
             raise ValueError("'tool_nodes' only applies to a 'langgraph' agent")
         return self
@@ -145,11 +175,16 @@ class SimulatorSpec(SpecModel):
     model: str | None = None
     run: str | None = Field(None, description="replay: the run (id or folder) whose user turns are replayed.")
     divergence: Literal["never", "tools", "judge"] | None = Field(
-        None, description="replay: when the agent's turn no longer matches the recording: never, on a different "
-                          "tool trajectory (tools, the default), or when the run's judge model says the next "
-                          "recorded user turn no longer makes sense (judge; asked only about turns that differ).")
-    then: str | None = Field(None, description="replay: after a divergence, stop the trial (the default; termination "
-                                               "diverged), or hand the user to rules, scripted or a LiteLLM model.")
+        None,
+        description="replay: when the agent's turn no longer matches the recording: never, on a different "
+        "tool trajectory (tools, the default), or when the run's judge model says the next "
+        "recorded user turn no longer makes sense (judge; asked only about turns that differ).",
+    )
+    then: str | None = Field(
+        None,
+        description="replay: after a divergence, stop the trial (the default; termination "
+        "diverged), or hand the user to rules, scripted or a LiteLLM model.",
+    )
     api_base: ApiBase = None
     api_key_env: ApiKeyEnv = None
     temperature: float = 0.7
@@ -164,7 +199,9 @@ class SimulatorSpec(SpecModel):
             if value in ("rules", "scripted", "llm"):
                 return {"kind": value}
             if value.startswith(PYTHON_PREFIX):
-                raise ValueError("a simulator is 'rules', 'scripted' or a LiteLLM model, not a Python callable")
+                raise ValueError(
+                    "a simulator is 'rules', 'scripted' or a LiteLLM model, not a Python callable"
+                )
             return {"kind": "llm", "model": value}
         if isinstance(value, dict) and "model" in value and "kind" not in value:
             return {**value, "kind": "llm"}
@@ -215,9 +252,11 @@ class JudgeSpec(SpecModel):
             raise ValueError("'model' is empty; give a LiteLLM model string")
         fmt = self.params.get("response_format")
         if fmt is not None and not (isinstance(fmt, dict) and fmt.get("type") in ("json_object", "text")):
-            raise ValueError("params.response_format: the rubric, groundedness and drift judges answer different "
-                             "JSON shapes, each asked for in its prompt; one schema for all breaks the others. "
-                             "Leave it out, or use {type: json_object} (JSON mode, any shape)")
+            raise ValueError(
+                "params.response_format: the rubric, groundedness and drift judges answer different "
+                "JSON shapes, each asked for in its prompt; one schema for all breaks the others. "
+                "Leave it out, or use {type: json_object} (JSON mode, any shape)"
+            )
         return self
 
     @property
@@ -241,8 +280,12 @@ def _mapping_or_fail(value: Any, expected: str) -> Any:
 class CacheSpec(SpecModel):
     """simlab's response cache (``llm/cache.py``): a model's earlier answer to exactly the same request."""
 
-    max_mb: float = Field(1024, gt=0, description="Size cap of each model's cache file, in MB; a full file is "
-                                                  "read but no longer grows (`simlab cache clear` empties it).")
+    max_mb: float = Field(
+        1024,
+        gt=0,
+        description="Size cap of each model's cache file, in MB; a full file is "
+        "read but no longer grows (`simlab cache clear` empties it).",
+    )
 
 
 class RunSettings(SpecModel):
@@ -251,34 +294,47 @@ class RunSettings(SpecModel):
     agent: AgentSpec | None = None
     simulator: SimulatorSpec | None = None
     judge: JudgeSpec | None = Field(
-        None, description="Judge model for the rubric, groundedness and drift judges: a LiteLLM string, or a "
-                          "mapping with model, api_base, api_key_env and params.")
+        None,
+        description="Judge model for the rubric, groundedness and drift judges: a LiteLLM string, or a "
+        "mapping with model, api_base, api_key_env and params.",
+    )
     trials: int | None = Field(None, ge=1, le=10_000)
     concurrency: int | None = Field(None, ge=1, le=4096)
     model_concurrency: dict[str, Annotated[int, Field(ge=1)]] = Field(
         default_factory=dict, description="Per-model cap on concurrent calls: {model: N}."
     )
     model_rpm: dict[str, Annotated[int, Field(ge=1)]] = Field(
-        default_factory=dict, description="Per-model cap on requests per minute, retries included: {model: N}."
+        default_factory=dict,
+        description="Per-model cap on requests per minute, retries included: {model: N}.",
     )
     model_limits_scope: Literal["run", "machine"] | None = Field(
-        None, description="What model_concurrency and model_rpm bound: run (default) the whole run, so the "
-                          "machines of `--shard i/N` each get 1/N of them; machine: each shard gets all of them. "
-                          "The workers of one machine (--workers) always divide its part.")
+        None,
+        description="What model_concurrency and model_rpm bound: run (default) the whole run, so the "
+        "machines of `--shard i/N` each get 1/N of them; machine: each shard gets all of them. "
+        "The workers of one machine (--workers) always divide its part.",
+    )
     seed: int | None = None
     limits: Limits | None = None
     max_retries: int | None = Field(None, ge=0, le=20, description="Retries of a transient model error.")
     call_timeout_s: float | None = Field(None, gt=0, description="Per model call timeout.")
     max_error_rate: float | None = Field(
-        None, ge=0, le=1, description="Above this share of infrastructure errors a run is incomplete (exit 3). "
-                                      "Default: 0.10 for a run, 0.05 for a suite's gates.")
+        None,
+        ge=0,
+        le=1,
+        description="Above this share of infrastructure errors a run is incomplete (exit 3). "
+        "Default: 0.10 for a run, 0.05 for a suite's gates.",
+    )
     cache: bool | CacheSpec | None = Field(
-        None, description="Answer a model call from the response cache when the same request (with the same trial "
-                          "seed and role) was answered before: true, or {max_mb: N}. Off by default (--cache).")
+        None,
+        description="Answer a model call from the response cache when the same request (with the same trial "
+        "seed and role) was answered before: true, or {max_mb: N}. Off by default (--cache).",
+    )
     allow_unjudged: list[CheckKind] | None = Field(
-        None, description="Kinds of hard check that may stay unjudged (e.g. [rubric] without a judge model): a "
-                          "trial left unjudged only by these counts as a pass, and reports say how many did. "
-                          "A suite's gates are inconclusive on unjudged trials unless the suite names the kinds.")
+        None,
+        description="Kinds of hard check that may stay unjudged (e.g. [rubric] without a judge model): a "
+        "trial left unjudged only by these counts as a pass, and reports say how many did. "
+        "A suite's gates are inconclusive on unjudged trials unless the suite names the kinds.",
+    )
 
 
 class ProjectConfig(RunSettings):
@@ -297,19 +353,32 @@ class Suite(RunSettings):
     scenarios: list[str] = Field(description="Paths or globs of scenario files, relative to the suite file.")
     tags: list[str] = Field(default_factory=list, description="Only scenarios carrying one of these tags.")
     summary_evaluators: list[str] = Field(
-        default_factory=list, description="Dataset-level functions, module:function(trials) -> {key, score} (or a "
-                                          "list of them), run over every trial of the run; their keys are shown in "
-                                          "the report and can be gated like tool_f1.")
-    gates: list[Gate] = Field(default_factory=list, description="Conditions that fail the build (`simlab gate`).")
+        default_factory=list,
+        description="Dataset-level functions, module:function(trials) -> {key, score} (or a "
+        "list of them), run over every trial of the run; their keys are shown in "
+        "the report and can be gated like tool_f1.",
+    )
+    gates: list[Gate] = Field(
+        default_factory=list, description="Conditions that fail the build (`simlab gate`)."
+    )
     max_error_rate: float | None = Field(
-        None, ge=0, le=1, description="Above this share of infrastructure errors the run is inconclusive (exit 3); "
-                                      "default 0.05.")
+        None,
+        ge=0,
+        le=1,
+        description="Above this share of infrastructure errors the run is inconclusive (exit 3); "
+        "default 0.05.",
+    )
     max_run_cost_usd: float | None = Field(
-        None, gt=0, description="Budget for the whole run: no new trial starts once spent (the run is incomplete).")
+        None,
+        gt=0,
+        description="Budget for the whole run: no new trial starts once spent (the run is incomplete).",
+    )
     graders: list[GraderUse] = Field(
-        default_factory=list, description="Graders every scenario of the suite runs besides the built-in ones, as in "
-                                          "a scenario's expect.graders (a scenario's own entry for the same grader "
-                                          "wins).")
+        default_factory=list,
+        description="Graders every scenario of the suite runs besides the built-in ones, as in "
+        "a scenario's expect.graders (a scenario's own entry for the same grader "
+        "wins).",
+    )
 
     @field_validator("summary_evaluators")
     @classmethod
@@ -317,7 +386,9 @@ class Suite(RunSettings):
         for ref in refs:
             module, sep, attr = ref.rpartition(":")
             if not (sep and module.strip() and attr.strip()):
-                raise ValueError(f"write a summary function as module:function (e.g. mypkg.evals:tool_f1); got {ref!r}")
+                raise ValueError(
+                    f"write a summary function as module:function (e.g. mypkg.evals:tool_f1); got {ref!r}"
+                )
         return refs
 
     @field_validator("gates")

@@ -84,6 +84,7 @@ def _prune_unions(items: list[_Located]) -> list[_Located]:
 
     ``persona: {id: x}`` should not also say "Input should be a valid string".
     """
+
     def wrong_type_at(item: _Located, site: tuple[Any, ...]) -> bool:
         return item.end_site == site and _is_type_error(item)
 

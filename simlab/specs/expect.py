@@ -16,8 +16,16 @@ from simlab.specs.graph_expect import GraphTrajectory
 from simlab.specs.response_match import ResponseMatch
 
 LIMIT = re.compile(r"^\s*([A-Za-z_]\w*)\.([A-Za-z_][\w.]*)\s*(<=|>=|==|!=|<|>)\s*(\S.*?)\s*$")
-RULE_KEYS = ("before", "after_confirmation", "max_calls", "limit", "no_write_after_refusal", "owner",
-             "forbid_args", "python")
+RULE_KEYS = (
+    "before",
+    "after_confirmation",
+    "max_calls",
+    "limit",
+    "no_write_after_refusal",
+    "owner",
+    "forbid_args",
+    "python",
+)
 COMPARISONS = ("equals", "not_equals", "contains", "exists", "absent", "gt", "ge", "lt", "le")
 
 
@@ -52,7 +60,8 @@ class CallSpec(SpecModel):
     args: dict[str, Any] = Field(default_factory=dict)
     compare: dict[str, str | dict[str, Any]] = Field(
         default_factory=dict,
-        description="Per-argument comparator: exact, ignore, casefold, number, date, regex, one_of, module:func.",
+        description="Per-argument comparator: exact, ignore, casefold, number, date, regex, one_of, "
+        "module:func.",
     )
 
 
@@ -69,9 +78,13 @@ class ConfirmationPhrases(SpecModel):
 
     ask: list[Regex] = Field(default_factory=list, description="Agent phrases that ask the user to consent.")
     agree: list[Regex] = Field(default_factory=list, description="User phrases that agree.")
-    refuse: list[Regex] = Field(default_factory=list, description="User phrases that refuse or withdraw consent.")
+    refuse: list[Regex] = Field(
+        default_factory=list, description="User phrases that refuse or withdraw consent."
+    )
     hedge: list[Regex] = Field(default_factory=list, description="User phrases that doubt (no consent yet).")
-    replace: bool = Field(False, description="Replace the built-in lists given here instead of adding to them.")
+    replace: bool = Field(
+        False, description="Replace the built-in lists given here instead of adding to them."
+    )
 
 
 PRINCIPAL_FROM = re.compile(r"^[A-Za-z_]\w*\.(?:result|args)(?:\.[^.\s]+)*$")
@@ -81,27 +94,36 @@ CONSENT = re.compile(r"^(conversation|[A-Za-z_]\w*(?:\.result(?:\.[^.\s]+)+)?)$"
 class Rule(SpecModel):
     """One policy rule; exactly one of the rule keys is set."""
 
-    before: list[str] | None = Field(None, min_length=2, max_length=2, description="[A, B]: A must precede every B.")
+    before: list[str] | None = Field(
+        None, min_length=2, max_length=2, description="[A, B]: A must precede every B."
+    )
     after_confirmation: str | None = Field(None, description="Tool allowed only after the user confirmed.")
     consent: list[str] | None = Field(
-        None, description="With after_confirmation: what counts as consent: 'conversation' (the user agreed to "
-                          "the agent's question), a tool whose successful result is true or {confirmed: true}, or "
-                          "'tool.result.PATH' (that value of the tool's result is true). Default: the conversation "
-                          "or any tool answering true / {confirmed: true}.")
+        None,
+        description="With after_confirmation: what counts as consent: 'conversation' (the user agreed to "
+        "the agent's question), a tool whose successful result is true or {confirmed: true}, or "
+        "'tool.result.PATH' (that value of the tool's result is true). Default: the conversation "
+        "or any tool answering true / {confirmed: true}.",
+    )
     confirmation: ConfirmationPhrases | None = Field(
-        None, description="With after_confirmation: phrases for this rule, over the scenario's expect.confirmation.")
+        None,
+        description="With after_confirmation: phrases for this rule, over the scenario's "
+        "expect.confirmation.",
+    )
     max_calls: dict[str, int] | None = Field(None, description="{tool: N}: at most N calls.")
     limit: str | None = Field(None, description="Argument limit, e.g. 'issue_refund.amount <= 100'.")
     unless: str | None = Field(None, description="With limit: a tool whose earlier success lifts the limit.")
     no_write_after_refusal: bool | None = None
     owner: dict[str, str] | None = Field(
-        None, description="Permission rule: {tool.arg: where the owner is, principal: agent_context key} or "
-                          "{tool.arg: …, principal_from: tool.result.PATH}. Where the owner is: a state path to an "
-                          "owner field (orders.{value}.customer), '{value}' (the argument is the owner id), or a "
-                          "path whose '*' segment is the owner's id (cards.*[card_id={value}])."
+        None,
+        description="Permission rule: {tool.arg: where the owner is, principal: agent_context key} or "
+        "{tool.arg: …, principal_from: tool.result.PATH}. Where the owner is: a state path to an "
+        "owner field (orders.{value}.customer), '{value}' (the argument is the owner id), or a "
+        "path whose '*' segment is the owner's id (cards.*[card_id={value}]).",
     )
     forbid_args: dict[str, Any] | None = Field(
-        None, description="{tool, args, category}: a call with these arguments is a violation (injection cases)."
+        None,
+        description="{tool, args, category}: a call with these arguments is a violation (injection cases).",
     )
     python: PythonRef | None = Field(None, description="module:function(transcript) -> list of violations.")
     name: str | None = None
@@ -110,8 +132,10 @@ class Rule(SpecModel):
     @classmethod
     def _limit_syntax(cls, value: str | None) -> str | None:
         if value is not None and not LIMIT.match(value):
-            raise ValueError(f"write a limit as 'tool.argument OP value' (e.g. 'issue_refund.amount <= 100'); "
-                             f"OP is one of <=, <, >=, >, ==, !=; got {value!r}")
+            raise ValueError(
+                f"write a limit as 'tool.argument OP value' (e.g. 'issue_refund.amount <= 100'); "
+                f"OP is one of <=, <, >=, >, ==, !=; got {value!r}"
+            )
         return value
 
     @model_validator(mode="after")
@@ -128,7 +152,9 @@ class Rule(SpecModel):
             _check_owner(self.owner)
         for item in self.consent or []:
             if not CONSENT.match(item):
-                raise ValueError(f"consent: write 'conversation', a tool name, or 'tool.result.PATH'; got {item!r}")
+                raise ValueError(
+                    f"consent: write 'conversation', a tool name, or 'tool.result.PATH'; got {item!r}"
+                )
         return self
 
     @field_validator("consent", mode="before")
@@ -140,12 +166,16 @@ class Rule(SpecModel):
 def _check_owner(owner: dict[str, str]) -> None:
     given = [k for k in ("principal", "principal_from") if k in owner]
     if len(given) != 1:
-        raise ValueError("owner: give exactly one of 'principal' (an agent_context key) or 'principal_from' "
-                         "(tool.result.PATH: the id an earlier tool call established, e.g. "
-                         "verify_customer.result.customer_id)")
+        raise ValueError(
+            "owner: give exactly one of 'principal' (an agent_context key) or 'principal_from' "
+            "(tool.result.PATH: the id an earlier tool call established, e.g. "
+            "verify_customer.result.customer_id)"
+        )
     source = owner.get("principal_from")
     if source is not None and not PRINCIPAL_FROM.match(source):
-        raise ValueError(f"owner: write principal_from as 'tool.result.PATH' or 'tool.args.NAME'; got {source!r}")
+        raise ValueError(
+            f"owner: write principal_from as 'tool.result.PATH' or 'tool.args.NAME'; got {source!r}"
+        )
     checked = [k for k in owner if k not in ("principal", "principal_from")]
     if not checked:
         raise ValueError("owner: name at least one 'tool.argument: where its owner is'")
@@ -163,8 +193,11 @@ class Budgets(SpecModel):
     max_tokens: int | None = Field(None, ge=0)
     max_cost_usd: float | None = Field(None, ge=0)
     max_seconds: float | None = Field(None, ge=0)
-    count_history: bool = Field(False, description="Also count a scenario's history (given, not played) in the "
-                                                   "efficiency counts and these budgets; by default only live turns.")
+    count_history: bool = Field(
+        False,
+        description="Also count a scenario's history (given, not played) in the "
+        "efficiency counts and these budgets; by default only live turns.",
+    )
 
 
 class RubricItem(SpecModel):
@@ -174,9 +207,12 @@ class RubricItem(SpecModel):
     text: str
     hard: bool = False
     turn: int | None = Field(
-        None, ge=1, description="Judge only this user turn (1 = the first live one) and what led to it: the judge "
-                                "sees the conversation up to the end of that turn. A trial that never reached it "
-                                "fails the item. Default: the whole conversation.")
+        None,
+        ge=1,
+        description="Judge only this user turn (1 = the first live one) and what led to it: the judge "
+        "sees the conversation up to the end of that turn. A trial that never reached it "
+        "fails the item. Default: the whole conversation.",
+    )
 
 
 GRADER_NAME = re.compile(r"^[A-Za-z_][\w.-]*$")
@@ -186,10 +222,15 @@ class SaysNot(SpecModel):
     """A pattern the agent's own messages must never match: a regular expression searched in each
     of its replies (never the user's words, a tool's result or a scenario's given history)."""
 
-    pattern: Regex = Field(description="A regular expression (Python syntax), searched in each agent message.")
-    name: str | None = Field(None, description="The check's name in reports (agent_says_not:NAME); default: the "
-                                               "pattern itself.")
-    hard: bool = Field(True, description="A match fails the trial (hard, the default) or only lowers its score.")
+    pattern: Regex = Field(
+        description="A regular expression (Python syntax), searched in each agent message."
+    )
+    name: str | None = Field(
+        None, description="The check's name in reports (agent_says_not:NAME); default: the pattern itself."
+    )
+    hard: bool = Field(
+        True, description="A match fails the trial (hard, the default) or only lowers its score."
+    )
     case_sensitive: bool = Field(False, description="Match letter case exactly (default: ignore case).")
 
 
@@ -197,12 +238,16 @@ class GraderUse(SpecModel):
     """A grader a scenario or a suite adds to the built-in ones: a ``@grader`` factory, called with
     ``params``. Naming a built-in (``rubric``) runs it with these parameters instead of its defaults."""
 
-    use: str = Field(description="module:function of a @grader factory (a dotted module, or a .py path inside "
-                                 "the project), or the name of a built-in grader: state, trajectory, policy, "
-                                 "efficiency, drift, rubric, groundedness, drift_llm, agent_says_not.")
-    params: dict[str, Any] = Field(default_factory=dict,
-                                   description="Keyword arguments for the factory; `simlab validate` checks that they "
-                                               "fit its signature.")
+    use: str = Field(
+        description="module:function of a @grader factory (a dotted module, or a .py path inside "
+        "the project), or the name of a built-in grader: state, trajectory, policy, "
+        "efficiency, drift, rubric, groundedness, drift_llm, agent_says_not."
+    )
+    params: dict[str, Any] = Field(
+        default_factory=dict,
+        description="Keyword arguments for the factory; `simlab validate` checks that they "
+        "fit its signature.",
+    )
 
     @model_validator(mode="before")
     @classmethod
@@ -217,8 +262,10 @@ class GraderUse(SpecModel):
             return value
         if not sep and GRADER_NAME.match(value):
             return value
-        raise ValueError(f"write a grader as module:function (e.g. mypkg.checks:no_pii) or a built-in grader's name "
-                         f"(e.g. rubric); got {value!r}")
+        raise ValueError(
+            f"write a grader as module:function (e.g. mypkg.checks:no_pii) or a built-in grader's name "
+            f"(e.g. rubric); got {value!r}"
+        )
 
 
 class Expect(SpecModel):
@@ -229,35 +276,55 @@ class Expect(SpecModel):
         default_factory=list,
         description="Reference WRITE actions; replayed on a fresh state to get the expected end state.",
     )
-    ignore_paths: list[str] = Field(default_factory=list, description="State paths left out of the comparison.")
-    predicate: PythonRef | None = Field(None, description="module:function(state, transcript) -> bool | (bool, reason)")
+    ignore_paths: list[str] = Field(
+        default_factory=list, description="State paths left out of the comparison."
+    )
+    predicate: PythonRef | None = Field(
+        None, description="module:function(state, transcript) -> bool | (bool, reason)"
+    )
     trajectory: Trajectory | None = None
     forbidden: list[str | CallSpec] = Field(default_factory=list)
     rules: list[Rule] = Field(default_factory=list)
     confirmation: ConfirmationPhrases | None = Field(
-        None, description="Phrases for every after_confirmation rule of this scenario (a rule's own go over them).")
+        None,
+        description="Phrases for every after_confirmation rule of this scenario (a rule's own go over them).",
+    )
     budgets: Budgets | None = None
     rubric: list[RubricItem] = Field(default_factory=list)
     agent_says_not: list[SaysNot] = Field(
-        default_factory=list, description="Patterns the agent's own messages must never match: {pattern, name, "
-                                          "hard, case_sensitive}, a regex each; deterministic, hard by default; the "
-                                          "check points at the first agent message that matches.")
-    groundedness: bool = Field(False, description="Judge whether the agent's final claims are backed by tool results.")
+        default_factory=list,
+        description="Patterns the agent's own messages must never match: {pattern, name, "
+        "hard, case_sensitive}, a regex each; deterministic, hard by default; the "
+        "check points at the first agent message that matches.",
+    )
+    groundedness: bool = Field(
+        False, description="Judge whether the agent's final claims are backed by tool results."
+    )
     response_match: ResponseMatch | None = Field(
-        None, description="ROUGE-1 of the agent's last reply against a reference text (needs the rouge extra).")
-    drift_judge: bool = Field(False, description="Also ask the judge whether the simulated user stayed on script.")
+        None,
+        description="ROUGE-1 of the agent's last reply against a reference text (needs the rouge extra).",
+    )
+    drift_judge: bool = Field(
+        False, description="Also ask the judge whether the simulated user stayed on script."
+    )
     first_tool_call: CallSpec | None = Field(
-        None, description="Single-step check: the tool call the agent decides on first, for the opening message. "
-                          "It is taken on a throwaway copy of the agent and never run (LangGraph: interrupt_before "
-                          "the tool node); the conversation then plays as usual.")
+        None,
+        description="Single-step check: the tool call the agent decides on first, for the opening message. "
+        "It is taken on a throwaway copy of the agent and never run (LangGraph: interrupt_before "
+        "the tool node); the conversation then plays as usual.",
+    )
     graph_trajectory: GraphTrajectory | None = Field(
-        None, description="LangGraph agents: the nodes the graph should visit (same modes as trajectory).")
+        None, description="LangGraph agents: the nodes the graph should visit (same modes as trajectory)."
+    )
     graph_state: list[StateAssertion] = Field(
-        default_factory=list, description="LangGraph agents: assertions on the final graph state (same syntax as "
-                                          "state).")
+        default_factory=list,
+        description="LangGraph agents: assertions on the final graph state (same syntax as state).",
+    )
     graders: list[GraderUse] = Field(
-        default_factory=list, description="Graders to run besides the built-in ones: {use: module:function, params: "
-                                          "{…}} or just module:function; a built-in's name sets its parameters.")
+        default_factory=list,
+        description="Graders to run besides the built-in ones: {use: module:function, params: "
+        "{…}} or just module:function; a built-in's name sets its parameters.",
+    )
 
     @field_validator("agent_says_not")
     @classmethod
@@ -265,8 +332,9 @@ class Expect(SpecModel):
         names = [item.name or item.pattern for item in items]
         repeated = sorted({n for n in names if names.count(n) > 1})
         if repeated:
-            raise ValueError("agent_says_not names must be unique (give each a name:); repeated: "
-                             + ", ".join(repeated))
+            raise ValueError(
+                "agent_says_not names must be unique (give each a name:); repeated: " + ", ".join(repeated)
+            )
         return items
 
     @field_validator("rubric")
@@ -286,7 +354,9 @@ class Expect(SpecModel):
         for i, call in enumerate(self.trajectory.calls if self.trajectory else []):
             if isinstance(call, CallSpec):
                 calls.append((("trajectory", "calls", i), call))
-        calls.extend((("forbidden", i), item) for i, item in enumerate(self.forbidden) if isinstance(item, CallSpec))
+        calls.extend(
+            (("forbidden", i), item) for i, item in enumerate(self.forbidden) if isinstance(item, CallSpec)
+        )
         if self.first_tool_call is not None:
             calls.append((("first_tool_call",), self.first_tool_call))
         return calls
@@ -297,10 +367,15 @@ class Expect(SpecModel):
         for i, action in enumerate(self.expected_actions):
             refs.append((("expected_actions", i, "tool"), action.tool))
         for i, call in enumerate(self.trajectory.calls if self.trajectory else []):
-            refs.append((("trajectory", "calls", i), call) if isinstance(call, str)
-                        else (("trajectory", "calls", i, "tool"), call.tool))
+            refs.append(
+                (("trajectory", "calls", i), call)
+                if isinstance(call, str)
+                else (("trajectory", "calls", i, "tool"), call.tool)
+            )
         for i, item in enumerate(self.forbidden):
-            refs.append((("forbidden", i), item) if isinstance(item, str) else (("forbidden", i, "tool"), item.tool))
+            refs.append(
+                (("forbidden", i), item) if isinstance(item, str) else (("forbidden", i, "tool"), item.tool)
+            )
         for i, rule in enumerate(self.rules):
             for j, name in enumerate(rule.before or []):
                 refs.append((("rules", i, "before", j), name))

@@ -23,15 +23,25 @@ class ToolFault(SpecModel):
     trial's initial state and keeps nothing), so a fault never leaves anything half-done."""
 
     tool: str = Field(description="The tool's name in the scenario's domain.")
-    kind: FaultKind = Field(description="error: the tool fails with `message` (a domain error); timeout: the call "
-                                        "is cut off as a hung tool is; override: the call succeeds with `result` "
-                                        "but does nothing; stale: a READ tool answers from the trial's initial "
-                                        "state, as a lagging replica would.")
-    on_call: int | None = Field(None, ge=1, description="Fire on this call of the tool in the trial (1 = the first).")
-    probability: float | None = Field(None, gt=0, le=1,
-                                      description="Fire on each call with this probability, drawn from the trial's "
-                                                  "seed (the same trial meets the same faults).")
-    message: str | None = Field(None, description=f"kind error: what the agent is told (default: {DEFAULT_ERROR!r}).")
+    kind: FaultKind = Field(
+        description="error: the tool fails with `message` (a domain error); timeout: the call "
+        "is cut off as a hung tool is; override: the call succeeds with `result` "
+        "but does nothing; stale: a READ tool answers from the trial's initial "
+        "state, as a lagging replica would."
+    )
+    on_call: int | None = Field(
+        None, ge=1, description="Fire on this call of the tool in the trial (1 = the first)."
+    )
+    probability: float | None = Field(
+        None,
+        gt=0,
+        le=1,
+        description="Fire on each call with this probability, drawn from the trial's "
+        "seed (the same trial meets the same faults).",
+    )
+    message: str | None = Field(
+        None, description=f"kind error: what the agent is told (default: {DEFAULT_ERROR!r})."
+    )
     result: Any = Field(None, description="kind override: the result the agent gets instead of the tool's.")
 
     @model_validator(mode="after")

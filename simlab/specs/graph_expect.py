@@ -17,5 +17,7 @@ class GraphTrajectory(SpecModel):
     """The nodes a LangGraph graph should visit, matched as ``trajectory`` matches tool calls."""
 
     mode: Literal["exact", "in_order", "any_order", "subset", "superset"] = "in_order"
-    nodes: list[str] = Field(min_length=1, description="Node names in the order they finish; a node inside a "
-                                                       "subgraph is 'parent/node'.")
+    nodes: list[str] = Field(
+        min_length=1,
+        description="Node names in the order they finish; a node inside a subgraph is 'parent/node'.",
+    )

@@ -33,36 +33,66 @@ PLACEHOLDERS = {
 _PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
 _ENV_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
-DEFAULT_BODY = {"message": "{message}", "session_id": "{session_id}", "tools_url": "{tools_url}",
-                "context": "{context}"}
+DEFAULT_BODY = {
+    "message": "{message}",
+    "session_id": "{session_id}",
+    "tools_url": "{tools_url}",
+    "context": "{context}",
+}
 
 
 class HttpAgentSpec(SpecModel):
     """An agent service: where it listens and how to talk to it."""
 
-    url: str = Field(description="The endpoint. format openai: the chat-completions URL, or its base "
-                                 "(http://host:8000/v1; /chat/completions is added). format rest: the URL posted to.")
-    format: Literal["openai", "rest"] = Field("openai", description="openai: OpenAI chat completions; rest: any "
-                                                                    "JSON endpoint (body template + reply_path).")
+    url: str = Field(
+        description="The endpoint. format openai: the chat-completions URL, or its base "
+        "(http://host:8000/v1; /chat/completions is added). format rest: the URL posted to."
+    )
+    format: Literal["openai", "rest"] = Field(
+        "openai",
+        description="openai: OpenAI chat completions; rest: any JSON endpoint (body template + reply_path).",
+    )
     model: str = Field("simlab-agent", description="format openai: the 'model' field of the request.")
     body: dict[str, Any] | None = Field(
-        None, description="format rest: the JSON body; strings may hold {message}, {messages}, {session_id}, "
-                          "{tools_url}, {context}, {turn} (a string that is just one placeholder becomes its value, "
-                          "of any JSON type). Default: {message, session_id, tools_url, context}.")
-    reply_path: str = Field("reply", description="format rest: where the reply text is in the answer, e.g. "
-                                                 "output.text or choices[0].message.content.")
-    headers: dict[str, str] = Field(default_factory=dict, description="Extra request headers; ${NAME} in a value "
-                                                                      "is read from the environment at call time.")
-    api_key_env: str | None = Field(None, description="Environment variable holding a key sent as "
-                                                      "'Authorization: Bearer KEY'.")
-    timeout_s: float | None = Field(None, gt=0, description="Seconds for one agent turn (its tool calls "
-                                                            "included). Default: the run's call_timeout_s.")
-    max_reply_bytes: int = Field(2_000_000, ge=1, description="The most bytes of one answer simlab reads; a "
-                                                              "bigger answer is the agent's failure (agent_error).")
-    uses_models: bool | None = Field(None, description="false declares that the service spends no tokens simlab "
-                                                       "cannot see (its cost is then a known zero).")
-    price: dict[str, float] | None = Field(None, description="USD per million tokens {input, output}, applied to "
-                                                             "the usage the service reports (format openai).")
+        None,
+        description="format rest: the JSON body; strings may hold {message}, {messages}, {session_id}, "
+        "{tools_url}, {context}, {turn} (a string that is just one placeholder becomes its value, "
+        "of any JSON type). Default: {message, session_id, tools_url, context}.",
+    )
+    reply_path: str = Field(
+        "reply",
+        description="format rest: where the reply text is in the answer, e.g. "
+        "output.text or choices[0].message.content.",
+    )
+    headers: dict[str, str] = Field(
+        default_factory=dict,
+        description="Extra request headers; ${NAME} in a value is read from the environment at call time.",
+    )
+    api_key_env: str | None = Field(
+        None, description="Environment variable holding a key sent as 'Authorization: Bearer KEY'."
+    )
+    timeout_s: float | None = Field(
+        None,
+        gt=0,
+        description="Seconds for one agent turn (its tool calls "
+        "included). Default: the run's call_timeout_s.",
+    )
+    max_reply_bytes: int = Field(
+        2_000_000,
+        ge=1,
+        description="The most bytes of one answer simlab reads; a "
+        "bigger answer is the agent's failure (agent_error).",
+    )
+    uses_models: bool | None = Field(
+        None,
+        description="false declares that the service spends no tokens simlab "
+        "cannot see (its cost is then a known zero).",
+    )
+    price: dict[str, float] | None = Field(
+        None,
+        description="USD per million tokens {input, output}, applied to "
+        "the usage the service reports (format openai).",
+    )
 
     @model_validator(mode="before")
     @classmethod
@@ -90,7 +120,9 @@ class HttpAgentSpec(SpecModel):
     @classmethod
     def _price(cls, value: dict[str, float] | None) -> dict[str, float] | None:
         if value is not None and (set(value) != {"input", "output"} or min(value.values()) < 0):
-            raise ValueError("price must be {input: USD per million tokens, output: USD per million tokens}, both ≥ 0")
+            raise ValueError(
+                "price must be {input: USD per million tokens, output: USD per million tokens}, both ≥ 0"
+            )
         return value
 
     @model_validator(mode="after")
@@ -102,12 +134,16 @@ class HttpAgentSpec(SpecModel):
     @model_validator(mode="after")
     def _shape(self) -> HttpAgentSpec:
         if self.format == "openai" and (self.body is not None or "reply_path" in self.model_fields_set):
-            raise ValueError("'body' and 'reply_path' are for format: rest (an OpenAI-compatible endpoint gets "
-                             "the conversation and answers a chat completion)")
+            raise ValueError(
+                "'body' and 'reply_path' are for format: rest (an OpenAI-compatible endpoint gets "
+                "the conversation and answers a chat completion)"
+            )
         for name in sorted(set(_names_in(self.body))):
             if name not in PLACEHOLDERS:
-                raise ValueError(f"body: unknown placeholder {{{name}}}; use "
-                                 + ", ".join(f"{{{p}}}" for p in PLACEHOLDERS))
+                raise ValueError(
+                    f"body: unknown placeholder {{{name}}}; use "
+                    + ", ".join(f"{{{p}}}" for p in PLACEHOLDERS)
+                )
         return self
 
     @property

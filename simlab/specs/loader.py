@@ -27,8 +27,10 @@ ADK_SUFFIXES = (".evalset.json", ".test.json")
 # what it could not carry over (a state that does not fit the domain), and splits fixed from
 # simulated cases (different simulators); a run pins scenario files by path and sha256, so the
 # scenarios it played should be files a user has seen and kept, not a temporary conversion.
-_IMPORT_ADK = ("simlab import adk {} --domain DOMAIN (it writes scenario files and suites and says what it "
-               "could not carry over), then simlab run --suite the suite it writes")
+_IMPORT_ADK = (
+    "simlab import adk {} --domain DOMAIN (it writes scenario files and suites and says what it "
+    "could not carry over), then simlab run --suite the suite it writes"
+)
 
 
 @dataclass
@@ -116,9 +118,14 @@ def scenario_files(paths: Sequence[str | Path], base: Path | None = None) -> lis
         yielded = [path for match in files for path in _expand(match)]
         if not yielded:
             adk = candidate.is_dir() and any(p.name.endswith(ADK_SUFFIXES) for p in candidate.rglob("*"))
-            raise SpecError(f"{candidate}: no scenario files (.yaml, .yml) here"
-                            + (f"; it holds ADK eval sets, which are imported, not run: {_IMPORT_ADK.format(text)}"
-                               if adk else ""))
+            raise SpecError(
+                f"{candidate}: no scenario files (.yaml, .yml) here"
+                + (
+                    f"; it holds ADK eval sets, which are imported, not run: {_IMPORT_ADK.format(text)}"
+                    if adk
+                    else ""
+                )
+            )
         for path in yielded:
             found.setdefault(path.resolve(), path)
     return list(found.values())
@@ -184,7 +191,9 @@ def read_scenarios(files: list[Path], personas: dict[str, Loaded]) -> tuple[list
     return loaded, problems
 
 
-def _cross_problems(item: Loaded, personas: dict[str, Loaded], seen: dict[str, tuple[Path, LineMap]]) -> list[str]:
+def _cross_problems(
+    item: Loaded, personas: dict[str, Loaded], seen: dict[str, tuple[Path, LineMap]]
+) -> list[str]:
     """A repeated scenario id, an unknown persona (for the fields of ``item`` that are set)."""
     scenario, path, given = item.spec, item.path, item.spec.model_fields_set
     where = lambda *loc: f"{path}:{line_for(item.lines, loc) or 1}"  # noqa: E731
@@ -214,8 +223,12 @@ def read_partial(path: Path, model: type[M]) -> Loaded | None:
         return None  # not YAML: nothing more to check
     if not isinstance(data, dict):
         return None
-    return Loaded(spec=model.model_construct(**_valid_fields(model, data)), path=path,
-                  sha256=hashlib.sha256(raw).hexdigest(), lines=lines)
+    return Loaded(
+        spec=model.model_construct(**_valid_fields(model, data)),
+        path=path,
+        sha256=hashlib.sha256(raw).hexdigest(),
+        lines=lines,
+    )
 
 
 def _valid_fields(model: type[BaseModel], data: dict[str, Any]) -> dict[str, Any]:
@@ -259,7 +272,8 @@ def _kind(value: Any) -> str:
     if isinstance(value, str):
         if _ASSIGNMENT.match(value):  # never quoted: its values are likely secrets
             names = re.findall(r"(?:^|\s)(?:export\s+)?([A-Za-z_][A-Za-z0-9_]*)\s*=", value)[:3]
-            return ("a string of NAME=value lines (an environment file such as .env?): "
-                    + ", ".join(f"{n}=***" for n in names))
+            return "a string of NAME=value lines (an environment file such as .env?): " + ", ".join(
+                f"{n}=***" for n in names
+            )
         return f"a string ({scrub(value[:40])!r})"
     return type(value).__name__

@@ -20,8 +20,12 @@ class Flags(SpecModel):
 
     error: bool = Field(True, description="The trace recorded an error, or a tool call failed.")
     loop: bool = Field(True, description="The same tool with the same arguments three times in a row.")
-    long_user_turns: int | None = Field(20, ge=1, description="More user turns than this is a long run (null: off).")
-    long_tool_calls: int | None = Field(30, ge=1, description="More tool calls than this is a long run (null: off).")
+    long_user_turns: int | None = Field(
+        20, ge=1, description="More user turns than this is a long run (null: off)."
+    )
+    long_tool_calls: int | None = Field(
+        30, ge=1, description="More tool calls than this is a long run (null: off)."
+    )
     negative_feedback: bool = Field(True, description="The user's feedback in the trace was negative.")
 
 
@@ -37,7 +41,11 @@ class OnlineRules(SpecModel):
     """``online.yaml``: what to check on production traces and which ones."""
 
     domain: str | None = Field(
-        None, description="A domain whose tools the traces call: its READ/WRITE kinds tell which calls write "
-                          "(no_write_after_refusal) and its policy text goes to the judges. Optional.")
-    expect: Expect = Field(default_factory=Expect, description="The checks, as in a scenario's expect: block.")
+        None,
+        description="A domain whose tools the traces call: its READ/WRITE kinds tell which calls write "
+        "(no_write_after_refusal) and its policy text goes to the judges. Optional.",
+    )
+    expect: Expect = Field(
+        default_factory=Expect, description="The checks, as in a scenario's expect: block."
+    )
     sample: Sampling = Field(default_factory=Sampling)

@@ -13,7 +13,9 @@ class Persona(SpecModel):
     id: str = Field(pattern=SPEC_ID, description="Unique id, referenced by scenarios.")
     description: str = Field(description="Who this person is, in a sentence or two.")
     traits: list[str] = Field(default_factory=list, description="Adjectives: impatient, polite, confused…")
-    speaking_style: str = Field("", description="How they write: terse, formal, typos, long rambling messages…")
+    speaking_style: str = Field(
+        "", description="How they write: terse, formal, typos, long rambling messages…"
+    )
     behaviours: list[str] = Field(
         default_factory=list,
         description="Concrete habits, e.g. 'never volunteers the order id unprompted'.",
@@ -21,7 +23,8 @@ class Persona(SpecModel):
     give_up_after: int | None = Field(
         3,
         ge=1,
-        description="Unhelpful agent replies in a row before this person gives up (rules simulator); null: never.",
+        description="Unhelpful agent replies in a row before this person gives up (rules simulator); null: "
+        "never.",
     )
     volunteers_facts: bool = Field(
         False, description="Whether the person offers known facts before being asked (rules simulator)."

@@ -35,7 +35,9 @@ class UserSpec(SpecModel):
         default_factory=list,
         description="Regexes: an agent reply matching one makes the goal hopeless (the user gives up).",
     )
-    opening: str | None = Field(None, description="A fixed first message; otherwise the simulator writes one.")
+    opening: str | None = Field(
+        None, description="A fixed first message; otherwise the simulator writes one."
+    )
     script: list[str] = Field(default_factory=list, description="User turns for the scripted simulator.")
 
     @field_validator("never_reveal", mode="before")
@@ -63,15 +65,19 @@ class HistoryItem(SpecModel):
     agent: str | None = Field(None, description="A message the agent sent.")
     tool: str | None = Field(None, description="A tool the agent called (a tool of the scenario's domain).")
     args: dict[str, Any] = Field(default_factory=dict, description="The call's arguments (with tool).")
-    result: Any = Field(None, description="The result the agent saw (with tool); default: what the tool returns "
-                                          "when the call is run on the initial state.")
+    result: Any = Field(
+        None,
+        description="The result the agent saw (with tool); default: what the tool returns "
+        "when the call is run on the initial state.",
+    )
 
     @model_validator(mode="after")
     def _one_kind(self) -> HistoryItem:
         given = [k for k in ("user", "agent", "tool") if getattr(self, k) is not None]
         if len(given) != 1:
-            raise ValueError("give exactly one of user, agent or tool"
-                             + (f" (got {', '.join(given)})" if given else ""))
+            raise ValueError(
+                "give exactly one of user, agent or tool" + (f" (got {', '.join(given)})" if given else "")
+            )
         if self.tool is None and ("args" in self.model_fields_set or "result" in self.model_fields_set):
             raise ValueError("args and result belong to a tool step")
         return self
@@ -86,13 +92,23 @@ class Limits(SpecModel):
 
     max_tokens: int | None = Field(None, ge=1)
     max_cost_usd: float | None = Field(None, gt=0)
-    max_seconds: float | None = Field(1800, gt=0, description="Wall seconds of one trial (default 1800: every "
-                                                             "agent is bounded); null: no limit.")
+    max_seconds: float | None = Field(
+        1800,
+        gt=0,
+        description="Wall seconds of one trial (default 1800: every agent is bounded); null: no limit.",
+    )
     max_agent_steps: int = Field(10, ge=1, description="Tool-call rounds within one agent turn.")
-    max_tool_result_bytes: int = Field(1_000_000, ge=1, description="The longest tool result kept (as JSON); a "
-                                                                     "longer one is cut, and the agent is told.")
-    max_turn_seconds: float | None = Field(300, gt=0, description="Wall seconds of one agent turn (default 300: "
-                                                                  "a hung agent ends its trial); null: no limit.")
+    max_tool_result_bytes: int = Field(
+        1_000_000,
+        ge=1,
+        description="The longest tool result kept (as JSON); a longer one is cut, and the agent is told.",
+    )
+    max_turn_seconds: float | None = Field(
+        300,
+        gt=0,
+        description="Wall seconds of one agent turn (default 300: "
+        "a hung agent ends its trial); null: no limit.",
+    )
 
 
 class Scenario(SpecModel):
@@ -113,16 +129,20 @@ class Scenario(SpecModel):
     )
     history: list[HistoryItem] = Field(
         default_factory=list,
-        description="Earlier user and agent messages and tool calls the trial starts from (mid-conversation): the "
-                    "agent sees them, their tool calls run on the initial state first, graders see them as history.")
+        description="Earlier user and agent messages and tool calls the trial starts from "
+        "(mid-conversation): the "
+        "agent sees them, their tool calls run on the initial state first, graders see them as history.",
+    )
     max_turns: int = Field(12, ge=1, le=500)
     trials: int | None = Field(None, ge=1, le=10_000, description="Trials per run; default from simlab.yaml.")
     limits: Limits = Field(default_factory=Limits)
     expect: Expect = Field(default_factory=Expect)
     faults: list[ToolFault] = Field(
-        default_factory=list, description="Tool faults injected on purpose, deterministically: a tool fails, times "
-                                          "out, or answers overridden or stale data on its Nth call or with a "
-                                          "seeded probability (recorded as tool_fault events).")
+        default_factory=list,
+        description="Tool faults injected on purpose, deterministically: a tool fails, times "
+        "out, or answers overridden or stale data on its Nth call or with a "
+        "seeded probability (recorded as tool_fault events).",
+    )
 
     @property
     def persona_id(self) -> str:

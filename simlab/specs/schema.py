@@ -36,7 +36,8 @@ STRING_FORMS = {
     "SimulatorSpec": "'rules', 'scripted', or a LiteLLM model string for an LLM simulator.",
     "JudgeSpec": "A LiteLLM model string (e.g. anthropic/claude-3-5-sonnet-20241022).",
     "Gate": "'METRIC OP NUMBER', e.g. 'pass^3 >= 0.8' or 'policy_violations == 0'.",
-    "GraderUse": "A grader without parameters: module:function of a @grader factory, or a built-in grader's name.",
+    "GraderUse": "A grader without parameters: module:function of a @grader factory, "
+    "or a built-in grader's name.",
 }
 
 
@@ -51,7 +52,9 @@ def write_schemas(folder: Path) -> list[Path]:
     written = []
     for name, schema in json_schemas().items():
         path = folder / f"{name}.json"
-        path.write_text(json.dumps(schema, indent=2, sort_keys=True, ensure_ascii=False) + "\n", encoding="utf-8")
+        path.write_text(
+            json.dumps(schema, indent=2, sort_keys=True, ensure_ascii=False) + "\n", encoding="utf-8"
+        )
         written.append(path)
     return written
 
@@ -67,8 +70,13 @@ def _schema(name: str, model: type[BaseModel], title: str) -> dict[str, Any]:
         described = {"description": reveal.pop("description")} if "description" in reveal else {}
         defs["UserSpec"]["properties"]["never_reveal"] = {
             **described,
-            "anyOf": [reveal, {"type": "array", "items": {"anyOf": [{"type": ["string", "number", "boolean"]},
-                                                                     {"type": "object"}]}}],
+            "anyOf": [
+                reveal,
+                {
+                    "type": "array",
+                    "items": {"anyOf": [{"type": ["string", "number", "boolean"]}, {"type": "object"}]},
+                },
+            ],
         }
     if "StateAssertion" in defs:  # at least one comparison (the model says so after validation)
         defs["StateAssertion"]["anyOf"] = [{"required": [c]} for c in COMPARISONS]

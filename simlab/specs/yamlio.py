@@ -24,8 +24,10 @@ LineMap = dict[tuple[Any, ...], int]
 _Loader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 _MERGE = "tag:yaml.org,2002:merge"
 # Plain data only: no Python objects, custom tags, sets or bytes (they do not survive JSON).
-_ALLOWED_TAGS = {f"tag:yaml.org,2002:{name}" for name in ("str", "int", "float", "bool", "null", "timestamp",
-                                                          "map", "seq", "merge")}
+_ALLOWED_TAGS = {
+    f"tag:yaml.org,2002:{name}"
+    for name in ("str", "int", "float", "bool", "null", "timestamp", "map", "seq", "merge")
+}
 
 
 def load_yaml_file(path: Path) -> tuple[Any, LineMap]:
@@ -128,8 +130,11 @@ def _check_expansion(root: yaml.Node, source: str) -> None:
         key = id(node)
         if key in sizes:
             continue
-        children = [n for pair in node.value for n in pair] if isinstance(node, yaml.MappingNode) else (
-            node.value if isinstance(node, yaml.SequenceNode) else [])
+        children = (
+            [n for pair in node.value for n in pair]
+            if isinstance(node, yaml.MappingNode)
+            else (node.value if isinstance(node, yaml.SequenceNode) else [])
+        )
         if not children_done:
             if key in active:
                 return  # a recursive alias: the walker names it
@@ -155,7 +160,9 @@ def _enclosing_field(text: str, line_index: int) -> str:
     if not 0 <= line_index < len(lines):
         return ""
     here = lines[line_index]
-    limit = len(here) - len(here.lstrip()) + (1 if _KEY_LINE.match(here) else 0)  # this key, or enclosing ones
+    limit = (
+        len(here) - len(here.lstrip()) + (1 if _KEY_LINE.match(here) else 0)
+    )  # this key, or enclosing ones
     path: list[str] = []
     for line in reversed(lines[: line_index + 1]):
         match = _KEY_LINE.match(line)
@@ -248,7 +255,8 @@ class _Walker:
             dotted = ".".join(str(p) for p in path) or "(top level)"
             why = f" ({_short(str(exc), 120)})" if isinstance(exc, (ValueError, OverflowError)) else ""
             raise SpecError(
-                f"{self.source}:{node.start_mark.line + 1}: {dotted}: cannot read {_shown(node.value)} as {tag}{why}; "
+                f"{self.source}:{node.start_mark.line + 1}: {dotted}: cannot read {_shown(node.value)} as "
+                f"{tag}{why}; "
                 "put it in quotes to keep it as text"
             ) from None
 

@@ -54,7 +54,9 @@ class Conversation:
     error: str | None = None
     agent: str = ""  # the model or service that answered, when the source says
     started_at: str = ""
-    duration_s: float | None = None  # unknown unless the source has times (OTLP spans do; OpenAI JSONL does not)
+    duration_s: float | None = (
+        None  # unknown unless the source has times (OTLP spans do; OpenAI JSONL does not)
+    )
     redactions: int = 0
 
 
@@ -81,7 +83,9 @@ def text_of(content: Any) -> str:
     if isinstance(content, str):
         return content
     if isinstance(content, list):
-        return "".join(str(p.get("text", p.get("content", ""))) if isinstance(p, dict) else str(p) for p in content)
+        return "".join(
+            str(p.get("text", p.get("content", ""))) if isinstance(p, dict) else str(p) for p in content
+        )
     return str(content)
 
 
@@ -92,7 +96,9 @@ def _result(text: str) -> Any:
         return text
 
 
-def to_transcript(conv: Conversation, *, run_id: str, trial: int, scenario_id: str = OBSERVED_SCENARIO) -> Transcript:
+def to_transcript(
+    conv: Conversation, *, run_id: str, trial: int, scenario_id: str = OBSERVED_SCENARIO
+) -> Transcript:
     """The transcript of an observed trial: turns counted by user messages (a message before the first
     one belongs to turn 1), tool results paired with their calls by id, model calls where they were made."""
     events: list[Any] = []
@@ -123,11 +129,20 @@ def to_transcript(conv: Conversation, *, run_id: str, trial: int, scenario_id: s
                 latest[given] = call_id
                 name = str(function.get("name") or "unknown")
                 raw = function.get("arguments")
-                raw_text = raw if isinstance(raw, str) else json.dumps(raw if raw is not None else {}, default=str)
+                raw_text = (
+                    raw if isinstance(raw, str) else json.dumps(raw if raw is not None else {}, default=str)
+                )
                 parsed = _result(raw_text)
                 names[call_id] = name
-                events.append(ToolCall(turn=turn, call_id=call_id, name=name, raw_arguments=raw_text,
-                                       arguments=parsed if isinstance(parsed, dict) else None))
+                events.append(
+                    ToolCall(
+                        turn=turn,
+                        call_id=call_id,
+                        name=name,
+                        raw_arguments=raw_text,
+                        arguments=parsed if isinstance(parsed, dict) else None,
+                    )
+                )
             text = text_of(message.get("content"))
             if text or not message.get("tool_calls"):
                 events.append(AgentMessage(turn=turn, text=text))
@@ -137,22 +152,47 @@ def to_transcript(conv: Conversation, *, run_id: str, trial: int, scenario_id: s
             error = conv.tool_errors.get(given)
             content = text_of(message.get("content"))
             name = names.get(call_id, message.get("name") or "unknown")
-            events.append(ToolResult(turn=turn, call_id=call_id, name=name, ok=error is None,
-                                     result=None if error else _result(content), error=error))
+            events.append(
+                ToolResult(
+                    turn=turn,
+                    call_id=call_id,
+                    name=name,
+                    ok=error is None,
+                    result=None if error else _result(content),
+                    error=error,
+                )
+            )
     for call in pending:
         events.append(ModelCall(turn=turn, role="agent", model=call.model or "unknown", usage=call.usage))
     agent = conv.agent or (sorted(models)[0] if len(models) == 1 else "")
-    detail = f"imported from {conv.source}" + (f"; the source recorded an error: {conv.error}" if conv.error else "")
+    detail = f"imported from {conv.source}" + (
+        f"; the source recorded an error: {conv.error}" if conv.error else ""
+    )
     return Transcript(
-        run_id=run_id, unit_id=f"{scenario_id}#{trial}", scenario_id=scenario_id, persona_id="observed",
-        domain="observed", trial=trial, seed=0,
-        agent=Pin(kind="observed", ref=agent or "unknown", settings={"models": sorted(models)} if models else {}),
+        run_id=run_id,
+        unit_id=f"{scenario_id}#{trial}",
+        scenario_id=scenario_id,
+        persona_id="observed",
+        domain="observed",
+        trial=trial,
+        seed=0,
+        agent=Pin(
+            kind="observed", ref=agent or "unknown", settings={"models": sorted(models)} if models else {}
+        ),
         simulator=Pin(kind="observed", ref="production users"),
-        agent_context=context, events=events,
+        agent_context=context,
+        events=events,
         termination=Termination(reason=TerminationReason.OBSERVED, detail=detail, turn=turn),
         final_state=None,
-        observed=ObservedFrom(format=conv.format, source=conv.source, conversation_id=conv.id,
-                              feedback=conv.feedback, negative_feedback=conv.negative_feedback, error=conv.error,
-                              redactions=conv.redactions),
-        started_at=conv.started_at, duration_s=conv.duration_s,
+        observed=ObservedFrom(
+            format=conv.format,
+            source=conv.source,
+            conversation_id=conv.id,
+            feedback=conv.feedback,
+            negative_feedback=conv.negative_feedback,
+            error=conv.error,
+            redactions=conv.redactions,
+        ),
+        started_at=conv.started_at,
+        duration_s=conv.duration_s,
     )

@@ -26,9 +26,21 @@ def is_negative(feedback: Any) -> bool:
     if isinstance(feedback, (int, float)):
         return feedback < 0
     if isinstance(feedback, str):
-        return feedback.strip().lower() in ("down", "thumbs_down", "thumbs-down", "bad", "negative", "-1", "👎")
+        return feedback.strip().lower() in (
+            "down",
+            "thumbs_down",
+            "thumbs-down",
+            "bad",
+            "negative",
+            "-1",
+            "👎",
+        )
     if isinstance(feedback, dict):
-        return any(is_negative(v) for k, v in feedback.items() if k in ("score", "value", "rating", "thumbs", "label"))
+        return any(
+            is_negative(v)
+            for k, v in feedback.items()
+            if k in ("score", "value", "rating", "thumbs", "label")
+        )
     if isinstance(feedback, list):
         return any(is_negative(v) for v in feedback)
     return False
@@ -56,8 +68,9 @@ def read_openai_jsonl(path: Path) -> list[Conversation]:
     if problems:
         raise SpecError(problems)
     if not found:
-        raise SpecError(f"{path}: no conversation found (expected JSONL: one message list or "
-                        "{messages: [...]} a line)")
+        raise SpecError(
+            f"{path}: no conversation found (expected JSONL: one message list or {{messages: [...]}} a line)"
+        )
     return found
 
 
@@ -77,12 +90,20 @@ def _conversation(data: Any, where: str, number: int) -> tuple[Conversation | No
             if not isinstance(call, dict) or not isinstance((call.get("function") or {}).get("name"), str):
                 return None, f"messages[{i}].tool_calls[{j}]: expected {{id, function: {{name, arguments}}}}"
     feedback = meta.get("feedback")
-    errors = {str(m.get("tool_call_id")): str(m.get("content") or "tool error")
-              for m in messages if m.get("role") == "tool" and m.get("is_error")}
+    errors = {
+        str(m.get("tool_call_id")): str(m.get("content") or "tool error")
+        for m in messages
+        if m.get("role") == "tool" and m.get("is_error")
+    }
     conv = Conversation(
-        id=str(meta.get("id") or meta.get("conversation_id") or f"line-{number}"), format="openai", source=where,
-        messages=[{k: v for k, v in m.items() if k != "is_error"} for m in messages], tool_errors=errors,
-        feedback=[] if feedback is None else [feedback], negative_feedback=is_negative(feedback),
-        error=str(meta["error"]) if meta.get("error") else None, agent=str(meta.get("model") or ""),
+        id=str(meta.get("id") or meta.get("conversation_id") or f"line-{number}"),
+        format="openai",
+        source=where,
+        messages=[{k: v for k, v in m.items() if k != "is_error"} for m in messages],
+        tool_errors=errors,
+        feedback=[] if feedback is None else [feedback],
+        negative_feedback=is_negative(feedback),
+        error=str(meta["error"]) if meta.get("error") else None,
+        agent=str(meta.get("model") or ""),
     )
     return conv, None

@@ -42,7 +42,8 @@ NO_CONTENT_HINT = (
     "(content on log records: export the logs too; simlab reads resourceLogs in the same file, "
     "one document a line); without the opt-in, opentelemetry-instrumentation-openai-v2 takes "
     "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true (log events). OpenInference captures "
-    "content unless OPENINFERENCE_HIDE_INPUTS / OPENINFERENCE_HIDE_OUTPUTS are set")
+    "content unless OPENINFERENCE_HIDE_INPUTS / OPENINFERENCE_HIDE_OUTPUTS are set"
+)
 CHAT_OPERATIONS = ("chat", "text_completion", "generate_content")
 _OI_MESSAGE = re.compile(r"^llm\.(input|output)_messages\.(\d+)\.message\.(.+)$")
 
@@ -83,7 +84,9 @@ def value_of(value: Any) -> Any:
 
 
 def attributes_of(items: Any) -> dict[str, Any]:
-    return {str(a["key"]): value_of(a.get("value")) for a in items or [] if isinstance(a, dict) and "key" in a}
+    return {
+        str(a["key"]): value_of(a.get("value")) for a in items or [] if isinstance(a, dict) and "key" in a
+    }
 
 
 def read_otlp(path: Path, notes: list[str] | None = None) -> list[Conversation]:
@@ -95,9 +98,11 @@ def read_otlp(path: Path, notes: list[str] | None = None) -> list[Conversation]:
     records: list[LogRecord] = []
     for where, document in documents:
         if not isinstance(document, dict) or not any(
-                isinstance(document.get(k), list) for k in ("resourceSpans", "resourceLogs")):
-            raise SpecError(f"{where}: not OTLP JSON: expected an object with 'resourceSpans' (a list) "
-                            "or 'resourceLogs'")
+            isinstance(document.get(k), list) for k in ("resourceSpans", "resourceLogs")
+        ):
+            raise SpecError(
+                f"{where}: not OTLP JSON: expected an object with 'resourceSpans' (a list) or 'resourceLogs'"
+            )
         spans.extend(_spans(where, document))
         records.extend(log_records(where, document))
     if not spans:
@@ -109,17 +114,26 @@ def read_otlp(path: Path, notes: list[str] | None = None) -> list[Conversation]:
     conversations: dict[str, list[Span]] = {}
     orphans: list[Span] = []
     for trace_id, members in groups.items():
-        key = next((str(s.attributes[k]) for s in members for k in ("gen_ai.conversation.id", "session.id")
-                    if s.attributes.get(k)), None)
+        key = next(
+            (
+                str(s.attributes[k])
+                for s in members
+                for k in ("gen_ai.conversation.id", "session.id")
+                if s.attributes.get(k)
+            ),
+            None,
+        )
         if key is None and not any(_kind(s) == "chat" for s in members):
             orphans.extend(s for s in members if _kind(s) == "tool")
             continue
         conversations.setdefault(key or trace_id, []).extend(members)
     if orphans and notes is not None:
         names = sorted({one_line(tool_name(s)) for s in orphans})
-        notes.append(f"{len(orphans)} tool span(s) ({', '.join(names)}) in {len({s.trace_id for s in orphans})} "
-                     "trace(s) belong to no conversation (no gen_ai.conversation.id or session.id and no model "
-                     "call in their trace): left out")
+        notes.append(
+            f"{len(orphans)} tool span(s) ({', '.join(names)}) in {len({s.trace_id for s in orphans})} "
+            "trace(s) belong to no conversation (no gen_ai.conversation.id or session.id and no model "
+            "call in their trace): left out"
+        )
     found = [_conversation(path, key, members) for key, members in conversations.items()]
     return [c for c in found if c.messages or c.calls]
 
@@ -166,15 +180,24 @@ def _spans(where: str, document: dict[str, Any]) -> list[Span]:
                     raise SpecError(f"{where}: a span without traceId")
                 status = raw.get("status") or {}
                 failed = status.get("code") in ("STATUS_CODE_ERROR", 2)
-                out.append(Span(
-                    trace_id=str(raw["traceId"]), span_id=str(raw.get("spanId", "")), name=str(raw.get("name", "")),
-                    start=int(raw.get("startTimeUnixNano") or 0), end=int(raw.get("endTimeUnixNano") or 0),
-                    attributes=attributes_of(raw.get("attributes")), resource=resource,
-                    error=(status.get("message") or "error status") if failed else None,
-                    events=[{"name": e.get("name"), "attributes": attributes_of(e.get("attributes"))}
-                            for e in raw.get("events") or [] if isinstance(e, dict)],
-                    parent_id=str(raw.get("parentSpanId") or ""),
-                ))
+                out.append(
+                    Span(
+                        trace_id=str(raw["traceId"]),
+                        span_id=str(raw.get("spanId", "")),
+                        name=str(raw.get("name", "")),
+                        start=int(raw.get("startTimeUnixNano") or 0),
+                        end=int(raw.get("endTimeUnixNano") or 0),
+                        attributes=attributes_of(raw.get("attributes")),
+                        resource=resource,
+                        error=(status.get("message") or "error status") if failed else None,
+                        events=[
+                            {"name": e.get("name"), "attributes": attributes_of(e.get("attributes"))}
+                            for e in raw.get("events") or []
+                            if isinstance(e, dict)
+                        ],
+                        parent_id=str(raw.get("parentSpanId") or ""),
+                    )
+                )
     return out
 
 
@@ -230,8 +253,9 @@ def genai_messages(value: Any) -> list[dict[str, Any]]:
     return out
 
 
-def _read_part(part: dict[str, Any], texts: list[str], calls: list[dict[str, Any]],
-               responses: list[dict[str, Any]]) -> None:
+def _read_part(
+    part: dict[str, Any], texts: list[str], calls: list[dict[str, Any]], responses: list[dict[str, Any]]
+) -> None:
     kind = part.get("type")
     gemini_call = part.get("function_call") or part.get("functionCall")
     gemini_response = part.get("function_response") or part.get("functionResponse")
@@ -242,10 +266,17 @@ def _read_part(part: dict[str, Any], texts: list[str], calls: list[dict[str, Any
     if kind == "text" or (kind is None and isinstance(part.get("text"), str)):
         texts.append(str(part.get("content", part.get("text", ""))))
     elif kind == "tool_call":
-        calls.append({"id": part.get("id"), "type": "function",
-                      "function": {"name": part.get("name"), "arguments": _dumps(part.get("arguments") or {})}})
+        calls.append(
+            {
+                "id": part.get("id"),
+                "type": "function",
+                "function": {"name": part.get("name"), "arguments": _dumps(part.get("arguments") or {})},
+            }
+        )
     elif kind in ("tool_call_response", "function_response"):
-        responses.append({"role": "tool", "tool_call_id": part.get("id"), "content": _dumps(part.get("response"))})
+        responses.append(
+            {"role": "tool", "tool_call_id": part.get("id"), "content": _dumps(part.get("response"))}
+        )
 
 
 def openinference_messages(attributes: dict[str, Any], side: str) -> list[dict[str, Any]]:
@@ -291,8 +322,10 @@ def _usage(a: dict[str, Any]) -> Usage:
                 return int(a[key])
         return None
 
-    return Usage(input_tokens=number("gen_ai.usage.input_tokens", "llm.token_count.prompt"),
-                 output_tokens=number("gen_ai.usage.output_tokens", "llm.token_count.completion"))
+    return Usage(
+        input_tokens=number("gen_ai.usage.input_tokens", "llm.token_count.prompt"),
+        output_tokens=number("gen_ai.usage.output_tokens", "llm.token_count.completion"),
+    )
 
 
 def _chat_io(span: Span) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
@@ -303,8 +336,11 @@ def _chat_io(span: Span) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     system = a.get("gen_ai.system_instructions")
     if system is not None and not any(m.get("role") == "system" for m in inputs):
         parts = _json(system)
-        text = "".join(str(p.get("content", "")) for p in parts if isinstance(p, dict)) if isinstance(parts, list) \
+        text = (
+            "".join(str(p.get("content", "")) for p in parts if isinstance(p, dict))
+            if isinstance(parts, list)
             else str(parts)
+        )
         inputs.insert(0, {"role": "system", "content": text})
     return inputs, genai_messages(a.get("gen_ai.output.messages"))
 
@@ -336,9 +372,18 @@ def _conversation(path: Path, key: str, spans: list[Span]) -> Conversation:
         merge_input(convo, rest)
         origin.update((id(m), span) for m in convo[before:])
         a = span.attributes
-        conv.calls.append(SeenCall(after=len(convo), usage=_usage(a),
-                                   model=str(a.get("gen_ai.response.model") or a.get("gen_ai.request.model")
-                                             or a.get("llm.model_name") or "")))
+        conv.calls.append(
+            SeenCall(
+                after=len(convo),
+                usage=_usage(a),
+                model=str(
+                    a.get("gen_ai.response.model")
+                    or a.get("gen_ai.request.model")
+                    or a.get("llm.model_name")
+                    or ""
+                ),
+            )
+        )
         convo.extend(outputs)
         origin.update((id(m), span) for m in outputs)
     place_tool_results(conv, convo, tools, origin)
@@ -350,8 +395,14 @@ def _conversation(path: Path, key: str, spans: list[Span]) -> Conversation:
     conv.negative_feedback = any(is_negative(f) for f in feedback)
     first = spans[0]
     conv.agent = str(first.attributes.get("gen_ai.agent.name") or "") or next(
-        (str(s.resource.get("service.name")) for s in spans
-         if s.resource.get("service.name") and not str(s.resource["service.name"]).startswith("unknown_service")), "")
+        (
+            str(s.resource.get("service.name"))
+            for s in spans
+            if s.resource.get("service.name")
+            and not str(s.resource["service.name"]).startswith("unknown_service")
+        ),
+        "",
+    )
     starts = [s.start for s in spans if s.start]
     ends = [s.end for s in spans if s.end]
     if starts:
@@ -380,4 +431,4 @@ def merge_input(convo: list[dict[str, Any]], inputs: list[dict[str, Any]]) -> No
         return
     tail = want[shared:]
     overlap = next((n for n in range(min(len(tail), len(have)), 0, -1) if have[-n:] == tail[:n]), 0)
-    convo.extend(inputs[shared + overlap:])
+    convo.extend(inputs[shared + overlap :])

@@ -20,8 +20,12 @@ from typing import Any
 from simlab.errors import SpecError
 
 CONTENT_KEYS = ("gen_ai.input.messages", "gen_ai.output.messages", "gen_ai.system_instructions")
-_INPUT_EVENTS = {"gen_ai.system.message": "system", "gen_ai.user.message": "user",
-                 "gen_ai.assistant.message": "assistant", "gen_ai.tool.message": "tool"}
+_INPUT_EVENTS = {
+    "gen_ai.system.message": "system",
+    "gen_ai.user.message": "user",
+    "gen_ai.assistant.message": "assistant",
+    "gen_ai.tool.message": "tool",
+}
 
 
 @dataclass
@@ -47,8 +51,14 @@ def log_records(where: str, document: dict[str, Any]) -> list[LogRecord]:
                     continue
                 attributes = attributes_of(raw.get("attributes"))
                 name = str(raw.get("eventName") or attributes.get("event.name") or "")
-                out.append(LogRecord(span_id=str(raw["spanId"]), name=name, body=value_of(raw.get("body")),
-                                     attributes=attributes))
+                out.append(
+                    LogRecord(
+                        span_id=str(raw["spanId"]),
+                        name=name,
+                        body=value_of(raw.get("body")),
+                        attributes=attributes,
+                    )
+                )
     return out
 
 
@@ -86,8 +96,13 @@ def _message(role: str, body: dict[str, Any]) -> dict[str, Any]:
         if isinstance(call, dict):
             given = call.get("function")
             function: dict[str, Any] = given if isinstance(given, dict) else {}
-            calls.append({"id": call.get("id"), "type": "function",
-                          "function": {"name": function.get("name"), "arguments": function.get("arguments", {})}})
+            calls.append(
+                {
+                    "id": call.get("id"),
+                    "type": "function",
+                    "function": {"name": function.get("name"), "arguments": function.get("arguments", {})},
+                }
+            )
     if calls:
         message["tool_calls"] = calls
     return message

@@ -23,7 +23,9 @@ from simlab.traces.conversation import Conversation
 if TYPE_CHECKING:
     from simlab.traces.otlp import Span
 
-_PLACEHOLDER = re.compile(r"^\s*(<[^<>]*>|none|null|nil|undefined|unknown|not specified|n/a|-)?\s*$", re.IGNORECASE)
+_PLACEHOLDER = re.compile(
+    r"^\s*(<[^<>]*>|none|null|nil|undefined|unknown|not specified|n/a|-)?\s*$", re.IGNORECASE
+)
 
 
 @dataclass
@@ -57,13 +59,19 @@ def seen_at(span: Span, convo: list[dict[str, Any]]) -> ToolRun:
     return ToolRun(span, convo[-1] if convo else None, len(convo))
 
 
-def place_tool_results(conv: Conversation, convo: list[dict[str, Any]], runs: list[ToolRun],
-                       origin: dict[int, Span]) -> None:
+def place_tool_results(
+    conv: Conversation, convo: list[dict[str, Any]], runs: list[ToolRun], origin: dict[int, Span]
+) -> None:
     """Each tool span answers one call (and gives its result when no tool message did); ``origin``:
     the model call's span whose input or output added each message (by ``id()``)."""
     unique_ids(convo, origin)
     # where each requested call was made, before anything is inserted (the conversation only grew)
-    made = {id(c): i for i, m in enumerate(convo) if m.get("role") == "assistant" for c in m.get("tool_calls") or []}
+    made = {
+        id(c): i
+        for i, m in enumerate(convo)
+        if m.get("role") == "assistant"
+        for c in m.get("tool_calls") or []
+    }
     answered = _answered(convo)
     used: set[int] = set()
     latest: dict[int, dict[str, Any]] = {}  # id() of an anchor -> the last call added after it
@@ -75,8 +83,11 @@ def place_tool_results(conv: Conversation, convo: list[dict[str, Any]], runs: li
         match = _match(convo, run, given, name, used, origin, made)
         if match is None:  # a tool run no model call asked for (in the records we have): add it where it ran
             arguments = a.get("gen_ai.tool.call.arguments", a.get("input.value", a.get("tool.parameters")))
-            match = {"id": given or span.span_id, "type": "function",
-                     "function": {"name": name, "arguments": _dumps(arguments or {})}}
+            match = {
+                "id": given or span.span_id,
+                "type": "function",
+                "function": {"name": name, "arguments": _dumps(arguments or {})},
+            }
             added = {"role": "assistant", "content": "", "tool_calls": [match]}
             _insert(conv, convo, _after(convo, latest.get(id(run.anchor), run.anchor)), added)
             latest[id(run.anchor)] = added
@@ -86,12 +97,23 @@ def place_tool_results(conv: Conversation, convo: list[dict[str, Any]], runs: li
             conv.tool_errors[call_id] = str(result) if result is not None else span.error
         if id(match) in answered:
             continue
-        where = next(i for i, m in enumerate(convo)
-                     if m.get("role") == "assistant" and any(c is match for c in m.get("tool_calls") or []))
+        where = next(
+            i
+            for i, m in enumerate(convo)
+            if m.get("role") == "assistant" and any(c is match for c in m.get("tool_calls") or [])
+        )
         while where + 1 < len(convo) and convo[where + 1].get("role") == "tool":
             where += 1
-        _insert(conv, convo, where + 1, {"role": "tool", "tool_call_id": call_id,
-                                         "content": _dumps(result if result is not None else "")})
+        _insert(
+            conv,
+            convo,
+            where + 1,
+            {
+                "role": "tool",
+                "tool_call_id": call_id,
+                "content": _dumps(result if result is not None else ""),
+            },
+        )
         answered.add(id(match))
 
 
@@ -117,7 +139,9 @@ def unique_ids(convo: list[dict[str, Any]], origin: dict[int, Span]) -> None:
             given = str(m.get("tool_call_id"))
             open_calls = waiting.get(given, [])
             here = origin.get(id(m))
-            pick = next((w for w in open_calls if _siblings(w[1], here)), open_calls[-1] if open_calls else None)
+            pick = next(
+                (w for w in open_calls if _siblings(w[1], here)), open_calls[-1] if open_calls else None
+            )
             if pick is not None:
                 open_calls.remove(pick)
             m["tool_call_id"] = (pick[0] if pick else latest[given])["id"]
@@ -140,19 +164,37 @@ def _answered(convo: list[dict[str, Any]]) -> set[int]:
     return out
 
 
-def _match(convo: list[dict[str, Any]], run: ToolRun, given: str | None, name: str, used: set[int],
-           origin: dict[int, Span], made: dict[int, int]) -> dict[str, Any] | None:
-    requested = [(i, m, c) for i, m in enumerate(convo) if m.get("role") == "assistant"
-                 for c in m.get("tool_calls") or []]
+def _match(
+    convo: list[dict[str, Any]],
+    run: ToolRun,
+    given: str | None,
+    name: str,
+    used: set[int],
+    origin: dict[int, Span],
+    made: dict[int, int],
+) -> dict[str, Any] | None:
+    requested = [
+        (i, m, c)
+        for i, m in enumerate(convo)
+        if m.get("role") == "assistant"
+        for c in m.get("tool_calls") or []
+    ]
     if given is not None:
         same = [c for _, _, c in requested if str(c.get("id")) == given]
         fresh = [c for c in same if id(c) not in used]
         if fresh or same:
             return (fresh or same)[0]
-    candidates = [(made.get(id(c), run.seen) >= run.seen, not _related(origin.get(id(m)), run.span),
-                   getattr(origin.get(id(m)), "trace_id", None) != run.span.trace_id, i, c)
-                  for i, m, c in requested
-                  if id(c) not in used and (c.get("function") or {}).get("name") == name]
+    candidates = [
+        (
+            made.get(id(c), run.seen) >= run.seen,
+            not _related(origin.get(id(m)), run.span),
+            getattr(origin.get(id(m)), "trace_id", None) != run.span.trace_id,
+            i,
+            c,
+        )
+        for i, m, c in requested
+        if id(c) not in used and (c.get("function") or {}).get("name") == name
+    ]
     return min(candidates, key=lambda t: t[:4])[4] if candidates else None
 
 

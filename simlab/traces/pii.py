@@ -37,9 +37,13 @@ class PiiSpec(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    builtin: bool = Field(True, description="Also mask with the built-in patterns (email, card, iban, phone).")
+    builtin: bool = Field(
+        True, description="Also mask with the built-in patterns (email, card, iban, phone)."
+    )
     patterns: dict[str, str] = Field(default_factory=dict, description="{name: regex}: more kinds to mask.")
-    never_reveal: list[str] = Field(default_factory=list, description="Literal values to mask wherever they appear.")
+    never_reveal: list[str] = Field(
+        default_factory=list, description="Literal values to mask wherever they appear."
+    )
 
     @field_validator("patterns")
     @classmethod

@@ -41,7 +41,9 @@ from simlab.transcript.model import AgentMessage, ErrorEvent, ToolCall, ToolResu
 
 BLAMES: Final = ("agent", "user", "tool", "provider", "judge", "lab")
 JUDGE_KINDS: Final = frozenset({"rubric", "groundedness"})  # kinds of check a judge model decides
-MODEL_SOURCES: Final = frozenset({"agent", "simulator", "judge"})  # ErrorEvent.source of a role's model or service
+MODEL_SOURCES: Final = frozenset(
+    {"agent", "simulator", "judge"}
+)  # ErrorEvent.source of a role's model or service
 _NUMBERS = re.compile(r"\d+")
 
 
@@ -71,8 +73,12 @@ def diagnose(transcript: Transcript, checks: list[Check], verdict: str | None) -
     if verdict == "error" and crashes:
         error = events[crashes[0]]
         assert isinstance(error, ErrorEvent)
-        return _at(transcript, "tool", crashes[0], f"tool: {_tool_before(transcript, crashes[0])} crashed "
-                                                    f"({error.kind})")
+        return _at(
+            transcript,
+            "tool",
+            crashes[0],
+            f"tool: {_tool_before(transcript, crashes[0])} crashed ({error.kind})",
+        )
     if verdict == "invalid":
         drift = [c for c in hard if c.status == "fail" and c.kind == "drift"]
         if drift:
@@ -84,18 +90,32 @@ def diagnose(transcript: Transcript, checks: list[Check], verdict: str | None) -
             check = undecided[0]
             blame = "judge" if check.kind in JUDGE_KINDS else "lab"
             what = "could not be decided" if status == "error" else "did not run"
-            return _at(transcript, blame, _last_agent_message(transcript),
-                       f"{blame}: {check.kind} {_plain(check.name, check.kind)} {what}")
+            return _at(
+                transcript,
+                blame,
+                _last_agent_message(transcript),
+                f"{blame}: {check.kind} {_plain(check.name, check.kind)} {what}",
+            )
     failing = [c for c in hard if c.status == "fail"]  # a verdict these checks do not explain (a hand edit)
-    return _earliest(transcript, "agent", failing) if failing else _at(
-        transcript, "lab", len(events) - 1 if events else None, f"lab: {verdict} without a failing hard check")
+    return (
+        _earliest(transcript, "agent", failing)
+        if failing
+        else _at(
+            transcript,
+            "lab",
+            len(events) - 1 if events else None,
+            f"lab: {verdict} without a failing hard check",
+        )
+    )
 
 
 def _infra(transcript: Transcript) -> Fault:
     events = transcript.events
     index = next((i for i in range(len(events) - 1, -1, -1) if isinstance(events[i], ErrorEvent)), None)
     if index is None:
-        return _at(transcript, "lab", len(events) - 1 if events else None, "lab: error without an error event")
+        return _at(
+            transcript, "lab", len(events) - 1 if events else None, "lab: error without an error event"
+        )
     error = events[index]
     assert isinstance(error, ErrorEvent)
     if error.source in MODEL_SOURCES:
@@ -109,8 +129,9 @@ def _earliest(transcript: Transcript, blame: str, checks: list[Check]) -> Fault:
     """The check that points at the earliest step decides the step and the mode; a check whose
     step is only a fallback (the agent's last message) decides only when no check points anywhere."""
     located = [(*_step_of(transcript, c), n, c) for n, c in enumerate(checks)]
-    step, _, _, check = min(located, key=lambda item: (not item[1], item[0] if item[0] is not None else 1 << 62,
-                                                       item[2]))
+    step, _, _, check = min(
+        located, key=lambda item: (not item[1], item[0] if item[0] is not None else 1 << 62, item[2])
+    )
     name = _plain(check.name, check.kind)
     if check.name == "termination" and check.kind == "efficiency":
         name = f"termination {transcript.termination.reason.value}"
@@ -130,9 +151,12 @@ def _step_of(transcript: Transcript, check: Check) -> tuple[int | None, bool]:
 
 def _write_for(transcript: Transcript, check: Check) -> int | None:
     """The last write whose arguments name a part of a failing path (its keys or ids)."""
-    paths = [check.details.get("path")] + [d.get("path") for d in check.details.get("diff_entries") or []
-                                           if isinstance(d, dict)]
-    parts = {p for path in paths if isinstance(path, str) for p in re.split(r"[.\[\]/=\"' ]+", path) if len(p) > 1}
+    paths = [check.details.get("path")] + [
+        d.get("path") for d in check.details.get("diff_entries") or [] if isinstance(d, dict)
+    ]
+    parts = {
+        p for path in paths if isinstance(path, str) for p in re.split(r"[.\[\]/=\"' ]+", path) if len(p) > 1
+    }
     for i in range(len(transcript.events) - 1, -1, -1):
         event = transcript.events[i]
         if isinstance(event, ToolCall) and event.access == "write" and parts & _values(event.arguments):
@@ -167,17 +191,24 @@ def _tool_at(transcript: Transcript, index: int | None) -> str | None:
     if index is None:
         return None
     event = transcript.events[index]
-    return getattr(event, "name", None) if event.type in ("tool_call", "tool_result", "invalid_call",
-                                                          "tool_fault") else None
+    return (
+        getattr(event, "name", None)
+        if event.type in ("tool_call", "tool_result", "invalid_call", "tool_fault")
+        else None
+    )
 
 
 def _tool_before(transcript: Transcript, index: int) -> str:
-    return next((e.name for e in reversed(transcript.events[:index]) if isinstance(e, (ToolResult, ToolCall))), "?")
+    return next(
+        (e.name for e in reversed(transcript.events[:index]) if isinstance(e, (ToolResult, ToolCall))), "?"
+    )
 
 
 def _at(transcript: Transcript, blame: str, index: int | None, mode: str) -> Fault:
     turn = getattr(transcript.events[index], "turn", None) if index is not None else None
-    return Fault(blame=blame, event=index, turn=turn if turn is not None else transcript.termination.turn, mode=mode)
+    return Fault(
+        blame=blame, event=index, turn=turn if turn is not None else transcript.termination.turn, mode=mode
+    )
 
 
 def _plain(name: str, kind: str) -> str:

@@ -22,22 +22,28 @@ from simlab.transcript.model import Usage
 
 TRIAGE_SCHEMA_VERSION: Final = 1
 
-FaultType = Literal["wrong_information", "wrong_decision", "incomplete_resolution", "policy_breach",
-                    "user_side_error", "tool_or_provider_failure"]
+FaultType = Literal[
+    "wrong_information",
+    "wrong_decision",
+    "incomplete_resolution",
+    "policy_breach",
+    "user_side_error",
+    "tool_or_provider_failure",
+]
 
 FAULT_TYPES: Final[dict[str, str]] = {
-    "wrong_information": "the agent stated or used a wrong fact: told the user something false or unsupported, "
-                         "or passed a wrong value to a tool (an id, an amount, an address)",
+    "wrong_information": "the agent stated or used a wrong fact: told the user something false or "
+    "unsupported, or passed a wrong value to a tool (an id, an amount, an address)",
     "wrong_decision": "the agent had the right facts but chose the wrong action: the wrong tool, the wrong "
-                      "option, or an action it should not have taken at all",
+    "option, or an action it should not have taken at all",
     "incomplete_resolution": "the agent stopped short: a needed step was never taken, or the conversation "
-                             "ended, looped or ran out of turns before the user's goal was met",
+    "ended, looped or ran out of turns before the user's goal was met",
     "policy_breach": "the agent broke a rule of the domain's policy: steps out of order, a limit exceeded, a "
-                     "forbidden action, an action without the user's consent",
+    "forbidden action, an action without the user's consent",
     "user_side_error": "the simulated user caused it: it left its script, gave wrong facts, or ended the "
-                       "conversation early",
-    "tool_or_provider_failure": "not the agent's behaviour: a domain tool, a model provider, a judge or simlab "
-                                "itself failed",
+    "conversation early",
+    "tool_or_provider_failure": "not the agent's behaviour: a domain tool, a model provider, a judge or "
+    "simlab itself failed",
 }
 assert tuple(FAULT_TYPES) == get_args(FaultType), "FAULT_TYPES must define every FaultType, in order"
 

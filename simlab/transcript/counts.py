@@ -35,5 +35,8 @@ def tool_counts(events: Iterable[Any]) -> dict[str, int]:
             invalid.add(_get(event, "call_id"))
         elif kind == "tool_result" and not _get(event, "ok"):
             failed.append(_get(event, "call_id"))
-    return {"tool_calls": calls, "invalid_calls": len(invalid),
-            "tool_errors": sum(1 for call_id in failed if call_id not in invalid)}
+    return {
+        "tool_calls": calls,
+        "invalid_calls": len(invalid),
+        "tool_errors": sum(1 for call_id in failed if call_id not in invalid),
+    }

@@ -21,8 +21,10 @@ class GraphStep(_Model):
     turn: int
     node: str = Field(description="The node's name; a node inside a subgraph is 'parent/node'.")
     update: dict[str, Any] | None = Field(
-        None, description="What the node wrote, as JSON data. Messages are shown short (type, the first 300 "
-                          "characters of the text, tool calls) and only the first time they appear (see 'omitted').")
+        None,
+        description="What the node wrote, as JSON data. Messages are shown short (type, the first 300 "
+        "characters of the text, tool calls) and only the first time they appear (see 'omitted').",
+    )
     omitted: int = Field(0, description="Messages in the update already shown in an earlier step, left out.")
 
 
@@ -33,8 +35,11 @@ class GraphState(_Model):
     turn: int
     values: dict[str, Any] = Field(
         description="The state's channels as JSON data; a list of messages is recorded as its length (the "
-                    "messages themselves are the transcript's other events).")
-    next: list[str] = Field(default_factory=list, description="Nodes still to run (non-empty: the graph paused).")
+        "messages themselves are the transcript's other events)."
+    )
+    next: list[str] = Field(
+        default_factory=list, description="Nodes still to run (non-empty: the graph paused)."
+    )
 
 
 class Handoff(_Model):
@@ -54,12 +59,16 @@ class PendingToolCall(_Model):
 
     type: Literal["pending_tool_call"] = "pending_tool_call"
     turn: int
-    name: str | None = Field(None, description="The tool the agent decided to call; None: it answered in text.")
+    name: str | None = Field(
+        None, description="The tool the agent decided to call; None: it answered in text."
+    )
     arguments: dict[str, Any] | None = Field(None, description="Its arguments; None when they were not JSON.")
     raw_arguments: str = ""
     call_id: str | None = None
-    stopped_at: str = Field(description="How it was stopped before running: 'interrupt_before:<node>' (a "
-                                        "LangGraph interrupt) or 'tool_boundary' (the tool refused to run).")
+    stopped_at: str = Field(
+        description="How it was stopped before running: 'interrupt_before:<node>' (a "
+        "LangGraph interrupt) or 'tool_boundary' (the tool refused to run)."
+    )
     reply: str | None = Field(None, description="The text the agent answered with instead of a tool call.")
 
 

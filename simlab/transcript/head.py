@@ -22,7 +22,9 @@ from typing import Annotated, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
-HEAD_VERSION: Final = 3  # 2: unjudged and errored checks, tool_errors without invalid calls; 3: blame (blame.py)
+HEAD_VERSION: Final = (
+    3  # 2: unjudged and errored checks, tool_errors without invalid calls; 3: blame (blame.py)
+)
 CHECK_COLUMN = "check:"  # the prefix of the row's per-check status columns
 REASON_CHARS = 240  # of an errored check's reason kept in the head (the cause a report names)
 
@@ -49,17 +51,23 @@ class TrialFigures(BaseModel):
     seed: int
     agent: str = Field(description="The agent's reference (model string or module:attr).")
     simulator: str = Field(description="The simulator's reference.")
-    verdict: str | None = Field(None, description="pass | fail | invalid | error | unjudged; None until graded.")
+    verdict: str | None = Field(
+        None, description="pass | fail | invalid | error | unjudged; None until graded."
+    )
     termination: str = Field(description="Why the conversation ended (a TerminationReason).")
     termination_detail: str = ""
     user_turns: int = 0
     agent_turns: int = 0
-    tool_calls: int = Field(0, description="Calls the agent made, invalid ones included (transcript/counts.py).")
+    tool_calls: int = Field(
+        0, description="Calls the agent made, invalid ones included (transcript/counts.py)."
+    )
     invalid_calls: int = Field(0, description="Calls that never ran: unknown tool, bad arguments.")
     tool_errors: int = Field(0, description="Failed results of calls that ran.")
     error_events: int = 0
     model_calls: int = 0
-    duration_s: float | None = Field(0.0, description="Seconds of the trial; None when unknown (left out of sums).")
+    duration_s: float | None = Field(
+        0.0, description="Seconds of the trial; None when unknown (left out of sums)."
+    )
     agent_input_tokens: int | None = None
     agent_output_tokens: int | None = None
     agent_cached_tokens: int | None = None
@@ -77,26 +85,41 @@ class TrialFigures(BaseModel):
     retries: int = 0
     retry_wait_s: float = 0.0
     model_latency_s: float = 0.0
-    redundant_calls: int | None = Field(None, description="From the efficiency check; None when it did not run.")
+    redundant_calls: int | None = Field(
+        None, description="From the efficiency check; None when it did not run."
+    )
     loop: bool = False
     failed_checks: str = Field("", description="The hard checks that failed, joined with '; '.")
     policy_violations: int = Field(0, description="Policy checks that failed, soft ones included.")
     not_run_checks: int = 0
     check_count: int = 0
     replayed: bool = Field(False, description="The user turns were replayed from a recorded trial.")
-    diverged_turn: int | None = Field(None, description="A replay: the first agent turn that differed from the "
-                                                        "recording; None when none did (or not a replay).")
-    blame: str | None = Field(None, description="Whose fault a trial that did not pass is: agent, user, tool, "
-                                                "provider, judge or lab (transcript/blame.py); None for a pass.")
-    first_fault_turn: int | None = Field(None, description="The turn of the first faulty step; None for a pass.")
-    first_fault_event: int | None = Field(None, description="Its index in the transcript's events; None for a pass.")
-    failure_mode: str | None = Field(None, description="The trial's failure signature (blame: check kind, name, "
-                                                       "tool), shared by trials that failed the same way.")
+    diverged_turn: int | None = Field(
+        None,
+        description="A replay: the first agent turn that differed from the "
+        "recording; None when none did (or not a replay).",
+    )
+    blame: str | None = Field(
+        None,
+        description="Whose fault a trial that did not pass is: agent, user, tool, "
+        "provider, judge or lab (transcript/blame.py); None for a pass.",
+    )
+    first_fault_turn: int | None = Field(
+        None, description="The turn of the first faulty step; None for a pass."
+    )
+    first_fault_event: int | None = Field(
+        None, description="Its index in the transcript's events; None for a pass."
+    )
+    failure_mode: str | None = Field(
+        None,
+        description="The trial's failure signature (blame: check kind, name, "
+        "tool), shared by trials that failed the same way.",
+    )
 
     @property
     def checks(self) -> dict[str, str | None]:
         """Check name → status, from the ``check:<name>`` columns."""
-        return {key[len(CHECK_COLUMN):]: value for key, value in (self.model_extra or {}).items()}
+        return {key[len(CHECK_COLUMN) :]: value for key, value in (self.model_extra or {}).items()}
 
 
 class TrialHead(BaseModel):
@@ -107,18 +130,26 @@ class TrialHead(BaseModel):
 
     v: Literal[3] = Field(HEAD_VERSION, description="The head's version; another version is recomputed.")
     row: TrialFigures
-    failed: list[tuple[str, str, bool]] = Field(default_factory=list, description="[name, kind, hard] of each "
-                                                                                  "failed check.")
+    failed: list[tuple[str, str, bool]] = Field(
+        default_factory=list, description="[name, kind, hard] of each failed check."
+    )
     not_run: list[str] = Field(default_factory=list, description="Names of the checks that did not run.")
     unjudged: list[tuple[str, str]] = Field(
-        default_factory=list, description="[name, kind] of the hard checks that did not run (the trial is unjudged).")
+        default_factory=list,
+        description="[name, kind] of the hard checks that did not run (the trial is unjudged).",
+    )
     errored: list[tuple[str, str, bool, str]] = Field(
-        default_factory=list, description=f"[name, kind, hard, reason] of checks whose grader could not decide "
-                                          f"(reason cut to {REASON_CHARS} characters).")
-    attacks: dict[str, bool] = Field(default_factory=dict, description="Attack category → whether it succeeded.")
+        default_factory=list,
+        description=f"[name, kind, hard, reason] of checks whose grader could not decide "
+        f"(reason cut to {REASON_CHARS} characters).",
+    )
+    attacks: dict[str, bool] = Field(
+        default_factory=dict, description="Attack category → whether it succeeded."
+    )
     tool_counts: tuple[int, int, int] | None = Field(
-        None, description="[true positives, false positives, false negatives] of the agent's tool calls against "
-                          "expect.trajectory (the trajectory grader's one-to-one matching), pooled into the run's "
-                          "tool precision, recall and F1; None without a trajectory check that ran (and in heads "
-                          "written before it was kept).")
-
+        None,
+        description="[true positives, false positives, false negatives] of the agent's tool calls against "
+        "expect.trajectory (the trajectory grader's one-to-one matching), pooled into the run's "
+        "tool precision, recall and F1; None without a trajectory check that ran (and in heads "
+        "written before it was kept).",
+    )

@@ -37,11 +37,16 @@ class Usage(_Model):
     retries: int = Field(0, description="How many times the call was retried after a transient error.")
     retry_wait_s: float = Field(0.0, description="Seconds spent waiting between retries.")
     # written only when set: a run without the cache stores the same bytes as before
-    cached: bool = Field(False, exclude_if=lambda v: not v,
-                         description="Served from simlab's response cache (--cache): cost 0, no call made.")
+    cached: bool = Field(
+        False,
+        exclude_if=lambda v: not v,
+        description="Served from simlab's response cache (--cache): cost 0, no call made.",
+    )
     original_cost_usd: float | None = Field(
-        None, exclude_if=lambda v: v is None,
-        description="A cached answer's cost when it was first bought (for reference; None otherwise).")
+        None,
+        exclude_if=lambda v: v is None,
+        description="A cached answer's cost when it was first bought (for reference; None otherwise).",
+    )
 
     def __add__(self, other: Usage) -> Usage:
         def add(a: float | int | None, b: float | int | None) -> Any:
@@ -83,10 +88,15 @@ class ToolCall(_Model):
     name: str
     arguments: dict[str, Any] | None = None
     raw_arguments: str = ""
-    access: Literal["read", "write"] | None = Field(None, description="The tool's kind; None for unknown tools.")
-    outside: bool = Field(False, exclude_if=lambda v: not v,
-                          description="Run by a tool of the agent's own (a framework's tool node), not by the "
-                                      "domain: the trial's state never saw it (written only when true).")
+    access: Literal["read", "write"] | None = Field(
+        None, description="The tool's kind; None for unknown tools."
+    )
+    outside: bool = Field(
+        False,
+        exclude_if=lambda v: not v,
+        description="Run by a tool of the agent's own (a framework's tool node), not by the "
+        "domain: the trial's state never saw it (written only when true).",
+    )
 
 
 class ToolResult(_Model):
@@ -137,8 +147,10 @@ class ErrorEvent(_Model):
     type: Literal["error"] = "error"
     turn: int
     source: str = Field(description="Where it broke: agent, simulator, judge, tool, lab.")
-    kind: str = Field(description="auth | bad_request | not_found | transient | context_window | timeout | crash"
-                                  " | read_wrote | invalid_state | bad_result")
+    kind: str = Field(
+        description="auth | bad_request | not_found | transient | context_window | timeout | crash"
+        " | read_wrote | invalid_state | bad_result"
+    )
     message: str
 
 
@@ -157,8 +169,19 @@ class ToolFault(_Model):
 
 
 Event = Annotated[
-    UserMessage | AgentMessage | ToolCall | ToolResult | InvalidCall | Signal | ModelCall | ErrorEvent | ToolFault
-    | GraphStep | GraphState | Handoff | PendingToolCall,
+    UserMessage
+    | AgentMessage
+    | ToolCall
+    | ToolResult
+    | InvalidCall
+    | Signal
+    | ModelCall
+    | ErrorEvent
+    | ToolFault
+    | GraphStep
+    | GraphState
+    | Handoff
+    | PendingToolCall,
     Field(discriminator="type"),
 ]
 
@@ -187,9 +210,13 @@ class Termination(_Model):
 class Pin(_Model):
     """Exactly what played a role: kind, model or reference, and its settings."""
 
-    kind: str = Field(description="llm | python | http | langgraph | openai_agents | pydantic_ai | rules | scripted")
+    kind: str = Field(
+        description="llm | python | http | langgraph | openai_agents | pydantic_ai | rules | scripted"
+    )
     ref: str = Field(description="Model string or module:attr.")
-    settings: dict[str, Any] = Field(default_factory=dict, description="Temperature, api_base, seed… never secrets.")
+    settings: dict[str, Any] = Field(
+        default_factory=dict, description="Temperature, api_base, seed… never secrets."
+    )
 
 
 def spends_nothing_unseen(kind: str | None, settings: dict[str, Any]) -> bool:
@@ -204,9 +231,15 @@ class ObservedFrom(_Model):
 
     format: str = Field(description="The import format: openai (message JSONL) or otlp (OTLP JSON spans).")
     source: str = Field(description="File and place in it: path:line, or path and trace id.")
-    conversation_id: str = Field(description="The conversation's own id in the source (line id, trace id, session).")
-    feedback: list[Any] = Field(default_factory=list, description="User feedback the source carried, as given.")
-    negative_feedback: bool = Field(False, description="Whether that feedback was negative (thumbs down, score < 0).")
+    conversation_id: str = Field(
+        description="The conversation's own id in the source (line id, trace id, session)."
+    )
+    feedback: list[Any] = Field(
+        default_factory=list, description="User feedback the source carried, as given."
+    )
+    negative_feedback: bool = Field(
+        False, description="Whether that feedback was negative (thumbs down, score < 0)."
+    )
     error: str | None = Field(None, description="An error the source recorded (a span with error status).")
     redactions: int = Field(0, description="How many PII matches were masked before the trial was written.")
 
@@ -218,8 +251,9 @@ class ReplayInfo(_Model):
     unit_id: str = Field(description="The recorded trial.")
     divergence: str = Field(description="What counted as diverging: never | tools.")
     then: str = Field(description="What followed a divergence: stop, or the simulator that took over.")
-    diverged_turn: int | None = Field(None, description="The first agent turn that differed from the recording; "
-                                                        "None when none did.")
+    diverged_turn: int | None = Field(
+        None, description="The first agent turn that differed from the recording; None when none did."
+    )
     reason: str = Field("", description="How that turn differed.")
 
 
@@ -238,16 +272,28 @@ class Transcript(_Model):
     simulator: Pin
     agent_context: dict[str, Any] = Field(default_factory=dict)
     events: list[Event] = Field(default_factory=list)
-    history_events: int = Field(0, ge=0, description="How many of the first events are the scenario's history "
-                                                     "(turn 0): given, not played; live turns start at 1.")
+    history_events: int = Field(
+        0,
+        ge=0,
+        description="How many of the first events are the scenario's history "
+        "(turn 0): given, not played; live turns start at 1.",
+    )
     termination: Termination
     final_state: dict[str, Any] | None = None
-    observed: ObservedFrom | None = Field(None, description="Set for an observed trial: an imported conversation "
-                                                            "(no simulator, no environment, tool results as recorded).")
-    replay: ReplayInfo | None = Field(None, description="Set when the user turns were replayed from a recording.")
+    observed: ObservedFrom | None = Field(
+        None,
+        description="Set for an observed trial: an imported conversation "
+        "(no simulator, no environment, tool results as recorded).",
+    )
+    replay: ReplayInfo | None = Field(
+        None, description="Set when the user turns were replayed from a recording."
+    )
     started_at: str = ""
-    duration_s: float | None = Field(0.0, description="Wall-clock seconds of the trial; None when unknown (an "
-                                                      "imported conversation whose source has no times).")
+    duration_s: float | None = Field(
+        0.0,
+        description="Wall-clock seconds of the trial; None when unknown (an "
+        "imported conversation whose source has no times).",
+    )
 
     def usage_by_role(self) -> dict[str, Usage]:
         """Sum of model-call usage per role; roles with no call are absent. A sum with any
@@ -261,7 +307,9 @@ class Transcript(_Model):
     def known_cost_usd(self) -> float:
         """The cost of the calls whose price is known: a lower bound, for budgets that must stop a
         run (an unknown price cannot be counted; reports show it as unknown)."""
-        return sum(e.usage.cost_usd for e in self.events if isinstance(e, ModelCall) and e.usage.cost_usd is not None)
+        return sum(
+            e.usage.cost_usd for e in self.events if isinstance(e, ModelCall) and e.usage.cost_usd is not None
+        )
 
     def user_turns(self) -> int:
         return sum(1 for e in self.events if isinstance(e, UserMessage))
@@ -276,16 +324,26 @@ class TrialRecord(_Model):
     schema_version: int = RECORD_SCHEMA_VERSION
     unit_id: str
     head: dict[str, Any] | None = Field(
-        None, description="A TrialHead (transcript/head.py) as stored: derived when the line is written "
-                          "(transcript/row.py: the trial's flat figures), so readers need not parse the "
-                          "transcript; computed afresh whenever the line is written again. Kept as the stored "
-                          "dict: typing it on every record read measured 2-8 % slower (TrialHead.model_validate "
-                          "types it; record_head computes it).")
+        None,
+        description="A TrialHead (transcript/head.py) as stored: derived when the line is written "
+        "(transcript/row.py: the trial's flat figures), so readers need not parse the "
+        "transcript; computed afresh whenever the line is written again. Kept as the stored "
+        "dict: typing it on every record read measured 2-8 % slower (TrialHead.model_validate "
+        "types it; record_head computes it).",
+    )
     transcript: Transcript
     checks: list[Check] = Field(default_factory=list, description="Filled by the graders.")
-    verdict: str | None = Field(None, description="pass | fail | invalid | error | unjudged; None until graded.")
-    attempt: int = Field(1, ge=1, description="1 + the earlier attempts of this unit that ended in an "
-                                              "infrastructure error and were played again on resume.")
+    verdict: str | None = Field(
+        None, description="pass | fail | invalid | error | unjudged; None until graded."
+    )
+    attempt: int = Field(
+        1,
+        ge=1,
+        description="1 + the earlier attempts of this unit that ended in an "
+        "infrastructure error and were played again on resume.",
+    )
     earlier_attempts: list[dict[str, Any]] = Field(
-        default_factory=list, description="Those earlier attempts: verdict, termination and its detail, start time "
-                                          "(the whole lines are kept in retired.jsonl).")
+        default_factory=list,
+        description="Those earlier attempts: verdict, termination and its detail, start time "
+        "(the whole lines are kept in retired.jsonl).",
+    )

@@ -28,8 +28,16 @@ def _plus(a: Any, b: Any) -> Any:
 class _RoleUsage:
     """Sums of one role's model calls; a sum with an unknown part is unknown."""
 
-    __slots__ = ("calls", "input_tokens", "output_tokens", "cached_tokens", "cost_usd", "latency_s", "retries",
-                 "retry_wait_s")
+    __slots__ = (
+        "calls",
+        "input_tokens",
+        "output_tokens",
+        "cached_tokens",
+        "cost_usd",
+        "latency_s",
+        "retries",
+        "retry_wait_s",
+    )
 
     def __init__(self) -> None:
         self.calls, self.retries = 0, 0
@@ -73,13 +81,22 @@ def record_head(record: TrialRecord) -> TrialHead:
                 role = usage[event.role] = _RoleUsage()
             role.add(event.usage)
     row: dict[str, Any] = {
-        "run_id": t.run_id, "unit_id": record.unit_id, "scenario_id": t.scenario_id, "persona_id": t.persona_id,
-        "trial": t.trial, "seed": t.seed, "agent": t.agent.ref, "simulator": t.simulator.ref,
-        "verdict": record.verdict, "termination": t.termination.reason.value,
+        "run_id": t.run_id,
+        "unit_id": record.unit_id,
+        "scenario_id": t.scenario_id,
+        "persona_id": t.persona_id,
+        "trial": t.trial,
+        "seed": t.seed,
+        "agent": t.agent.ref,
+        "simulator": t.simulator.ref,
+        "verdict": record.verdict,
+        "termination": t.termination.reason.value,
         "termination_detail": t.termination.detail,
-        "user_turns": counts.get("user", 0), "agent_turns": counts.get("agent", 0),
+        "user_turns": counts.get("user", 0),
+        "agent_turns": counts.get("agent", 0),
         **tool_counts(t.events),  # the one count of calls, invalid calls and tool errors
-        "error_events": counts.get("error", 0), "model_calls": counts.get("model_call", 0),
+        "error_events": counts.get("error", 0),
+        "model_calls": counts.get("model_call", 0),
         "duration_s": t.duration_s,
     }
     for name in ROLES:
@@ -125,7 +142,9 @@ def record_head(record: TrialRecord) -> TrialHead:
     details = efficiency or {}
     redundant = details.get("redundant_calls")
     loop = details.get("loop")
-    row["redundant_calls"] = redundant if isinstance(redundant, int) and not isinstance(redundant, bool) else None
+    row["redundant_calls"] = (
+        redundant if isinstance(redundant, int) and not isinstance(redundant, bool) else None
+    )
     row["loop"] = loop if isinstance(loop, bool) else t.termination.reason.value == "agent_loop"
     row["failed_checks"] = "; ".join(hard_failed)
     row["policy_violations"] = violations
@@ -135,12 +154,23 @@ def record_head(record: TrialRecord) -> TrialHead:
     row["diverged_turn"] = t.replay.diverged_turn if t.replay is not None else None
     fault = diagnose(t, record.checks, record.verdict)
     if fault is not None:
-        row.update(blame=fault.blame, first_fault_turn=fault.turn, first_fault_event=fault.event,
-                   failure_mode=fault.mode)
+        row.update(
+            blame=fault.blame,
+            first_fault_turn=fault.turn,
+            first_fault_event=fault.event,
+            failure_mode=fault.mode,
+        )
     for c in record.checks:
         row[CHECK_COLUMN + c.name] = c.status
-    return TrialHead(row=TrialFigures(**row), failed=failed, not_run=not_run, unjudged=unjudged, errored=errored,
-                     attacks=attacks, tool_counts=_tool_counts(tool_pr))
+    return TrialHead(
+        row=TrialFigures(**row),
+        failed=failed,
+        not_run=not_run,
+        unjudged=unjudged,
+        errored=errored,
+        attacks=attacks,
+        tool_counts=_tool_counts(tool_pr),
+    )
 
 
 def _tool_counts(details: dict[str, Any] | None) -> tuple[int, int, int] | None:

@@ -15,7 +15,11 @@ def turn_calls(events: list[Any], turn: int) -> list[str]:
     out = []
     for e in events:
         if isinstance(e, ToolCall) and e.turn == turn:
-            args = json.dumps(e.arguments, sort_keys=True, default=str) if e.arguments is not None else e.raw_arguments
+            args = (
+                json.dumps(e.arguments, sort_keys=True, default=str)
+                if e.arguments is not None
+                else e.raw_arguments
+            )
             out.append(f"{e.name}({args})")
     return out
 

@@ -1,11 +1,11 @@
 """Verdicts and classes: what each one means, defined once and rendered from here on every surface.
 
 A trial's **verdict** (``graders/base.verdict_of`` decides it) is one of five, never collapsed into
-another. A scenario's **class** sums up its trials across k tries. Terminal, markdown, HTML,
-JUnit, the step summary, the viewer and the pytest plugin take names, symbols, meanings and the
-"counts as a pass" rule from here; the docs' Verdicts page (docs/concepts/verdicts.md) holds ``readme_section()``
-(tests/test_verdicts_doc.py keeps the two equal: ``python -m simlab.transcript.verdicts`` prints
-it). No imports from simlab: every layer may use this module.
+another. A scenario's **class** sums up its trials across k tries. Terminal, markdown, HTML, JUnit,
+the step summary, the viewer and the pytest plugin take names, symbols, meanings and the "counts as
+a pass" rule from here; the docs' Verdicts page (docs/concepts/verdicts.md) holds
+``readme_section()`` (tests/test_verdicts_doc.py keeps the two equal: ``python -m
+simlab.transcript.verdicts`` prints it). No imports from simlab: every layer may use this module.
 """
 
 from __future__ import annotations
@@ -13,9 +13,22 @@ from __future__ import annotations
 from collections.abc import Collection
 from dataclasses import dataclass
 
-__all__ = ["CLASSES", "PRECEDENCE", "VERDICTS", "VERDICT_INFO", "ClassInfo", "VerdictInfo", "class_label",
-           "counts_as_pass", "legend", "passes", "readme_section", "trial_class", "unjudged_text",
-           "verdict_label"]
+__all__ = [
+    "CLASSES",
+    "PRECEDENCE",
+    "VERDICTS",
+    "VERDICT_INFO",
+    "ClassInfo",
+    "VerdictInfo",
+    "class_label",
+    "counts_as_pass",
+    "legend",
+    "passes",
+    "readme_section",
+    "trial_class",
+    "unjudged_text",
+    "verdict_label",
+]
 
 
 @dataclass(frozen=True)
@@ -31,18 +44,41 @@ class VerdictInfo:
         return f"{self.symbol} {self.name}"
 
 
-VERDICT_INFO: dict[str, VerdictInfo] = {v.name: v for v in (
-    VerdictInfo("pass", "✓", "every hard check ran and held", "yes", "bold green"),
-    VerdictInfo("fail", "✗", "the agent failed a hard check (outcome, actions, policy, budget, hard rubric)",
-                "no", "bold red"),
-    VerdictInfo("invalid", "!", "the simulated user broke its script in a way that could have caused the outcome",
-                "no; left out of the valid figures", "bold magenta"),
-    VerdictInfo("error", "⚠", "the trial could not be judged: infrastructure, a domain tool that crashed, or a "
-                              "check nobody could decide", "no; left out of the valid figures", "bold yellow"),
-    VerdictInfo("unjudged", "?", "no hard check failed, but one did not run (no judge model, an unknown cost)",
-                "only where `allow_unjudged` names the kind of every hard check that did not run",
-                "bold cyan"),
-)}
+VERDICT_INFO: dict[str, VerdictInfo] = {
+    v.name: v
+    for v in (
+        VerdictInfo("pass", "✓", "every hard check ran and held", "yes", "bold green"),
+        VerdictInfo(
+            "fail",
+            "✗",
+            "the agent failed a hard check (outcome, actions, policy, budget, hard rubric)",
+            "no",
+            "bold red",
+        ),
+        VerdictInfo(
+            "invalid",
+            "!",
+            "the simulated user broke its script in a way that could have caused the outcome",
+            "no; left out of the valid figures",
+            "bold magenta",
+        ),
+        VerdictInfo(
+            "error",
+            "⚠",
+            "the trial could not be judged: infrastructure, a domain tool that crashed, or a "
+            "check nobody could decide",
+            "no; left out of the valid figures",
+            "bold yellow",
+        ),
+        VerdictInfo(
+            "unjudged",
+            "?",
+            "no hard check failed, but one did not run (no judge model, an unknown cost)",
+            "only where `allow_unjudged` names the kind of every hard check that did not run",
+            "bold cyan",
+        ),
+    )
+}
 VERDICTS: tuple[str, ...] = tuple(VERDICT_INFO)  # the order of summary.json's verdict counts
 
 
@@ -54,28 +90,49 @@ class ClassInfo:
     style: str
 
 
-CLASSES: dict[str, ClassInfo] = {c.value: c for c in (
-    ClassInfo("stable_pass", "all pass", "every valid trial passed", "green"),
-    ClassInfo("flaky", "flaky", "some valid trials passed and some failed", "yellow"),
-    ClassInfo("stable_fail", "all fail", "every valid trial failed", "red"),
-)}
-CLASS_NOTE = ("Valid trials are those that passed or failed (an unjudged trial that counts as a pass among them); "
-              "invalid, error and other unjudged trials are left out. No valid trial: no class (—).")
+CLASSES: dict[str, ClassInfo] = {
+    c.value: c
+    for c in (
+        ClassInfo("stable_pass", "all pass", "every valid trial passed", "green"),
+        ClassInfo("flaky", "flaky", "some valid trials passed and some failed", "yellow"),
+        ClassInfo("stable_fail", "all fail", "every valid trial failed", "red"),
+    )
+}
+CLASS_NOTE = (
+    "Valid trials are those that passed or failed (an unjudged trial that counts as a pass among them); "
+    "invalid, error and other unjudged trials are left out. No valid trial: no class (—)."
+)
 
 PRECEDENCE: tuple[tuple[str, str, str], ...] = (
-    ("error", "the trial ended in an infrastructure error (provider, simulator model, lab)",
-     "nothing after it was played, and a resume plays it again"),
-    ("fail", "a hard policy check failed at an agent event before the user drifted and before a domain tool "
-             "crashed",
-     "what the agent did before anything else went wrong is its own, and no drift or crash hides it"),
-    ("error", "a domain tool crashed (an exception in the domain's own code; the check `tool_crash:TOOL` names the "
-              "tool and the exception)", "the tool is to blame, not the agent or the user (fix the domain)"),
-    ("invalid", "a hard drift check failed (one that came after the outcome, the user accepting what the agent had "
-                "already reported done, only when no other hard check failed)",
-     "the simulated user's drift could have caused the outcome"),
+    (
+        "error",
+        "the trial ended in an infrastructure error (provider, simulator model, lab)",
+        "nothing after it was played, and a resume plays it again",
+    ),
+    (
+        "fail",
+        "a hard policy check failed at an agent event before the user drifted and before a domain tool "
+        "crashed",
+        "what the agent did before anything else went wrong is its own, and no drift or crash hides it",
+    ),
+    (
+        "error",
+        "a domain tool crashed (an exception in the domain's own code; the check `tool_crash:TOOL` names the "
+        "tool and the exception)",
+        "the tool is to blame, not the agent or the user (fix the domain)",
+    ),
+    (
+        "invalid",
+        "a hard drift check failed (one that came after the outcome, the user accepting what the agent had "
+        "already reported done, only when no other hard check failed)",
+        "the simulated user's drift could have caused the outcome",
+    ),
     ("fail", "a hard check failed", "the agent's failure"),
-    ("error", "a hard check could not be decided (a judge that kept answering nonsense, a predicate that raised)",
-     "nobody knows whether it passed"),
+    (
+        "error",
+        "a hard check could not be decided (a judge that kept answering nonsense, a predicate that raised)",
+        "nobody knows whether it passed",
+    ),
     ("unjudged", "a hard check did not run", "it counts as a pass only where `allow_unjudged` allows"),
     ("pass", "every hard check ran and held", ""),
 )
@@ -88,7 +145,9 @@ DRIFT_NOTES: tuple[str, ...] = (
 )
 
 
-def counts_as_pass(verdict: str | None, unjudged_kinds: Collection[str] | None, allowed: Collection[str]) -> bool:
+def counts_as_pass(
+    verdict: str | None, unjudged_kinds: Collection[str] | None, allowed: Collection[str]
+) -> bool:
     """Whether an unjudged trial counts as a pass: every kind of hard check that did not run is one
     the run allows to stay unjudged (``allow_unjudged``)."""
     if verdict != "unjudged" or not allowed or not unjudged_kinds:
@@ -96,7 +155,9 @@ def counts_as_pass(verdict: str | None, unjudged_kinds: Collection[str] | None, 
     return set(unjudged_kinds) <= set(allowed)
 
 
-def passes(verdict: str | None, unjudged_kinds: Collection[str] | None = (), allowed: Collection[str] = ()) -> bool:
+def passes(
+    verdict: str | None, unjudged_kinds: Collection[str] | None = (), allowed: Collection[str] = ()
+) -> bool:
     """Whether a trial counts as a pass on every surface: a pass, or an unjudged trial that
     ``counts_as_pass``. Everything else (fail, invalid, error, other unjudged, not graded) did not pass."""
     return verdict == "pass" or counts_as_pass(verdict, unjudged_kinds, allowed)
@@ -140,14 +201,20 @@ def readme_section() -> str:
     """The Verdicts section of the docs (docs/concepts/verdicts.md), without its heading."""
     lines = ["| verdict | symbol | meaning | counts as a pass |", "|---|---|---|---|"]
     lines += [f"| {v.name} | {v.symbol} | {v.meaning} | {v.counts_as_pass} |" for v in VERDICT_INFO.values()]
-    lines += ["", "A scenario's class, over its trials (k tries):", "",
-              "| class | meaning |", "|---|---|"]
+    lines += ["", "A scenario's class, over its trials (k tries):", "", "| class | meaning |", "|---|---|"]
     lines += [f"| {c.label} | {c.meaning} |" for c in CLASSES.values()]
-    lines += ["", CLASS_NOTE, "",
-              "When more than one thing went wrong, the first rule that applies decides (`graders/base.verdict_of`):",
-              ""]
-    lines += [f"{n}. **{verdict}** when {when}" + (f": {why}." if why else ".")
-              for n, (verdict, when, why) in enumerate(PRECEDENCE, 1)]
+    lines += [
+        "",
+        CLASS_NOTE,
+        "",
+        "When more than one thing went wrong, the first rule that applies decides "
+        "(`graders/base.verdict_of`):",
+        "",
+    ]
+    lines += [
+        f"{n}. **{verdict}** when {when}" + (f": {why}." if why else ".")
+        for n, (verdict, when, why) in enumerate(PRECEDENCE, 1)
+    ]
     lines += ["", *[f"- {note}" for note in DRIFT_NOTES]]
     return "\n".join(lines) + "\n"
 

@@ -31,13 +31,19 @@ class ViewApp(App[None]):
     ENABLE_COMMAND_PALETTE = False
     BINDINGS = [
         Binding("question_mark", "help", "Keys", tooltip="this list of keys"),
-        Binding("t", "toggle_theme", "Light/dark theme", show=False,
-                tooltip="switch between the light and the dark theme"),
+        Binding(
+            "t",
+            "toggle_theme",
+            "Light/dark theme",
+            show=False,
+            tooltip="switch between the light and the dark theme",
+        ),
         Binding("q", "quit", "Quit", tooltip="quit the viewer (in a pop-up such as this one: close it)"),
     ]
 
-    def __init__(self, root: Path, run: RunInfo | None, *, poll_interval: float | None = 1.0,
-                 theme: str = DARK) -> None:
+    def __init__(
+        self, root: Path, run: RunInfo | None, *, poll_interval: float | None = 1.0, theme: str = DARK
+    ) -> None:
         super().__init__()
         self.root = root
         self.start_run = run
@@ -92,8 +98,13 @@ class ViewApp(App[None]):
         if self._busy is not None or not self._queue:
             return
         key = self._busy = self._queue.pop(0)
-        self.run_worker(partial(self._read, self.indexes[key]), thread=True, group="index",
-                        name=f"index {key}", exit_on_error=False)
+        self.run_worker(
+            partial(self._read, self.indexes[key]),
+            thread=True,
+            group="index",
+            name=f"index {key}",
+            exit_on_error=False,
+        )
 
     def _read(self, index: RunIndex) -> None:
         """In a thread: read what is new, posting each batch; always report the end."""
@@ -130,7 +141,9 @@ class ViewApp(App[None]):
             return self.index(run).record(row)
         except Exception as exc:  # a hand-edited or newer-schema line: say so, keep browsing
             first = str(exc).strip().splitlines()[:3]
-            self.notify(f"cannot read trial {row.unit_id}: " + " ".join(first), severity="error", markup=False)
+            self.notify(
+                f"cannot read trial {row.unit_id}: " + " ".join(first), severity="error", markup=False
+            )
             return None
 
     def export_markdown(self, run: RunInfo, record: Any) -> Path | None:
@@ -147,8 +160,13 @@ class ViewApp(App[None]):
         return path
 
 
-def make_app(root: Path | str = "transcripts", target: str | None = None, *, poll_interval: float | None = 1.0,
-             theme: str = DARK) -> ViewApp:
+def make_app(
+    root: Path | str = "transcripts",
+    target: str | None = None,
+    *,
+    poll_interval: float | None = 1.0,
+    theme: str = DARK,
+) -> ViewApp:
     """The viewer for ``target`` (a run id under ``root``, or a run folder; default: the newest run).
 
     Raises ``UsageError`` when there is no such run (or no run at all)."""
@@ -157,7 +175,9 @@ def make_app(root: Path | str = "transcripts", target: str | None = None, *, pol
     if run is None:
         if target:
             known = ", ".join(r.run_id for r in discover_runs(root)[:5])
-            raise UsageError(f"no run {target!r}: not a run folder, nor a run id under {root}/"
-                             + (f" (runs there: {known})" if known else ""))
+            raise UsageError(
+                f"no run {target!r}: not a run folder, nor a run id under {root}/"
+                + (f" (runs there: {known})" if known else "")
+            )
         raise UsageError(f"no runs in {root}/ yet; record one with `simlab run`, or name a run folder")
     return ViewApp(root, run, poll_interval=poll_interval, theme=theme)

@@ -78,7 +78,8 @@ class RunInfo:
         return str(pin.get("kind") or pin.get("ref") or "")
 
     def allow_unjudged(self) -> list[str]:
-        """The check kinds this run lets stay unjudged (its trials count as passes), as the report reads it."""
+        """The check kinds this run lets stay unjudged (its trials count as passes), as the report
+        reads it."""
         kinds = self.manifest.get("allow_unjudged")
         return [str(k) for k in kinds] if isinstance(kinds, list) else []
 
@@ -87,8 +88,10 @@ class RunInfo:
         scenarios = (self.manifest.get("pins") or {}).get("scenarios") or {}
         if not isinstance(scenarios, dict):
             return {}
-        return {str(sid): int((spec or {}).get("trials") or 0) if isinstance(spec, dict) else 0
-                for sid, spec in scenarios.items()}
+        return {
+            str(sid): int((spec or {}).get("trials") or 0) if isinstance(spec, dict) else 0
+            for sid, spec in scenarios.items()
+        }
 
 
 def _is_run(folder: Path) -> bool:
@@ -182,8 +185,11 @@ class RunIndex:
 
     def warnings(self) -> list[str]:
         """What the figures of this run leave out or cannot tell, as ``simlab report`` says it."""
-        missing = [] if self.info.manifest else [
-            "no run.json, so this run's plan and pins are unknown: its completeness cannot be checked"]
+        missing = (
+            []
+            if self.info.manifest
+            else ["no run.json, so this run's plan and pins are unknown: its completeness cannot be checked"]
+        )
         return missing + self.notes.warnings()
 
     def progress(self) -> dict[str, ScenarioProgress]:
@@ -212,5 +218,3 @@ class RunIndex:
         if record.unit_id != row.unit_id:
             raise ValueError("the trials file was rewritten since it was read; it is being read again")
         return record
-
-

@@ -72,7 +72,8 @@ def transcript_markdown(record: TrialRecord) -> str:
         f"- run: {_code(t.run_id)} · scenario: {_code(t.scenario_id)} · trial {t.trial}"
         f" · persona {_code(t.persona_id)}",
         f"- verdict: **{verdict}** · ended: **{t.termination.reason.value}**"
-        + (f" ({_text(t.termination.detail)})" if t.termination.detail else "") + f" at turn {t.termination.turn}",
+        + (f" ({_text(t.termination.detail)})" if t.termination.detail else "")
+        + f" at turn {t.termination.turn}",
         f"- agent: {_code(t.agent.ref)} · simulator: {_code(t.simulator.ref)} · seed {t.seed}",
         "",
     ]
@@ -105,8 +106,11 @@ def transcript_markdown(record: TrialRecord) -> str:
         elif isinstance(e, ModelCall):
             u = e.usage
             cost = ("cost " if u.cost_usd is None else "") + money(u.cost_usd)
-            lines += [f"<sub>{e.role} call {_text(e.model)}: in {count(u.input_tokens)}, "
-                      f"out {count(u.output_tokens)}, {cost}, {seconds(u.latency_s)}</sub>", ""]
+            lines += [
+                f"<sub>{e.role} call {_text(e.model)}: in {count(u.input_tokens)}, "
+                f"out {count(u.output_tokens)}, {cost}, {seconds(u.latency_s)}</sub>",
+                "",
+            ]
     if record.checks:
         lines += ["## Checks", "", "| status | check | kind | reason |", "|---|---|---|---|"]
         for c in record.checks:

@@ -9,7 +9,15 @@ from dataclasses import dataclass, replace
 
 from simlab.tui.rows import TrialRow
 
-__all__ = ["UNGRADED", "TrialFilter", "apply", "check_counts", "mode_counts", "termination_counts", "verdict_counts"]
+__all__ = [
+    "UNGRADED",
+    "TrialFilter",
+    "apply",
+    "check_counts",
+    "mode_counts",
+    "termination_counts",
+    "verdict_counts",
+]
 
 UNGRADED = "not graded"
 

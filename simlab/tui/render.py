@@ -32,8 +32,19 @@ from simlab.transcript import (
 from simlab.transcript.verdicts import VERDICT_INFO, verdict_label
 
 __all__ = [
-    "FOLD_LINES", "clean", "event_blocks", "event_text", "fold", "literal", "mark",
-    "pretty_json", "reason_text", "termination_text", "tool_args_inline", "tool_call_title", "tool_result_text",
+    "FOLD_LINES",
+    "clean",
+    "event_blocks",
+    "event_text",
+    "fold",
+    "literal",
+    "mark",
+    "pretty_json",
+    "reason_text",
+    "termination_text",
+    "tool_args_inline",
+    "tool_call_title",
+    "tool_result_text",
     "verdict_text",
 ]
 
@@ -49,8 +60,9 @@ SIGNAL_WORDS = {"stop": "stopped: goal reached", "give_up": "gave up", "transfer
 def clean(text: str) -> str:
     """``text`` with control characters as visible escapes (``\\x1b``); newlines kept, tabs expanded."""
     text = text.replace("\r\n", "\n").expandtabs(4)
-    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}" if ord(m.group()) < 0x100 else f"\\u{ord(m.group()):04x}",
-                        text)
+    return _CONTROL.sub(
+        lambda m: f"\\x{ord(m.group()):02x}" if ord(m.group()) < 0x100 else f"\\u{ord(m.group()):04x}", text
+    )
 
 
 def literal(text: Any, style: str = "") -> Text:
@@ -66,8 +78,15 @@ def verdict_text(verdict: str | None) -> Text:
 
 
 def reason_text(reason: str) -> Text:
-    style = {"goal_reached": "green", "error": "yellow", "max_turns": "red", "agent_loop": "red",
-             "budget_exceeded": "red", "context_window": "red", "agent_error": "red"}.get(reason, "")
+    style = {
+        "goal_reached": "green",
+        "error": "yellow",
+        "max_turns": "red",
+        "agent_loop": "red",
+        "budget_exceeded": "red",
+        "context_window": "red",
+        "agent_error": "red",
+    }.get(reason, "")
     return literal(reason, style)
 
 
@@ -100,7 +119,9 @@ def tool_args_inline(call: ToolCall, width: int = 60) -> str:
     if call.arguments is None:
         text = call.raw_arguments
     else:
-        text = ", ".join(f"{k}={json.dumps(v, ensure_ascii=False, default=str)}" for k, v in call.arguments.items())
+        text = ", ".join(
+            f"{k}={json.dumps(v, ensure_ascii=False, default=str)}" for k, v in call.arguments.items()
+        )
     text = clean(text).replace("\n", " ")
     return text if len(text) <= width else text[: width - 1] + "…"
 
@@ -120,7 +141,9 @@ def tool_call_title(call: ToolCall, result: ToolResult | None) -> Text:
     if call.access == "write":
         title.append(" write", "yellow")
     if result is not None:
-        preview = json.dumps(result.result, ensure_ascii=False, default=str) if result.ok else (result.error or "")
+        preview = (
+            json.dumps(result.result, ensure_ascii=False, default=str) if result.ok else (result.error or "")
+        )
         preview = clean(preview).replace("\n", " ")
         title.append("  → ", "dim")
         title.append(preview if len(preview) <= 48 else preview[:47] + "…", "dim" if result.ok else "red")
@@ -132,7 +155,9 @@ def tool_result_text(call: ToolCall, result: ToolResult | None) -> Text:
     out = Text()
     out.append("arguments", "dim")
     out.append("\n")
-    out.append(pretty_json(call.arguments) if call.arguments is not None else literal(call.raw_arguments or "(none)"))
+    out.append(
+        pretty_json(call.arguments) if call.arguments is not None else literal(call.raw_arguments or "(none)")
+    )
     out.append("\n")
     if result is None:
         out.append("no result recorded", "dim")

@@ -11,9 +11,22 @@ from rich.text import Text
 from simlab.transcript import Check
 from simlab.tui.render import clean, literal
 
-__all__ = ["STATUS_STYLE", "check_detail", "check_line", "check_order", "diff_entries", "diff_table", "status_text"]
+__all__ = [
+    "STATUS_STYLE",
+    "check_detail",
+    "check_line",
+    "check_order",
+    "diff_entries",
+    "diff_table",
+    "status_text",
+]
 
-STATUS_STYLE = {"pass": ("✓", "green"), "fail": ("✗", "red"), "not_run": ("○", "dim"), "error": ("⚠", "yellow")}
+STATUS_STYLE = {
+    "pass": ("✓", "green"),
+    "fail": ("✗", "red"),
+    "not_run": ("○", "dim"),
+    "error": ("⚠", "yellow"),
+}
 _ORDER = {"fail": 0, "error": 1, "not_run": 2, "pass": 3}
 
 
@@ -76,7 +89,11 @@ def diff_table(entries: list[dict[str, Any]] | list[str]) -> Text:
             out.append(f"\n  - {entry.get('expected')} items", "green")
             out.append(f"\n  + {entry.get('actual')} items", "red")
             continue
-        expected = Text("missing", "italic green") if change == "unexpected" else _value(entry.get("expected"), "green")
+        expected = (
+            Text("missing", "italic green")
+            if change == "unexpected"
+            else _value(entry.get("expected"), "green")
+        )
         actual = Text("missing", "italic red") if change == "missing" else _value(entry.get("actual"), "red")
         out.append("\n  - ", "green")
         out.append(expected)
@@ -94,9 +111,11 @@ def check_detail(check: Check) -> RenderableType:
     head.append(f"\n{check.kind} · {'hard' if check.hard else 'soft'}", "dim")
     if check.score is not None:
         head.append(f" · score {check.score:.2f}", "dim")
-    where = [f"event {check.event}" if check.event is not None else "",
-             f"turn {check.turn}" if check.turn is not None else "",
-             f"call {clean(check.call_id)}" if check.call_id else ""]
+    where = [
+        f"event {check.event}" if check.event is not None else "",
+        f"turn {check.turn}" if check.turn is not None else "",
+        f"call {clean(check.call_id)}" if check.call_id else "",
+    ]
     if any(where):
         head.append(" · " + ", ".join(w for w in where if w), "cyan")
     if check.category:

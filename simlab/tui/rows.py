@@ -50,12 +50,26 @@ class TrialRow:
         """The row of a trial's head (the report's own figures); positional, and no pass over an
         empty list: the viewer makes 100,000 of them."""
         r, failed = head.row, head.failed
-        return cls(offset, length, r.unit_id, r.scenario_id, r.trial, r.verdict, r.termination, r.persona_id,
-                   r.user_turns, r.tool_calls, r.cost_usd, r.policy_violations, r.check_count,
-                   tuple(name for name, _, hard in failed if hard) if failed else (),
-                   tuple(name for name, _, hard in failed if not hard) if failed else (),
-                   frozenset(kind for _, kind in head.unjudged) if head.unjudged else _NONE,
-                   r.failure_mode, r.first_fault_event)
+        return cls(
+            offset,
+            length,
+            r.unit_id,
+            r.scenario_id,
+            r.trial,
+            r.verdict,
+            r.termination,
+            r.persona_id,
+            r.user_turns,
+            r.tool_calls,
+            r.cost_usd,
+            r.policy_violations,
+            r.check_count,
+            tuple(name for name, _, hard in failed if hard) if failed else (),
+            tuple(name for name, _, hard in failed if not hard) if failed else (),
+            frozenset(kind for _, kind in head.unjudged) if head.unjudged else _NONE,
+            r.failure_mode,
+            r.first_fault_event,
+        )
 
     def failed(self, allowed: Collection[str] = ()) -> bool:
         """Anything that did not pass by the one rule (``verdicts.passes``: an unjudged trial counts as

@@ -41,8 +41,14 @@ def _passed(row: TrialRow, allowed: frozenset[str]) -> bool:
     return passes(row.verdict, row.unjudged_kinds, allowed)  # the one rule of what passed
 
 
-def diff_runs(base: RunSummary, cand: RunSummary, base_rows: list[TrialRow], cand_rows: list[TrialRow],
-              k: int | None = None, allow_unjudged: tuple[Collection[str], Collection[str]] = ((), ())) -> RunsDiff:
+def diff_runs(
+    base: RunSummary,
+    cand: RunSummary,
+    base_rows: list[TrialRow],
+    cand_rows: list[TrialRow],
+    k: int | None = None,
+    allow_unjudged: tuple[Collection[str], Collection[str]] = ((), ()),
+) -> RunsDiff:
     """The comparison (pins that differ are listed in it, not refused: the screen warns), pass^k of
     each shared scenario at ``k`` (default ``shared_k``), and the trials (same unit id) that passed
     in one run and not in the other (an unjudged trial passes where its run's ``allow_unjudged``
@@ -51,10 +57,18 @@ def diff_runs(base: RunSummary, cand: RunSummary, base_rows: list[TrialRow], can
     k = k or shared_k(base, cand)
     for summary in (base, cand):
         extend_curves(summary, k)
-    pass_k = {row.scenario: (base.scenarios[row.scenario].valid.pass_hat_k.get(k),
-                             cand.scenarios[row.scenario].valid.pass_hat_k.get(k)) for row in comparison.scenarios}
+    pass_k = {
+        row.scenario: (
+            base.scenarios[row.scenario].valid.pass_hat_k.get(k),
+            cand.scenarios[row.scenario].valid.pass_hat_k.get(k),
+        )
+        for row in comparison.scenarios
+    }
     allow_base, allow_cand = (frozenset(a) for a in allow_unjudged)
     before = {r.unit_id: r for r in base_rows}
-    flips = [Flip(r.unit_id, before[r.unit_id].verdict, r.verdict) for r in cand_rows
-             if r.unit_id in before and _passed(before[r.unit_id], allow_base) != _passed(r, allow_cand)]
+    flips = [
+        Flip(r.unit_id, before[r.unit_id].verdict, r.verdict)
+        for r in cand_rows
+        if r.unit_id in before and _passed(before[r.unit_id], allow_base) != _passed(r, allow_cand)
+    ]
     return RunsDiff(k=k, comparison=comparison, pass_k=pass_k, flips=flips)

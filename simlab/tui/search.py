@@ -19,9 +19,15 @@ def searchable_texts(record: dict[str, Any]) -> Iterator[str]:
         elif kind == "tool_call":
             yield str(e.get("name", ""))
             args = e.get("arguments")
-            yield json.dumps(args, ensure_ascii=False) if args is not None else str(e.get("raw_arguments", ""))
+            yield (
+                json.dumps(args, ensure_ascii=False) if args is not None else str(e.get("raw_arguments", ""))
+            )
         elif kind == "tool_result":
-            yield json.dumps(e.get("result"), ensure_ascii=False, default=str) if e.get("ok") else str(e.get("error"))
+            yield (
+                json.dumps(e.get("result"), ensure_ascii=False, default=str)
+                if e.get("ok")
+                else str(e.get("error"))
+            )
         elif kind == "invalid_call":
             yield f"{e.get('name', '')} {e.get('reason', '')}"
         elif kind == "error":
@@ -48,8 +54,12 @@ def count_hits(line: bytes, query: str) -> int:
     return sum(t.lower().count(needle) for t in searchable_texts(record))
 
 
-def search_rows(rows: Iterable[Any], read: Callable[[Any], bytes], query: str,
-                cancelled: Callable[[], bool] = lambda: False) -> dict[str, int]:
+def search_rows(
+    rows: Iterable[Any],
+    read: Callable[[Any], bytes],
+    query: str,
+    cancelled: Callable[[], bool] = lambda: False,
+) -> dict[str, int]:
     """unit id → hits, for the rows whose text contains ``query``."""
     found: dict[str, int] = {}
     for row in rows:

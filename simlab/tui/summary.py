@@ -21,8 +21,16 @@ from simlab.results.figures import ScenarioFigures
 from simlab.results.summary import ScenarioTally, counts_as_pass, rate, suite_point
 from simlab.tui.rows import TrialRow
 
-__all__ = ["LiveProgress", "RunOverview", "ScenarioProgress", "k_columns", "screen_k", "summarize",
-           "summarize_run", "total_cost"]
+__all__ = [
+    "LiveProgress",
+    "RunOverview",
+    "ScenarioProgress",
+    "k_columns",
+    "screen_k",
+    "summarize",
+    "summarize_run",
+    "total_cost",
+]
 
 
 @dataclass
@@ -47,8 +55,14 @@ class ScenarioProgress:
         if verdict is None:
             return
         allow = verdict == "unjudged" and counts_as_pass(verdict, row.unjudged_kinds, allowed)
-        self.tally.add("pass" if allow else verdict, row.termination, row.cost_usd, persona_id=row.persona_id,
-                       policy_violations=row.policy_violations, counted_as_pass=allow)
+        self.tally.add(
+            "pass" if allow else verdict,
+            row.termination,
+            row.cost_usd,
+            persona_id=row.persona_id,
+            policy_violations=row.policy_violations,
+            counted_as_pass=allow,
+        )
 
     @property
     def graded(self) -> int:
@@ -104,7 +118,7 @@ class LiveProgress:
             self._rows, self._done = rows, 0
             self.scenarios = {sid: ScenarioProgress(sid, planned=n) for sid, n in self.planned.items()}
         end = len(rows)  # rows may grow meanwhile (the index's thread): the next update adds the rest
-        for row in rows[self._done:end]:
+        for row in rows[self._done : end]:
             progress = self.scenarios.get(row.scenario_id)
             if progress is None:
                 progress = self.scenarios[row.scenario_id] = ScenarioProgress(row.scenario_id)
@@ -113,8 +127,9 @@ class LiveProgress:
         return self.scenarios
 
 
-def summarize(rows: Sequence[TrialRow], planned: dict[str, int] | None = None,
-              allow_unjudged: Collection[str] = ()) -> dict[str, ScenarioProgress]:
+def summarize(
+    rows: Sequence[TrialRow], planned: dict[str, int] | None = None, allow_unjudged: Collection[str] = ()
+) -> dict[str, ScenarioProgress]:
     """Scenario id → progress; planned scenarios come first (manifest order) even with no trial yet.
     ``allow_unjudged``: the run's own list (``run.json``), as the report reads it."""
     return LiveProgress(planned, allow_unjudged).update(rows)
@@ -168,7 +183,10 @@ def summarize_run(progress: dict[str, ScenarioProgress], k: int | None = None) -
     passes, total_graded = sum(s.passed for s in values), sum(s.graded for s in values)
     point = suite_point(figures, "valid", k) if k and figures else None
     return RunOverview(
-        trials=sum(s.trials for s in values), graded=total_graded, scenarios=len(values), k=k,
+        trials=sum(s.trials for s in values),
+        graded=total_graded,
+        scenarios=len(values),
+        k=k,
         pass_k=point.pass_hat_k if point else None,
         pass_k_scenarios=point.scenarios if point else 0,
         pass_1=suite_point(figures, "valid", 1).pass_hat_k if figures else None,
@@ -177,5 +195,6 @@ def summarize_run(progress: dict[str, ScenarioProgress], k: int | None = None) -
         error=sum(s.tally.verdicts.get("error", 0) for s in values),
         unjudged=sum(s.tally.verdicts.get("unjudged", 0) for s in values),
         unjudged_as_pass=sum(s.tally.counted_as_pass for s in values),
-        cost=cost, cost_complete=complete,
+        cost=cost,
+        cost_complete=complete,
     )

@@ -10,8 +10,13 @@ from simlab.tui.render import clean
 __all__ = ["differences", "first_divergence"]
 
 SHOWN = 4  # failed checks named per side; the transcripts' own panels have the rest
-_SAY = {"user": 'user said "{}"', "agent": 'agent said "{}"', "tool": "called {}", "signal": "signal {}",
-        "end": "ended {}"}
+_SAY = {
+    "user": 'user said "{}"',
+    "agent": 'agent said "{}"',
+    "tool": "called {}",
+    "signal": "signal {}",
+    "end": "ended {}",
+}
 
 
 def _say(step: Step, turn: int) -> str:
@@ -26,16 +31,20 @@ def first_divergence(a: TrialRecord, b: TrialRecord) -> str:
     found = first_difference(a.transcript, b.transcript)
     if found is None:
         return "same messages, tool calls, signals and ending"
-    return (f"first difference at turn {found.turn}, step {found.step}: "
-            f"#{a.transcript.trial} {_say(found.base, found.turn)}; "
-            f"#{b.transcript.trial} {_say(found.candidate, found.turn)}")
+    return (
+        f"first difference at turn {found.turn}, step {found.step}: "
+        f"#{a.transcript.trial} {_say(found.base, found.turn)}; "
+        f"#{b.transcript.trial} {_say(found.candidate, found.turn)}"
+    )
 
 
 def differences(a: TrialRecord, b: TrialRecord) -> list[str]:
     """Lines for the top of the compare screen: verdicts, endings, failed checks, divergence."""
     ta, tb = a.transcript, b.transcript
-    lines = [f"#{ta.trial} {a.verdict or 'not graded'}, ended {ta.termination.reason.value} · "
-             f"#{tb.trial} {b.verdict or 'not graded'}, ended {tb.termination.reason.value}"]
+    lines = [
+        f"#{ta.trial} {a.verdict or 'not graded'}, ended {ta.termination.reason.value} · "
+        f"#{tb.trial} {b.verdict or 'not graded'}, ended {tb.termination.reason.value}"
+    ]
     fa = {c.name for c in a.checks if c.status == "fail"}
     fb = {c.name for c in b.checks if c.status == "fail"}
     for trial, only in ((ta.trial, sorted(fa - fb)), (tb.trial, sorted(fb - fa))):

@@ -113,7 +113,9 @@ class RefundPolicy(_Model):
     approval_threshold: float = Field(100.0, ge=0, description="Refunds above this need manager approval.")
     manager_limit: float = Field(1000.0, ge=0, description="Managers cannot approve refunds above this.")
     goodwill_credit_limit: float = Field(25.0, ge=0, description="Most store credit granted as goodwill.")
-    store_credit_bonus_pct: float = Field(10.0, ge=0, description="Bonus when a refund is taken as store credit.")
+    store_credit_bonus_pct: float = Field(
+        10.0, ge=0, description="Bonus when a refund is taken as store credit."
+    )
 
 
 class RetailState(_Model):
@@ -140,7 +142,9 @@ class RetailState(_Model):
                 table = data.get(name)
                 if isinstance(table, dict):
                     data[name] = {
-                        key: ({"id": key, **value} if isinstance(value, dict) and "id" not in value else value)
+                        key: (
+                            {"id": key, **value} if isinstance(value, dict) and "id" not in value else value
+                        )
                         for key, value in table.items()
                     }
         return data

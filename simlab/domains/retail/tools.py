@@ -25,14 +25,52 @@ from simlab.env import READ, WRITE, ToolError, tool
 
 EMAIL_RE = re.compile(r"^[^@\s]+@[^@\s]+\.[^@\s]+$")
 _STOPWORDS = {
-    "the", "and", "for", "with", "how", "what", "when", "can", "you", "your", "are", "does", "did",
-    "will", "get", "have", "has", "from", "this", "that", "there", "about", "would", "could", "please",
-    "want", "need", "long", "much", "many", "which", "who", "why", "where", "not", "any", "all", "our",
-    "ask", "know", "tell",
+    "the",
+    "and",
+    "for",
+    "with",
+    "how",
+    "what",
+    "when",
+    "can",
+    "you",
+    "your",
+    "are",
+    "does",
+    "did",
+    "will",
+    "get",
+    "have",
+    "has",
+    "from",
+    "this",
+    "that",
+    "there",
+    "about",
+    "would",
+    "could",
+    "please",
+    "want",
+    "need",
+    "long",
+    "much",
+    "many",
+    "which",
+    "who",
+    "why",
+    "where",
+    "not",
+    "any",
+    "all",
+    "our",
+    "ask",
+    "know",
+    "tell",
 }
 
 
 # --- helpers -------------------------------------------------------------------------------------
+
 
 def _cents(value: float) -> int:
     """Whole cents, rounding half up (38.75 * 1.1 = 42.625 gives 4263, not banker's 4262)."""
@@ -68,21 +106,30 @@ def _card_label(state: RetailState, order: Order) -> str | None:
 def _ineligibility(state: RetailState, order: Order) -> str | None:
     """Why the order cannot be refunded under the policy, or None when it can."""
     if order.status != "delivered":
-        return (f"order {order.id} has not been delivered (status: {order.status}); only delivered orders "
-                "can be refunded")
+        return (
+            f"order {order.id} has not been delivered (status: {order.status}); only delivered orders "
+            "can be refunded"
+        )
     earlier = _refunds_of(state, order.id)
     if earlier:
         first = earlier[0]
-        return (f"order {order.id} was already refunded ({first.id}: {first.amount:.2f} to "
-                f"{first.method.replace('_', ' ')} on {first.issued_on or 'an earlier date'}); "
-                "each order can be refunded once")
+        return (
+            f"order {order.id} was already refunded ({first.id}: {first.amount:.2f} to "
+            f"{first.method.replace('_', ' ')} on {first.issued_on or 'an earlier date'}); "
+            "each order can be refunded once"
+        )
     if order.final_sale and not order.damaged:
-        return f"order {order.id} is a final-sale item; final-sale items are refundable only if they arrived damaged"
+        return (
+            f"order {order.id} is a final-sale item; "
+            "final-sale items are refundable only if they arrived damaged"
+        )
     if order.delivered_on:
         age = (date.fromisoformat(state.today) - date.fromisoformat(order.delivered_on)).days
         if age > state.policy.window_days:
-            return (f"order {order.id} was delivered on {order.delivered_on}, {age} days ago; refunds must be "
-                    f"requested within {state.policy.window_days} days of delivery")
+            return (
+                f"order {order.id} was delivered on {order.delivered_on}, {age} days ago; refunds must be "
+                f"requested within {state.policy.window_days} days of delivery"
+            )
     return None
 
 
@@ -102,6 +149,7 @@ def _check_amount(order: Order, amount: float) -> None:
 
 # --- READ ---------------------------------------------------------------------------------------
 
+
 @tool(READ)
 def get_customer(state: RetailState, customer_id: str) -> dict[str, Any]:
     """Show a customer's profile: name, email, tier, saved cards and store-credit balance.
@@ -112,7 +160,9 @@ def get_customer(state: RetailState, customer_id: str) -> dict[str, Any]:
     customer = state.customers.get(customer_id.strip())
     if customer is None:
         raise ToolError(f"customer {customer_id!r} not found")
-    cards = [f"{m.type} ending {m.last4}" for m in state.payment_methods.values() if m.customer == customer.id]
+    cards = [
+        f"{m.type} ending {m.last4}" for m in state.payment_methods.values() if m.customer == customer.id
+    ]
     return {
         "customer_id": customer.id,
         "name": customer.name,
@@ -125,7 +175,8 @@ def get_customer(state: RetailState, customer_id: str) -> dict[str, Any]:
 
 @tool(READ)
 def find_customer_orders(state: RetailState, customer_id: str) -> dict[str, Any]:
-    """List the orders of a customer, with status, total and items. Use it when the customer does not know the order id.
+    """List the orders of a customer, with status, total and items. Use it when the customer does
+    not know the order id.
 
     Args:
         customer_id: The customer's id, for example C-17 (the signed-in customer).
@@ -245,6 +296,7 @@ def search_help_center(state: RetailState, query: str) -> dict[str, Any]:
 
 # --- WRITE --------------------------------------------------------------------------------------
 
+
 @tool(WRITE)
 def request_manager_approval(state: RetailState, order_id: str, amount: float, reason: str) -> dict[str, Any]:
     """Ask the duty manager to approve a refund above the approval threshold (100.00 under policy 2026-07).
@@ -271,11 +323,15 @@ def request_manager_approval(state: RetailState, order_id: str, amount: float, r
         raise ToolError(f"manager approval denied: {problem}")
     if _cents(amount) > _cents(policy.manager_limit):
         raise ToolError(
-            f"manager approval denied: {amount:.2f} is above the manager limit of {policy.manager_limit:.2f}; "
+            f"manager approval denied: {amount:.2f} is above the manager limit of "
+            f"{policy.manager_limit:.2f}; "
             "transfer the customer to a human"
         )
     approval = Approval(
-        id=f"AP-{len(state.approvals) + 1}", order_id=order.id, amount=_money(amount), approved=True,
+        id=f"AP-{len(state.approvals) + 1}",
+        order_id=order.id,
+        amount=_money(amount),
+        approved=True,
         reason=reason.strip(),
     )
     state.approvals.append(approval)
@@ -314,14 +370,23 @@ def issue_refund(
                 "(request_manager_approval)"
             )
     refund = Refund(
-        id=f"R-{2001 + len(state.refunds)}", order_id=order.id, amount=_money(amount), method=method,
-        status="issued", issued_on=state.today, policy_version=policy.version,
+        id=f"R-{2001 + len(state.refunds)}",
+        order_id=order.id,
+        amount=_money(amount),
+        method=method,
+        status="issued",
+        issued_on=state.today,
+        policy_version=policy.version,
         approval_id=approval.id if approval else None,
     )
     state.refunds.append(refund)
     result: dict[str, Any] = {
-        "refund_id": refund.id, "order_id": order.id, "amount": refund.amount, "method": method,
-        "status": refund.status, "policy_version": policy.version,
+        "refund_id": refund.id,
+        "order_id": order.id,
+        "amount": refund.amount,
+        "method": method,
+        "status": refund.status,
+        "policy_version": policy.version,
     }
     if method == "store_credit":
         credited = _money(amount * (1 + policy.store_credit_bonus_pct / 100))
@@ -353,12 +418,20 @@ def issue_store_credit(state: RetailState, customer_id: str, amount: float, reas
     if _cents(amount) > _cents(limit):
         raise ToolError(f"goodwill store credit is limited to {limit:.2f}; refunds go through issue_refund")
     grant = StoreCreditGrant(
-        id=f"SC-{len(state.credit_grants) + 1}", customer=customer.id, amount=_money(amount), reason=reason.strip()
+        id=f"SC-{len(state.credit_grants) + 1}",
+        customer=customer.id,
+        amount=_money(amount),
+        reason=reason.strip(),
     )
     state.credit_grants.append(grant)
     balance = _money(state.store_credit.get(customer.id, 0.0) + amount)
     state.store_credit[customer.id] = balance
-    return {"grant_id": grant.id, "customer_id": customer.id, "amount": grant.amount, "store_credit_balance": balance}
+    return {
+        "grant_id": grant.id,
+        "customer_id": customer.id,
+        "amount": grant.amount,
+        "store_credit_balance": balance,
+    }
 
 
 @tool(WRITE)
@@ -394,13 +467,17 @@ def transfer_to_human(
     if not reason.strip():
         raise ToolError("give the human colleague a reason for the transfer")
     escalation = Escalation(
-        id=f"T-{len(state.escalations) + 1}", reason=reason.strip(),
+        id=f"T-{len(state.escalations) + 1}",
+        reason=reason.strip(),
         customer=customer_id.strip() if customer_id else None,
         order_id=_norm_id(order_id) if order_id else None,
     )
     state.escalations.append(escalation)
-    return {"ticket_id": escalation.id, "status": "queued",
-            "message": "A human colleague will take over this conversation."}
+    return {
+        "ticket_id": escalation.id,
+        "status": "queued",
+        "message": "A human colleague will take over this conversation.",
+    }
 
 
 TOOLS = [

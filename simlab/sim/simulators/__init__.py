@@ -5,4 +5,12 @@ from simlab.sim.simulators.llm import LLMSimulator
 from simlab.sim.simulators.rules import RulesSimulator
 from simlab.sim.simulators.scripted import ScriptedSimulator
 
-__all__ = ["LLMSimulator", "RulesSimulator", "ScriptedSimulator", "SimView", "Simulator", "UserTurn", "split_signal"]
+__all__ = [
+    "LLMSimulator",
+    "RulesSimulator",
+    "ScriptedSimulator",
+    "SimView",
+    "Simulator",
+    "UserTurn",
+    "split_signal",
+]

@@ -11,7 +11,11 @@ from simlab.specs import Persona, Scenario
 from simlab.transcript import Pin
 
 SignalName = Literal["stop", "give_up", "transfer"]
-SIGNALS: dict[str, SignalName] = {"###STOP###": "stop", "###GIVE_UP###": "give_up", "###TRANSFER###": "transfer"}
+SIGNALS: dict[str, SignalName] = {
+    "###STOP###": "stop",
+    "###GIVE_UP###": "give_up",
+    "###TRANSFER###": "transfer",
+}
 _SIGNAL_RE = re.compile(r"#{2,3}\s*(STOP|GIVE[_ ]UP|TRANSFER)\s*#{2,3}", re.IGNORECASE)
 
 
@@ -36,7 +40,9 @@ class SimView:
     record: Callable[[Any], None] | None = None  # appends an event (a ModelCall) to the transcript
     memory: dict[str, Any] = field(default_factory=dict)  # kept across the turns of one trial
     unit_id: str = ""  # the trial's unit id (a replay looks its recording up by it)
-    events: list[Any] = field(default_factory=list)  # the transcript so far (a replay compares the agent's turns)
+    events: list[Any] = field(
+        default_factory=list
+    )  # the transcript so far (a replay compares the agent's turns)
 
     @property
     def last_agent_message(self) -> str:
@@ -51,7 +57,9 @@ class UserTurn:
     text: str
     signal: SignalName | None = None
     why: str = ""  # why the simulator signalled, when it was not the model's own word (a backstop)
-    ended: str = ""  # the user has nothing left to say (a script ran out), said without a signal: what happened
+    ended: str = (
+        ""  # the user has nothing left to say (a script ran out), said without a signal: what happened
+    )
 
 
 @runtime_checkable

@@ -56,7 +56,9 @@ def system_prompt(view: SimView) -> str:
 def flipped(messages: list[Message]) -> list[Message]:
     """The conversation from the simulator's side: its own turns are 'assistant'."""
     swap = {"user": "assistant", "assistant": "user"}
-    return [{"role": swap[m["role"]], "content": m.get("content") or ""} for m in messages if m["role"] in swap]
+    return [
+        {"role": swap[m["role"]], "content": m.get("content") or ""} for m in messages if m["role"] in swap
+    ]
 
 
 class LLMSimulator(Simulator):
@@ -83,15 +85,25 @@ class LLMSimulator(Simulator):
         if view.turn == 1 and view.scenario.user.opening:
             text, signal = split_signal(view.scenario.user.opening)
             return UserTurn(text, signal)
-        met = first_match(view.scenario.user.success_phrases, view.last_agent_message) if view.turn > 1 else None
-        if met is not None:  # the backstop: a model that talks on past its goal must not turn a pass into a turn cap
+        met = (
+            first_match(view.scenario.user.success_phrases, view.last_agent_message)
+            if view.turn > 1
+            else None
+        )
+        if (
+            met is not None
+        ):  # the backstop: a model that talks on past its goal must not turn a pass into a turn cap
             return UserTurn("", "stop", why=f"the agent's reply matched a success phrase: {met[:80]!r}")
         history = flipped(view.messages)
         if not history:
-            history = [{"role": "user", "content": "(The support chat has opened. Write your first message.)"}]
+            history = [
+                {"role": "user", "content": "(The support chat has opened. Write your first message.)"}
+            ]
         messages: list[Message] = [{"role": "system", "content": self._system_prompt(view)}, *history]
         result = await self.model.chat(messages, seed=view.seed)
         if view.record:
-            view.record(ModelCall(turn=view.turn, role="simulator", model=self.model.model, usage=result.usage))
+            view.record(
+                ModelCall(turn=view.turn, role="simulator", model=self.model.model, usage=result.usage)
+            )
         text, signal = split_signal(result.text or "")
         return UserTurn(text, signal)

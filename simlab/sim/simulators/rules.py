@@ -23,14 +23,20 @@ _CONFIRM = re.compile(
     r"confirm|proceed\?|go ahead\?|is that (ok|okay|alright|fine)|would you like (a|the|me|to))\b",
     re.IGNORECASE,
 )
-_QUESTION = re.compile(r"\?|\b(could you|can you|please (provide|share|tell|give|send)|what is your|what's your)\b",
-                       re.IGNORECASE)
+_QUESTION = re.compile(
+    r"\?|\b(could you|can you|please (provide|share|tell|give|send)|what is your|what's your)\b",
+    re.IGNORECASE,
+)
 
 GREETINGS = ["Hi.", "Hello,", "Hi there —", "Hey,", "Good morning."]
 THANKS = ["Great, thank you!", "Perfect, thanks.", "That's all I needed, thanks.", "Thanks, that works."]
 YES = ["Yes, please go ahead.", "Yes.", "Yes, please.", "Sure, go ahead.", "That's right, please do."]
-NUDGES = ["I still need this sorted: {goal}", "Can you help me or not? {goal}", "To be clear: {goal}",
-          "Sorry, that doesn't help. {goal}"]
+NUDGES = [
+    "I still need this sorted: {goal}",
+    "Can you help me or not? {goal}",
+    "To be clear: {goal}",
+    "Sorry, that doesn't help. {goal}",
+]
 REFUSALS = ["No, I don't want {offer}.", "No thanks, not {offer}.", "I'm not interested in {offer}."]
 COMPLAINTS = ["I told you I didn't want {offer}!", "That's not what I asked for, I said no {offer}."]
 GIVE_UPS = ["Forget it, this is going nowhere.", "Never mind, I'll try somewhere else.", "I give up."]
@@ -57,12 +63,23 @@ def fact_aliases(name: str) -> list[str]:
 _FIRST_SENTENCE = re.compile(r"^\s*(.+?[.!?])(?:\s|$)", re.DOTALL)
 # Verbs a goal written as an instruction starts with ("Borrow Emma", "Get order A123 refunded"):
 # such a goal reads as a request after "I'd like to".
-_GOAL_VERBS = frozenset("""add ask book borrow buy cancel change check close collect confirm extend find fix get have
-know learn make move open order pay pick postpone receive register remove renew rent replace report request reschedule
-reserve reset return schedule see sell send set sign stop switch transfer unlock update upgrade use verify""".split())
-_REQUESTS = ["I'd like to {request}.", "I need to {request}.", "Can you help me? I want to {request}.",
-             "I'm hoping you can help: I'd like to {request}."]
-_ABOUT = ["I need help with this: {request}.", "It's about this: {request}.", "I'm writing about this: {request}."]
+_GOAL_VERBS = frozenset(
+    """add ask book borrow buy cancel change check close collect confirm extend find fix get have
+know learn make move open order pay pick postpone receive register remove renew rent replace report
+request reschedule reserve reset return schedule see sell send set sign stop switch transfer unlock
+update upgrade use verify""".split()
+)
+_REQUESTS = [
+    "I'd like to {request}.",
+    "I need to {request}.",
+    "Can you help me? I want to {request}.",
+    "I'm hoping you can help: I'd like to {request}.",
+]
+_ABOUT = [
+    "I need help with this: {request}.",
+    "It's about this: {request}.",
+    "I'm writing about this: {request}.",
+]
 
 
 def request_from_goal(goal: str, seed: int) -> str:
@@ -88,9 +105,13 @@ def _mentions(text: str, name: str) -> bool:
     return any(re.search(rf"(?<![a-z]){re.escape(alias)}(?![a-z])", lowered) for alias in fact_aliases(name))
 
 
-_GREETING = re.compile(r"^\s*(hi|hello|hey|good (morning|afternoon|evening))\b[^.!?,—-]*[.!?,—-]*\s*", re.IGNORECASE)
+_GREETING = re.compile(
+    r"^\s*(hi|hello|hey|good (morning|afternoon|evening))\b[^.!?,—-]*[.!?,—-]*\s*", re.IGNORECASE
+)
 _SENTENCE = re.compile(r"[^.!?]+[.!?]*")
-_OFFER = re.compile(r"\?|\b(would you like|do you want|i can offer|i could|instead|prefer|option)\b", re.IGNORECASE)
+_OFFER = re.compile(
+    r"\?|\b(would you like|do you want|i can offer|i could|instead|prefer|option)\b", re.IGNORECASE
+)
 _DONE = re.compile(r"\b(issued|added|processed|done|completed|credited|applied)\b", re.IGNORECASE)
 
 
@@ -160,7 +181,9 @@ class RulesSimulator(Simulator):
         user = view.scenario.user
         text = user.opening or f"{rng.choice(GREETINGS)} {self._goal_line(view)}"
         if view.persona.volunteers_facts and user.known_facts:
-            facts = ", and ".join(f"my {k.replace('_', ' ')} is {_say(v)}" for k, v in user.known_facts.items())
+            facts = ", and ".join(
+                f"my {k.replace('_', ' ')} is {_say(v)}" for k, v in user.known_facts.items()
+            )
             text = f"{text} For reference, {facts}."
         return text
 
@@ -200,8 +223,9 @@ def _say(value: Any) -> str:
     return str(value)
 
 
-_ASKED_FOR = re.compile(r"\b(?:your|the)\s+((?:order|account|customer|ticket|booking|reference)\s*(?:id|number|#))",
-                        re.IGNORECASE)
+_ASKED_FOR = re.compile(
+    r"\b(?:your|the)\s+((?:order|account|customer|ticket|booking|reference)\s*(?:id|number|#))", re.IGNORECASE
+)
 
 
 def _asked_unknown_fact(reply: str) -> str | None:

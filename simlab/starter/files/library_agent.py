@@ -17,8 +17,11 @@ def librarian(inp: AgentInput) -> str:
     if pending and YES.search(said):
         inp.memory.pop("pending")
         reply = inp.tools.call("borrow_book", book_id=pending, member_id=inp.context["member_id"])
-        return f"Done: {reply.result['borrowed']} is borrowed in your name." if reply.ok else \
-            f"Sorry, I could not lend it: {reply.error}."
+        return (
+            f"Done: {reply.result['borrowed']} is borrowed in your name."
+            if reply.ok
+            else f"Sorry, I could not lend it: {reply.error}."
+        )
     for title in ("Dune", "Emma", "Beloved"):
         if title.lower() in said.lower():
             found = inp.tools.call("find_book", title=title)

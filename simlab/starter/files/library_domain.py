@@ -20,11 +20,13 @@ class Loan(BaseModel):
 
 
 class Library(BaseModel):
-    books: dict[str, Book] = Field(default_factory=lambda: {
-        "B1": Book(title="Dune", author="Frank Herbert", on_loan=True),
-        "B2": Book(title="Emma", author="Jane Austen"),
-        "B3": Book(title="Beloved", author="Toni Morrison"),
-    })
+    books: dict[str, Book] = Field(
+        default_factory=lambda: {
+            "B1": Book(title="Dune", author="Frank Herbert", on_loan=True),
+            "B2": Book(title="Emma", author="Jane Austen"),
+            "B3": Book(title="Beloved", author="Toni Morrison"),
+        }
+    )
     loans: list[Loan] = Field(default_factory=list)
 
 
@@ -60,7 +62,9 @@ def borrow_book(state: Library, book_id: str, member_id: str) -> dict:
 
 
 DOMAIN = Domain(
-    name="library", state_model=Library, tools=[find_book, borrow_book],
+    name="library",
+    state_model=Library,
+    tools=[find_book, borrow_book],
     policy="You are the library's assistant. Find the book the member asks for. Lend it only if it is "
-           "not on loan, and only after the member confirmed. Never lend a book that is on loan.",
+    "not on loan, and only after the member confirmed. Never lend a book that is on loan.",
 )

@@ -24,15 +24,27 @@ __all__ = ["CompareScreen"]
 
 class CompareScreen(RunScreen):
     BINDINGS = [
-        Binding("e", "toggle_tools", "Tool calls",
-                tooltip="every tool call, both sides: open, then unfold long results, then close again"),
-        Binding("tab", "switch_side", "Other side", show=False, priority=True,
-                tooltip="move between the two conversations"),
+        Binding(
+            "e",
+            "toggle_tools",
+            "Tool calls",
+            tooltip="every tool call, both sides: open, then unfold long results, then close again",
+        ),
+        Binding(
+            "tab",
+            "switch_side",
+            "Other side",
+            show=False,
+            priority=True,
+            tooltip="move between the two conversations",
+        ),
         Binding("escape", "back", "Back", tooltip="back to the trials"),
     ]
     HELP_EXTRA = [("↑ ↓ pgup pgdn", "scroll the conversation in focus")]
 
-    def __init__(self, run: RunInfo, a: TrialRecord, b: TrialRecord, sides: tuple[str, str] | None = None) -> None:
+    def __init__(
+        self, run: RunInfo, a: TrialRecord, b: TrialRecord, sides: tuple[str, str] | None = None
+    ) -> None:
         super().__init__(run)
         self.a, self.b = a, b
         self.sides = sides

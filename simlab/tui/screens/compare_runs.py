@@ -40,8 +40,9 @@ class RunCompareScreen(Screen):
 
     HELP_EXTRA = [("enter", "on a flipped trial: the trial in both runs, side by side")]
 
-    def __init__(self, base: RunInfo, candidate: RunInfo, base_rows: list[TrialRow],
-                 cand_rows: list[TrialRow]) -> None:
+    def __init__(
+        self, base: RunInfo, candidate: RunInfo, base_rows: list[TrialRow], cand_rows: list[TrialRow]
+    ) -> None:
         super().__init__()
         self.base, self.candidate = base, candidate
         self.rows = (base_rows, cand_rows)
@@ -67,14 +68,22 @@ class RunCompareScreen(Screen):
         head = self.query_one("#compare-head", Static)
         try:
             base, cand = build(self.base.folder, write=False), build(self.candidate.folder, write=False)
-            diff = self.diff = diff_runs(base, cand, *self.rows, k=self.k,
-                                         allow_unjudged=(self.base.allow_unjudged(), self.candidate.allow_unjudged()))
+            diff = self.diff = diff_runs(
+                base,
+                cand,
+                *self.rows,
+                k=self.k,
+                allow_unjudged=(self.base.allow_unjudged(), self.candidate.allow_unjudged()),
+            )
         except SimlabError as exc:  # a run that no reader may trust: say why, show no figure
             head.update(Text("no comparison: ", "bold red").append(literal(str(exc).splitlines()[0])))
             return
         c = diff.comparison
-        text = Text(f"pass^{diff.k} per scenario (valid trials) · success: valid trials, candidate − base with "
-                    "its 95% interval", style="dim")
+        text = Text(
+            f"pass^{diff.k} per scenario (valid trials) · success: valid trials, candidate − base with "
+            "its 95% interval",
+            style="dim",
+        )
         for line in c.pins_differ:
             text.append("\nwarning: pins differ: ", "yellow").append(literal(line))
         for warning in c.warnings:
@@ -85,29 +94,57 @@ class RunCompareScreen(Screen):
         head.update(text)
         table = self.query_one("#compare-scenarios", DataTable)
         table.clear(columns=True)
-        for name in ("scenario", f"base ^{diff.k}", f"cand ^{diff.k}", "base", "cand", "Δ success [95% CI]",
-                     "verdict", "class"):
+        for name in (
+            "scenario",
+            f"base ^{diff.k}",
+            f"cand ^{diff.k}",
+            "base",
+            "cand",
+            "Δ success [95% CI]",
+            "verdict",
+            "class",
+        ):
             table.add_column(name, key=name)
         for row in c.scenarios:
             before, after = diff.pass_k.get(row.scenario, (None, None))
             flake = f"{class_label(row.flake_class.base)} → {class_label(row.flake_class.candidate)}"
-            table.add_row(literal(row.scenario), Text(num(before), justify="right"),
-                          Text(num(after), justify="right"), f"{row.base.c}/{row.base.n}",
-                          f"{row.candidate.c}/{row.candidate.n}", _interval(row),
-                          Text(row.verdict, style=VERDICT_STYLE[row.verdict]),
-                          Text(flake, style="bold magenta" if row.flipped else ""), key=row.scenario)
+            table.add_row(
+                literal(row.scenario),
+                Text(num(before), justify="right"),
+                Text(num(after), justify="right"),
+                f"{row.base.c}/{row.base.n}",
+                f"{row.candidate.c}/{row.candidate.n}",
+                _interval(row),
+                Text(row.verdict, style=VERDICT_STYLE[row.verdict]),
+                Text(flake, style="bold magenta" if row.flipped else ""),
+                key=row.scenario,
+            )
         p = c.pooled
-        table.add_row(Text("pooled", "bold"), "", "", f"{p.base.c}/{p.base.n}", f"{p.candidate.c}/{p.candidate.n}",
-                      _interval(p), Text(p.verdict, style=VERDICT_STYLE[p.verdict]), "", key="(pooled)")
+        table.add_row(
+            Text("pooled", "bold"),
+            "",
+            "",
+            f"{p.base.c}/{p.base.n}",
+            f"{p.candidate.c}/{p.candidate.n}",
+            _interval(p),
+            Text(p.verdict, style=VERDICT_STYLE[p.verdict]),
+            "",
+            key="(pooled)",
+        )
         self.query_one("#compare-flips-title", Static).update(
-            Text(f"\ntrials that flipped ({len(diff.flips)}): passed in one run, not in the other", style="bold"))
+            Text(
+                f"\ntrials that flipped ({len(diff.flips)}): passed in one run, not in the other",
+                style="bold",
+            )
+        )
         flips = self.query_one("#compare-flips", DataTable)
         flips.clear(columns=True)
         for name in ("trial", "base", "candidate"):
             flips.add_column(name, key=name)
         for flip in diff.flips:
-            flips.add_row(literal(flip.unit_id), verdict_text(flip.base), verdict_text(flip.candidate),
-                          key=flip.unit_id)
+            flips.add_row(
+                literal(flip.unit_id), verdict_text(flip.base), verdict_text(flip.candidate), key=flip.unit_id
+            )
 
     def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
         if event.data_table.id != "compare-flips":
@@ -124,7 +161,9 @@ class RunCompareScreen(Screen):
         assert isinstance(app, ViewApp)
         a, b = app.load(self.base, rows[0]), app.load(self.candidate, rows[1])
         if a is not None and b is not None:
-            app.push_screen(CompareScreen(self.candidate, a, b, sides=(self.base.run_id, self.candidate.run_id)))
+            app.push_screen(
+                CompareScreen(self.candidate, a, b, sides=(self.base.run_id, self.candidate.run_id))
+            )
 
     def action_next_k(self) -> None:
         choices = (1, 2, 3, 5, 8, 16, 32)

@@ -19,10 +19,14 @@ from simlab.tui.widgets.key_bar import key_label, shown_bindings
 
 __all__ = ["HelpScreen", "keys_of", "keys_table"]
 
-LEGEND = "\n".join([
-    "verdicts: " + legend(), *(f"  {v.label}: {v.meaning}" for v in VERDICT_INFO.values()),
-    "classes: " + "  ".join(f"{c.label} ({c.meaning})" for c in CLASSES.values()),
-    "adjusted pass^k leaves invalid, error and unjudged trials out; the raw rate counts them."])
+LEGEND = "\n".join(
+    [
+        "verdicts: " + legend(),
+        *(f"  {v.label}: {v.meaning}" for v in VERDICT_INFO.values()),
+        "classes: " + "  ".join(f"{c.label} ({c.meaning})" for c in CLASSES.values()),
+        "adjusted pass^k leaves invalid, error and unjudged trials out; the raw rate counts them.",
+    ]
+)
 
 Keys = list[tuple[str, str]]
 

@@ -27,9 +27,15 @@ class RunsScreen(Screen):
     BINDINGS = [
         Binding("enter", "open", "Open run", show=False, tooltip="open the run"),
         Binding("r", "rescan", "Rescan folder", tooltip="read the transcripts folder again"),
-        Binding("c", "compare", "Compare",
-                tooltip="mark this run; c on another run compares the two (this one is the base)"),
-        Binding("p", "next_k", "pass^k", tooltip="the one k of the pass^k column for every run: 1, 2, 3, 5, 8…"),
+        Binding(
+            "c",
+            "compare",
+            "Compare",
+            tooltip="mark this run; c on another run compares the two (this one is the base)",
+        ),
+        Binding(
+            "p", "next_k", "pass^k", tooltip="the one k of the pass^k column for every run: 1, 2, 3, 5, 8…"
+        ),
     ]
     K_CHOICES = (1, 2, 3, 5, 8, 16, 32)
 
@@ -68,12 +74,18 @@ class RunsScreen(Screen):
         summaries: dict[str, RunOverview | None] = {}
         for run in self.runs:
             index = self.viewer.indexes.get(run.key)
-            summaries[run.key] = (summarize_run(index.progress(), self.k)
-                                     if index is not None and index.complete and not index.problem else None)
+            summaries[run.key] = (
+                summarize_run(index.progress(), self.k)
+                if index is not None and index.complete and not index.problem
+                else None
+            )
         self.query_one(RunsTable).fill(self.runs, summaries, self.k, marked=self.marked)
-        self.query_one(StatusLine).show(len(self.runs), len(self.runs), "runs",
-                                        hint="c on another run to compare the two" if self.marked
-                                        else f"in {self.viewer.root}")
+        self.query_one(StatusLine).show(
+            len(self.runs),
+            len(self.runs),
+            "runs",
+            hint="c on another run to compare the two" if self.marked else f"in {self.viewer.root}",
+        )
 
     def action_compare(self) -> None:
         key = self.query_one(RunsTable).current_key()

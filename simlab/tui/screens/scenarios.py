@@ -32,9 +32,14 @@ def run_summary_text(s: RunOverview, agent: str, simulator: str) -> Text:
             out.append(f" · pass^{s.k} {num(s.pass_k)}", "bold")
             if s.pass_k_scenarios < s.scenarios:
                 out.append(f" ({s.pass_k_scenarios}/{s.scenarios} scenarios)", "dim")
-        out.append(f" · success {num(s.raw_pass_1)} · {s.invalid} invalid · {s.error} error"
-                   + (f" · {unjudged_text(s.unjudged, s.unjudged_as_pass)} unjudged"
-                      if s.unjudged or s.unjudged_as_pass else ""))
+        out.append(
+            f" · success {num(s.raw_pass_1)} · {s.invalid} invalid · {s.error} error"
+            + (
+                f" · {unjudged_text(s.unjudged, s.unjudged_as_pass)} unjudged"
+                if s.unjudged or s.unjudged_as_pass
+                else ""
+            )
+        )
         if s.graded < s.trials:
             out.append(f" · {s.trials - s.graded} not graded", "yellow")
     else:
@@ -42,8 +47,10 @@ def run_summary_text(s: RunOverview, agent: str, simulator: str) -> Text:
         out.append(" · how the trials ended")
     out.append(f" · cost {money(s.cost, s.cost_complete)}")
     if s.graded:
-        out.append(f"\npass^k: mean over scenarios of their valid trials · success: all {s.graded} graded trials",
-                   "dim")
+        out.append(
+            f"\npass^k: mean over scenarios of their valid trials · success: all {s.graded} graded trials",
+            "dim",
+        )
     out.append("\nagent ", "dim")
     out.append(literal(agent or "?"))
     out.append(" · simulator ", "dim")
@@ -61,9 +68,15 @@ class ScenariosScreen(RunScreen):
     BINDINGS = [
         Binding("enter", "open", "Trials", show=False, tooltip="the trials of this scenario"),
         Binding("a", "all_trials", "All trials", tooltip="every trial of the run, all scenarios"),
-        Binding("f", "failed_only", "Failed only", tooltip="only scenarios with a failed, invalid or error trial"),
-        Binding("p", "next_k", "pass^k",
-                tooltip="the k of pass^k on this screen: the run's planned trials, or 1, 2, 3, 5…"),
+        Binding(
+            "f", "failed_only", "Failed only", tooltip="only scenarios with a failed, invalid or error trial"
+        ),
+        Binding(
+            "p",
+            "next_k",
+            "pass^k",
+            tooltip="the k of pass^k on this screen: the run's planned trials, or 1, 2, 3, 5…",
+        ),
         Binding("escape", "back", "Runs", tooltip="all runs"),
     ]
 
@@ -89,7 +102,9 @@ class ScenariosScreen(RunScreen):
         graded = any(s.graded for s in everything)
         shown = [s for s in everything if _troubled(s)] if self.failed_only else everything
         k = self.k or screen_k(summaries)
-        self.query_one(ScenariosTable).fill(shown, graded, k=k, k_limit=4 if self.app.size.width >= 100 else 2)
+        self.query_one(ScenariosTable).fill(
+            shown, graded, k=k, k_limit=4 if self.app.size.width >= 100 else 2
+        )
         text = run_summary_text(summarize_run(summaries, k), self.run.pin("agent"), self.run.pin("simulator"))
         if index.problem:  # the error every reader of this run gives: no figure stands
             text = Text("no figures: ", "bold red").append(literal(index.problem))
@@ -100,9 +115,13 @@ class ScenariosScreen(RunScreen):
         if index.bad_lines:
             note += f" {index.bad_lines} unreadable line(s) skipped"
         self.query_one(Crumbs).note(note)
-        self.query_one(StatusLine).show(len(shown), len(everything), "scenarios",
-                                        ["with failures"] if self.failed_only else [],
-                                        f"{len(index.rows):,} trials")
+        self.query_one(StatusLine).show(
+            len(shown),
+            len(everything),
+            "scenarios",
+            ["with failures"] if self.failed_only else [],
+            f"{len(index.rows):,} trials",
+        )
 
     def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
         event.stop()
@@ -130,8 +149,11 @@ class ScenariosScreen(RunScreen):
         choices = [own] + [k for k in (1, 2, 3, 5, 8, 16, 32, 64, 100) if k <= top and k != own]
         now = self.k or own
         self.k = choices[(choices.index(now) + 1) % len(choices)] if now in choices else own
-        self.notify(f"pass^{self.k} on this screen" + (" (the run's own k)" if self.k == own else ""),
-                    markup=False, timeout=2)
+        self.notify(
+            f"pass^{self.k} on this screen" + (" (the run's own k)" if self.k == own else ""),
+            markup=False,
+            timeout=2,
+        )
         self.refresh_data()
 
     def action_failed_only(self) -> None:

@@ -20,16 +20,22 @@ __all__ = ["ToolCallScreen", "tool_call_json"]
 
 def tool_call_json(call: ToolCall, result: ToolResult | None) -> str:
     """The call and its result as indented JSON: what ``y`` copies."""
-    data = {"tool": call.name, "call_id": call.call_id, "turn": call.turn,
-            "arguments": call.arguments if call.arguments is not None else call.raw_arguments,
-            "result": None if result is None else (result.result if result.ok else None),
-            "error": None if result is None or result.ok else result.error}
+    data = {
+        "tool": call.name,
+        "call_id": call.call_id,
+        "turn": call.turn,
+        "arguments": call.arguments if call.arguments is not None else call.raw_arguments,
+        "result": None if result is None else (result.result if result.ok else None),
+        "error": None if result is None or result.ok else result.error,
+    }
     return json.dumps(data, indent=2, ensure_ascii=False, default=str)
 
 
 class ToolCallScreen(ModalScreen[None]):
-    BINDINGS = [Binding("escape,o,q", "close", "Close"),
-                Binding("y", "copy", "Copy", tooltip="copy this call and its result as JSON")]
+    BINDINGS = [
+        Binding("escape,o,q", "close", "Close"),
+        Binding("y", "copy", "Copy", tooltip="copy this call and its result as JSON"),
+    ]
 
     def __init__(self, call: ToolCall, result: ToolResult | None) -> None:
         super().__init__()

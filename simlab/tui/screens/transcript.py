@@ -28,29 +28,65 @@ NARROW = 110  # below this width the checks go under the conversation instead of
 
 class TranscriptScreen(RunScreen):
     BINDINGS = [
-        Binding("n", "next_failed(1)", "Next failure", tooltip="next failed check: select it and jump to its event"),
+        Binding(
+            "n",
+            "next_failed(1)",
+            "Next failure",
+            tooltip="next failed check: select it and jump to its event",
+        ),
         Binding("shift+n", "next_failed(-1)", "Prev failure", show=False, tooltip="previous failed check"),
-        Binding("e", "toggle_tools", "Tool calls",
-                tooltip="every tool call: open, then unfold long results, then close again"),
-        Binding("tab", "switch_pane", "Conversation/checks", show=False, priority=True,
-                tooltip="move between the conversation and the checks"),
-        Binding("right_square_bracket", "next_tool(1)", "Next call", show=False, key_display="]",
-                tooltip="select the next tool call (and scroll to it)"),
-        Binding("left_square_bracket", "next_tool(-1)", "Prev call", show=False, key_display="[",
-                tooltip="select the previous tool call"),
-        Binding("o", "open_tool", "Open call",
-                tooltip="open the selected tool call (] and [ select one): its whole arguments and result"),
+        Binding(
+            "e",
+            "toggle_tools",
+            "Tool calls",
+            tooltip="every tool call: open, then unfold long results, then close again",
+        ),
+        Binding(
+            "tab",
+            "switch_pane",
+            "Conversation/checks",
+            show=False,
+            priority=True,
+            tooltip="move between the conversation and the checks",
+        ),
+        Binding(
+            "right_square_bracket",
+            "next_tool(1)",
+            "Next call",
+            show=False,
+            key_display="]",
+            tooltip="select the next tool call (and scroll to it)",
+        ),
+        Binding(
+            "left_square_bracket",
+            "next_tool(-1)",
+            "Prev call",
+            show=False,
+            key_display="[",
+            tooltip="select the previous tool call",
+        ),
+        Binding(
+            "o",
+            "open_tool",
+            "Open call",
+            tooltip="open the selected tool call (] and [ select one): its whole arguments and result",
+        ),
         Binding("slash", "search", "Find", tooltip="find text in this transcript; enter again: the next hit"),
-        Binding("y", "copy", "Copy", show=False, tooltip="copy this transcript (as markdown) to the clipboard"),
+        Binding(
+            "y", "copy", "Copy", show=False, tooltip="copy this transcript (as markdown) to the clipboard"
+        ),
         Binding("m", "export", "Markdown", tooltip="write this trial as markdown to <run>/exports/<unit>.md"),
         Binding("escape", "back", "Back", tooltip="back to the trials"),
     ]
-    HELP_EXTRA = [("enter", "on a check: jump to the event it points at"),
-                  ("↑ ↓ pgup pgdn", "scroll the conversation, or move in the checks"),
-                  ("click", "open or close one tool call; unfold one long result")]
+    HELP_EXTRA = [
+        ("enter", "on a check: jump to the event it points at"),
+        ("↑ ↓ pgup pgdn", "scroll the conversation, or move in the checks"),
+        ("click", "open or close one tool call; unfold one long result"),
+    ]
 
-    def __init__(self, run: RunInfo, record: TrialRecord, highlight: str | None = None,
-                 at: int | None = None) -> None:
+    def __init__(
+        self, run: RunInfo, record: TrialRecord, highlight: str | None = None, at: int | None = None
+    ) -> None:
         super().__init__(run)
         self.record = record
         self.highlight = highlight
@@ -174,7 +210,9 @@ class TranscriptScreen(RunScreen):
         hits = view.matches(query) if query else []
         if not hits:
             self.query_one(SearchBar).action_close()
-            self.notify(f"/{query}: not in this transcript" if query else "search cleared", markup=False, timeout=3)
+            self.notify(
+                f"/{query}: not in this transcript" if query else "search cleared", markup=False, timeout=3
+            )
             return
         self._hit = (self._hit + 1) % len(hits)
         view.jump_to(hits[self._hit])

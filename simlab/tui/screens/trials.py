@@ -10,7 +10,14 @@ from textual.binding import Binding
 from textual.widgets import DataTable, Input
 
 from simlab.tui.data import RunInfo
-from simlab.tui.filters import TrialFilter, apply, check_counts, mode_counts, termination_counts, verdict_counts
+from simlab.tui.filters import (
+    TrialFilter,
+    apply,
+    check_counts,
+    mode_counts,
+    termination_counts,
+    verdict_counts,
+)
 from simlab.tui.rows import TrialRow
 from simlab.tui.screens.base import RunScreen
 from simlab.tui.screens.picker import PickerScreen
@@ -27,20 +34,43 @@ __all__ = ["TrialsScreen"]
 class TrialsScreen(RunScreen):
     BINDINGS = [
         Binding("enter", "open", "Open", show=False, tooltip="open the transcript"),
-        Binding("f", "failed_only", "Failed",
-                tooltip="failed only: every trial that did not pass (fail, invalid, error, unjudged unless "
-                        "allow_unjudged counts it; ungraded: did not reach the goal)"),
+        Binding(
+            "f",
+            "failed_only",
+            "Failed",
+            tooltip="failed only: every trial that did not pass (fail, invalid, error, unjudged unless "
+            "allow_unjudged counts it; ungraded: did not reach the goal)",
+        ),
         Binding("v", "pick('verdict')", "Verdict", tooltip="filter by verdict"),
-        Binding("r", "pick('termination')", "Ended", tooltip="filter by how the trial ended (termination reason)"),
+        Binding(
+            "r", "pick('termination')", "Ended", tooltip="filter by how the trial ended (termination reason)"
+        ),
         Binding("k", "pick('check')", "Check", tooltip="filter by a failing check"),
-        Binding("w", "pick('mode')", "Why", show=False,
-                tooltip="filter by failure mode (why trials did not pass); a trial opens at its first faulty step"),
-        Binding("slash", "search", "Search", tooltip="search the text of the trials shown (empty search: off)"),
+        Binding(
+            "w",
+            "pick('mode')",
+            "Why",
+            show=False,
+            tooltip="filter by failure mode (why trials did not pass); a trial opens at its first faulty "
+            "step",
+        ),
+        Binding(
+            "slash", "search", "Search", tooltip="search the text of the trials shown (empty search: off)"
+        ),
         Binding("x", "clear", "Clear filters", show=False, tooltip="clear filters and search"),
-        Binding("c", "compare", "Compare",
-                tooltip="mark this trial; c on another trial of the scenario compares the two"),
-        Binding("m", "export", "Markdown", show=False,
-                tooltip="write the trial as markdown to <run>/exports/<unit>.md"),
+        Binding(
+            "c",
+            "compare",
+            "Compare",
+            tooltip="mark this trial; c on another trial of the scenario compares the two",
+        ),
+        Binding(
+            "m",
+            "export",
+            "Markdown",
+            show=False,
+            tooltip="write the trial as markdown to <run>/exports/<unit>.md",
+        ),
         Binding("escape", "back", "Back", tooltip="back to the scenarios"),
     ]
 
@@ -70,10 +100,14 @@ class TrialsScreen(RunScreen):
         scope = self.scope()
         self.shown = apply(scope, self.filter)
         self.query_one(TrialsTable).fill(self.shown, self.marked, width=self.app.size.width)
-        hint = "c on another trial to compare" if self.marked else ("no trial matches: x clears the filters"
-                                                                   if not self.shown and scope else "")
+        hint = (
+            "c on another trial to compare"
+            if self.marked
+            else ("no trial matches: x clears the filters" if not self.shown and scope else "")
+        )
         self.query_one(StatusLine).show(len(self.shown), len(scope), "trials", self.filter.describe(), hint)
         self.query_one(Crumbs).note("" if self.index.complete else "indexing…")
+
     def on_resize(self) -> None:
         self.refresh_data()  # the failed checks take the room the new width leaves
 
@@ -97,7 +131,9 @@ class TrialsScreen(RunScreen):
             from simlab.tui.screens.transcript import TranscriptScreen
 
             at = row.first_fault_event if row is not None and self.filter.mode is not None else None
-            self.app.push_screen(TranscriptScreen(self.run, record, highlight=self.filter.query or None, at=at))
+            self.app.push_screen(
+                TranscriptScreen(self.run, record, highlight=self.filter.query or None, at=at)
+            )
 
     def action_export(self) -> None:
         row = self.current()
@@ -114,15 +150,23 @@ class TrialsScreen(RunScreen):
 
     def action_pick(self, what: str) -> None:
         scope = self.scope()
-        count = {"verdict": verdict_counts, "termination": termination_counts, "check": check_counts,
-                 "mode": mode_counts}[what]
+        count = {
+            "verdict": verdict_counts,
+            "termination": termination_counts,
+            "check": check_counts,
+            "mode": mode_counts,
+        }[what]
         counts: Counter[str] = count(scope)
         if not counts:
             empty = {"check": "no failing checks in these trials", "mode": "no failure modes in these trials"}
             self.notify(empty.get(what, "nothing to choose from"), markup=False)
             return
-        title = {"verdict": "Show trials with verdict", "termination": "Show trials that ended",
-                 "check": "Show trials failing check", "mode": "Show trials that failed as"}[what]
+        title = {
+            "verdict": "Show trials with verdict",
+            "termination": "Show trials that ended",
+            "check": "Show trials failing check",
+            "mode": "Show trials that failed as",
+        }[what]
 
         def chosen(value: str | None) -> None:
             if value is not None:
@@ -149,6 +193,7 @@ class TrialsScreen(RunScreen):
     @work(thread=True, exclusive=True, group="search")
     def _search(self, path: str, rows: list[TrialRow], query: str) -> None:
         with open(path, "rb") as fh:
+
             def read(row: TrialRow) -> bytes:
                 fh.seek(row.offset)
                 return fh.read(row.length)

@@ -36,8 +36,11 @@ class ChecksPanel(OptionList):
 
     def failed_positions(self) -> list[int]:
         """Option positions of the failed checks that point at an event."""
-        return [pos for pos, i in enumerate(self.order)
-                if self.checks[i].status == "fail" and self.checks[i].event is not None]
+        return [
+            pos
+            for pos, i in enumerate(self.order)
+            if self.checks[i].status == "fail" and self.checks[i].event is not None
+        ]
 
     def _check(self, option: Option) -> Check | None:
         if option.id is None or not option.id.isdigit():

@@ -11,8 +11,15 @@ from simlab.tui.render import event_text
 
 __all__ = ["EventView"]
 
-CLASSES = {"user": "user", "agent": "agent", "signal": "signal", "model_call": "usage", "error": "error",
-           "invalid_call": "invalid", "tool_result": "tool"}
+CLASSES = {
+    "user": "user",
+    "agent": "agent",
+    "signal": "signal",
+    "model_call": "usage",
+    "error": "error",
+    "invalid_call": "invalid",
+    "tool_result": "tool",
+}
 
 
 class EventView(Static):

@@ -31,7 +31,9 @@ class FoldedText(Static, can_focus=True):
             self.update(self.full)
             return
         shown = self.folded.copy()
-        shown.append(f"\n… {self.hidden} more line{'s' if self.hidden != 1 else ''} (enter to unfold)", "italic dim")
+        shown.append(
+            f"\n… {self.hidden} more line{'s' if self.hidden != 1 else ''} (enter to unfold)", "italic dim"
+        )
         self.update(shown)
 
     def action_toggle_fold(self) -> None:

@@ -11,8 +11,14 @@ from textual.widget import Widget
 
 __all__ = ["KeyBar", "key_hints", "key_label", "shown_bindings"]
 
-KEY_NAMES = {"slash": "/", "question_mark": "?", "escape": "esc", "shift+n": "N",
-             "right_square_bracket": "]", "left_square_bracket": "["}
+KEY_NAMES = {
+    "slash": "/",
+    "question_mark": "?",
+    "escape": "esc",
+    "shift+n": "N",
+    "right_square_bracket": "]",
+    "left_square_bracket": "[",
+}
 
 
 def key_label(binding: Binding, *, first_only: bool = False) -> str:

@@ -17,7 +17,7 @@ def short(ref: str, width: int = 24) -> str:
     """A model or agent reference that fits: ``python:pkg.mod:agent`` shows as ``agent (python)``."""
     if ref.startswith("python:"):
         ref = ref.rsplit(":", 1)[-1] + " (python)"
-    return ref if len(ref) <= width else "…" + ref[-(width - 1):]
+    return ref if len(ref) <= width else "…" + ref[-(width - 1) :]
 
 
 class RunsTable(KeyedTable):
@@ -25,14 +25,27 @@ class RunsTable(KeyedTable):
         super().__init__(**kwargs)
         self.k = 0
 
-    def fill(self, runs: list[RunInfo], summaries: dict[str, RunOverview | None], k: int = 3,
-             marked: str | None = None) -> None:
+    def fill(
+        self,
+        runs: list[RunInfo],
+        summaries: dict[str, RunOverview | None],
+        k: int = 3,
+        marked: str | None = None,
+    ) -> None:
         """The runs, with pass^k at the one ``k`` of the screen (the column is named by it)."""
         current = self.current_key()
         if k != self.k:
             self.clear(columns=True)
             self.k = k
-            for name in ("run", "created", "trials", f"pass^{k}", "cost", "agent", "simulator"):  # by priority
+            for name in (
+                "run",
+                "created",
+                "trials",
+                f"pass^{k}",
+                "cost",
+                "agent",
+                "simulator",
+            ):  # by priority
                 self.add_column(name, key=name if not name.startswith("pass^") else "pass^k")
         else:
             self.clear()
@@ -43,11 +56,23 @@ class RunsTable(KeyedTable):
                 trials, rate, cost = Text("…", style="dim"), Text("…", style="dim"), Text("…", style="dim")
             else:
                 trials = Text(f"{s.trials:,}", justify="right")
-                rate = Text(num(s.pass_k) if s.pass_k is not None else
-                            ("not graded" if not s.graded else "n < k"), justify="right",
-                            style="" if s.pass_k is not None else "dim")
+                rate = Text(
+                    num(s.pass_k) if s.pass_k is not None else ("not graded" if not s.graded else "n < k"),
+                    justify="right",
+                    style="" if s.pass_k is not None else "dim",
+                )
                 cost = Text(money(s.cost, s.cost_complete), justify="right")
-            label = Text("◆ " if run.key == marked else "", "bold magenta").append(literal(run.run_id, "bold"))
-            self.add_row(label, Text(created), trials, rate, cost,
-                         literal(short(run.pin("agent"))), literal(short(run.pin("simulator"), 16)), key=run.key)
+            label = Text("◆ " if run.key == marked else "", "bold magenta").append(
+                literal(run.run_id, "bold")
+            )
+            self.add_row(
+                label,
+                Text(created),
+                trials,
+                rate,
+                cost,
+                literal(short(run.pin("agent"))),
+                literal(short(run.pin("simulator"), 16)),
+                key=run.key,
+            )
         self.restore(current)

@@ -13,6 +13,7 @@ from simlab.tui.widgets.keyed_table import KeyedTable
 
 __all__ = ["ScenariosTable", "flake_text"]
 
+
 def flake_text(flake: str | None) -> Text:
     """A scenario's class as every surface names it (``verdicts.CLASSES``)."""
     info = CLASSES.get(flake or "")
@@ -33,7 +34,9 @@ class ScenariosTable(KeyedTable):
         super().__init__(**kwargs)
         self._layout: tuple[object, ...] = ()
 
-    def fill(self, summaries: list[ScenarioProgress], graded: bool, k_limit: int = 4, k: int | None = None) -> None:
+    def fill(
+        self, summaries: list[ScenarioProgress], graded: bool, k_limit: int = 4, k: int | None = None
+    ) -> None:
         """Replace the rows (and the columns when the k's or the graded layout changed). ``k``:
         the screen's one k (its column stays while trials arrive); None: the largest defined."""
         if graded and k:  # the columns follow the plan, not the trials that arrived: they stay put
@@ -52,7 +55,11 @@ class ScenariosTable(KeyedTable):
                 self.add_column("pass", key="pass")
                 for k in ks:
                     self.add_column(f"^{k}", key=f"k{k}")
-                for label, name in (("class", "flake"), ("inv", "inv"), ("err", "err")):  # class: verdicts.CLASSES
+                for label, name in (
+                    ("class", "flake"),
+                    ("inv", "inv"),
+                    ("err", "err"),
+                ):  # class: verdicts.CLASSES
                     self.add_column(label, key=name)
             else:
                 self.add_column("goal", key="goal")
@@ -65,11 +72,15 @@ class ScenariosTable(KeyedTable):
             if graded:
                 figures = s.figures(ks)  # the report's own figures of this scenario
                 cells.append(Text(f"{s.passed}/{s.graded}" if s.graded else DASH, justify="right"))
-                cells += [Text(num(figures.valid.pass_k[k].pass_hat_k if figures else None), justify="right")
-                          for k in ks]
-                cells += [flake_text(figures.flake_class if figures else None),
-                          _num(figures.invalid if figures else 0, "magenta"),
-                          _num(figures.errors if figures else 0, "yellow")]
+                cells += [
+                    Text(num(figures.valid.pass_k[k].pass_hat_k if figures else None), justify="right")
+                    for k in ks
+                ]
+                cells += [
+                    flake_text(figures.flake_class if figures else None),
+                    _num(figures.invalid if figures else 0, "magenta"),
+                    _num(figures.errors if figures else 0, "yellow"),
+                ]
             else:
                 cells.append(Text(f"{s.goal_reached}/{s.trials}" if s.trials else "…", justify="right"))
                 ended = Text()

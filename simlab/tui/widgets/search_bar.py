@@ -13,8 +13,11 @@ class SearchBar(Input):
 
     BINDINGS = [Binding("escape", "close", "Close search", show=False)]
 
-    def __init__(self, placeholder: str = "search visible trials (enter: search, empty: clear, esc: close)",
-                 **kwargs: object) -> None:
+    def __init__(
+        self,
+        placeholder: str = "search visible trials (enter: search, empty: clear, esc: close)",
+        **kwargs: object,
+    ) -> None:
         super().__init__(placeholder=placeholder, **kwargs)  # type: ignore[arg-type]
 
     def open(self, value: str = "") -> None:

@@ -23,5 +23,7 @@ def status_text(shown: int, total: int, noun: str, filters: list[str], hint: str
 
 
 class StatusLine(Static):
-    def show(self, shown: int, total: int, noun: str, filters: list[str] | None = None, hint: str = "") -> None:
+    def show(
+        self, shown: int, total: int, noun: str, filters: list[str] | None = None, hint: str = ""
+    ) -> None:
         self.update(status_text(shown, total, noun, filters or [], hint))

@@ -14,13 +14,25 @@ __all__ = ["ToolCallView"]
 class ToolCallView(Collapsible):
     """Title: ``✓ name(args)``; body: pretty arguments and result. Collapsed unless asked."""
 
-    def __init__(self, call: ToolCall, result: ToolResult | None, index: int, result_index: int | None,
-                 highlight: str | None = None, collapsed: bool = True) -> None:
+    def __init__(
+        self,
+        call: ToolCall,
+        result: ToolResult | None,
+        index: int,
+        result_index: int | None,
+        highlight: str | None = None,
+        collapsed: bool = True,
+    ) -> None:
         title = mark(tool_call_title(call, result), highlight)
         failed = result is not None and not result.ok
         body = FoldedText(mark(tool_result_text(call, result), highlight), classes="tool-body")
-        super().__init__(body, title=title, collapsed=collapsed, id=f"ev-{index}",  # type: ignore[arg-type]
-                         classes="event tool" + (" failed" if failed else ""))
+        super().__init__(
+            body,
+            title=title,
+            collapsed=collapsed,
+            id=f"ev-{index}",  # type: ignore[arg-type]
+            classes="event tool" + (" failed" if failed else ""),
+        )
         self.call = call
         self.result = result
         self.index = index

@@ -18,8 +18,9 @@ __all__ = ["TranscriptView"]
 class TranscriptView(VerticalScroll):
     """``jump_to(i)`` scrolls to event ``i`` (a tool result lands on its call) and marks it."""
 
-    def __init__(self, record: TrialRecord, highlight: str | None = None, expanded: bool = False,
-                 **kwargs: object) -> None:
+    def __init__(
+        self, record: TrialRecord, highlight: str | None = None, expanded: bool = False, **kwargs: object
+    ) -> None:
         super().__init__(**kwargs)  # type: ignore[arg-type]
         self.record = record
         self.highlight = highlight
@@ -34,8 +35,14 @@ class TranscriptView(VerticalScroll):
             if isinstance(event, ToolCall):
                 if j is not None:
                     self.owner[j] = i
-                yield ToolCallView(event, events[j] if j is not None else None, i, j,  # type: ignore[arg-type]
-                                   highlight=self.highlight, collapsed=not self.expanded)
+                yield ToolCallView(
+                    event,
+                    events[j] if j is not None else None,
+                    i,
+                    j,  # type: ignore[arg-type]
+                    highlight=self.highlight,
+                    collapsed=not self.expanded,
+                )
             else:
                 yield EventView(event, i, highlight=self.highlight)
         yield EndView(termination_text(self.record.transcript.termination))

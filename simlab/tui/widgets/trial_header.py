@@ -35,11 +35,18 @@ def trial_summary(record: TrialRecord) -> Text:
     cost, complete = total_cost(calls)
     if not calls and all(spends_nothing_unseen(p.kind, p.settings) for p in (t.agent, t.simulator)):
         cost = 0.0  # no call, and none could go unseen: a known zero, as the report says
-    out.append(f" · {plural(t.user_turns(), 'turn')} · {tool_summary(t.events)}"
-               f" · {'cost ' if cost is None else ''}{money(cost, complete)} · "
-               + ("duration " if t.duration_s is None else "") + seconds(t.duration_s), "dim")
-    out.append(f"\nagent {clean(t.agent.ref)} · simulator {clean(t.simulator.ref)} · persona {clean(t.persona_id)}"
-               f" · seed {t.seed}", "dim")
+    out.append(
+        f" · {plural(t.user_turns(), 'turn')} · {tool_summary(t.events)}"
+        f" · {'cost ' if cost is None else ''}{money(cost, complete)} · "
+        + ("duration " if t.duration_s is None else "")
+        + seconds(t.duration_s),
+        "dim",
+    )
+    out.append(
+        f"\nagent {clean(t.agent.ref)} · simulator {clean(t.simulator.ref)} · persona {clean(t.persona_id)}"
+        f" · seed {t.seed}",
+        "dim",
+    )
     return out
 
 

@@ -64,9 +64,14 @@ class TrialsTable(KeyedTable):
             label.append("◆ " if row.unit_id == marked else "  ", "bold magenta")
             label.append(f"#{row.trial}")
             cells: list[object] = [_cut(literal(row.scenario_id), SCENARIO_MAX)] if self.show_scenario else []
-            cells += [label, verdict_text(row.verdict), Text(money(row.cost_usd), justify="right"),
-                      failed_checks_text(row, room), reason_text(row.termination),
-                      *(Text(str(c), justify="right") for c in (row.user_turns, row.tool_calls))]
+            cells += [
+                label,
+                verdict_text(row.verdict),
+                Text(money(row.cost_usd), justify="right"),
+                failed_checks_text(row, room),
+                reason_text(row.termination),
+                *(Text(str(c), justify="right") for c in (row.user_turns, row.tool_calls)),
+            ]
             self.add_row(*cells, key=row.unit_id)
         self.restore(current)
 

@@ -27,7 +27,18 @@ import statistics
 from typing import Any
 
 import fakes
-from _common import Figures, add_rounds, enter, interleaved, save, scratch_project, spread, table, timed, verdict
+from _common import (
+    Figures,
+    add_rounds,
+    enter,
+    interleaved,
+    save,
+    scratch_project,
+    spread,
+    table,
+    timed,
+    verdict,
+)
 from bench_overhead import _appender, plan_for
 
 DELAY_S = 0.2

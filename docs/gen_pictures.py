@@ -36,7 +36,9 @@ def tutorial_project(folder: Path) -> Path:
     page = (REPO / "docs" / "tutorial.md").read_text(encoding="utf-8")
     for path, body in re.findall(r'^```\w+ title="([^"]+)"\n(.*?)^```\n', page, re.M | re.S):
         (project / path).write_text(body, encoding="utf-8")
-    subprocess.run([simlab, "run", "--run-id", "second"], cwd=project, check=True, capture_output=True, env=env)
+    subprocess.run(
+        [simlab, "run", "--run-id", "second"], cwd=project, check=True, capture_output=True, env=env
+    )
     return project / "transcripts"
 
 
@@ -77,19 +79,31 @@ def report_pictures(folder: Path) -> list[str]:
     env = {**os.environ, "NO_COLOR": "1"}
     subprocess.run([simlab, "run", "--run-id", "demo"], cwd=demo, capture_output=True, env=env)
     page = demo / "report.html"
-    subprocess.run([simlab, "report", "demo", "--html", str(page)], cwd=demo, check=True, capture_output=True,
-                   env=env)
-    flags = [chromium, "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-             f"--user-data-dir={folder / 'profile'}", "--host-resolver-rules=MAP * ~NOTFOUND",
-             "--hide-scrollbars"]
+    subprocess.run(
+        [simlab, "report", "demo", "--html", str(page)], cwd=demo, check=True, capture_output=True, env=env
+    )
+    flags = [
+        chromium,
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-dev-shm-usage",
+        f"--user-data-dir={folder / 'profile'}",
+        "--host-resolver-rules=MAP * ~NOTFOUND",
+        "--hide-scrollbars",
+    ]
     text = page.read_text(encoding="utf-8")  # the "why trials failed" section alone, with the report's style
-    head, section = text[:text.index("<body>") + 6], re.search(r'<h2 id="why">.*?</p>', text, re.S)
+    head, section = text[: text.index("<body>") + 6], re.search(r'<h2 id="why">.*?</p>', text, re.S)
     why = demo / "why.html"
     why.write_text(head + (section.group(0) if section else "") + "</body></html>", encoding="utf-8")
     written = []
     for name, source, size in (("report-top.png", page, "1280,900"), ("report-why.png", why, "1280,640")):
-        subprocess.run([*flags, f"--window-size={size}", f"--screenshot={ASSETS / name}", source.resolve().as_uri()],
-                       check=True, capture_output=True, timeout=300)
+        subprocess.run(
+            [*flags, f"--window-size={size}", f"--screenshot={ASSETS / name}", source.resolve().as_uri()],
+            check=True,
+            capture_output=True,
+            timeout=300,
+        )
         written.append(name)
     return written
 

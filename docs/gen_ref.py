@@ -35,6 +35,7 @@ FILES = {
 
 # -- YAML fields from the JSON Schemas ------------------------------------------------------------
 
+
 def cell(text: Any) -> str:
     """Text fit for one table cell."""
     return " ".join(str(text).split()).replace("|", "\\|")
@@ -79,13 +80,23 @@ def type_of(schema: dict[str, Any], refs: list[str]) -> str:
     if kind is None:
         return "any"
     bounds = []
-    for key, sign in (("minimum", "≥"), ("exclusiveMinimum", ">"), ("maximum", "≤"), ("exclusiveMaximum", "<")):
+    for key, sign in (
+        ("minimum", "≥"),
+        ("exclusiveMinimum", ">"),
+        ("maximum", "≤"),
+        ("exclusiveMaximum", "<"),
+    ):
         if key in schema:
             bounds.append(f"{sign} {schema[key]}")
     if "pattern" in schema:
         bounds.append(f"matching `{schema['pattern']}`")
-    return {"string": "text", "integer": "integer", "number": "number", "boolean": "true/false",
-            "null": "null"}.get(kind, kind) + (f" ({', '.join(bounds)})" if bounds else "")
+    return {
+        "string": "text",
+        "integer": "integer",
+        "number": "number",
+        "boolean": "true/false",
+        "null": "null",
+    }.get(kind, kind) + (f" ({', '.join(bounds)})" if bounds else "")
 
 
 def table(schema: dict[str, Any], refs: list[str]) -> list[str]:
@@ -105,9 +116,15 @@ def fields_page(name: str, schema: dict[str, Any]) -> str:
     title, what = FILES[name]
     defs = schema.get("$defs", {})
     refs: list[str] = []
-    lines = [f"# {title}", "", NOTE.rstrip(), "",
-             f"The fields of {what} Unknown keys are errors (with a did-you-mean). Editors check the same "
-             f"rules as you type through `schemas/{name}.json` (`simlab schema` rewrites it).", ""]
+    lines = [
+        f"# {title}",
+        "",
+        NOTE.rstrip(),
+        "",
+        f"The fields of {what} Unknown keys are errors (with a did-you-mean). Editors check the same "
+        f"rules as you type through `schemas/{name}.json` (`simlab schema` rewrites it).",
+        "",
+    ]
     lines += table(schema, refs)
     done: set[str] = set()
     while len(done) < len(refs):  # every model the fields refer to, in the order first met
@@ -121,11 +138,14 @@ def fields_page(name: str, schema: dict[str, Any]) -> str:
         if rows:
             lines += rows
         else:
-            lines.append(f"Its form: {cell(type_of({k: v for k, v in sub.items() if k != 'description'}, refs))}.")
+            lines.append(
+                f"Its form: {cell(type_of({k: v for k, v in sub.items() if k != 'description'}, refs))}."
+            )
     return "\n".join(lines) + "\n"
 
 
 # -- checks -------------------------------------------------------------------------------------------
+
 
 def hard_defaults() -> list[tuple[str, str, str]]:
     """(where, default, description) of every `hard` a spec model or a built-in grader's parameters set."""
@@ -143,7 +163,11 @@ def hard_defaults() -> list[tuple[str, str, str]]:
         for field_name, info in model.model_fields.items():
             key = info.alias or field_name
             if field_name == "hard" and info.annotation is bool:
-                found[model.__name__] = (f"`{path}` ({model.__name__})", code(info.default), info.description or "")
+                found[model.__name__] = (
+                    f"`{path}` ({model.__name__})",
+                    code(info.default),
+                    info.description or "",
+                )
             for sub in models_in(info.annotation):
                 walk(sub, f"{path}.{key}" if path else key)
 
@@ -157,8 +181,12 @@ def hard_defaults() -> list[tuple[str, str, str]]:
             continue
         parameter = inspect.signature(info.factory).parameters.get("hard")
         if parameter is not None and parameter.default is not inspect.Parameter.empty:
-            found[f"grader:{name}"] = (f"grader `{name}`, parameter `hard` (`expect.graders`: "
-                                       f"`{{use: {name}, params: {{hard: …}}}}`)", code(parameter.default), "")
+            found[f"grader:{name}"] = (
+                f"grader `{name}`, parameter `hard` (`expect.graders`: "
+                f"`{{use: {name}, params: {{hard: …}}}}`)",
+                code(parameter.default),
+                "",
+            )
     return sorted(found.values())
 
 
@@ -177,17 +205,31 @@ def checks_page() -> str:
     from simlab.graders import registry
     from simlab.specs.base import CheckKind
 
-    lines = ["# Check kinds", "", NOTE.rstrip(), "",
-             "Every check a grader gives has one of these kinds. A **hard** check decides the trial's verdict; "
-             "a **soft** one only scores. What each check looks at, its default name and what exempts a call "
-             "are explained in [Every check](../concepts/checks.md); which verdict wins when several fail, in "
-             "[Verdicts](../concepts/verdicts.md).", "", "## Kinds", ""]
+    lines = [
+        "# Check kinds",
+        "",
+        NOTE.rstrip(),
+        "",
+        "Every check a grader gives has one of these kinds. A **hard** check decides the trial's verdict; "
+        "a **soft** one only scores. What each check looks at, its default name and what exempts a call "
+        "are explained in [Every check](../concepts/checks.md); which verdict wins when several fail, in "
+        "[Verdicts](../concepts/verdicts.md).",
+        "",
+        "## Kinds",
+        "",
+    ]
     lines += [f"- `{kind}`" for kind in typing.get_args(CheckKind)]
-    lines += ["", "## Built-in graders", "",
-              "Run in this order on every trial. A scenario's `expect.graders` (or a suite's `graders`) may "
-              "name one to set its parameters. *Kind* is the kind of the error check a grader gives when it "
-              "raises; *judge*: it asks the judge model (without one its checks are not run).", "",
-              "| grader | kind | judge | parameters | what it grades |", "|---|---|---|---|---|"]
+    lines += [
+        "",
+        "## Built-in graders",
+        "",
+        "Run in this order on every trial. A scenario's `expect.graders` (or a suite's `graders`) may "
+        "name one to set its parameters. *Kind* is the kind of the error check a grader gives when it "
+        "raises; *judge*: it asks the judge model (without one its checks are not run).",
+        "",
+        "| grader | kind | judge | parameters | what it grades |",
+        "|---|---|---|---|---|",
+    ]
     for name in registry.BUILTINS:
         info = registry.registered(name)
         if info is None:
@@ -195,17 +237,30 @@ def checks_page() -> str:
         factory = inspect.unwrap(info.factory)
         params = ", ".join(f"`{p}`" for p in inspect.signature(factory, eval_str=True).parameters.values())
         doc = re.sub(r"``([^`]+)``", r"`\1`", (inspect.getdoc(factory) or "").split("\n\n")[0])
-        lines.append(f"| `{name}` | {info.kind} | {'yes' if info.judge else 'no'} | {cell(params) or '—'} | "
-                     f"{cell(doc)} |")
-    lines += ["", "## Hardness you set", "",
-              "The checks whose hardness a spec or a grader's parameters choose, with their defaults. Every "
-              "other built-in check's hardness is fixed ([Every check](../concepts/checks.md) says which are "
-              "soft).", "", "| where | default `hard` | description |", "|---|---|---|"]
-    lines += [f"| {cell(where)} | {default} | {cell(description)} |" for where, default, description in hard_defaults()]
+        lines.append(
+            f"| `{name}` | {info.kind} | {'yes' if info.judge else 'no'} | {cell(params) or '—'} | "
+            f"{cell(doc)} |"
+        )
+    lines += [
+        "",
+        "## Hardness you set",
+        "",
+        "The checks whose hardness a spec or a grader's parameters choose, with their defaults. Every "
+        "other built-in check's hardness is fixed ([Every check](../concepts/checks.md) says which are "
+        "soft).",
+        "",
+        "| where | default `hard` | description |",
+        "|---|---|---|",
+    ]
+    lines += [
+        f"| {cell(where)} | {default} | {cell(description)} |"
+        for where, default, description in hard_defaults()
+    ]
     return "\n".join(lines) + "\n"
 
 
 # -- exit codes -----------------------------------------------------------------------------------------
+
 
 def exit_codes_page() -> str:
     import simlab.cli.main as cli_main
@@ -216,25 +271,44 @@ def exit_codes_page() -> str:
     rows = []
     for name, value, comment in re.findall(r"^(EXIT_\w+) = (\d+)(?:\s*#\s*(.*))?$", source, re.M):
         rows.append((int(value), name, comment or name.removeprefix("EXIT_").replace("_", " ").lower()))
-    rows.append((cli_main.EXIT_INTERRUPTED, "EXIT_INTERRUPTED", "interrupted (Ctrl-C): finished trials are kept, "
-                 "and the command that resumes the run is printed"))
+    rows.append(
+        (
+            cli_main.EXIT_INTERRUPTED,
+            "EXIT_INTERRUPTED",
+            "interrupted (Ctrl-C): finished trials are kept, and the command that resumes the run is printed",
+        )
+    )
     internal = re.search(r"internal error.*?return (\d+)", inspect.getsource(cli_main), re.S)
     if internal:
-        rows.append((int(internal.group(1)), "—", "a bug in simlab: one line (`SIMLAB_DEBUG=1` shows the traceback)"))
-    lines = ["# Exit codes", "", NOTE.rstrip(), "",
-             "Every command exits with one of these. INCONCLUSIVE is 3 everywhere: a check that did not run "
-             "is never a pass. The last column is what the code means where a suite's gates decide: "
-             "`simlab run --suite`, `simlab gate`, `compare --fail-on-regression`, `simlab.Run.gate` and the "
-             "pytest plugin decide by one rule.", "", "| code | name | meaning | with gates |", "|---|---|---|---|"]
+        rows.append(
+            (int(internal.group(1)), "—", "a bug in simlab: one line (`SIMLAB_DEBUG=1` shows the traceback)")
+        )
+    lines = [
+        "# Exit codes",
+        "",
+        NOTE.rstrip(),
+        "",
+        "Every command exits with one of these. INCONCLUSIVE is 3 everywhere: a check that did not run "
+        "is never a pass. The last column is what the code means where a suite's gates decide: "
+        "`simlab run --suite`, `simlab gate`, `compare --fail-on-regression`, `simlab.Run.gate` and the "
+        "pytest plugin decide by one rule.",
+        "",
+        "| code | name | meaning | with gates |",
+        "|---|---|---|---|",
+    ]
     for value, name, comment in sorted(rows):
         shown = f"`{name}`" if name != "—" else "—"
         lines.append(f"| {value} | {shown} | {cell(comment)} | {gates.VERDICT.get(value, '')} |")
-    lines += ["", "Why a run is inconclusive, and the exit codes of `simlab compare`: "
-              "[Grade, report, compare, gate](../how-to/report-compare-gate.md)."]
+    lines += [
+        "",
+        "Why a run is inconclusive, and the exit codes of `simlab compare`: "
+        "[Grade, report, compare, gate](../how-to/report-compare-gate.md).",
+    ]
     return "\n".join(lines) + "\n"
 
 
 # -- all of it ---------------------------------------------------------------------------------------
+
 
 def pages() -> dict[Path, str]:
     """Every generated page, by path."""

@@ -13,7 +13,15 @@ import pytest
 
 from simlab.cli.main import main
 from simlab.llm.fakes import unregister_fake
-from simlab.llm.faults import MALFORMED, PERMANENT, TRANSIENT, UNKNOWN_TOOL_NAME, Fault, FaultPlan, FaultyModel
+from simlab.llm.faults import (
+    MALFORMED,
+    PERMANENT,
+    TRANSIENT,
+    UNKNOWN_TOOL_NAME,
+    Fault,
+    FaultPlan,
+    FaultyModel,
+)
 from simlab.runner.store import RunStore
 from tests.fixtures.hostile.helpers import agent_reply, judge_reply, read_lines, user_reply, write_llm_project
 

@@ -12,7 +12,16 @@ from simlab.graders.drift import grade_drift, identifiers
 from simlab.sim.agents import PythonAgent
 from simlab.sim.loop import run_trial
 from simlab.sim.simulators import RulesSimulator, ScriptedSimulator
-from simlab.transcript import AgentMessage, Pin, Signal, Termination, ToolCall, ToolResult, Transcript, UserMessage
+from simlab.transcript import (
+    AgentMessage,
+    Pin,
+    Signal,
+    Termination,
+    ToolCall,
+    ToolResult,
+    Transcript,
+    UserMessage,
+)
 from tests.support import KV, kv_agent, make_trial, scenario
 
 

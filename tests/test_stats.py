@@ -11,7 +11,15 @@ import math
 
 import pytest
 
-from simlab.results.stats import diff_interval, flake_class, mean_defined, pass_at_k, pass_hat_k, percentile, wilson
+from simlab.results.stats import (
+    diff_interval,
+    flake_class,
+    mean_defined,
+    pass_at_k,
+    pass_hat_k,
+    percentile,
+    wilson,
+)
 
 
 def test_pass_hat_k_by_hand():

@@ -10,12 +10,14 @@ Unknown numbers stay ``None``, never 0.
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import Any
 
 from simlab.transcript.blame import diagnose
+from simlab.transcript.checks import Check
 from simlab.transcript.counts import tool_counts
 from simlab.transcript.head import CHECK_COLUMN, REASON_CHARS, TrialFigures, TrialHead
-from simlab.transcript.model import Pin, TrialRecord, Usage, spends_nothing_unseen
+from simlab.transcript.model import Pin, Transcript, TrialRecord, Usage, spends_nothing_unseen
 
 ROLES = ("agent", "simulator", "judge")
 USAGE_FIELDS = ("input_tokens", "output_tokens", "cached_tokens", "cost_usd")
@@ -99,56 +101,18 @@ def record_head(record: TrialRecord) -> TrialHead:
         "model_calls": counts.get("model_call", 0),
         "duration_s": t.duration_s,
     }
-    for name in ROLES:
-        acc = usage.get(name)
-        if acc is not None:
-            for f in USAGE_FIELDS:
-                row[f"{name}_{f}"] = getattr(acc, f)
-        else:
-            pin = t.agent if name == "agent" else t.simulator if name == "simulator" else None
-            zero = 0 if pin is not None and _known_zero(pin) else None
-            for f in USAGE_FIELDS:
-                row[f"{name}_{f}"] = zero
-    row["cost_usd"] = _plus(row["agent_cost_usd"], row["simulator_cost_usd"])
-    row["judge_calls"] = usage["judge"].calls if "judge" in usage else 0
-    row["retries"] = sum(a.retries for a in usage.values())
-    row["retry_wait_s"] = sum(a.retry_wait_s for a in usage.values())
-    row["model_latency_s"] = sum(a.latency_s for a in usage.values())
-    failed: list[tuple[str, str, bool]] = []
-    not_run: list[str] = []
-    unjudged: list[tuple[str, str]] = []
-    errored: list[tuple[str, str, bool, str]] = []
-    attacks: dict[str, bool] = {}
-    hard_failed, violations, efficiency, tool_pr = [], 0, None, None
-    for c in record.checks:  # one pass over the checks
-        if c.status == "fail":
-            failed.append((c.name, c.kind, c.hard))
-            if c.hard:
-                hard_failed.append(c.name)
-            if c.kind == "policy":
-                violations += 1
-        elif c.status == "not_run":
-            not_run.append(c.name)
-            if c.hard:
-                unjudged.append((c.name, c.kind))
-        elif c.status == "error":
-            errored.append((c.name, c.kind, c.hard, c.reason[:REASON_CHARS]))
-        if efficiency is None and c.name == "efficiency":
-            efficiency = c.details
-        if tool_pr is None and c.name == "tool_precision" and c.kind == "trajectory":
-            tool_pr = c.details
-        if c.category is not None:
-            attacks[c.category] = attacks.get(c.category, False) or c.status == "fail"
-    details = efficiency or {}
+    row.update(_usage_columns(t, usage))
+    checks = _Checks.of(record.checks)
+    details = checks.efficiency or {}
     redundant = details.get("redundant_calls")
     loop = details.get("loop")
     row["redundant_calls"] = (
         redundant if isinstance(redundant, int) and not isinstance(redundant, bool) else None
     )
     row["loop"] = loop if isinstance(loop, bool) else t.termination.reason.value == "agent_loop"
-    row["failed_checks"] = "; ".join(hard_failed)
-    row["policy_violations"] = violations
-    row["not_run_checks"] = len(not_run)
+    row["failed_checks"] = "; ".join(checks.hard_failed)
+    row["policy_violations"] = checks.violations
+    row["not_run_checks"] = len(checks.not_run)
     row["check_count"] = len(record.checks)
     row["replayed"] = t.replay is not None
     row["diverged_turn"] = t.replay.diverged_turn if t.replay is not None else None
@@ -164,13 +128,73 @@ def record_head(record: TrialRecord) -> TrialHead:
         row[CHECK_COLUMN + c.name] = c.status
     return TrialHead(
         row=TrialFigures(**row),
-        failed=failed,
-        not_run=not_run,
-        unjudged=unjudged,
-        errored=errored,
-        attacks=attacks,
-        tool_counts=_tool_counts(tool_pr),
+        failed=checks.failed,
+        not_run=checks.not_run,
+        unjudged=checks.unjudged,
+        errored=checks.errored,
+        attacks=checks.attacks,
+        tool_counts=_tool_counts(checks.tool_pr),
     )
+
+
+def _usage_columns(t: Transcript, usage: dict[str, _RoleUsage]) -> dict[str, Any]:
+    """Tokens and cost per role (a role with no call: 0 where it spends nothing unseen, else
+    unknown), the run's cost, judge calls, retries and latency."""
+    row: dict[str, Any] = {}
+    for name in ROLES:
+        acc = usage.get(name)
+        if acc is not None:
+            for f in USAGE_FIELDS:
+                row[f"{name}_{f}"] = getattr(acc, f)
+        else:
+            pin = t.agent if name == "agent" else t.simulator if name == "simulator" else None
+            zero = 0 if pin is not None and _known_zero(pin) else None
+            for f in USAGE_FIELDS:
+                row[f"{name}_{f}"] = zero
+    row["cost_usd"] = _plus(row["agent_cost_usd"], row["simulator_cost_usd"])
+    row["judge_calls"] = usage["judge"].calls if "judge" in usage else 0
+    row["retries"] = sum(a.retries for a in usage.values())
+    row["retry_wait_s"] = sum(a.retry_wait_s for a in usage.values())
+    row["model_latency_s"] = sum(a.latency_s for a in usage.values())
+    return row
+
+
+@dataclass
+class _Checks:
+    """What the head keeps of a trial's checks, gathered in one pass."""
+
+    failed: list[tuple[str, str, bool]] = field(default_factory=list)
+    not_run: list[str] = field(default_factory=list)
+    unjudged: list[tuple[str, str]] = field(default_factory=list)
+    errored: list[tuple[str, str, bool, str]] = field(default_factory=list)
+    attacks: dict[str, bool] = field(default_factory=dict)
+    hard_failed: list[str] = field(default_factory=list)
+    violations: int = 0
+    efficiency: dict[str, Any] | None = None
+    tool_pr: dict[str, Any] | None = None
+
+    @classmethod
+    def of(cls, checks: list[Check]) -> _Checks:
+        out = cls()
+        for c in checks:
+            if c.status == "fail":
+                out.failed.append((c.name, c.kind, c.hard))
+                if c.hard:
+                    out.hard_failed.append(c.name)
+                out.violations += c.kind == "policy"
+            elif c.status == "not_run":
+                out.not_run.append(c.name)
+                if c.hard:
+                    out.unjudged.append((c.name, c.kind))
+            elif c.status == "error":
+                out.errored.append((c.name, c.kind, c.hard, c.reason[:REASON_CHARS]))
+            if out.efficiency is None and c.name == "efficiency":
+                out.efficiency = c.details
+            if out.tool_pr is None and c.name == "tool_precision" and c.kind == "trajectory":
+                out.tool_pr = c.details
+            if c.category is not None:
+                out.attacks[c.category] = out.attacks.get(c.category, False) or c.status == "fail"
+        return out
 
 
 def _tool_counts(details: dict[str, Any] | None) -> tuple[int, int, int] | None:

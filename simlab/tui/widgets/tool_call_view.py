@@ -28,9 +28,9 @@ class ToolCallView(Collapsible):
         body = FoldedText(mark(tool_result_text(call, result), highlight), classes="tool-body")
         super().__init__(
             body,
-            title=title,
+            title=title,  # type: ignore[arg-type]
             collapsed=collapsed,
-            id=f"ev-{index}",  # type: ignore[arg-type]
+            id=f"ev-{index}",
             classes="event tool" + (" failed" if failed else ""),
         )
         self.call = call

@@ -37,9 +37,9 @@ class TranscriptView(VerticalScroll):
                     self.owner[j] = i
                 yield ToolCallView(
                     event,
-                    events[j] if j is not None else None,
+                    events[j] if j is not None else None,  # type: ignore[arg-type]
                     i,
-                    j,  # type: ignore[arg-type]
+                    j,
                     highlight=self.highlight,
                     collapsed=not self.expanded,
                 )

@@ -1,6 +1,6 @@
 """Write the generated reference pages of the docs site from the code, never by hand.
 
-    python docs/gen_ref.py           # rewrites docs/reference/{scenario,persona,suite,config,checks,exit-codes,cli}.md
+    python docs/gen_ref.py           # rewrites docs/reference/*.md (the fields, checks, exit codes, CLI)
     python docs/gen_ref.py --check   # exit 1 when a committed page differs from what this writes
 
 - the YAML fields of each spec file, from the JSON Schemas simlab writes for editors

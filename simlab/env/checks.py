@@ -220,54 +220,69 @@ def _walk(model: Any, path: str, name: str) -> tuple[str | None, str | None]:
             and not get_args(options[0])
         ):
             return None, f"goes into {walked or 'the state'}, a free-form value ({_type_name(tp)})"
-        tp = options[0]
-        origin, args = get_origin(tp), get_args(tp)
-        label = walked or "the state"
-        if isinstance(step, str) and step != "*":
-            if isinstance(tp, type) and issubclass(tp, BaseModel):
-                fields = list(tp.model_fields)
-                if step not in fields:
-                    where = f"{label} ({tp.__name__})" if walked else "the state"
-                    return (
-                        f"{step!r} is not in {where} of domain {name!r}{suggest(step, fields)} "
-                        f"(fields: {', '.join(fields)})"
-                    ), None
-                tp = tp.model_fields[step].annotation
-            elif origin is dict or tp is dict:
-                tp = args[1] if len(args) == 2 else Any
-            elif origin in (list, tuple) or tp in (list, tuple):
-                return f"{label} is a list: use [index] or [field=value], not .{step}", None
-            else:
-                return f"{label} is {_type_name(tp)}: it has no part {step!r}", None
-        elif step == "*":
-            if isinstance(tp, type) and issubclass(tp, BaseModel):
-                return None, None  # any field: the rest depends on which
-            if origin is dict or tp is dict:
-                tp = args[1] if len(args) == 2 else Any
-            else:
-                return f"{label} is {_type_name(tp)}: '*' needs a mapping", None
-        elif isinstance(step, int):
-            if origin not in (list, tuple) and tp not in (list, tuple):
-                return f"{label} is {_type_name(tp)}, not a list: [{step}] cannot index it", None
-            tp = args[0] if args else Any
-        else:  # a [field=value] filter
-            if origin in (list, tuple, dict) or tp in (list, tuple, dict):
-                tp = (args[-1] if origin is dict else args[0]) if args else Any
-            else:
-                return f"{label} is {_type_name(tp)}: [{step[0]}=…] needs a list or a mapping", None
-            item = members(tp)
-            if len(item) == 1 and isinstance(item[0], type) and issubclass(item[0], BaseModel):
-                fields = list(item[0].model_fields)
-                if step[0] not in fields:
-                    return (
-                        f"[{step[0]}=…]: {step[0]!r} is not a field of the items of {label}"
-                        f"{suggest(step[0], fields)} (fields: {', '.join(fields)})"
-                    ), None
+        tp, end = _step(options[0], step, walked, name)
+        if end is not None:
+            return end
         if isinstance(step, str):
             walked += f".{step}" if walked else step
         else:
             walked += f"[{step if isinstance(step, int) else step[0] + '=…'}]"
     return None, None
+
+
+Walk = tuple[str | None, str | None]
+
+
+def _step(tp: Any, step: Any, walked: str, name: str) -> tuple[Any, Walk | None]:
+    """One step of a path into type ``tp``: (the type it reaches, None), or (tp, (problem, note))
+    where the walk ends (a problem, or a part whose shape the rest depends on)."""
+    origin, args = get_origin(tp), get_args(tp)
+    label = walked or "the state"
+    if isinstance(step, str) and step != "*":
+        if isinstance(tp, type) and issubclass(tp, BaseModel):
+            fields = list(tp.model_fields)
+            if step not in fields:
+                where = f"{label} ({tp.__name__})" if walked else "the state"
+                return tp, (
+                    f"{step!r} is not in {where} of domain {name!r}{suggest(step, fields)} "
+                    f"(fields: {', '.join(fields)})",
+                    None,
+                )
+            return tp.model_fields[step].annotation, None
+        if origin is dict or tp is dict:
+            return (args[1] if len(args) == 2 else Any), None
+        if origin in (list, tuple) or tp in (list, tuple):
+            return tp, (f"{label} is a list: use [index] or [field=value], not .{step}", None)
+        return tp, (f"{label} is {_type_name(tp)}: it has no part {step!r}", None)
+    if step == "*":
+        if isinstance(tp, type) and issubclass(tp, BaseModel):
+            return tp, (None, None)  # any field: the rest depends on which
+        if origin is dict or tp is dict:
+            return (args[1] if len(args) == 2 else Any), None
+        return tp, (f"{label} is {_type_name(tp)}: '*' needs a mapping", None)
+    if isinstance(step, int):
+        if origin not in (list, tuple) and tp not in (list, tuple):
+            return tp, (f"{label} is {_type_name(tp)}, not a list: [{step}] cannot index it", None)
+        return (args[0] if args else Any), None
+    return _filter_step(tp, step, label)
+
+
+def _filter_step(tp: Any, step: tuple[str, Any], label: str) -> tuple[Any, Walk | None]:
+    """A ``[field=value]`` step: into a list's (or a mapping's) items, whose field must exist."""
+    origin, args = get_origin(tp), get_args(tp)
+    if not (origin in (list, tuple, dict) or tp in (list, tuple, dict)):
+        return tp, (f"{label} is {_type_name(tp)}: [{step[0]}=…] needs a list or a mapping", None)
+    tp = (args[-1] if origin is dict else args[0]) if args else Any
+    item = members(tp)
+    if len(item) == 1 and isinstance(item[0], type) and issubclass(item[0], BaseModel):
+        fields = list(item[0].model_fields)
+        if step[0] not in fields:
+            return tp, (
+                f"[{step[0]}=…]: {step[0]!r} is not a field of the items of {label}"
+                f"{suggest(step[0], fields)} (fields: {', '.join(fields)})",
+                None,
+            )
+    return tp, None
 
 
 def _type_name(tp: Any) -> str:

@@ -162,6 +162,32 @@ class Rule(SpecModel):
     def _one_or_more(cls, value: Any) -> Any:
         return [value] if isinstance(value, str) else value
 
+    def tool_references(self) -> list[tuple[tuple[Any, ...], str]]:
+        """Every tool name this rule mentions, with the field path (inside the rule) that mentions it."""
+        refs: list[tuple[tuple[Any, ...], str]] = [
+            (("before", j), name) for j, name in enumerate(self.before or [])
+        ]
+        if self.after_confirmation:
+            refs.append((("after_confirmation",), self.after_confirmation))
+        refs += [
+            (("consent", j), source.split(".", 1)[0])
+            for j, source in enumerate(self.consent or [])
+            if source != "conversation"
+        ]
+        refs += [(("max_calls", name), name) for name in self.max_calls or {}]
+        if self.limit and (match := LIMIT.match(self.limit)):
+            refs.append((("limit",), match.group(1)))
+        if self.unless:
+            refs.append((("unless",), self.unless))
+        for key, value in (self.owner or {}).items():
+            if key == "principal_from":
+                refs.append((("owner", key), value.split(".", 1)[0]))
+            elif key != "principal" and "." in key:
+                refs.append((("owner", key), key.split(".", 1)[0]))
+        if self.forbid_args and "tool" in self.forbid_args:
+            refs.append((("forbid_args", "tool"), str(self.forbid_args["tool"])))
+        return refs
+
 
 def _check_owner(owner: dict[str, str]) -> None:
     given = [k for k in ("principal", "principal_from") if k in owner]
@@ -377,26 +403,7 @@ class Expect(SpecModel):
                 (("forbidden", i), item) if isinstance(item, str) else (("forbidden", i, "tool"), item.tool)
             )
         for i, rule in enumerate(self.rules):
-            for j, name in enumerate(rule.before or []):
-                refs.append((("rules", i, "before", j), name))
-            if rule.after_confirmation:
-                refs.append((("rules", i, "after_confirmation"), rule.after_confirmation))
-            for j, source in enumerate(rule.consent or []):
-                if source != "conversation":
-                    refs.append((("rules", i, "consent", j), source.split(".", 1)[0]))
-            for name in rule.max_calls or {}:
-                refs.append((("rules", i, "max_calls", name), name))
-            if rule.limit and (match := LIMIT.match(rule.limit)):
-                refs.append((("rules", i, "limit"), match.group(1)))
-            if rule.unless:
-                refs.append((("rules", i, "unless"), rule.unless))
-            for key, value in (rule.owner or {}).items():
-                if key == "principal_from":
-                    refs.append((("rules", i, "owner", key), value.split(".", 1)[0]))
-                elif key != "principal" and "." in key:
-                    refs.append((("rules", i, "owner", key), key.split(".", 1)[0]))
-            if rule.forbid_args and "tool" in rule.forbid_args:
-                refs.append((("rules", i, "forbid_args", "tool"), str(rule.forbid_args["tool"])))
+            refs.extend(((("rules", i, *path), name) for path, name in rule.tool_references()))
         if self.first_tool_call is not None:
             refs.append((("first_tool_call", "tool"), self.first_tool_call.tool))
         return refs

@@ -156,7 +156,7 @@ def load_run(run: str | Path | None = None, *, project: str | Path = ".") -> Run
     return Run(resolve_run(None if run is None else str(run), transcripts), project=root)
 
 
-def run(
+def run(  # noqa: PLR0913 - keyword-only, one per flag of `simlab run`
     scenarios: str | Path | list[str | Path] | None = None,
     *,
     suite: str | Path | None = None,
@@ -231,7 +231,7 @@ def run(
         return pool.submit(play).result()  # a loop runs here (a notebook): the batch gets a thread of its own
 
 
-async def arun(
+async def arun(  # noqa: PLR0913 - run's signature, for await
     scenarios: str | Path | list[str | Path] | None = None,
     *,
     suite: str | Path | None = None,

@@ -127,7 +127,7 @@ class StrictServer:
                 except OSError:  # cut by stop()
                     pass
 
-            def do_POST(self) -> None:  # noqa: N802 - the standard library's name
+            def do_POST(self) -> None:  # the standard library's name
                 length = int(self.headers.get("Content-Length") or 0)
                 raw = self.rfile.read(length)
                 server._arrive()

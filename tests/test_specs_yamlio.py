@@ -18,7 +18,7 @@ from simlab.specs import (  # noqa: E402
     Persona,
     Scenario,
     load_model,
-    yamlio,  # noqa: E402
+    yamlio,
 )
 from simlab.specs.yamlio import MAX_BYTES, MAX_DEPTH, line_for, load_yaml_file, load_yaml_text  # noqa: E402
 

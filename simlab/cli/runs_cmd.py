@@ -38,7 +38,7 @@ def run(args: argparse.Namespace) -> int:
         try:
             manifest = store.read_manifest() or {}
             done = len(store.finished_unit_ids())
-        except Exception as exc:  # noqa: BLE001 - one unreadable run must not hide the others
+        except Exception as exc:  # one unreadable run must not hide the others
             print(f"{one_line(folder.name):<24} cannot be read: {one_line(exc)}")
             continue
         planned = manifest.get("units")

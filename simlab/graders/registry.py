@@ -161,7 +161,7 @@ def _signature(factory: Callable[..., Any]) -> inspect.Signature:
     """The factory's parameters, shown as written (``list[str]``, not ``'list[str]'``)."""
     try:
         signature = inspect.signature(factory, eval_str=True)
-    except Exception:  # noqa: BLE001 - an annotation that does not evaluate: shown as text
+    except Exception:  # an annotation that does not evaluate: shown as text
         signature = inspect.signature(factory)
     return signature.replace(return_annotation=inspect.Signature.empty)
 
@@ -293,7 +293,7 @@ def resolve(use: GraderUse) -> Grader:
         return factory(**use.params)
     except GraderError:
         raise
-    except Exception as exc:  # noqa: BLE001 - the user's factory refused its parameters: one line
+    except Exception as exc:  # the user's factory refused its parameters: one line
         raise GraderError(
             f"grader {use.use}: its factory raised {type(exc).__name__}: {_one_line(str(exc))}", "params"
         ) from None

@@ -43,7 +43,7 @@ class LiteLLMModel:
     never stored. ``params`` are extra LiteLLM arguments (``max_tokens``, ``mock_response``...).
     """
 
-    def __init__(
+    def __init__(  # noqa: PLR0913 - keyword-only: one per setting of a model role
         self,
         model: str,
         *,

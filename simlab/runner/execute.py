@@ -90,7 +90,7 @@ class _Writes:
                 self._writing = (future, [record for _, record in batch])
                 try:
                     await asyncio.wrap_future(future)
-                except Exception as exc:  # noqa: BLE001 - the disk's error stops the run
+                except Exception as exc:  # the disk's error stops the run
                     self.error = exc
                     return
                 finally:
@@ -127,7 +127,7 @@ class _Writes:
         for record in records:
             try:
                 self._done(record)
-            except Exception as exc:  # noqa: BLE001
+            except Exception as exc:
                 self.report_error = self.report_error or exc
 
 
@@ -159,7 +159,7 @@ class _Grading:
     async def _run(self) -> None:
         try:
             await self._grade_all()
-        except Exception as exc:  # noqa: BLE001 - a bug in the lab: stop the run with it, never hang
+        except Exception as exc:  # a bug in the lab: stop the run with it, never hang
             self.error = exc
             self._room.set()  # what waits is left to close_now, which tries once more
             self._drained.set()
@@ -253,143 +253,169 @@ async def execute(
     conversation ends, and one grading task grades the finished ones in between the steps of
     the trials in flight, so that hundreds of trials ending together never hold up the others.
     With a judge, or a user's async grader (it may wait), each trial is graded in its slot."""
-    outcome = RunOutcome()
-    queue: Iterator[WorkUnit] = iter(units)
-    states = {sid: plan.domains[sid].build_state(s.spec.initial_state) for sid, s in plan.scenarios.items()}
-    limits = {sid: _limits(plan, s.spec.limits) for sid, s in plan.scenarios.items()}
-    failure: list[ModelError] = []
-    memos: dict[str, dict[str, Any]] = {}  # per scenario: what grading its trials shares
-    spent = [0.0]  # known cost so far; unknown costs cannot be counted against the run budget
+    play = _Play(plan, units, agent, simulator, appender, on_trial, judge, stop)
+    return await play.run(len(units) if isinstance(units, Sized) else plan.concurrency)
 
-    def on_disk(record: TrialRecord) -> None:
-        outcome.finished += 1
+
+class _Play:
+    """One ``execute``: the units left, the run's budget, and what stops it."""
+
+    def __init__(
+        self,
+        plan: RunPlan,
+        units: Iterable[WorkUnit],
+        agent: Agent,
+        simulator: Simulator,
+        appender: Appender,
+        on_trial: OnTrial | None,
+        judge: ChatModel | None,
+        stop: Stop | None,
+    ):
+        self.plan, self.agent, self.simulator, self.judge = plan, agent, simulator, judge
+        self.on_trial, self.stop = on_trial, stop
+        self.outcome = RunOutcome()
+        self.queue: Iterator[WorkUnit] = iter(units)  # shared: each unit is taken by exactly one slot
+        self.states = {
+            sid: plan.domains[sid].build_state(s.spec.initial_state) for sid, s in plan.scenarios.items()
+        }
+        self.limits = {sid: _limits(plan, s.spec.limits) for sid, s in plan.scenarios.items()}
+        self.failure: list[ModelError] = []
+        self.memos: dict[str, dict[str, Any]] = {}  # per scenario: what grading its trials shares
+        self.spent = 0.0  # known cost so far; unknown costs cannot be counted against the run budget
+        self.writes = _Writes(appender, self.on_disk)
+        waits = judge is not None or any(
+            graders_of(s.spec, self.memos.setdefault(sid, {}), plan.graders).may_wait
+            for sid, s in plan.scenarios.items()
+        )
+        self.later = None if waits else _Grading(self.graded, self.writes, plan.concurrency)
+
+    def on_disk(self, record: TrialRecord) -> None:
+        self.outcome.finished += 1
         reason = record.transcript.termination.reason.value
-        outcome.reasons[reason] = outcome.reasons.get(reason, 0) + 1
-        if on_trial:
-            on_trial(record)
+        self.outcome.reasons[reason] = self.outcome.reasons.get(reason, 0) + 1
+        if self.on_trial:
+            self.on_trial(record)
 
-    def count_cost(transcript: Transcript) -> None:
-        spent[0] += transcript.known_cost_usd()
-        if plan.max_run_cost_usd is not None and spent[0] >= plan.max_run_cost_usd and not outcome.stopped_by:
-            outcome.stopped_by = (
-                f"the run budget of ${plan.max_run_cost_usd:g} is spent (${spent[0]:.4f}); "
-                "no new trial was started"
+    def count_cost(self, transcript: Transcript) -> None:
+        budget = self.plan.max_run_cost_usd
+        self.spent += transcript.known_cost_usd()
+        if budget is not None and self.spent >= budget and not self.outcome.stopped_by:
+            self.outcome.stopped_by = (
+                f"the run budget of ${budget:g} is spent (${self.spent:.4f}); no new trial was started"
             )
 
-    def attempted(record: TrialRecord) -> TrialRecord:
+    def attempted(self, record: TrialRecord) -> TrialRecord:
         """The record with the unit's earlier attempts (errors played again on resume) noted."""
-        earlier = plan.earlier_attempts.get(record.unit_id)
+        earlier = self.plan.earlier_attempts.get(record.unit_id)
         if earlier:
             record.attempt, record.earlier_attempts = len(earlier) + 1, list(earlier)
         return record
 
-    async def graded(trial: Trial, transcript: Transcript) -> TrialRecord | None:
+    async def graded(self, trial: Trial, transcript: Transcript) -> TrialRecord | None:
         """The record of a played trial; None when the judge's provider failed for good."""
+        plan = self.plan
         try:
-            return attempted(
-                await grade_record(
-                    transcript,
-                    plan.scenarios[trial.scenario.id],
-                    trial.domain,
-                    judge,
-                    memos.setdefault(trial.scenario.id, {}),
-                    plan.graders,
-                )
+            memo = self.memos.setdefault(trial.scenario.id, {})
+            loaded = plan.scenarios[trial.scenario.id]
+            return self.attempted(
+                await grade_record(transcript, loaded, trial.domain, self.judge, memo, plan.graders)
             )
         except ModelError as exc:
-            failure.append(exc)
+            self.failure.append(exc)
             return None
         except Exception as exc:  # a bug in the lab: record it against this trial, keep going
-            return attempted(
+            return self.attempted(
                 TrialRecord(unit_id=trial.unit_id, transcript=_crashed(trial, exc), verdict="error")
             )
 
-    writes = _Writes(appender, on_disk)
-    waits = judge is not None or any(
-        graders_of(s.spec, memos.setdefault(sid, {}), plan.graders).may_wait
-        for sid, s in plan.scenarios.items()
-    )
-    later = None if waits else _Grading(graded, writes, plan.concurrency)
+    def halted(self) -> bool:
+        """Whether to start no new trial: a provider failed, a write failed, or the run stops."""
+        later, writes = self.later, self.writes
+        if self.failure or self.outcome.stopped_by or writes.error or writes.report_error:
+            return True
+        if later is not None and later.error:
+            return True
+        if self.stop is not None and (why := self.stop()):
+            self.outcome.stopped_by = why
+            return True
+        return False
 
-    async def worker() -> None:
-        for unit in queue:  # a shared iterator: each unit is taken by exactly one worker
-            if (
-                failure
-                or outcome.stopped_by
-                or writes.error
-                or writes.report_error
-                or (later and later.error)
-            ):
+    def trial_of(self, unit: WorkUnit) -> Trial:
+        loaded = self.plan.scenarios[unit.scenario_id]
+        return Trial(
+            run_id=self.plan.run_id,
+            unit_id=unit.unit_id,
+            trial=unit.trial,
+            seed=unit.seed,
+            scenario=loaded.spec,
+            persona=loaded.persona,
+            domain=self.plan.domains[unit.scenario_id],
+            initial_state=self.states[unit.scenario_id],
+            agent=self.agent,
+            simulator=self.simulator,
+            limits=self.limits[unit.scenario_id],
+        )
+
+    async def slot(self) -> None:
+        """One of ``concurrency`` slots: plays units one after another until none is left or the
+        run halts."""
+        for unit in self.queue:
+            if self.halted():
                 return
-            if stop is not None and (why := stop()):
-                outcome.stopped_by = why
-                return
-            loaded = plan.scenarios[unit.scenario_id]
-            trial = Trial(
-                run_id=plan.run_id,
-                unit_id=unit.unit_id,
-                trial=unit.trial,
-                seed=unit.seed,
-                scenario=loaded.spec,
-                persona=loaded.persona,
-                domain=plan.domains[unit.scenario_id],
-                initial_state=states[unit.scenario_id],
-                agent=agent,
-                simulator=simulator,
-                limits=limits[unit.scenario_id],
-            )
+            trial = self.trial_of(unit)
             try:
                 transcript = await run_trial(trial)
             except ModelError as exc:
-                failure.append(exc)
+                self.failure.append(exc)
                 return
             except Exception as exc:  # a bug in the lab: record it against this trial, keep going
                 transcript = _crashed(trial, exc)
-                count_cost(transcript)
-                await writes.put(
-                    attempted(TrialRecord(unit_id=unit.unit_id, transcript=transcript, verdict="error"))
-                )
+                self.count_cost(transcript)
+                record = TrialRecord(unit_id=unit.unit_id, transcript=transcript, verdict="error")
+                await self.writes.put(self.attempted(record))
                 continue
-            if later is not None:
-                count_cost(transcript)
-                await later.put(trial, transcript)
+            if self.later is not None:
+                self.count_cost(transcript)
+                await self.later.put(trial, transcript)
                 continue
-            record = await graded(trial, transcript)
-            if record is None:
+            graded = await self.graded(trial, transcript)
+            if graded is None:
                 return
-            count_cost(record.transcript)  # with the judge's calls
-            await writes.put(record)
+            self.count_cost(graded.transcript)  # with the judge's calls
+            await self.writes.put(graded)
 
-    planned = len(units) if isinstance(units, Sized) else plan.concurrency
-    services = _agent_services(agent) if planned else contextlib.nullcontext()
-    workers: list[asyncio.Task[None]] = []
-    try:
-        async with services:  # issue 15: e.g. an HTTP agent's tool server, up while its trials play
-            workers = [asyncio.create_task(worker()) for _ in range(max(1, min(plan.concurrency, planned)))]
-            with _quiet_gc():
-                await asyncio.gather(*workers)
-                if later is not None:
-                    await later.close()
-                await writes.close()
-    finally:
-        for task in workers:
-            task.cancel()
+    async def run(self, planned: int) -> RunOutcome:
+        later, writes, plan = self.later, self.writes, self.plan
+        services = _agent_services(self.agent) if planned else contextlib.nullcontext()
+        slots: list[asyncio.Task[None]] = []
         try:
-            if later is not None:
-                later.close_now()  # after an interruption: every trial that ended is graded and written
+            async with services:  # issue 15: e.g. an HTTP agent's tool server, up while its trials play
+                count = max(1, min(plan.concurrency, planned))
+                slots = [asyncio.create_task(self.slot()) for _ in range(count)]
+                with _quiet_gc():
+                    await asyncio.gather(*slots)
+                    if later is not None:
+                        await later.close()
+                    await writes.close()
         finally:
-            writes.close_now()
-    for error in (writes.error, later.error if later else None, writes.report_error):
-        if error is not None:
-            raise error
-    if failure:
-        exc = failure[0]
-        outcome.stopped_by = exc.describe()
-        raise InfraError(
-            f"run stopped: {exc.describe()}. No trial was recorded for this; fix it and run the same "
-            f"command with --run-id {plan.run_id} to resume."
-        )
-    return outcome
+            for task in slots:
+                task.cancel()
+            try:
+                if later is not None:
+                    later.close_now()  # after an interruption: every trial that ended is graded and written
+            finally:
+                writes.close_now()
+        for error in (writes.error, later.error if later else None, writes.report_error):
+            if error is not None:
+                raise error
+        if self.failure:
+            exc = self.failure[0]
+            self.outcome.stopped_by = exc.describe()
+            raise InfraError(
+                f"run stopped: {exc.describe()}. No trial was recorded for this; fix it and run the same "
+                f"command with --run-id {plan.run_id} to resume."
+            )
+        return self.outcome
 
 
 async def grade_record(

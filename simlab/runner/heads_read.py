@@ -53,7 +53,7 @@ class IndexedLines:
         ``}`` and newline) to just past its own head."""
         if not self.path.exists():
             return
-        pread, entry_at, framed = os.pread, ENTRY.match, _PLAIN_HEAD_KEY.match
+        pread, entry_at = os.pread, ENTRY.match
         held: tuple[int, int, int, bytes | None, bytes | None] | None = None  # checked but for its end
         held_index = 0
         whole = True
@@ -90,31 +90,10 @@ class IndexedLines:
                     whole = False
                     break
                 number += gap.count(b"\n")
-            if headed:
-                head = data[
-                    line + at_head : -len(_HEAD_END)
-                ]  # the trials file's own bytes, as the index has them
-                framing = framed(data, line, line + at_head) or _HEAD_KEY.match(data, line, line + at_head)
-                if (
-                    framing is None
-                    or framing.end() != line + at_head
-                    or not buf.startswith(head, match.end())
-                    or not data.endswith(_HEAD_END)
-                ):
-                    whole = False
-                    break
-                checked: tuple[int, int, int, bytes | None, bytes | None] = (
-                    number,
-                    offset,
-                    length,
-                    head,
-                    None,
-                )
-            else:
-                if data.find(b"\n", line) != size - 1:
-                    whole = False
-                    break
-                checked = (number, offset, length, None, data[line:-1])
+            checked = _checked(data, buf, match, line, at_head, size, (number, offset, length))
+            if checked is None:
+                whole = False
+                break
             if held is not None:
                 yield held
                 self.end, self.number, self.index_ok = held[1] + held[2] + 1, held[0], held_index
@@ -125,6 +104,27 @@ class IndexedLines:
             yield held
             self.end, self.number, self.index_ok = held[1] + held[2] + 1, held[0], held_index
         self.whole = whole and self.index_ok > 0
+
+
+def _checked(
+    data: bytes, buf: Any, match: Any, line: int, at_head: int, size: int, where: tuple[int, int, int]
+) -> tuple[int, int, int, bytes | None, bytes | None] | None:
+    """The entry as ``verified`` yields it, when the trials file's bytes read for it (``data``: its
+    line from ``line``) agree with the index's entry (``buf`` at ``match``); None when they do not."""
+    if match[3] is None:  # a line not in simlab's shape: one whole line
+        if data.find(b"\n", line) != size - 1:
+            return None
+        return (*where, None, data[line:-1])
+    head = data[line + at_head : -len(_HEAD_END)]  # the trials file's own bytes, as the index has them
+    framing = _PLAIN_HEAD_KEY.match(data, line, line + at_head) or _HEAD_KEY.match(data, line, line + at_head)
+    if (
+        framing is None
+        or framing.end() != line + at_head
+        or not buf.startswith(head, match.end())
+        or not data.endswith(_HEAD_END)
+    ):
+        return None
+    return (*where, head, None)
 
 
 def _ended(data: bytes, held: Any) -> bool:

@@ -95,7 +95,7 @@ def regrade(
     return report
 
 
-async def _regrade_all(
+async def _regrade_all(  # noqa: PLR0913 - private: the pass over one run's records
     store: RunStore,
     scenarios: dict[str, LoadedScenario],
     domains: dict[str, Any],

@@ -244,7 +244,7 @@ def _valid_fields(model: type[BaseModel], data: dict[str, Any]) -> dict[str, Any
             sub = field.annotation
             if isinstance(sub, type) and issubclass(sub, BaseModel) and isinstance(data[name], dict):
                 good[name] = sub.model_construct(**_valid_fields(sub, data[name]))
-        except Exception:  # noqa: BLE001 - an annotation pydantic cannot adapt alone: leave the field out
+        except Exception:  # an annotation pydantic cannot adapt alone: leave the field out
             continue
     return good
 

@@ -81,7 +81,7 @@ DOMAIN = Domain(
 )
 
 
-def todo_agent(inp) -> str:  # noqa: ANN001 - kept import-light: AgentInput is duck-typed here
+def todo_agent(inp) -> str:  # kept import-light: AgentInput is duck-typed here
     """A minimal Python agent for the to-do domain: adds what the user asks for."""
     import re
 

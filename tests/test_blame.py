@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from simlab.graders.base import verdict_of
+from simlab.graders.drift import KINDS
 from simlab.transcript import Check
 from simlab.transcript.blame import BLAMES, diagnose
 from simlab.transcript.model import (
@@ -121,3 +122,13 @@ def test_blame_and_first_faulty_step(name: str) -> None:
 def test_a_pass_and_an_ungraded_trial_have_no_fault() -> None:
     assert diagnose(transcript(*CHAT), [check("x", "state", "pass")], "pass") is None
     assert diagnose(transcript(*CHAT), [], None) is None
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_every_drift_kind_is_the_users_fault_at_its_message(kind: str) -> None:
+    t = transcript(*CHAT[:4], UserMessage(turn=2, text="something the user should not have said"))
+    checks = [check(f"drift:{kind}", "drift", event=4, turn=2), check("refund issued", "state")]
+    verdict = verdict_of(t, checks)
+    fault = diagnose(t, checks, verdict)
+    assert verdict == "invalid" and fault is not None
+    assert (fault.blame, fault.event, fault.mode) == ("user", 4, f"user: drift {kind}")

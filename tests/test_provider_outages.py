@@ -75,6 +75,8 @@ def test_a_provider_outage_makes_the_trial_an_error_and_the_gate_inconclusive(
     errors = [e for e in record["transcript"]["events"] if e["type"] == "error"]
     assert errors and errors[-1]["source"] == "agent" and "the agent's own model client failed" in errors[-1]["message"]
     assert said in json.dumps(record["transcript"]["events"])
+    row = record["head"]["row"]  # a framework agent's provider outage is the provider's fault, at its error
+    assert row["blame"] == "provider" and record["transcript"]["events"][row["first_fault_event"]]["type"] == "error"
     capsys.readouterr()
     assert main(["gate", "outage", "--suite", "suite.yaml"]) == 3
     assert main(["report", "outage", "--format", "json"]) in (0, 3)

@@ -146,6 +146,9 @@ def test_a_domain_tool_that_crashes_is_an_error_naming_the_tool_and_the_exceptio
     for record in records.values():
         crash = next(c for c in record["checks"] if c["name"] == "tool_crash:set_timezone")
         assert crash["status"] == "error" and crash["hard"] and "KeyError: 'Europe/Paris'" in crash["reason"]
+        row = record["head"]["row"]  # the domain's tool is to blame, at its crash
+        assert (row["blame"], row["failure_mode"]) == ("tool", "tool: set_timezone crashed (crash)")
+        assert record["transcript"]["events"][row["first_fault_event"]]["source"] == "tool"
     capsys.readouterr()
     assert main(["report", "crash"]) == 0
     out = capsys.readouterr().out

@@ -13,6 +13,7 @@ from simlab.results.figures import Completeness, RunSummary
 from simlab.results.frames import CHECKS_FILE, RESULTS_FILE, read_checks_table, read_results, write_table
 from simlab.results.summary import summarize
 from simlab.runner.code_pins import mixed_pins
+from simlab.runner.heads_tail import gc_paused
 from simlab.runner.lines import record_of, scan
 from simlab.runner.store import ReadNotes, RunStore, clean_leftovers, write_atomic
 from simlab.runner.suite_plan import manifest_partial
@@ -63,9 +64,11 @@ def build(folder: Path, *, write: bool = True, checks_table: bool = False,
     store = RunStore(folder)
     manifest = store.read_manifest()
     notes = ReadNotes(store.trials_path, plan=store.planned_units(manifest) if manifest is not None else None)
-    results = read_results(store.trials_path, notes)
     allowed = allow_unjudged if allow_unjudged is not None else (manifest or {}).get("allow_unjudged")
-    summary = summarize(results, run_id=(manifest or {}).get("run_id", folder.name), allow_unjudged=allowed or ())
+    with gc_paused():  # the rows and the figures made of them hold no cycle (heads_tail.gc_paused)
+        results = read_results(store.trials_path, notes)
+        summary = summarize(results, run_id=(manifest or {}).get("run_id", folder.name),
+                            allow_unjudged=allowed or ())
     summary.pins = (manifest or {}).get("pins", {})
     functions = summary_evaluators if summary_evaluators is not None else (manifest or {}).get("summary_evaluators")
     if functions and len(results):

@@ -9,11 +9,11 @@ never 0.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from operator import attrgetter
 from pathlib import Path
-from typing import Any
+from typing import Any, get_args
 
 from simlab.transcript.head import TrialFigures, TrialHead
 from simlab.transcript.row import ROLES, USAGE_FIELDS
@@ -70,36 +70,77 @@ SUMMARY_FIELDS = ("verdict", "scenario_id", "persona_id", "termination", "termin
                   "agent_input_tokens", "agent_output_tokens", "simulator_input_tokens", "simulator_output_tokens",
                   "judge_calls", "judge_cost_usd", "replayed", "diverged_turn")
 FIGURES = tuple(TrialFigures.model_fields)  # the row's own columns, in order, before its checks
-_figures, _summary_fields = attrgetter(*FIGURES), attrgetter(*SUMMARY_FIELDS)
+_figures = attrgetter(*FIGURES)
 ADK_CHECK = "check:adk:"  # the columns of ADK's criteria (simlab/adk/grader.py)
 TOOL_CHECK = "check:tool_precision"  # the trajectory grader's soft check that carries the call counts
 FLOAT_COLUMNS = tuple(f"{role}_{f}" for role in ROLES for f in USAGE_FIELDS) + ("cost_usd", "redundant_calls")
 
 
+TOOL_COUNTS_UNKNOWN = "unknown"  # Results.tools: a head written before the counts were kept
+
+
 @dataclass
 class Results:
-    """A run's trials: the results table, the few fields of each row the summary reads, and the
-    check tally."""
+    """A run's trials, column by column in file order: the results table, the columns of it the
+    summary reads (the row's own fields, as the table is built from them, never copied per row), what else the
+    summary needs of a few trials (keyed by their position), and the check tally. Columns, not a
+    dict per row: a report of 100,000 trials reads each figure from one list (bench/README.md)."""
 
     table: Any  # pyarrow.Table, one row per trial: results.parquet
-    rows: list[dict[str, Any]]  # SUMMARY_FIELDS of each trial, in file order
+    columns: dict[str, Sequence[Any]]  # each field of the row (FIGURES), a column of every trial
     tally: CheckTally
+    unjudged_kinds: dict[int, frozenset[str]] = field(default_factory=dict)  # kinds of hard check not run
+    adk: dict[int, dict[str, Any]] = field(default_factory=dict)  # ADK's criteria → status
+    errored_check: dict[int, str | None] = field(default_factory=dict)  # an error's undecided hard check
+    tools: list[Any] = field(default_factory=list)  # (tp, fp, fn), TOOL_COUNTS_UNKNOWN or None, per trial
 
     def __len__(self) -> int:
-        return len(self.rows)
+        return len(self.tools)
+
+    @property
+    def rows(self) -> list[dict[str, Any]]:
+        """One dict per trial (``SUMMARY_FIELDS`` and what is known of it besides), for a caller
+        that reads row by row; the summary reads the columns."""
+        out = []
+        for n, values in enumerate(zip(*(self.columns[name] for name in SUMMARY_FIELDS))):
+            row = dict(zip(SUMMARY_FIELDS, values))
+            if n in self.unjudged_kinds:
+                row["unjudged_kinds"] = self.unjudged_kinds[n]
+            if n in self.adk:
+                row["adk"] = self.adk[n]
+            if self.tools[n] is TOOL_COUNTS_UNKNOWN:
+                row["tool_counts_unknown"] = True
+            elif self.tools[n] is not None:
+                row["tool_counts"] = self.tools[n]
+            if row["failure_mode"] is not None:
+                row["fault"] = self.fault(n)
+            if n in self.errored_check:
+                row["errored_check"] = self.errored_check[n]
+            out.append(row)
+        return out
+
+    def fault(self, n: int) -> tuple[str, str | None, str, int | None, int | None]:
+        """Why trial ``n`` did not pass (``transcript/blame.py``): its failure mode, blame, unit id,
+        and the turn and event of its first faulty step (results/modes.py)."""
+        c = self.columns
+        return (c["failure_mode"][n], c["blame"][n], c["unit_id"][n], c["first_fault_turn"][n],
+                c["first_fault_event"][n])
 
 
 def collect(heads: Iterable[TrialHead]) -> Results:
     """``Results`` from the trials' heads, in one pass with flat memory per trial.
 
-    Rows are grouped by their check columns (a scenario's checks make its own ``check:<name>``
-    columns, after the row's own fields) and each column is assembled in one piece; a column a
-    trial lacks (another scenario's check) is empty (null) there. Columns come in the order they
-    are first seen.
+    Each trial's own fields make one tuple (a validated row's ``__dict__``, in field order), and
+    the table's columns are those tuples transposed. Rows are grouped by their check columns (a
+    scenario's checks make its own ``check:<name>`` columns, after the row's own fields); a
+    column a trial lacks (another scenario's check) is empty (null) there. Columns come in the
+    order they are first seen.
     """
     groups: dict[tuple[str, ...], tuple[list[int], list[tuple[Any, ...]], tuple[str, ...]]] = {}
-    rows: list[dict[str, Any]] = []
-    tally = CheckTally()
+    figures: list[tuple[Any, ...]] = []
+    tools: list[Any] = []
+    out = Results(table=None, columns={}, tally=CheckTally(), tools=tools)
+    add, unjudged_kinds, adk, errored = out.tally.add, out.unjudged_kinds, out.adk, out.errored_check
     plain = True
     for n, head in enumerate(heads):
         row = head.row
@@ -109,56 +150,95 @@ def collect(heads: Iterable[TrialHead]) -> Results:
             group = groups[key] = ([], [], tuple(name for name in key if name.startswith(ADK_CHECK)))
             plain = tuple(vars(row)) == FIGURES  # a validated row's __dict__: its fields, in order
         group[0].append(n)
-        group[1].append((*(vars(row).values() if plain else _figures(row)), *checks.values()))
-        summary_row = dict(zip(SUMMARY_FIELDS, _summary_fields(row)))
+        group[1].append(tuple(checks.values()))
+        figures.append(tuple(vars(row).values()) if plain else _figures(row))
         if head.unjudged:  # which kinds of hard check did not run: an allow list may accept them
-            summary_row["unjudged_kinds"] = frozenset(kind for _, kind in head.unjudged)
+            unjudged_kinds[n] = frozenset(kind for _, kind in head.unjudged)
         if group[2]:
-            summary_row["adk"] = {name[len(ADK_CHECK):]: checks[name] for name in group[2]}
+            adk[n] = {name[len(ADK_CHECK):]: checks[name] for name in group[2]}
         if "tool_counts" in head.model_fields_set:  # tp, fp, fn; None: no trajectory check counted
-            summary_row["tool_counts"] = head.tool_counts
-        elif checks.get(TOOL_CHECK) is not None:  # a head written before the counts were kept
-            summary_row["tool_counts_unknown"] = True
-        if row.failure_mode is not None:  # why it did not pass (transcript/blame.py): results/modes.py
-            summary_row["fault"] = (row.failure_mode, row.blame, row.unit_id, row.first_fault_turn,
-                                    row.first_fault_event)
+            tools.append(head.tool_counts)
+        else:  # a head written before the counts were kept
+            tools.append(TOOL_COUNTS_UNKNOWN if checks.get(TOOL_CHECK) is not None else None)
         if head.errored:  # the first hard check its grader could not decide: an error's cause
-            summary_row["errored_check"] = next((f"{n}: {r}" for n, _, hard, r in head.errored if hard), None)
-        rows.append(summary_row)
-        tally.add(head)
-    return Results(_table({FIGURES + key: (index, values) for key, (index, values, _) in groups.items()}, len(rows)),
-                   rows, tally)
+            errored[n] = next((f"{name}: {r}" for name, _, hard, r in head.errored if hard), None)
+        if head.failed or head.not_run or head.unjudged or head.errored or head.attacks:
+            add(head)
+    columns: dict[str, Sequence[Any]] = dict(zip(FIGURES, zip(*figures))) if figures else dict.fromkeys(FIGURES, ())
+    del figures
+    out.columns = columns
+    out.table = _table(columns, {key: (index, values) for key, (index, values, _) in groups.items()}, len(tools))
+    return out
 
 
-def _table(groups: dict[tuple[str, ...], tuple[list[int], list[tuple[Any, ...]]]], n: int) -> Any:
-    import numpy as np
+def _table(figures: dict[str, Sequence[Any]], groups: dict[tuple[str, ...], tuple[list[int], list[tuple[Any, ...]]]],
+           n: int) -> Any:
+    """The results table: the row's own columns, then each check column, each group's values put
+    in place (null where a trial lacks that check)."""
     import pyarrow as pa
 
-    columns: dict[str, Any] = {}
+    columns: dict[str, Any] = {name: _array(pa, name, values, _TYPES.get(name)) for name, values in figures.items()}
+    parts: dict[str, list[tuple[list[int], tuple[Any, ...]]]] = {}  # check → (rows, values) of each group
     for key, (index, values) in groups.items():
-        at = None if len(groups) == 1 else np.asarray(index)
         for name, column in zip(key, zip(*values)):
-            if at is None:
-                columns[name] = column
-                continue
-            if name not in columns:
-                columns[name] = np.full(n, None, dtype=object)
-            target = np.empty(len(column), dtype=object)
-            target[:] = column
-            columns[name][at] = target
-    return pa.table({name: _array(pa, name, values) for name, values in columns.items()})
+            parts.setdefault(name, []).append((index, column))
+    for name, found in parts.items():  # check:<name>, never a field's name
+        columns[name] = _spread(pa, name, found, n)
+    return pa.table(columns)
 
 
-def _array(pa: Any, name: str, values: Any) -> Any:
+def _spread(pa: Any, name: str, parts: list[tuple[list[int], tuple[Any, ...]]], n: int) -> Any:
+    """A check's column of every trial from the groups that have it: their values converted at
+    once (the type inferred from all of them, as from the whole column), then each put in its row
+    by Arrow (``take``), null where a trial lacks the check. No Python loop over the rows."""
+    if len(parts) == 1 and len(parts[0][0]) == n:  # one group: every trial, in order
+        return _array(pa, name, parts[0][1])
+    import numpy as np
+    import pyarrow.compute as pc
+
+    where = np.full(n, -1, dtype=np.int64)  # each row's place among the values, -1: none
+    values: list[Any] = []
+    for index, column in parts:
+        where[np.asarray(index, dtype=np.int64)] = np.arange(len(values), len(values) + len(column))
+        values.extend(column)
+    return pc.take(_array(pa, name, values), pa.array(where, mask=where < 0))
+
+
+def _types() -> dict[str, str]:
+    """Each field of the row whose column has one type whatever its values (a validated row holds
+    that type or None): ``str``, ``int``, ``bool`` or ``float``."""
+    out = {}
+    for name, info in TrialFigures.model_fields.items():
+        kinds = {a for a in get_args(info.annotation) or (info.annotation,) if a is not type(None)}
+        if len(kinds) == 1 and (kind := kinds.pop()) in (str, int, bool, float):
+            out[name] = kind.__name__
+    return out
+
+
+_TYPES = _types()
+
+
+def _array(pa: Any, name: str, values: Any, kind: str | None = None) -> Any:
     """One column, its type inferred by pyarrow; usage and cost are floats (unknown is null, a NaN
     too), and a column of mixed kinds (a user check's odd status) is kept as text rather than lost.
-    Not ``from_pandas=True``: it imports pandas (0.4 s of a report) only to read NaN as null."""
+    Not ``from_pandas=True``: it imports pandas (0.4 s of a report) only to read NaN as null.
+    ``kind`` (a field of the row: ``_TYPES``) names the type inference would find, which is
+    cheaper to convert to than to infer; a column of nothing but None is left to inference (null)."""
     if name in FLOAT_COLUMNS:
         return _nan_as_null(pa, pa.array(values, type=pa.float64()))
+    if kind is not None and values.count(None) != len(values):
+        try:
+            return _nan_as_null(pa, pa.array(values, type=_ARROW[kind](pa)))
+        except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError):
+            pass  # a value out of that type's range: inferred below, as for any column
     try:
         return _nan_as_null(pa, pa.array(values))
     except (pa.ArrowInvalid, pa.ArrowTypeError):
         return pa.array([None if v is None else str(v) for v in values], type=pa.string())
+
+
+_ARROW = {"str": lambda pa: pa.string(), "int": lambda pa: pa.int64(), "bool": lambda pa: pa.bool_(),
+          "float": lambda pa: pa.float64()}
 
 
 def _nan_as_null(pa: Any, array: Any) -> Any:

@@ -9,6 +9,7 @@ never 0.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from operator import attrgetter
@@ -38,18 +39,29 @@ class CheckTally:
     attacks: dict[str, list[int]] = field(default_factory=dict)
 
     def add(self, head: TrialHead) -> None:
-        errored = head.row.verdict == "error"
-        for name, kind, hard in head.failed:
-            key = (name, kind)
-            self.failures[key] = self.failures.get(key, 0) + 1
+        infra = head.failed if head.row.verdict == "error" else []
+        self.count(head.failed, infra, head.not_run, head.unjudged)
+        self.add_rare(head)
+
+    def count(self, failed: list[tuple[str, str, bool]], infra: list[tuple[str, str, bool]], not_run: list[str],
+              unjudged: list[tuple[str, str]]) -> None:
+        """Count many trials' failed checks (``infra``: those of trials that errored, the check
+        failed because the trial could not be played), checks not run and hard checks not run, at
+        once by ``Counter``, in the order first seen: as one ``add`` after another would."""
+        for (name, kind, hard), count in Counter(failed).items():
+            _bump(self.failures, (name, kind), count)
             if hard:
-                self.hard_failures[key] = self.hard_failures.get(key, 0) + 1
-                if errored:  # the check failed because the trial could not be played
-                    self.infra_failures[key] = self.infra_failures.get(key, 0) + 1
-        for name in head.not_run:
-            self.not_run[name] = self.not_run.get(name, 0) + 1
-        for name, kind in head.unjudged:
-            self.unjudged[(name, kind)] = self.unjudged.get((name, kind), 0) + 1
+                _bump(self.hard_failures, (name, kind), count)
+        for (name, kind, hard), count in Counter(infra).items():
+            if hard:
+                _bump(self.infra_failures, (name, kind), count)
+        for name, count in Counter(not_run).items():
+            _bump(self.not_run, name, count)
+        for key, count in Counter(unjudged).items():
+            _bump(self.unjudged, key, count)
+
+    def add_rare(self, head: TrialHead) -> None:
+        """A trial's checks whose grader could not decide, and its attacks (the rest: ``count``)."""
         for name, kind, hard, reason in head.errored:
             entry = self.errored.setdefault((name, kind), [0, False, reason])
             entry[0] += 1
@@ -58,6 +70,10 @@ class CheckTally:
             counts = self.attacks.setdefault(category, [0, 0])
             counts[0] += 1
             counts[1] += bool(succeeded)
+
+
+def _bump(counts: dict[Any, int], key: Any, by: int) -> None:
+    counts[key] = counts.get(key, 0) + by
 
 
 CHECK_COLUMNS = ["run_id", "unit_id", "scenario_id", "trial", "simulator", "verdict", "name", "kind", "status",
@@ -140,7 +156,11 @@ def collect(heads: Iterable[TrialHead]) -> Results:
     figures: list[tuple[Any, ...]] = []
     tools: list[Any] = []
     out = Results(table=None, columns={}, tally=CheckTally(), tools=tools)
-    add, unjudged_kinds, adk, errored = out.tally.add, out.unjudged_kinds, out.adk, out.errored_check
+    unjudged_kinds, adk, errored = out.unjudged_kinds, out.adk, out.errored_check
+    failed: list[tuple[str, str, bool]] = []  # the check tally's lists, counted at the end
+    infra: list[tuple[str, str, bool]] = []
+    not_run: list[str] = []
+    unjudged: list[tuple[str, str]] = []
     plain = True
     for n, head in enumerate(heads):
         row = head.row
@@ -152,7 +172,14 @@ def collect(heads: Iterable[TrialHead]) -> Results:
         group[0].append(n)
         group[1].append(tuple(checks.values()))
         figures.append(tuple(vars(row).values()) if plain else _figures(row))
+        if head.failed:
+            failed += head.failed
+            if row.verdict == "error":
+                infra += head.failed
+        if head.not_run:
+            not_run += head.not_run
         if head.unjudged:  # which kinds of hard check did not run: an allow list may accept them
+            unjudged += head.unjudged
             unjudged_kinds[n] = frozenset(kind for _, kind in head.unjudged)
         if group[2]:
             adk[n] = {name[len(ADK_CHECK):]: checks[name] for name in group[2]}
@@ -162,8 +189,10 @@ def collect(heads: Iterable[TrialHead]) -> Results:
             tools.append(TOOL_COUNTS_UNKNOWN if checks.get(TOOL_CHECK) is not None else None)
         if head.errored:  # the first hard check its grader could not decide: an error's cause
             errored[n] = next((f"{name}: {r}" for name, _, hard, r in head.errored if hard), None)
-        if head.failed or head.not_run or head.unjudged or head.errored or head.attacks:
-            add(head)
+            out.tally.add_rare(head)
+        elif head.attacks:
+            out.tally.add_rare(head)
+    out.tally.count(failed, infra, not_run, unjudged)
     columns: dict[str, Sequence[Any]] = dict(zip(FIGURES, zip(*figures))) if figures else dict.fromkeys(FIGURES, ())
     del figures
     out.columns = columns
@@ -178,28 +207,36 @@ def _table(figures: dict[str, Sequence[Any]], groups: dict[tuple[str, ...], tupl
     import pyarrow as pa
 
     columns: dict[str, Any] = {name: _array(pa, name, values, _TYPES.get(name)) for name, values in figures.items()}
-    parts: dict[str, list[tuple[list[int], tuple[Any, ...]]]] = {}  # check → (rows, values) of each group
+    parts: dict[str, list[tuple[Any, tuple[Any, ...]]]] = {}  # check → (rows, values) of each group
     for key, (index, values) in groups.items():
+        rows = index if len(index) == n else _positions(index)  # all rows: one group, in order
         for name, column in zip(key, zip(*values)):
-            parts.setdefault(name, []).append((index, column))
+            parts.setdefault(name, []).append((rows, column))
     for name, found in parts.items():  # check:<name>, never a field's name
         columns[name] = _spread(pa, name, found, n)
     return pa.table(columns)
 
 
-def _spread(pa: Any, name: str, parts: list[tuple[list[int], tuple[Any, ...]]], n: int) -> Any:
-    """A check's column of every trial from the groups that have it: their values converted at
-    once (the type inferred from all of them, as from the whole column), then each put in its row
-    by Arrow (``take``), null where a trial lacks the check. No Python loop over the rows."""
-    if len(parts) == 1 and len(parts[0][0]) == n:  # one group: every trial, in order
+def _positions(index: list[int]) -> Any:
+    import numpy as np
+
+    return np.asarray(index, dtype=np.int64)
+
+
+def _spread(pa: Any, name: str, parts: list[tuple[Any, tuple[Any, ...]]], n: int) -> Any:
+    """A check's column of every trial from the groups that have it (``(rows, values)``): their
+    values converted at once (the type inferred from all of them, as from the whole column),
+    then each put in its row by Arrow (``take``), null where a trial lacks the check. No Python
+    loop over the rows."""
+    if len(parts) == 1 and len(parts[0][1]) == n:  # one group: every trial, in order
         return _array(pa, name, parts[0][1])
     import numpy as np
     import pyarrow.compute as pc
 
     where = np.full(n, -1, dtype=np.int64)  # each row's place among the values, -1: none
     values: list[Any] = []
-    for index, column in parts:
-        where[np.asarray(index, dtype=np.int64)] = np.arange(len(values), len(values) + len(column))
+    for rows, column in parts:
+        where[rows] = np.arange(len(values), len(values) + len(column))
         values.extend(column)
     return pc.take(_array(pa, name, values), pa.array(where, mask=where < 0))
 

@@ -128,7 +128,7 @@ class Results:
                 row["tool_counts_unknown"] = True
             elif self.tools[n] is not None:
                 row["tool_counts"] = self.tools[n]
-            if row["failure_mode"] is not None:
+            if self.columns["failure_mode"][n] is not None:
                 row["fault"] = self.fault(n)
             if n in self.errored_check:
                 row["errored_check"] = self.errored_check[n]
@@ -193,9 +193,9 @@ def collect(heads: Iterable[TrialHead]) -> Results:
         elif head.attacks:
             out.tally.add_rare(head)
     out.tally.count(failed, infra, not_run, unjudged)
-    columns: dict[str, Sequence[Any]] = dict(zip(FIGURES, zip(*figures))) if figures else dict.fromkeys(FIGURES, ())
+    columns: dict[str, Sequence[Any]] = dict(zip(FIGURES, zip(*figures)))
     del figures
-    out.columns = columns
+    out.columns = columns or dict.fromkeys(FIGURES, ())  # no trials: empty columns, and a table without any
     out.table = _table(columns, {key: (index, values) for key, (index, values, _) in groups.items()}, len(tools))
     return out
 

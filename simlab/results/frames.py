@@ -183,7 +183,7 @@ def collect(heads: Iterable[TrialHead]) -> Results:
             unjudged_kinds[n] = frozenset(kind for _, kind in head.unjudged)
         if group[2]:
             adk[n] = {name[len(ADK_CHECK):]: checks[name] for name in group[2]}
-        if "tool_counts" in head.model_fields_set:  # tp, fp, fn; None: no trajectory check counted
+        if "tool_counts" in head.__pydantic_fields_set__:  # tp, fp, fn; None: no trajectory check counted
             tools.append(head.tool_counts)
         else:  # a head written before the counts were kept
             tools.append(TOOL_COUNTS_UNKNOWN if checks.get(TOOL_CHECK) is not None else None)

@@ -269,9 +269,8 @@ def _suite(g: _Graded, scenarios: dict[str, ScenarioFigures], ks: range) -> Suit
     cost = _known_sum(list(g.col("cost_usd")))
     calls = g.col("judge_calls")
     judged_costs = [cost for cost, called in zip(g.col("judge_cost_usd"), calls) if called]
-    tokens = [None if any(p is None or p != p for p in parts) else float(sum(parts))
-              for parts in zip(*(g.col(f"{role}_{f}") for role in ("agent", "simulator")
-                                 for f in ("input_tokens", "output_tokens")))]
+    tokens = [_tokens(a, b, c, d) for a, b, c, d in zip(*(g.col(f"{role}_{f}") for role in ("agent", "simulator")
+                                                          for f in ("input_tokens", "output_tokens")))]
     return SuiteFigures(
         raw=SuiteView(success=rate(passes, n), pass_k={k: suite_point(scenarios.values(), "raw", k) for k in ks}),
         valid=SuiteView(success=rate(passes, valid_n),
@@ -311,6 +310,13 @@ def error_causes(rows: list[dict[str, Any]], top: int = 5) -> list[ErrorCause]:
         entry[0] += 1
     ranked = sorted(causes.values(), key=lambda e: -e[0])[:top]
     return [ErrorCause(cause=text, trials=count) for count, text in ranked]
+
+
+def _tokens(a: Any, b: Any, c: Any, d: Any) -> float | None:
+    """A trial's tokens, agent's and simulator's, in and out; None when any is unknown (None or NaN)."""
+    if a is None or b is None or c is None or d is None or a != a or b != b or c != c or d != d:
+        return None
+    return float(a + b + c + d)
 
 
 def _percentiles(values: list[Any]) -> Percentiles:

@@ -41,8 +41,11 @@ def prf(tp: int, fp: int, fn: int) -> tuple[float | None, float | None, float | 
 def tool_scores(rows: Iterable[dict[str, Any]]) -> dict[str, DatasetScore]:
     """Pooled tool-call precision, recall and F1 over the run's trials that had a trajectory
     check (rows as ``frames.Results.rows`` gives them): ``pooled_tool_scores``."""
-    return pooled_tool_scores((row.get("verdict"), "unknown" if row.get("tool_counts") is None and
-                               row.get("tool_counts_unknown") else row.get("tool_counts")) for row in rows)
+    def counts(row: dict[str, Any]) -> Any:
+        unknown = row.get("tool_counts") is None and row.get("tool_counts_unknown")
+        return "unknown" if unknown else row.get("tool_counts")
+
+    return pooled_tool_scores((row.get("verdict"), counts(row)) for row in rows)
 
 
 def pooled_tool_scores(trials: Iterable[tuple[str | None, Any]]) -> dict[str, DatasetScore]:

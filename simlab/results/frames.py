@@ -43,8 +43,8 @@ class CheckTally:
         self.count(head.failed, infra, head.not_run, head.unjudged)
         self.add_rare(head)
 
-    def count(self, failed: list[tuple[str, str, bool]], infra: list[tuple[str, str, bool]], not_run: list[str],
-              unjudged: list[tuple[str, str]]) -> None:
+    def count(self, failed: list[tuple[str, str, bool]], infra: list[tuple[str, str, bool]],
+              not_run: list[str], unjudged: list[tuple[str, str]]) -> None:
         """Count many trials' failed checks (``infra``: those of trials that errored, the check
         failed because the trial could not be played), checks not run and hard checks not run, at
         once by ``Counter``, in the order first seen: as one ``add`` after another would."""
@@ -97,18 +97,20 @@ TOOL_COUNTS_UNKNOWN = "unknown"  # Results.tools: a head written before the coun
 
 @dataclass
 class Results:
-    """A run's trials, column by column in file order: the results table, the columns of it the
-    summary reads (the row's own fields, as the table is built from them, never copied per row), what else the
-    summary needs of a few trials (keyed by their position), and the check tally. Columns, not a
-    dict per row: a report of 100,000 trials reads each figure from one list (bench/README.md)."""
+    """A run's trials, column by column in file order: the results table, the row's own fields
+    as columns (those the table is built from, never copied per trial), what else the summary
+    needs of a few trials (keyed by their position), and the check tally. Columns, not a dict per
+    trial: a report of 100,000 trials reads each figure from one list (bench/README.md)."""
 
     table: Any  # pyarrow.Table, one row per trial: results.parquet
     columns: dict[str, Sequence[Any]]  # each field of the row (FIGURES), a column of every trial
     tally: CheckTally
-    unjudged_kinds: dict[int, frozenset[str]] = field(default_factory=dict)  # kinds of hard check not run
-    adk: dict[int, dict[str, Any]] = field(default_factory=dict)  # ADK's criteria → status
-    errored_check: dict[int, str | None] = field(default_factory=dict)  # an error's undecided hard check
-    tools: list[Any] = field(default_factory=list)  # (tp, fp, fn), TOOL_COUNTS_UNKNOWN or None, per trial
+    # by position: the kinds of hard check not run, ADK's criteria (→ status), an error's
+    # undecided hard check; per trial: (tp, fp, fn), TOOL_COUNTS_UNKNOWN or None
+    unjudged_kinds: dict[int, frozenset[str]] = field(default_factory=dict)
+    adk: dict[int, dict[str, Any]] = field(default_factory=dict)
+    errored_check: dict[int, str | None] = field(default_factory=dict)
+    tools: list[Any] = field(default_factory=list)
 
     def __len__(self) -> int:
         return len(self.tools)
@@ -183,7 +185,7 @@ def collect(heads: Iterable[TrialHead]) -> Results:
             unjudged_kinds[n] = frozenset(kind for _, kind in head.unjudged)
         if group[2]:
             adk[n] = {name[len(ADK_CHECK):]: checks[name] for name in group[2]}
-        if "tool_counts" in head.__pydantic_fields_set__:  # tp, fp, fn; None: no trajectory check counted
+        if "tool_counts" in head.__pydantic_fields_set__:  # None: no trajectory check counted
             tools.append(head.tool_counts)
         else:  # a head written before the counts were kept
             tools.append(TOOL_COUNTS_UNKNOWN if checks.get(TOOL_CHECK) is not None else None)
@@ -195,18 +197,20 @@ def collect(heads: Iterable[TrialHead]) -> Results:
     out.tally.count(failed, infra, not_run, unjudged)
     columns: dict[str, Sequence[Any]] = dict(zip(FIGURES, zip(*figures)))
     del figures
-    out.columns = columns or dict.fromkeys(FIGURES, ())  # no trials: empty columns, and a table without any
-    out.table = _table(columns, {key: (index, values) for key, (index, values, _) in groups.items()}, len(tools))
+    out.columns = columns or dict.fromkeys(FIGURES, ())  # no trials: and a table without columns
+    checked = {key: (index, values) for key, (index, values, _) in groups.items()}
+    out.table = _table(columns, checked, len(tools))
     return out
 
 
-def _table(figures: dict[str, Sequence[Any]], groups: dict[tuple[str, ...], tuple[list[int], list[tuple[Any, ...]]]],
-           n: int) -> Any:
+def _table(figures: dict[str, Sequence[Any]],
+           groups: dict[tuple[str, ...], tuple[list[int], list[tuple[Any, ...]]]], n: int) -> Any:
     """The results table: the row's own columns, then each check column, each group's values put
     in place (null where a trial lacks that check)."""
     import pyarrow as pa
 
-    columns: dict[str, Any] = {name: _array(pa, name, values, _TYPES.get(name)) for name, values in figures.items()}
+    columns: dict[str, Any] = {name: _array(pa, name, values, _TYPES.get(name))
+                               for name, values in figures.items()}
     parts: dict[str, list[tuple[Any, tuple[Any, ...]]]] = {}  # check → (rows, values) of each group
     for key, (index, values) in groups.items():
         rows = index if len(index) == n else _positions(index)  # all rows: one group, in order

@@ -92,11 +92,12 @@ class ScenarioTally:
         self.costs.append(cost_usd)
 
     @classmethod
-    def of(cls, verdicts: list[str], terminations: list[str], costs: list[Any], *, persona_id: str | None,
-           policy_violations: int, counted_as_pass: int) -> ScenarioTally:
+    def of(cls, verdicts: list[str], terminations: list[str], costs: list[Any], *,
+           persona_id: str | None, policy_violations: int, counted_as_pass: int) -> ScenarioTally:
         """A scenario's tally from its trials' columns at once, as ``add`` row by row makes it."""
-        return cls(persona_id=persona_id, verdicts=dict(Counter(verdicts)), counted_as_pass=counted_as_pass,
-                   policy_violations=policy_violations, terminations=dict(Counter(terminations)), costs=costs)
+        return cls(persona_id=persona_id, verdicts=dict(Counter(verdicts)),
+                   counted_as_pass=counted_as_pass, policy_violations=policy_violations,
+                   terminations=dict(Counter(terminations)), costs=costs)
 
     @property
     def n(self) -> int:
@@ -157,8 +158,8 @@ def summarize(results: Results, *, run_id: str | None = None, max_k: int | None 
     top = max((t.n for t in tallies.values()), default=0)
     ks = range(1, (min(max_k, top) if max_k else top) + 1)
     scenarios = {sid: t.figures(ks) for sid, t in sorted(tallies.items())}
-    modes, more_modes = failure_modes(g.faults(), {sid: (t.verdicts.get("pass", 0), t.n) for sid, t in tallies.items()},
-                                      min(top, CURVE_MAX_K))  # whatever max_k: the same weights
+    counts = {sid: (t.verdicts.get("pass", 0), t.n) for sid, t in tallies.items()}
+    modes, more_modes = failure_modes(g.faults(), counts, min(top, CURVE_MAX_K))  # whatever max_k
     return RunSummary(
         run_id=run_id, trials=g.n, scenarios_count=len(scenarios), ungraded=len(results) - g.n,
         suite=_suite(g, scenarios, ks), scenarios=scenarios,
@@ -217,7 +218,7 @@ class _Graded:
         return enumerate(range(self.n) if self.at is None else self.at)
 
     def faults(self) -> list[dict[str, Any]]:
-        """The rows ``modes.failure_modes`` groups: each trial that did not pass and has a failure mode."""
+        """The rows ``modes.failure_modes`` groups: each trial that did not pass, with a failure mode."""
         modes, verdicts, scenarios = self.results.columns["failure_mode"], self.verdicts, self.col("scenario_id")
         return [{"fault": self.results.fault(n), "verdict": verdicts[i], "scenario_id": scenarios[i]}
                 for i, n in self.positions() if modes[n] is not None and verdicts[i] != "pass"]

@@ -91,7 +91,12 @@ def view(tree: Path, root: Path) -> dict[str, Any]:
     return figures
 
 
+SAME_BYTES = [True]  # every pair of outputs byte for byte the same (one pyarrow writes both)
+
+
 def same_outputs(a: dict[str, Any], b: dict[str, Any]) -> bool:
+    """The same summary and results table from both trees, as data (and ``SAME_BYTES``)."""
+    SAME_BYTES[0] = SAME_BYTES[0] and a["derived"] == b["derived"]
     import pandas as pd
 
     summaries = [json.loads(x["derived"]["summary"]) for x in (a, b)]
@@ -110,6 +115,7 @@ def main() -> None:
     parser.add_argument("--view-trials", type=int, default=10_000, help="viewer: trials (100 per scenario)")
     parser.add_argument("--big", type=int, default=0, help="also the report of this many trials (0: not)")
     parser.add_argument("--big-rounds", type=int, default=1)
+    parser.add_argument("--name", default="report_ab", help="the results file: bench/results/NAME.json")
     add_rounds(parser, 3)
     args = parser.parse_args()
     base, here = args.base.resolve(), REPO
@@ -134,7 +140,7 @@ def main() -> None:
             for side, tree in trees.items():
                 got = report(tree, small, index=index)
                 small_n = got["trials"]
-                for key in ("wall_s", "cpu_s", "peak_rss_mb"):
+                for key in ("wall_s", "cpu_s", "peak_rss_mb", "modes_s"):
                     keep(f"report {way} {side} {key}", got[key])
                 outputs[(way, side)] = got
         identical = identical and all(same_outputs(outputs[(w, "before")], outputs[(w, "after")])
@@ -152,7 +158,7 @@ def main() -> None:
             outputs = {}
             for side, tree in trees.items():
                 got = report(tree, big, index=True)
-                for key in ("wall_s", "cpu_s", "peak_rss_mb"):
+                for key in ("wall_s", "cpu_s", "peak_rss_mb", "modes_s"):
                     keep(f"report big {side} {key}", got[key])
                 outputs[side] = got
             identical = identical and same_outputs(outputs["before"], outputs["after"])
@@ -167,10 +173,11 @@ def main() -> None:
             ratios[name.replace(" after ", " after/before ")] = round(figures.median(name) / before, 3)
     for name, ratio in ratios.items():
         print(f"{name}: {ratio}")
-    print(f"same summary.json and results.parquet from both trees: {identical}")
-    save("report_ab", {"base": str(base), "rounds": args.rounds, "report_trials": small_n, "view_trials": trials,
+    print(f"same summary.json and results.parquet from both trees: {identical}; byte for byte: {SAME_BYTES[0]}")
+    save(args.name, {"base": str(base), "rounds": args.rounds, "report_trials": small_n, "view_trials": trials,
                        "big_trials": args.big, "big_rounds": args.big_rounds if args.big else 0,
-                       "identical_outputs": identical, "figures": figures.as_dict(), "after_over_before": ratios})
+                       "identical_outputs": identical,
+                       "byte_identical_outputs": SAME_BYTES[0], "figures": figures.as_dict(), "after_over_before": ratios})
 
 
 if __name__ == "__main__":

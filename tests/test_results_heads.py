@@ -225,3 +225,26 @@ def test_each_row_of_the_results_table_is_its_trials_typed_head(demo_run: Path) 
     for stored, head in zip(table.to_pylist(), heads, strict=True):
         want = head.row.model_dump()
         assert {k: v for k, v in stored.items() if v is not None or k in want} == want
+
+
+def test_ungraded_trials_among_graded_ones_change_no_figure_of_the_graded(demo_run: Path) -> None:
+    """The summary reads the graded trials' columns (``summary._Graded``): trials without a verdict
+    spread among them (imported, not yet graded) are counted apart and change nothing else, the
+    unjudged trials an allow list accepts included; ``Results.rows`` agrees with the columns."""
+    from simlab.results.frames import SUMMARY_FIELDS, collect
+
+    heads = list(RunStore(demo_run).iter_heads())
+    nothing = {"failed": [], "not_run": [], "unjudged": [], "errored": [], "attacks": {}, "tool_counts": None}
+    ungraded = [h.model_copy(update={"row": h.row.model_copy(update={"verdict": None, "replayed": False}),
+                                     **nothing}) for h in heads]  # no check ran
+    mixed = [h for pair in zip(ungraded, heads, strict=True) for h in pair]
+    for allowed in ([], ["rubric"]):
+        alone, among = (summarize(collect(hs), run_id="r", allow_unjudged=allowed) for hs in (heads, mixed))
+        assert (alone.ungraded, among.ungraded) == (0, len(heads))
+        assert among.model_copy(update={"ungraded": 0}) == alone
+    assert any(h.row.verdict == "unjudged" for h in heads)  # the allow list above had something to accept
+    results = collect(mixed)
+    assert len(results) == len(results.rows) == 2 * len(heads)
+    for n, row in enumerate(results.rows):
+        assert {k: row[k] for k in SUMMARY_FIELDS} == {k: getattr(mixed[n].row, k) for k in SUMMARY_FIELDS}
+        assert ("fault" in row) == (mixed[n].row.failure_mode is not None)

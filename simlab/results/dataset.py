@@ -40,31 +40,42 @@ def prf(tp: int, fp: int, fn: int) -> tuple[float | None, float | None, float | 
 
 def tool_scores(rows: Iterable[dict[str, Any]]) -> dict[str, DatasetScore]:
     """Pooled tool-call precision, recall and F1 over the run's trials that had a trajectory
-    check (rows as ``frames.collect`` gives them); {} when none had. Trials that ended in an
-    infrastructure error or an invalid simulation are left out, and trials whose heads predate
-    the counts are counted as unknown (a gate on the figure is then inconclusive)."""
-    tp = fp = fn = trials = left_out = unknown = 0
-    for row in rows:
-        counts = row.get("tool_counts")
-        if counts is None and not row.get("tool_counts_unknown"):
+    check (rows as ``frames.Results.rows`` gives them): ``pooled_tool_scores``."""
+    def counts(row: dict[str, Any]) -> Any:
+        unknown = row.get("tool_counts") is None and row.get("tool_counts_unknown")
+        return "unknown" if unknown else row.get("tool_counts")
+
+    return pooled_tool_scores((row.get("verdict"), counts(row)) for row in rows)
+
+
+def pooled_tool_scores(trials: Iterable[tuple[str | None, Any]]) -> dict[str, DatasetScore]:
+    """Pooled tool-call precision, recall and F1 over the run's trials that had a trajectory
+    check, from each trial's ``(verdict, counts)``: counts ``(tp, fp, fn)``, None without a
+    trajectory check, or a string (``frames.TOOL_COUNTS_UNKNOWN``) for a head written before the
+    counts were kept; {} when no trial had one. Trials that ended in an infrastructure error or an
+    invalid simulation are left out, and trials whose heads predate the counts are counted as
+    unknown (a gate on the figure is then inconclusive)."""
+    tp = fp = fn = trials_n = left_out = unknown = 0
+    for verdict, counts in trials:
+        if counts is None:
             continue
-        if row.get("verdict") in LEFT_OUT:
+        if verdict in LEFT_OUT:
             left_out += 1
             continue
-        if counts is None:
+        if isinstance(counts, str):
             unknown += 1
             continue
-        tp, fp, fn, trials = tp + counts[0], fp + counts[1], fn + counts[2], trials + 1
-    if not (trials or unknown or left_out):
+        tp, fp, fn, trials_n = tp + counts[0], fp + counts[1], fn + counts[2], trials_n + 1
+    if not (trials_n or unknown or left_out):
         return {}
-    detail = f"tp={tp} fp={fp} fn={fn} over {trials} trials"
+    detail = f"tp={tp} fp={fp} fn={fn} over {trials_n} trials"
     if left_out:
         detail += f"; {left_out} error or invalid trials left out"
     if unknown:
         detail += (f"; {unknown} trials recorded before simlab kept the counts are unknown (`simlab grade` "
                    "the run to count them)")
     figures = dict(zip(BUILT_IN_KEYS, prf(tp, fp, fn)))
-    return {key: DatasetScore(key=key, score=value, source="simlab", detail=detail, trials=trials,
+    return {key: DatasetScore(key=key, score=value, source="simlab", detail=detail, trials=trials_n,
                               unknown_trials=unknown)
             for key, value in figures.items()}
 

@@ -13,11 +13,12 @@ The models are built directly, not validated from dicts at the end: it is the ch
 from __future__ import annotations
 
 import re
-from collections.abc import Collection, Iterable
+from collections import Counter
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from simlab.results.dataset import tool_scores
+from simlab.results.dataset import pooled_tool_scores
 from simlab.results.figures import (
     CheckError,
     CheckFailures,
@@ -90,6 +91,14 @@ class ScenarioTally:
         self.terminations[termination] = self.terminations.get(termination, 0) + 1
         self.costs.append(cost_usd)
 
+    @classmethod
+    def of(cls, verdicts: list[str], terminations: list[str], costs: list[Any], *,
+           persona_id: str | None, policy_violations: int, counted_as_pass: int) -> ScenarioTally:
+        """A scenario's tally from its trials' columns at once, as ``add`` row by row makes it."""
+        return cls(persona_id=persona_id, verdicts=dict(Counter(verdicts)),
+                   counted_as_pass=counted_as_pass, policy_violations=policy_violations,
+                   terminations=dict(Counter(terminations)), costs=costs)
+
     @property
     def n(self) -> int:
         return sum(self.verdicts.values())
@@ -131,52 +140,105 @@ def summarize(results: Results, *, run_id: str | None = None, max_k: int | None 
     would otherwise store 10,000 points per curve. ``extend_curves`` adds any k later, exactly.
     ``allow_unjudged`` names the check kinds whose hard checks may stay unjudged: a trial left
     unjudged only by such checks counts as a pass (and is counted so, apart)."""
-    every, tally = results.rows, results.tally
-    allowed = frozenset(allow_unjudged)
-    rows = [judged(r, allowed) for r in every if r.get("verdict") is not None]  # ungraded: counted apart
-    tallies: dict[str, ScenarioTally] = {}
-    for r in rows:
-        scenario = tallies.get(r["scenario_id"])
-        if scenario is None:
-            scenario = tallies[r["scenario_id"]] = ScenarioTally()
-        scenario.add(r["verdict"], r["termination"], r["cost_usd"], persona_id=r["persona_id"],
-                     policy_violations=r["policy_violations"], counted_as_pass="unjudged_allowed" in r)
+    tally, allowed = results.tally, frozenset(allow_unjudged)
+    g = _Graded(results, allowed)  # ungraded trials: counted apart
+    by: dict[str, list[int]] = {}
+    for i, scenario in enumerate(g.col("scenario_id")):
+        found = by.get(scenario)
+        if found is None:
+            found = by[scenario] = []
+        found.append(i)
+    verdicts, terminations, costs = g.verdicts, g.col("termination"), g.col("cost_usd")
+    personas, violations = g.col("persona_id"), g.col("policy_violations")
+    tallies = {sid: ScenarioTally.of([verdicts[i] for i in at], [terminations[i] for i in at],
+                                     [costs[i] for i in at], persona_id=personas[at[0]],
+                                     policy_violations=sum(1 for i in at if violations[i]),
+                                     counted_as_pass=len(g.counted.intersection(at)) if g.counted else 0)
+               for sid, at in by.items()}
     top = max((t.n for t in tallies.values()), default=0)
     ks = range(1, (min(max_k, top) if max_k else top) + 1)
     scenarios = {sid: t.figures(ks) for sid, t in sorted(tallies.items())}
-    modes, more_modes = failure_modes(rows, {sid: (t.verdicts.get("pass", 0), t.n) for sid, t in tallies.items()},
-                                      min(top, CURVE_MAX_K))  # whatever max_k: the same weights
+    counts = {sid: (t.verdicts.get("pass", 0), t.n) for sid, t in tallies.items()}
+    modes, more_modes = failure_modes(g.faults(), counts, min(top, CURVE_MAX_K))  # whatever max_k
     return RunSummary(
-        run_id=run_id, trials=len(rows), scenarios_count=len(scenarios), ungraded=len(every) - len(rows),
-        suite=_suite(rows, scenarios, ks), scenarios=scenarios,
+        run_id=run_id, trials=g.n, scenarios_count=len(scenarios), ungraded=len(results) - g.n,
+        suite=_suite(g, scenarios, ks), scenarios=scenarios,
         violated_rules=_ranked({key: n for key, n in tally.failures.items() if key[1] == "policy"}),
         top_failing_checks=_ranked(tally.hard_failures, tally.infra_failures),
         attacks={category: rate(succeeded, attacked)
                  for category, (attacked, succeeded) in sorted(tally.attacks.items())},
         not_run_checks=dict(sorted(tally.not_run.items(), key=lambda kv: -kv[1])),
         unjudged=Unjudged(
-            trials=sum(1 for r in rows if r["verdict"] == "unjudged" or r.get("unjudged_allowed")),
-            counted_as_pass=sum(1 for r in rows if r.get("unjudged_allowed")), allowed_kinds=sorted(allowed),
+            trials=verdicts.count("unjudged") + len(g.counted), counted_as_pass=len(g.counted),
+            allowed_kinds=sorted(allowed),
             checks=[UnjudgedCheck(name=name, kind=kind, trials=count) for (name, kind), count
                     in sorted(tally.unjudged.items(), key=lambda kv: (-kv[1], kv[0]))]),
-        error_causes=error_causes(rows),
+        error_causes=error_causes(g.error_rows()),
         failure_modes=modes, failure_modes_more=more_modes,
         check_errors=[CheckError(name=name, kind=kind, hard=hard, count=count, reason=reason)
                       for (name, kind), (count, hard, reason)
                       in sorted(tally.errored.items(), key=lambda kv: (-kv[1][0], kv[0]))],
-        invalid_by_simulator=_invalid_by_simulator(rows),
-        divergence=_divergence(every),
-        dataset=tool_scores(rows),
-        adk_criteria=_adk_criteria(rows),
+        invalid_by_simulator=_invalid_by_simulator(g.col("simulator"), verdicts),
+        divergence=_divergence(results),
+        dataset=pooled_tool_scores(zip(verdicts, g.col_of(results.tools))),
+        adk_criteria=_adk_criteria(results),
     )
 
 
-def _divergence(rows: list[dict[str, Any]]) -> dict[str, Divergence]:
-    """Per scenario: replayed trials, how many diverged, the mean turn of the first divergence."""
+class _Graded:
+    """The graded trials of ``Results`` (a verdict: ungraded ones are counted apart), column by
+    column, with their verdicts judged against ``allow_unjudged`` (``judged``): ``verdicts``,
+    and ``counted``, the positions of the unjudged trials that count as passes."""
+
+    def __init__(self, results: Results, allowed: frozenset[str]):
+        self.results = results
+        every = results.columns["verdict"]
+        self.at: list[int] | None = None  # positions of the graded trials, None: all are
+        if None in every:
+            self.at = [n for n, v in enumerate(every) if v is not None]
+        self.n = len(every) if self.at is None else len(self.at)
+        self.verdicts: list[Any] = list(self.col("verdict"))
+        self.counted: set[int] = set()
+        if allowed and results.unjudged_kinds:
+            where = {n: i for i, n in enumerate(self.at)} if self.at is not None else None
+            for n, kinds in results.unjudged_kinds.items():
+                i = n if where is None else where.get(n)
+                if i is not None and counts_as_pass(self.verdicts[i], kinds, allowed):
+                    self.verdicts[i] = "pass"
+                    self.counted.add(i)
+
+    def col(self, name: str) -> Sequence[Any]:
+        return self.col_of(self.results.columns[name])
+
+    def col_of(self, column: Sequence[Any]) -> Sequence[Any]:
+        return column if self.at is None else [column[n] for n in self.at]
+
+    def positions(self) -> Iterable[tuple[int, int]]:
+        """``(position among the graded, position in the run)`` of each graded trial."""
+        return enumerate(range(self.n) if self.at is None else self.at)
+
+    def faults(self) -> list[dict[str, Any]]:
+        """The rows ``modes.failure_modes`` groups: each trial that did not pass, with a failure mode."""
+        modes, verdicts, scenarios = self.results.columns["failure_mode"], self.verdicts, self.col("scenario_id")
+        return [{"fault": self.results.fault(n), "verdict": verdicts[i], "scenario_id": scenarios[i]}
+                for i, n in self.positions() if modes[n] is not None and verdicts[i] != "pass"]
+
+    def error_rows(self) -> list[dict[str, Any]]:
+        """The rows ``error_causes`` reads, of the trials that ended in an error."""
+        c, errored = self.results.columns, self.results.errored_check
+        return [{"verdict": "error", "errored_check": errored.get(n), "termination": c["termination"][n],
+                 "termination_detail": c["termination_detail"][n]}
+                for i, n in self.positions() if self.verdicts[i] == "error"]
+
+
+def _divergence(results: Results) -> dict[str, Divergence]:
+    """Per scenario: replayed trials (graded or not), how many diverged, the mean turn of the first
+    divergence."""
+    c = results.columns
     by: dict[str, list[int | None]] = {}
-    for r in rows:
-        if r.get("replayed"):
-            by.setdefault(r["scenario_id"], []).append(r.get("diverged_turn"))
+    for n, replayed in enumerate(c["replayed"]):
+        if replayed:
+            by.setdefault(c["scenario_id"][n], []).append(c["diverged_turn"][n])
     out = {}
     for sid, turns in sorted(by.items()):
         known = [t for t in turns if t is not None]
@@ -185,25 +247,31 @@ def _divergence(rows: list[dict[str, Any]]) -> dict[str, Divergence]:
     return out
 
 
-def _adk_criteria(rows: list[dict[str, Any]]) -> dict[str, dict[str, Rate]]:
-    """scenario → ADK criterion → trials that met its threshold of those it ran in (pass or fail)."""
+def _adk_criteria(results: Results) -> dict[str, dict[str, Rate]]:
+    """scenario → ADK criterion → graded trials that met its threshold of those it ran in (pass or fail)."""
     counts: dict[str, dict[str, list[int]]] = {}
-    for r in rows:
-        for name, status in (r.get("adk") or {}).items():
+    columns = results.columns
+    for n, criteria in results.adk.items():
+        if columns["verdict"][n] is None:
+            continue
+        for name, status in criteria.items():
             if status in ("pass", "fail"):
-                entry = counts.setdefault(r["scenario_id"], {}).setdefault(name, [0, 0])
+                entry = counts.setdefault(columns["scenario_id"][n], {}).setdefault(name, [0, 0])
                 entry[0] += status == "pass"
                 entry[1] += 1
     return {sid: {name: rate(c, n) for name, (c, n) in sorted(by.items())} for sid, by in sorted(counts.items())}
 
 
-def _suite(rows: list[dict[str, Any]], scenarios: dict[str, ScenarioFigures], ks: range) -> SuiteFigures:
-    n = len(rows)
-    verdicts = [r["verdict"] for r in rows]
+def _suite(g: _Graded, scenarios: dict[str, ScenarioFigures], ks: range) -> SuiteFigures:
+    n = g.n
+    verdicts = g.verdicts
     passes = verdicts.count("pass")
-    valid_n = sum(v in VALID for v in verdicts)
-    cost = _known_sum([r["cost_usd"] for r in rows])
-    judged_rows = [r for r in rows if r.get("judge_calls")]
+    valid_n = passes + verdicts.count("fail")
+    cost = _known_sum(list(g.col("cost_usd")))
+    calls = g.col("judge_calls")
+    judged_costs = [cost for cost, called in zip(g.col("judge_cost_usd"), calls) if called]
+    tokens = [_tokens(a, b, c, d) for a, b, c, d in zip(*(g.col(f"{role}_{f}") for role in ("agent", "simulator")
+                                                          for f in ("input_tokens", "output_tokens")))]
     return SuiteFigures(
         raw=SuiteView(success=rate(passes, n), pass_k={k: suite_point(scenarios.values(), "raw", k) for k in ks}),
         valid=SuiteView(success=rate(passes, valid_n),
@@ -211,17 +279,17 @@ def _suite(rows: list[dict[str, Any]], scenarios: dict[str, ScenarioFigures], ks
         invalid_rate=rate(verdicts.count("invalid"), n),
         error_rate=rate(verdicts.count("error"), n),
         unjudged_rate=rate(verdicts.count("unjudged"), n),
-        loop_rate=rate(sum(bool(r.get("loop")) for r in rows), n),
-        policy_violation_rate=rate(sum(1 for r in rows if r.get("policy_violations")), n),
+        loop_rate=rate(sum(1 for loop in g.col("loop") if loop), n),
+        policy_violation_rate=rate(sum(1 for v in g.col("policy_violations") if v), n),
         cost_usd=cost,
         cost_per_success_usd=cost / passes if cost is not None and passes else None,
-        judge_calls=int(sum(r.get("judge_calls") or 0 for r in rows)),
-        judge_cost_usd=_known_sum([r.get("judge_cost_usd") for r in judged_rows]) if judged_rows else None,
-        tokens=_percentiles([_tokens(r) for r in rows]),
-        latency_s=_percentiles([r["duration_s"] for r in rows]),
-        retries=int(sum(r.get("retries") or 0 for r in rows)),
-        retry_wait_s=float(sum(r.get("retry_wait_s") or 0 for r in rows)),
-        terminations=_count(r["termination"] for r in rows),
+        judge_calls=int(sum(c or 0 for c in calls)),
+        judge_cost_usd=_known_sum(judged_costs) if judged_costs else None,
+        tokens=_percentiles(tokens),
+        latency_s=_percentiles(list(g.col("duration_s"))),
+        retries=int(sum(r or 0 for r in g.col("retries"))),
+        retry_wait_s=float(sum(w or 0 for w in g.col("retry_wait_s"))),
+        terminations=_count(g.col("termination")),
         flake_classes=_count(s.flake_class for s in scenarios.values()),
     )
 
@@ -245,9 +313,11 @@ def error_causes(rows: list[dict[str, Any]], top: int = 5) -> list[ErrorCause]:
     return [ErrorCause(cause=text, trials=count) for count, text in ranked]
 
 
-def _tokens(r: dict[str, Any]) -> float | None:
-    parts = [r.get(f"{role}_{f}") for role in ("agent", "simulator") for f in ("input_tokens", "output_tokens")]
-    return None if any(p is None or p != p for p in parts) else float(sum(parts))  # type: ignore[arg-type]
+def _tokens(a: Any, b: Any, c: Any, d: Any) -> float | None:
+    """A trial's tokens, agent's and simulator's, in and out; None when any is unknown (None or NaN)."""
+    if a is None or b is None or c is None or d is None or a != a or b != b or c != c or d != d:
+        return None
+    return float(a + b + c + d)
 
 
 def _percentiles(values: list[Any]) -> Percentiles:
@@ -301,8 +371,8 @@ def extend_curves(summary: RunSummary, k: int) -> None:
         curve.update({j: suite_point(summary.scenarios.values(), name, j) for j in ks})
 
 
-def _invalid_by_simulator(rows: list[dict[str, Any]]) -> dict[str, Rate]:
+def _invalid_by_simulator(simulators: Sequence[str], verdicts: list[str]) -> dict[str, Rate]:
     groups: dict[str, list[str]] = {}
-    for r in rows:
-        groups.setdefault(r["simulator"], []).append(r["verdict"])
+    for simulator, verdict in zip(simulators, verdicts):
+        groups.setdefault(simulator, []).append(verdict)
     return {sim: rate(v.count("invalid"), len(v)) for sim, v in groups.items()}

@@ -96,7 +96,12 @@ def run(args: argparse.Namespace) -> int:
     spec, notes = judge_flag(args.model, config.judge, "--model")
     for note in notes:
         print(f"note: {note}", file=sys.stderr)
-    model = build_judge(spec)
+    settings: dict[str, Any] = {}
+    if config.call_timeout_s is not None:
+        settings["timeout_s"] = config.call_timeout_s  # a local server writing a whole draft takes time
+    if config.max_retries is not None:
+        settings["max_retries"] = config.max_retries
+    model = build_judge(spec, **settings)
     assert model is not None  # a model was named
     configured = config.__dict__.get("simulator")
     request = GenerateRequest(

@@ -77,8 +77,14 @@ UNOBTAINABLE = {  # an order id nobody in the conversation knows
     "agent_context": {"signed_in_customer": "C-22"},
     "expected_actions": [{"tool": "lookup_order", "args": {"order_id": "E501"}}],
 }
+NOT_VALID = {  # a tool the domain lacks, a phrase that is no regular expression
+    **STORE_CREDIT, "id": "refund-everything", "success_phrases": ["(unclosed"],
+    "expected_actions": [{"tool": "refund_everything", "args": {}}],
+}
 ANSWERS: dict[int, Any] = {1: STORE_CREDIT, 2: "Sure! Here is a scenario: {id: oops", 3: DUPLICATE,
-                           4: EMAIL, 5: FAILS_ON_REPLAY, 6: UNOBTAINABLE}
+                           4: EMAIL, 5: FAILS_ON_REPLAY, 6: UNOBTAINABLE, 7: NOT_VALID,
+                           8: {**STORE_CREDIT, "id": "grinder-late-goodwill",  # draft 1 again, reworded
+                               "goal": "Get a small goodwill credit since the grinder came one week late."}}
 
 
 def drafter(messages: list[dict[str, Any]], tools: Any = None, **_: Any) -> dict[str, Any]:
@@ -127,7 +133,7 @@ def test_only_the_drafts_that_earn_their_place_land_and_each_other_says_why(
     before = coverage_json(capsys)
     assert never_expected(before) == {"get_customer", "issue_store_credit", "send_email"}
 
-    assert main(["generate", "--model", name, "-n", "6", "--target", "uncovered"]) == 0
+    assert main(["generate", "--model", name, "-n", "8", "--target", "uncovered"]) == 0
     out = capsys.readouterr().out
     drafts = project / "drafts"
     assert sorted(p.name for p in drafts.glob("*.yaml")) == [
@@ -137,28 +143,31 @@ def test_only_the_drafts_that_earn_their_place_land_and_each_other_says_why(
     assert [(k.draft, k.id) for k in summary.kept] == [(1, "goodwill-credit-late-delivery"),
                                                        (4, "email-me-the-receipt")]
     reasons = {d.draft: (d.stage, d.reason) for d in summary.dropped}
-    assert sorted(reasons) == [2, 3, 5, 6]
+    assert sorted(reasons) == [2, 3, 5, 6, 7, 8]
     assert reasons[2][0] == "answer" and "not a JSON object" in reasons[2][1] and "3 attempts" in reasons[2][1]
     assert reasons[3] == ("duplicate", reasons[3][1]) and "near-duplicate of refund-damaged-card" in reasons[3][1]
     assert reasons[5][0] == "oracle" and "issue_refund fails" in reasons[5][1]
     assert reasons[6][0] == "lint" and "someone-elses-blanket.yaml:" in reasons[6][1]
     assert "'E501'" in reasons[6][1] and "cannot learn" in reasons[6][1]
+    assert reasons[7][0] == "validate" and "refund-everything.yaml:" in reasons[7][1]
+    assert "refund_everything" in reasons[7][1] and "success_phrases" in reasons[7][1]
+    assert reasons[8][0] == "duplicate" and "near-duplicate of goodwill-credit-late-delivery" in reasons[8][1]
     assert not any("simlab-drafts-" in r for _, r in reasons.values())  # the staging folder is no place
     # what each adds: the tools it makes expected
     assert "tools: issue_store_credit" in summary.kept[0].adds
     assert {"tools: get_customer", "tools: send_email", "persona traits: hurried"} <= set(summary.kept[1].adds)
     assert summary.missing_after < summary.missing_before
     # one call per draft, three for the malformed one; cost at simlab.yaml's judge price
-    assert summary.calls == len(prompts) == 6 + 2
+    assert summary.calls == len(prompts) == 8 + 2
     usage = summary.usage
     assert usage.cost_usd == pytest.approx((usage.input_tokens * PRICE["input"]
                                             + usage.output_tokens * PRICE["output"]) / 1e6)
-    assert f"author {name}: 8 calls" in out and f"{usage.input_tokens:,} tokens in" in out
-    assert "dropped: oracle" in out and "2 kept of 6" in out
+    assert f"author {name}: 10 calls" in out and f"{usage.input_tokens:,} tokens in" in out
+    assert "dropped: oracle" in out and "2 kept of 8" in out
     # the prompt: the domain's tools, the gaps coverage reports, the suite to stay away from
     first = prompts[0][1]["content"]
     assert "issue_store_credit (write): never expected" in first and "refund-damaged-card: goal:" in first
-    assert '"name": "send_email"' in first and "Write draft 1 of 6" in first
+    assert '"name": "send_email"' in first and "Write draft 1 of 8" in first
     assert "goodwill-credit-late-delivery: goal:" in prompts[-1][1]["content"]  # kept drafts are taken
     # the model's expected state is never written
     text = (drafts / "goodwill-credit-late-delivery.yaml").read_text()
@@ -180,8 +189,9 @@ def test_near_duplicates_of_the_generated_suite_stay_under_five_percent(project:
                                                                         capsys: Any) -> None:
     from simlab.specs import load_personas, load_scenarios, scenario_files
 
-    name, _ = model
+    name, prompts = model
     assert main(["generate", "--model", name, "-n", "6"]) == 0
+    assert not any("never expected" in p[1]["content"] for p in prompts)  # no --target: no gaps asked for
     assert main(["generate", "--accept"]) == 0
     loaded = load_scenarios(scenario_files(["scenarios"]), load_personas(Path("personas")))
     shapes = [shape_of(s.spec.expect.expected_actions, s.spec.user.goal)

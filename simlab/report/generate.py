@@ -16,6 +16,9 @@ A draft (``report/draft.py``) is kept only when, in this order:
 6. it is no near-duplicate (``draft.near_duplicate``) of a scenario of the suite or of a draft
    kept before it.
 
+A draft the checks themselves cannot read (a bug of simlab's, an answer no check foresaw) is
+dropped at the ``internal`` step with the exception's one line: it never ends the batch.
+
 What each kept draft adds is the coverage (``report/coverage.py``) of the suite with it against
 the suite without it; ``summary.json`` in the review folder says it, and why each other draft was
 dropped. ``accept`` moves reviewed drafts (and their new personas) into the project, never over a
@@ -60,7 +63,7 @@ if TYPE_CHECKING:
 
 SUMMARY_FILE = "summary.json"
 PERSONAS = "personas"
-STAGES = ("answer", "id", "validate", "oracle", "lint", "duplicate")
+STAGES = ("answer", "id", "validate", "oracle", "lint", "duplicate", "internal")
 
 
 class KeptDraft(BaseModel):
@@ -226,8 +229,8 @@ class _Drafting:
         personas = self.personas() | ({persona.spec.id: persona} if persona else {})
         entries, problems = read_scenarios([path], personas)
         entry = entries[0] if entries else None
-        if not problems and isinstance(entry, LoadedScenario):
-            problems = check_against_domain(entry)[1]
+        if entry is not None and "domain" in entry.spec.model_fields_set:  # a partial one too, as validate
+            problems = [*problems, *check_against_domain(entry)[1]]
         if problems or not isinstance(entry, LoadedScenario):
             self.drop(number, answer.id, "validate", "; ".join(problems) or "not a scenario")
             return None
@@ -331,7 +334,10 @@ async def generate(request: GenerateRequest, model: ChatModel) -> GenerateSummar
                     failures.append(why)
                 drafting.drop(number, None, "answer", why)
                 continue
-            drafting.check(number, asked.answer)
+            try:
+                drafting.check(number, asked.answer)
+            except Exception as exc:  # a draft simlab's checks cannot read: its own, never the batch's end
+                drafting.drop(number, asked.answer.id, "internal", f"{type(exc).__name__}: {one_line(exc)}")
     if failures and len(failures) == request.count:
         raise InfraError(f"the model answered none of the {request.count} drafts: {failures[-1]}")
     after = coverage([*request.suite, *drafting.entries], drafting.personas(), source="suite")

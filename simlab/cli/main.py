@@ -37,6 +37,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "simlab.cli.coverage_cmd",
         "what a suite (or a run) leaves untested: tools, refusal paths, rules, traits, terminations, drift",
     ),
+    "generate": (
+        "simlab.cli.generate_cmd",
+        "draft scenarios with a model; keep only those that validate, lint, replay and add something",
+    ),
     "grade": ("simlab.cli.grade_cmd", "re-grade a stored run without simulating again"),
     "gate": (
         "simlab.cli.gate_cmd",

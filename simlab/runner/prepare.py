@@ -333,11 +333,12 @@ def _with_flag(model: Any, flag: str, configured: Any, name: str, notes: list[st
     return merged
 
 
-def judge_flag(flag: str, configured: JudgeSpec | None) -> tuple[JudgeSpec, list[str]]:
+def judge_flag(flag: str, configured: JudgeSpec | None, name: str = "--judge") -> tuple[JudgeSpec, list[str]]:
     """The judge ``--judge FLAG`` names, as ``simlab run`` reads it (``_with_flag``: a bare model keeps
-    the configured endpoint and price), and the notes that say what was kept."""
+    the configured endpoint and price), and the notes that say what was kept (``name``: the flag
+    they name, ``simlab generate --model`` reads a model so too)."""
     notes: list[str] = []
-    return _with_flag(JudgeSpec, flag, configured, "--judge", notes), notes
+    return _with_flag(JudgeSpec, flag, configured, name, notes), notes
 
 
 def _shown(key: str, value: Any) -> str:

@@ -1,0 +1,114 @@
+"""What ``simlab generate`` asks the model for one draft: the domain (its tools with their JSON
+schemas, its policy, its seed data), the personas it may reuse, the scenarios that exist already
+(to stay away from), the gaps coverage reports (``--target uncovered``) and the seed scenarios'
+files. Everything read from the project is fenced as data (``judge_prompt.delimit``); the
+instructions and the answer's shape live in the system message."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from simlab.env.domain import Domain
+from simlab.graders.judge_prompt import data_rules, delimit
+from simlab.llm.types import Message
+
+__all__ = ["DraftContext", "draft_messages"]
+
+ANSWER_SHAPE = """{
+  "id": "short-kebab-case-id",
+  "title": "one line",
+  "description": "what the scenario tests, in two sentences",
+  "tags": ["refund"],
+  "persona": "an existing persona id, or a new one: {\\"id\\": …, \\"description\\": …, \\"traits\\": […], \
+\\"speaking_style\\": …, \\"behaviours\\": […]}",
+  "goal": "the customer's hidden goal, in their words",
+  "opening": "the customer's first message",
+  "known_facts": {"order_id": "…"},
+  "never_reveal": {"card_number": "…"},
+  "success_phrases": ["a regular expression the agent's reply matches once the goal is met"],
+  "give_up_phrases": [],
+  "agent_context": {"signed_in_customer": "…"},
+  "initial_state": {},
+  "expected_actions": [{"tool": "a tool name", "args": {"argument": "value"}}],
+  "forbidden": ["a WRITE tool the agent must not call here"],
+  "rules": [{"before": ["a READ tool", "a WRITE tool"]}],
+  "max_turns": 10
+}"""
+
+SYSTEM = """You write test scenarios for a customer-support agent that acts only through tools. In a \
+scenario, a simulated customer with a hidden goal talks to the agent; the scenario says which tool \
+calls the agent should make (expected_actions) and what it must not do.
+
+{rules}
+
+The domain, its personas, the scenarios that exist already, what the suite leaves untested and example \
+scenarios are given as data. Write ONE new scenario that tests something the existing ones do not.
+
+A scenario must be solvable, or it is thrown away:
+- every argument value of an expected action is known to the customer (known_facts or opening), \
+given in agent_context, or readable through a READ tool from the data;
+- never_reveal holds what the customer must never say: no expected action may need it;
+- the expected actions, run in order on the seed data (with initial_state merged over it), succeed;
+- do not write the expected end state: simlab computes it by replaying the expected actions;
+- success_phrases are regular expressions matched against the agent's reply; use only words and \
+values the agent can know;
+- forbidden names WRITE tools (or {{"tool": …, "args": {{…}}}}) the right outcome never calls; rules \
+are simlab policy rules: before, after_confirmation, max_calls, limit, forbid_args, owner.
+
+Reply with only a JSON object of this shape, no other text:
+{shape}"""
+
+
+@dataclass
+class DraftContext:
+    """What every draft's prompt shows: the same for the N drafts of one ``simlab generate``."""
+
+    domain: Domain
+    personas: dict[str, Any]  # id → Persona
+    existing: list[str]  # one line per scenario: id, goal, expected actions
+    gaps: list[str] = field(default_factory=list)  # --target uncovered: what coverage reports missing
+    seeds: list[tuple[str, str]] = field(default_factory=list)  # (file, text)
+
+    def nonce(self) -> str:
+        key = json.dumps([self.domain.name, sorted(self.personas), self.existing, self.seeds])
+        return hashlib.sha256(f"simlab-generate/{key}".encode()).hexdigest()[:16]
+
+
+def _domain_text(domain: Domain) -> str:
+    tools = [{"name": t.name, "access": t.access.value, **t.json_schema()["function"]} for t in domain.tools]
+    state = domain.build_state({}).model_dump(mode="json")
+    return (
+        f"domain: {domain.name}\n\ntools (JSON schemas):\n{json.dumps(tools, indent=1)}\n\n"
+        f"policy:\n{domain.policy}\n\nseed data:\n{json.dumps(state, indent=1, ensure_ascii=False)}"
+    )
+
+
+def _personas_text(personas: dict[str, Any]) -> str:
+    lines = [
+        f"- {pid}: {p.description} (traits: {', '.join(p.traits) or 'none'})" for pid, p in personas.items()
+    ]
+    return "\n".join(lines) or "(none: propose a new persona)"
+
+
+def draft_messages(context: DraftContext, number: int, total: int, earlier: list[str]) -> list[Message]:
+    """The messages that ask for draft ``number`` of ``total``; ``earlier``: the drafts kept so far."""
+    nonce = context.nonce()
+    system = SYSTEM.format(rules=data_rules(nonce, ("data",)), shape=ANSWER_SHAPE)
+    parts = [
+        f"The domain:\n{delimit('data', _domain_text(context.domain), nonce)}",
+        f"Personas you may reuse by id:\n{delimit('data', _personas_text(context.personas), nonce)}",
+    ]
+    taken = [*context.existing, *earlier]
+    if taken:
+        listed = "\n".join(taken)
+        parts.append(f"Scenarios that exist already (do not repeat them):\n{delimit('data', listed, nonce)}")
+    if context.gaps:
+        gaps = "\n".join(context.gaps)
+        parts.append("What the suite leaves untested (cover one of these):\n" + delimit("data", gaps, nonce))
+    for name, text in context.seeds:
+        parts.append(f"An example scenario ({name}):\n{delimit('data', text, nonce)}")
+    parts.append(f"Write draft {number} of {total}. Reply with the JSON object only.")
+    return [{"role": "system", "content": system}, {"role": "user", "content": "\n\n".join(parts)}]

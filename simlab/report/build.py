@@ -51,8 +51,14 @@ def project_run(target: str | None) -> Path:
     return resolve_run(target, Path(load_config(Path("simlab.yaml")).transcripts))
 
 
-def build(folder: Path, *, write: bool = True, checks_table: bool = False,
-          allow_unjudged: list[str] | None = None, summary_evaluators: list[str] | None = None) -> RunSummary:
+def build(
+    folder: Path,
+    *,
+    write: bool = True,
+    checks_table: bool = False,
+    allow_unjudged: list[str] | None = None,
+    summary_evaluators: list[str] | None = None,
+) -> RunSummary:
     """The summary of the run in ``folder``. Unless told not to write, it also writes
     ``results.parquet`` and ``summary.json``, and ``checks.parquet`` when asked for or when one is
     there already (kept up to date: that table parses every transcript, so it is opt-in).
@@ -67,32 +73,54 @@ def build(folder: Path, *, write: bool = True, checks_table: bool = False,
     columns and the figures made of them hold no cycle, and they are freed before it resumes, so it
     never scans them (a tenth of a report of 100,000 trials, bench/README.md)."""
     with gc_paused():
-        return _build(folder, write=write, checks_table=checks_table, allow_unjudged=allow_unjudged,
-                      summary_evaluators=summary_evaluators)
+        return _build(
+            folder,
+            write=write,
+            checks_table=checks_table,
+            allow_unjudged=allow_unjudged,
+            summary_evaluators=summary_evaluators,
+        )
 
 
-def _build(folder: Path, *, write: bool, checks_table: bool, allow_unjudged: list[str] | None,
-           summary_evaluators: list[str] | None) -> RunSummary:
+def _build(
+    folder: Path,
+    *,
+    write: bool,
+    checks_table: bool,
+    allow_unjudged: list[str] | None,
+    summary_evaluators: list[str] | None,
+) -> RunSummary:
     store = RunStore(folder)
     manifest = store.read_manifest()
     notes = ReadNotes(store.trials_path, plan=store.planned_units(manifest) if manifest is not None else None)
     allowed = allow_unjudged if allow_unjudged is not None else (manifest or {}).get("allow_unjudged")
     results = read_results(store.trials_path, notes)
-    summary = summarize(results, run_id=(manifest or {}).get("run_id", folder.name), allow_unjudged=allowed or ())
+    summary = summarize(
+        results, run_id=(manifest or {}).get("run_id", folder.name), allow_unjudged=allowed or ()
+    )
     summary.pins = (manifest or {}).get("pins", {})
-    functions = summary_evaluators if summary_evaluators is not None else (manifest or {}).get("summary_evaluators")
+    functions = (
+        summary_evaluators if summary_evaluators is not None else (manifest or {}).get("summary_evaluators")
+    )
     if functions and len(results):
         summary.dataset.update(run_summary_functions(functions, list(_records(store, notes))))
     # resumed with --force over other pins: its trials mix configurations
     summary.mixed_pins = mixed_pins(manifest)
-    summary.completeness = Completeness(planned=None if notes.plan is None else len(notes.plan),
-                                        finished=len(results), unplanned=len(notes.unplanned),
-                                        manifest=manifest is not None, partial=manifest_partial(manifest),
-                                        partial_ok=bool((manifest or {}).get("partial_ok")))
+    summary.completeness = Completeness(
+        planned=None if notes.plan is None else len(notes.plan),
+        finished=len(results),
+        unplanned=len(notes.unplanned),
+        manifest=manifest is not None,
+        partial=manifest_partial(manifest),
+        partial_ok=bool((manifest or {}).get("partial_ok")),
+    )
     warnings = notes.warnings()
     if manifest is None:
-        warnings.insert(0, f"{folder}: no run.json, so this run's plan and pins are unknown: its completeness "
-                           "cannot be checked (a gate on it is inconclusive)")
+        warnings.insert(
+            0,
+            f"{folder}: no run.json, so this run's plan and pins are unknown: its completeness "
+            "cannot be checked (a gate on it is inconclusive)",
+        )
     try:
         attach_causes(summary, read_triage(folder))  # simlab triage's written causes, when asked for
     except SpecError as exc:
@@ -106,7 +134,9 @@ def _build(folder: Path, *, write: bool, checks_table: bool, allow_unjudged: lis
     if write and len(results):
         write_table(folder / RESULTS_FILE, results.table)
         if checks_table or (folder / CHECKS_FILE).exists():
-            write_table(folder / CHECKS_FILE, read_checks_table(store.trials_path, ReadNotes(notes.path, notes.plan)))
+            write_table(
+                folder / CHECKS_FILE, read_checks_table(store.trials_path, ReadNotes(notes.path, notes.plan))
+            )
         write_atomic(folder / SUMMARY_FILE, summary.to_json() + "\n")
     return summary
 

@@ -23,7 +23,10 @@ __all__ = ["BUILT_IN_KEYS", "KEY", "prf", "run_summary_functions", "tool_scores"
 
 BUILT_IN_KEYS = DATASET_METRICS  # the figures simlab pools itself, as gates name them
 KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-LEFT_OUT = ("error", "invalid")  # infrastructure errors and broken simulations say nothing of the agent's calls
+LEFT_OUT = (
+    "error",
+    "invalid",
+)  # infrastructure errors and broken simulations say nothing of the agent's calls
 
 
 def prf(tp: int, fp: int, fn: int) -> tuple[float | None, float | None, float | None]:
@@ -41,6 +44,7 @@ def prf(tp: int, fp: int, fn: int) -> tuple[float | None, float | None, float | 
 def tool_scores(rows: Iterable[dict[str, Any]]) -> dict[str, DatasetScore]:
     """Pooled tool-call precision, recall and F1 over the run's trials that had a trajectory
     check (rows as ``frames.Results.rows`` gives them): ``pooled_tool_scores``."""
+
     def counts(row: dict[str, Any]) -> Any:
         unknown = row.get("tool_counts") is None and row.get("tool_counts_unknown")
         return "unknown" if unknown else row.get("tool_counts")
@@ -72,12 +76,17 @@ def pooled_tool_scores(trials: Iterable[tuple[str | None, Any]]) -> dict[str, Da
     if left_out:
         detail += f"; {left_out} error or invalid trials left out"
     if unknown:
-        detail += (f"; {unknown} trials recorded before simlab kept the counts are unknown (`simlab grade` "
-                   "the run to count them)")
+        detail += (
+            f"; {unknown} trials recorded before simlab kept the counts are unknown (`simlab grade` "
+            "the run to count them)"
+        )
     figures = dict(zip(BUILT_IN_KEYS, prf(tp, fp, fn)))
-    return {key: DatasetScore(key=key, score=value, source="simlab", detail=detail, trials=trials_n,
-                              unknown_trials=unknown)
-            for key, value in figures.items()}
+    return {
+        key: DatasetScore(
+            key=key, score=value, source="simlab", detail=detail, trials=trials_n, unknown_trials=unknown
+        )
+        for key, value in figures.items()
+    }
 
 
 def run_summary_functions(refs: Sequence[str], trials: Sequence[Any]) -> dict[str, DatasetScore]:
@@ -97,12 +106,18 @@ def run_summary_functions(refs: Sequence[str], trials: Sequence[Any]) -> dict[st
             out[ref] = DatasetScore(key=ref, source=ref, error=str(exc), trials=len(trials))
             continue
         except Exception as exc:  # user code: reported, never a crash of the report
-            out[ref] = DatasetScore(key=ref, source=ref, error=f"{type(exc).__name__}: {exc}", trials=len(trials))
+            out[ref] = DatasetScore(
+                key=ref, source=ref, error=f"{type(exc).__name__}: {exc}", trials=len(trials)
+            )
             continue
         for key, score in entries:
             if key in out or key in BUILT_IN_KEYS:
-                out[f"{ref}#{key}"] = DatasetScore(key=key, source=ref, trials=len(trials),
-                                                   error=f"key {key!r} is returned twice (or is simlab's own)")
+                out[f"{ref}#{key}"] = DatasetScore(
+                    key=key,
+                    source=ref,
+                    trials=len(trials),
+                    error=f"key {key!r} is returned twice (or is simlab's own)",
+                )
                 continue
             out[key] = DatasetScore(key=key, score=score, source=ref, trials=len(trials))
     return out
@@ -119,14 +134,20 @@ def _entries(returned: Any) -> list[tuple[str, float | None]]:
     entries = []
     for item in items:
         if not isinstance(item, dict) or "key" not in item or "score" not in item:
-            raise ValueError(f"returned {_short(item)}; return {{'key': NAME, 'score': NUMBER}} (or a list of them)")
+            raise ValueError(
+                f"returned {_short(item)}; return {{'key': NAME, 'score': NUMBER}} (or a list of them)"
+            )
         key, score = item["key"], item["score"]
         if not isinstance(key, str) or not KEY.match(key):
-            raise ValueError(f"key {_short(key)} is not a name (letters, digits, _), as a gate would write it")
+            raise ValueError(
+                f"key {_short(key)} is not a name (letters, digits, _), as a gate would write it"
+            )
         if isinstance(score, bool):
             score = float(score)
         if score is not None and (not isinstance(score, (int, float)) or not math.isfinite(score)):
-            raise ValueError(f"score of {key!r} is {_short(score)}; give a finite number, or None for unknown")
+            raise ValueError(
+                f"score of {key!r} is {_short(score)}; give a finite number, or None for unknown"
+            )
         entries.append((key, None if score is None else float(score)))
     return entries
 

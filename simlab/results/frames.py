@@ -32,10 +32,14 @@ class CheckTally:
 
     failures: dict[tuple[str, str], int] = field(default_factory=dict)
     hard_failures: dict[tuple[str, str], int] = field(default_factory=dict)
-    infra_failures: dict[tuple[str, str], int] = field(default_factory=dict)  # hard ones in trials that errored
+    infra_failures: dict[tuple[str, str], int] = field(
+        default_factory=dict
+    )  # hard ones in trials that errored
     not_run: dict[str, int] = field(default_factory=dict)
     unjudged: dict[tuple[str, str], int] = field(default_factory=dict)  # hard checks not run: (name, kind)
-    errored: dict[tuple[str, str], list[Any]] = field(default_factory=dict)  # (name, kind) → [count, hard, reason]
+    errored: dict[tuple[str, str], list[Any]] = field(
+        default_factory=dict
+    )  # (name, kind) → [count, hard, reason]
     attacks: dict[str, list[int]] = field(default_factory=dict)
 
     def add(self, head: TrialHead) -> None:
@@ -43,8 +47,13 @@ class CheckTally:
         self.count(head.failed, infra, head.not_run, head.unjudged)
         self.add_rare(head)
 
-    def count(self, failed: list[tuple[str, str, bool]], infra: list[tuple[str, str, bool]],
-              not_run: list[str], unjudged: list[tuple[str, str]]) -> None:
+    def count(
+        self,
+        failed: list[tuple[str, str, bool]],
+        infra: list[tuple[str, str, bool]],
+        not_run: list[str],
+        unjudged: list[tuple[str, str]],
+    ) -> None:
         """Count many trials' failed checks (``infra``: those of trials that errored, the check
         failed because the trial could not be played), checks not run and hard checks not run, at
         once by ``Counter``, in the order first seen: as one ``add`` after another would."""
@@ -76,15 +85,49 @@ def _bump(counts: dict[Any, int], key: Any, by: int) -> None:
     counts[key] = counts.get(key, 0) + by
 
 
-CHECK_COLUMNS = ["run_id", "unit_id", "scenario_id", "trial", "simulator", "verdict", "name", "kind", "status",
-                 "hard", "score", "reason", "event", "turn", "call_id", "category"]
+CHECK_COLUMNS = [
+    "run_id",
+    "unit_id",
+    "scenario_id",
+    "trial",
+    "simulator",
+    "verdict",
+    "name",
+    "kind",
+    "status",
+    "hard",
+    "score",
+    "reason",
+    "event",
+    "turn",
+    "call_id",
+    "category",
+]
 _CHECK_KEYS = CHECK_COLUMNS[6:]  # taken from the check itself; the first six from its trial
 
 
-SUMMARY_FIELDS = ("verdict", "scenario_id", "persona_id", "termination", "termination_detail", "cost_usd",
-                  "policy_violations", "loop", "duration_s", "retries", "retry_wait_s", "simulator",
-                  "agent_input_tokens", "agent_output_tokens", "simulator_input_tokens", "simulator_output_tokens",
-                  "judge_calls", "judge_cost_usd", "replayed", "diverged_turn")
+SUMMARY_FIELDS = (
+    "verdict",
+    "scenario_id",
+    "persona_id",
+    "termination",
+    "termination_detail",
+    "cost_usd",
+    "policy_violations",
+    "loop",
+    "duration_s",
+    "retries",
+    "retry_wait_s",
+    "simulator",
+    "agent_input_tokens",
+    "agent_output_tokens",
+    "simulator_input_tokens",
+    "simulator_output_tokens",
+    "judge_calls",
+    "judge_cost_usd",
+    "replayed",
+    "diverged_turn",
+)
 FIGURES = tuple(TrialFigures.model_fields)  # the row's own columns, in order, before its checks
 _figures = attrgetter(*FIGURES)
 ADK_CHECK = "check:adk:"  # the columns of ADK's criteria (simlab/adk/grader.py)
@@ -141,8 +184,13 @@ class Results:
         """Why trial ``n`` did not pass (``transcript/blame.py``): its failure mode, blame, unit id,
         and the turn and event of its first faulty step (results/modes.py)."""
         c = self.columns
-        return (c["failure_mode"][n], c["blame"][n], c["unit_id"][n], c["first_fault_turn"][n],
-                c["first_fault_event"][n])
+        return (
+            c["failure_mode"][n],
+            c["blame"][n],
+            c["unit_id"][n],
+            c["first_fault_turn"][n],
+            c["first_fault_event"][n],
+        )
 
 
 def collect(heads: Iterable[TrialHead]) -> Results:
@@ -184,7 +232,7 @@ def collect(heads: Iterable[TrialHead]) -> Results:
             unjudged += head.unjudged
             unjudged_kinds[n] = frozenset(kind for _, kind in head.unjudged)
         if group[2]:
-            adk[n] = {name[len(ADK_CHECK):]: checks[name] for name in group[2]}
+            adk[n] = {name[len(ADK_CHECK) :]: checks[name] for name in group[2]}
         if "tool_counts" in head.__pydantic_fields_set__:  # None: no trajectory check counted
             tools.append(head.tool_counts)
         else:  # a head written before the counts were kept
@@ -203,14 +251,18 @@ def collect(heads: Iterable[TrialHead]) -> Results:
     return out
 
 
-def _table(figures: dict[str, Sequence[Any]],
-           groups: dict[tuple[str, ...], tuple[list[int], list[tuple[Any, ...]]]], n: int) -> Any:
+def _table(
+    figures: dict[str, Sequence[Any]],
+    groups: dict[tuple[str, ...], tuple[list[int], list[tuple[Any, ...]]]],
+    n: int,
+) -> Any:
     """The results table: the row's own columns, then each check column, each group's values put
     in place (null where a trial lacks that check)."""
     import pyarrow as pa
 
-    columns: dict[str, Any] = {name: _array(pa, name, values, _TYPES.get(name))
-                               for name, values in figures.items()}
+    columns: dict[str, Any] = {
+        name: _array(pa, name, values, _TYPES.get(name)) for name, values in figures.items()
+    }
     parts: dict[str, list[tuple[Any, tuple[Any, ...]]]] = {}  # check → (rows, values) of each group
     for key, (index, values) in groups.items():
         rows = index if len(index) == n else _positions(index)  # all rows: one group, in order
@@ -278,8 +330,12 @@ def _array(pa: Any, name: str, values: Any, kind: str | None = None) -> Any:
         return pa.array([None if v is None else str(v) for v in values], type=pa.string())
 
 
-_ARROW = {"str": lambda pa: pa.string(), "int": lambda pa: pa.int64(), "bool": lambda pa: pa.bool_(),
-          "float": lambda pa: pa.float64()}
+_ARROW = {
+    "str": lambda pa: pa.string(),
+    "int": lambda pa: pa.int64(),
+    "bool": lambda pa: pa.bool_(),
+    "float": lambda pa: pa.float64(),
+}
 
 
 def _nan_as_null(pa: Any, array: Any) -> Any:
@@ -308,9 +364,14 @@ def _add_check_rows(columns: dict[str, list[Any]], raw: dict[str, Any]) -> None:
         return
     t = raw["transcript"]
     count = len(checks)
-    for key, value in (("run_id", t.get("run_id")), ("unit_id", raw.get("unit_id")),
-                       ("scenario_id", t.get("scenario_id")), ("trial", t.get("trial")),
-                       ("simulator", (t.get("simulator") or {}).get("ref")), ("verdict", raw.get("verdict"))):
+    for key, value in (
+        ("run_id", t.get("run_id")),
+        ("unit_id", raw.get("unit_id")),
+        ("scenario_id", t.get("scenario_id")),
+        ("trial", t.get("trial")),
+        ("simulator", (t.get("simulator") or {}).get("ref")),
+        ("verdict", raw.get("verdict")),
+    ):
         columns[key].extend([value] * count)
     for key in _CHECK_KEYS:
         if key == "hard":

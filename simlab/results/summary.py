@@ -38,7 +38,15 @@ from simlab.results.figures import (
 )
 from simlab.results.frames import Results
 from simlab.results.modes import failure_modes
-from simlab.results.stats import flake_class, mean_defined, pass_at_k, pass_curve, pass_hat_k, percentile, wilson
+from simlab.results.stats import (
+    flake_class,
+    mean_defined,
+    pass_at_k,
+    pass_curve,
+    pass_hat_k,
+    percentile,
+    wilson,
+)
 from simlab.transcript.checks import VERDICTS
 from simlab.transcript.verdicts import counts_as_pass  # defined with the verdicts
 
@@ -49,8 +57,13 @@ VALID = ("pass", "fail")
 def rate(c: int, n: int) -> Rate:
     """``c`` of ``n`` with its Wilson 95 % interval."""
     interval = wilson(c, n)
-    return Rate(c=c, n=n, rate=c / n if n else None,
-                low=interval[0] if interval else None, high=interval[1] if interval else None)
+    return Rate(
+        c=c,
+        n=n,
+        rate=c / n if n else None,
+        low=interval[0] if interval else None,
+        high=interval[1] if interval else None,
+    )
 
 
 def _known_sum(values: list[Any]) -> float | None:
@@ -63,7 +76,9 @@ def _curve(c: int, n: int, ks: Iterable[int]) -> dict[int, PassPoint]:
     """pass^k and pass@k at each of ``ks`` (``pass_curve`` is cached and shared: read, never kept)."""
     ks = list(ks)
     if ks == list(range(1, len(ks) + 1)):  # the whole curve from 1: one exact pass
-        return {k: PassPoint(pass_hat_k=hat, pass_at_k=at) for k, (hat, at) in pass_curve(c, n, len(ks)).items()}
+        return {
+            k: PassPoint(pass_hat_k=hat, pass_at_k=at) for k, (hat, at) in pass_curve(c, n, len(ks)).items()
+        }
     return {k: PassPoint(pass_hat_k=pass_hat_k(c, n, k), pass_at_k=pass_at_k(c, n, k)) for k in ks}
 
 
@@ -80,8 +95,16 @@ class ScenarioTally:
     terminations: dict[str, int] = field(default_factory=dict)
     costs: list[Any] = field(default_factory=list)
 
-    def add(self, verdict: str, termination: str, cost_usd: float | None, *, persona_id: str | None = None,
-            policy_violations: int = 0, counted_as_pass: bool = False) -> None:
+    def add(
+        self,
+        verdict: str,
+        termination: str,
+        cost_usd: float | None,
+        *,
+        persona_id: str | None = None,
+        policy_violations: int = 0,
+        counted_as_pass: bool = False,
+    ) -> None:
         """One graded trial (its verdict judged already: ``counts_as_pass``)."""
         if not self.costs:  # the first trial names the persona
             self.persona_id = persona_id
@@ -92,12 +115,25 @@ class ScenarioTally:
         self.costs.append(cost_usd)
 
     @classmethod
-    def of(cls, verdicts: list[str], terminations: list[str], costs: list[Any], *,
-           persona_id: str | None, policy_violations: int, counted_as_pass: int) -> ScenarioTally:
+    def of(
+        cls,
+        verdicts: list[str],
+        terminations: list[str],
+        costs: list[Any],
+        *,
+        persona_id: str | None,
+        policy_violations: int,
+        counted_as_pass: int,
+    ) -> ScenarioTally:
         """A scenario's tally from its trials' columns at once, as ``add`` row by row makes it."""
-        return cls(persona_id=persona_id, verdicts=dict(Counter(verdicts)),
-                   counted_as_pass=counted_as_pass, policy_violations=policy_violations,
-                   terminations=dict(Counter(terminations)), costs=costs)
+        return cls(
+            persona_id=persona_id,
+            verdicts=dict(Counter(verdicts)),
+            counted_as_pass=counted_as_pass,
+            policy_violations=policy_violations,
+            terminations=dict(Counter(terminations)),
+            costs=costs,
+        )
 
     @property
     def n(self) -> int:
@@ -113,27 +149,39 @@ class ScenarioTally:
         n, c, valid_n = self.n, self.verdicts.get("pass", 0), self.valid_n
         cost = _known_sum(self.costs)
         return ScenarioFigures(
-            persona_id=self.persona_id, n=n, passes=c,
+            persona_id=self.persona_id,
+            n=n,
+            passes=c,
             verdicts={v: self.verdicts[v] for v in VERDICTS if self.verdicts.get(v)},
             raw=ViewFigures(success=rate(c, n), pass_k=_curve(c, n, ks)),
             valid=ViewFigures(success=rate(c, valid_n), pass_k=_curve(c, valid_n, ks)),
             flake_class=flake_class(c, valid_n),
-            invalid=self.verdicts.get("invalid", 0), policy_violations=self.policy_violations,
-            errors=self.verdicts.get("error", 0), unjudged=self.verdicts.get("unjudged", 0),
-            unjudged_counted_as_pass=self.counted_as_pass, terminations=dict(self.terminations),
-            cost_usd=cost, cost_per_success_usd=cost / c if cost is not None and c else None,
+            invalid=self.verdicts.get("invalid", 0),
+            policy_violations=self.policy_violations,
+            errors=self.verdicts.get("error", 0),
+            unjudged=self.verdicts.get("unjudged", 0),
+            unjudged_counted_as_pass=self.counted_as_pass,
+            terminations=dict(self.terminations),
+            cost_usd=cost,
+            cost_per_success_usd=cost / c if cost is not None and c else None,
         )
 
 
 def judged(row: dict[str, Any], allowed: frozenset[str]) -> dict[str, Any]:
-    """The row, with an unjudged verdict counted as a pass where ``counts_as_pass`` (copied, never changed)."""
+    """The row, with an unjudged verdict counted as a pass where ``counts_as_pass`` (copied, never
+    changed)."""
     if not counts_as_pass(row.get("verdict"), row.get("unjudged_kinds"), allowed):
         return row
     return {**row, "verdict": "pass", "unjudged_allowed": True}
 
 
-def summarize(results: Results, *, run_id: str | None = None, max_k: int | None = CURVE_MAX_K,
-              allow_unjudged: Collection[str] = ()) -> RunSummary:
+def summarize(
+    results: Results,
+    *,
+    run_id: str | None = None,
+    max_k: int | None = CURVE_MAX_K,
+    allow_unjudged: Collection[str] = (),
+) -> RunSummary:
     """The summary of one run from its results (see ``frames.collect``).
 
     The pass^k curves stop at ``max_k`` (default ``CURVE_MAX_K``): a scenario of 10,000 trials
@@ -150,34 +198,54 @@ def summarize(results: Results, *, run_id: str | None = None, max_k: int | None 
         found.append(i)
     verdicts, terminations, costs = g.verdicts, g.col("termination"), g.col("cost_usd")
     personas, violations = g.col("persona_id"), g.col("policy_violations")
-    tallies = {sid: ScenarioTally.of([verdicts[i] for i in at], [terminations[i] for i in at],
-                                     [costs[i] for i in at], persona_id=personas[at[0]],
-                                     policy_violations=sum(1 for i in at if violations[i]),
-                                     counted_as_pass=len(g.counted.intersection(at)) if g.counted else 0)
-               for sid, at in by.items()}
+    tallies = {
+        sid: ScenarioTally.of(
+            [verdicts[i] for i in at],
+            [terminations[i] for i in at],
+            [costs[i] for i in at],
+            persona_id=personas[at[0]],
+            policy_violations=sum(1 for i in at if violations[i]),
+            counted_as_pass=len(g.counted.intersection(at)) if g.counted else 0,
+        )
+        for sid, at in by.items()
+    }
     top = max((t.n for t in tallies.values()), default=0)
     ks = range(1, (min(max_k, top) if max_k else top) + 1)
     scenarios = {sid: t.figures(ks) for sid, t in sorted(tallies.items())}
     counts = {sid: (t.verdicts.get("pass", 0), t.n) for sid, t in tallies.items()}
     modes, more_modes = failure_modes(g.faults(), counts, min(top, CURVE_MAX_K))  # whatever max_k
     return RunSummary(
-        run_id=run_id, trials=g.n, scenarios_count=len(scenarios), ungraded=len(results) - g.n,
-        suite=_suite(g, scenarios, ks), scenarios=scenarios,
+        run_id=run_id,
+        trials=g.n,
+        scenarios_count=len(scenarios),
+        ungraded=len(results) - g.n,
+        suite=_suite(g, scenarios, ks),
+        scenarios=scenarios,
         violated_rules=_ranked({key: n for key, n in tally.failures.items() if key[1] == "policy"}),
         top_failing_checks=_ranked(tally.hard_failures, tally.infra_failures),
-        attacks={category: rate(succeeded, attacked)
-                 for category, (attacked, succeeded) in sorted(tally.attacks.items())},
+        attacks={
+            category: rate(succeeded, attacked)
+            for category, (attacked, succeeded) in sorted(tally.attacks.items())
+        },
         not_run_checks=dict(sorted(tally.not_run.items(), key=lambda kv: -kv[1])),
         unjudged=Unjudged(
-            trials=verdicts.count("unjudged") + len(g.counted), counted_as_pass=len(g.counted),
+            trials=verdicts.count("unjudged") + len(g.counted),
+            counted_as_pass=len(g.counted),
             allowed_kinds=sorted(allowed),
-            checks=[UnjudgedCheck(name=name, kind=kind, trials=count) for (name, kind), count
-                    in sorted(tally.unjudged.items(), key=lambda kv: (-kv[1], kv[0]))]),
+            checks=[
+                UnjudgedCheck(name=name, kind=kind, trials=count)
+                for (name, kind), count in sorted(tally.unjudged.items(), key=lambda kv: (-kv[1], kv[0]))
+            ],
+        ),
         error_causes=error_causes(g.error_rows()),
-        failure_modes=modes, failure_modes_more=more_modes,
-        check_errors=[CheckError(name=name, kind=kind, hard=hard, count=count, reason=reason)
-                      for (name, kind), (count, hard, reason)
-                      in sorted(tally.errored.items(), key=lambda kv: (-kv[1][0], kv[0]))],
+        failure_modes=modes,
+        failure_modes_more=more_modes,
+        check_errors=[
+            CheckError(name=name, kind=kind, hard=hard, count=count, reason=reason)
+            for (name, kind), (count, hard, reason) in sorted(
+                tally.errored.items(), key=lambda kv: (-kv[1][0], kv[0])
+            )
+        ],
         invalid_by_simulator=_invalid_by_simulator(g.col("simulator"), verdicts),
         divergence=_divergence(results),
         dataset=pooled_tool_scores(zip(verdicts, g.col_of(results.tools))),
@@ -219,16 +287,30 @@ class _Graded:
 
     def faults(self) -> list[dict[str, Any]]:
         """The rows ``modes.failure_modes`` groups: each trial that did not pass, with a failure mode."""
-        modes, verdicts, scenarios = self.results.columns["failure_mode"], self.verdicts, self.col("scenario_id")
-        return [{"fault": self.results.fault(n), "verdict": verdicts[i], "scenario_id": scenarios[i]}
-                for i, n in self.positions() if modes[n] is not None and verdicts[i] != "pass"]
+        modes, verdicts, scenarios = (
+            self.results.columns["failure_mode"],
+            self.verdicts,
+            self.col("scenario_id"),
+        )
+        return [
+            {"fault": self.results.fault(n), "verdict": verdicts[i], "scenario_id": scenarios[i]}
+            for i, n in self.positions()
+            if modes[n] is not None and verdicts[i] != "pass"
+        ]
 
     def error_rows(self) -> list[dict[str, Any]]:
         """The rows ``error_causes`` reads, of the trials that ended in an error."""
         c, errored = self.results.columns, self.results.errored_check
-        return [{"verdict": "error", "errored_check": errored.get(n), "termination": c["termination"][n],
-                 "termination_detail": c["termination_detail"][n]}
-                for i, n in self.positions() if self.verdicts[i] == "error"]
+        return [
+            {
+                "verdict": "error",
+                "errored_check": errored.get(n),
+                "termination": c["termination"][n],
+                "termination_detail": c["termination_detail"][n],
+            }
+            for i, n in self.positions()
+            if self.verdicts[i] == "error"
+        ]
 
 
 def _divergence(results: Results) -> dict[str, Divergence]:
@@ -242,8 +324,9 @@ def _divergence(results: Results) -> dict[str, Divergence]:
     out = {}
     for sid, turns in sorted(by.items()):
         known = [t for t in turns if t is not None]
-        out[sid] = Divergence(replayed=len(turns), diverged=len(known),
-                              mean_turn=sum(known) / len(known) if known else None)
+        out[sid] = Divergence(
+            replayed=len(turns), diverged=len(known), mean_turn=sum(known) / len(known) if known else None
+        )
     return out
 
 
@@ -259,7 +342,9 @@ def _adk_criteria(results: Results) -> dict[str, dict[str, Rate]]:
                 entry = counts.setdefault(columns["scenario_id"][n], {}).setdefault(name, [0, 0])
                 entry[0] += status == "pass"
                 entry[1] += 1
-    return {sid: {name: rate(c, n) for name, (c, n) in sorted(by.items())} for sid, by in sorted(counts.items())}
+    return {
+        sid: {name: rate(c, n) for name, (c, n) in sorted(by.items())} for sid, by in sorted(counts.items())
+    }
 
 
 def _suite(g: _Graded, scenarios: dict[str, ScenarioFigures], ks: range) -> SuiteFigures:
@@ -270,12 +355,23 @@ def _suite(g: _Graded, scenarios: dict[str, ScenarioFigures], ks: range) -> Suit
     cost = _known_sum(list(g.col("cost_usd")))
     calls = g.col("judge_calls")
     judged_costs = [cost for cost, called in zip(g.col("judge_cost_usd"), calls) if called]
-    tokens = [_tokens(a, b, c, d) for a, b, c, d in zip(*(g.col(f"{role}_{f}") for role in ("agent", "simulator")
-                                                          for f in ("input_tokens", "output_tokens")))]
+    tokens = [
+        _tokens(a, b, c, d)
+        for a, b, c, d in zip(
+            *(
+                g.col(f"{role}_{f}")
+                for role in ("agent", "simulator")
+                for f in ("input_tokens", "output_tokens")
+            )
+        )
+    ]
     return SuiteFigures(
-        raw=SuiteView(success=rate(passes, n), pass_k={k: suite_point(scenarios.values(), "raw", k) for k in ks}),
-        valid=SuiteView(success=rate(passes, valid_n),
-                        pass_k={k: suite_point(scenarios.values(), "valid", k) for k in ks}),
+        raw=SuiteView(
+            success=rate(passes, n), pass_k={k: suite_point(scenarios.values(), "raw", k) for k in ks}
+        ),
+        valid=SuiteView(
+            success=rate(passes, valid_n), pass_k={k: suite_point(scenarios.values(), "valid", k) for k in ks}
+        ),
         invalid_rate=rate(verdicts.count("invalid"), n),
         error_rate=rate(verdicts.count("error"), n),
         unjudged_rate=rate(verdicts.count("unjudged"), n),
@@ -305,8 +401,12 @@ def error_causes(rows: list[dict[str, Any]], top: int = 5) -> list[ErrorCause]:
     for r in rows:
         if r["verdict"] != "error":
             continue
-        text = (r.get("errored_check") if r.get("termination") != "error" else None) \
-            or r.get("termination_detail") or r.get("termination") or "unknown"
+        text = (
+            (r.get("errored_check") if r.get("termination") != "error" else None)
+            or r.get("termination_detail")
+            or r.get("termination")
+            or "unknown"
+        )
         entry = causes.setdefault(_NUMBERS.sub("#", str(text)), [0, str(text)])
         entry[0] += 1
     ranked = sorted(causes.values(), key=lambda e: -e[0])[:top]
@@ -322,8 +422,12 @@ def _tokens(a: Any, b: Any, c: Any, d: Any) -> float | None:
 
 def _percentiles(values: list[Any]) -> Percentiles:
     known = [float(v) for v in values if v is not None and v == v]
-    return Percentiles(p50=percentile(known, 50), p95=percentile(known, 95), known=len(known),
-                       unknown=len(values) - len(known))
+    return Percentiles(
+        p50=percentile(known, 50),
+        p95=percentile(known, 95),
+        known=len(known),
+        unknown=len(values) - len(known),
+    )
 
 
 def _count(values: Any) -> dict[str, int]:
@@ -334,21 +438,28 @@ def _count(values: Any) -> dict[str, int]:
     return dict(sorted(out.items(), key=lambda kv: -kv[1]))
 
 
-def _ranked(failures: dict[tuple[str, str], int],
-            infra: dict[tuple[str, str], int] | None = None) -> list[CheckFailures]:
+def _ranked(
+    failures: dict[tuple[str, str], int], infra: dict[tuple[str, str], int] | None = None
+) -> list[CheckFailures]:
     """Failing checks, most failures first (ties by name), with how many of the failures were in
     trials that ended in an infrastructure error."""
     ranked = sorted(failures.items(), key=lambda item: (-item[1], item[0]))
-    return [CheckFailures(name=name, kind=kind, failures=count, in_error_trials=(infra or {}).get((name, kind), 0))
-            for (name, kind), count in ranked]
+    return [
+        CheckFailures(
+            name=name, kind=kind, failures=count, in_error_trials=(infra or {}).get((name, kind), 0)
+        )
+        for (name, kind), count in ranked
+    ]
 
 
 def suite_point(scenarios: Iterable[ScenarioFigures], view: str, k: int) -> SuitePassPoint:
     """The suite's pass^k and pass@k at ``k``: the mean over the scenarios that define it."""
     points = [s.view(view).pass_k[k] for s in scenarios]
-    return SuitePassPoint(pass_hat_k=mean_defined([p.pass_hat_k for p in points]),
-                          pass_at_k=mean_defined([p.pass_at_k for p in points]),
-                          scenarios=sum(p.pass_hat_k is not None for p in points))
+    return SuitePassPoint(
+        pass_hat_k=mean_defined([p.pass_hat_k for p in points]),
+        pass_at_k=mean_defined([p.pass_at_k for p in points]),
+        scenarios=sum(p.pass_hat_k is not None for p in points),
+    )
 
 
 def extend_curves(summary: RunSummary, k: int) -> None:

@@ -414,31 +414,32 @@ async def calibrate_file(path: Path | str, judge: ChatModel, **options: Any) -> 
     return await calibrate(load_labels(path), judge, **options)
 
 
-def _pct(value: float | None) -> str:
+def pct(value: float | None) -> str:
     return "n/a" if value is None else f"{value:.1%}"
+
+
+def kappa_text(kappa: float | None, n: int, others: str) -> str:
+    """Cohen's kappa as a calibration report shows it; undefined, and why, when it is."""
+    if kappa is not None:
+        return f"{kappa:.2f}"
+    return f"undefined (every human label is the same; add items of {others})" if n else "undefined"
+
+
+def cost_text(usage: Usage) -> str:
+    return "unknown" if usage.cost_usd is None else f"${usage.cost_usd:.4f}"
 
 
 def format_report(report: CalibrationReport) -> str:
     """A plain-text report: agreement, kappa, both error directions, the table, each disagreement."""
     total = len(report.outcomes)
-    kappa = report.kappa
-    kappa_text = (
-        f"{kappa:.2f}"
-        if kappa is not None
-        else (
-            "undefined (every human label is the same; add items of the other label)"
-            if report.n
-            else "undefined"
-        )
-    )
-    usage = report.usage
-    cost = "unknown" if usage.cost_usd is None else f"${usage.cost_usd:.4f}"
+    kappa = kappa_text(report.kappa, report.n, "the other label")
+    cost = cost_text(report.usage)
     lines = [
         f"Judge calibration: {total} labelled items, {report.n} judged"
         + (f", {len(report.errors)} judge errors" if report.errors else "")
         + f" — judge {report.judge.get('ref', '?')}",
-        f"  agreement      {_pct(report.agreement)} ({report.both_yes + report.both_no} of {report.n})",
-        f"  Cohen's kappa  {kappa_text}",
+        f"  agreement      {pct(report.agreement)} ({report.both_yes + report.both_no} of {report.n})",
+        f"  Cohen's kappa  {kappa}",
         f"  false passes   {report.false_passes}  (judge yes, human no: a bad trial would pass)",
         f"  false fails    {report.false_fails}  (judge no, human yes: a good trial would fail)",
         "",

@@ -27,7 +27,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from simlab.errors import SpecError
-from simlab.graders.calibrate import read_labels_file, read_record
+from simlab.graders.calibrate import cost_text, kappa_text, pct, read_labels_file, read_record
 from simlab.graders.judge import judge_pin
 from simlab.graders.triage import ask_cause
 from simlab.llm.types import ChatModel
@@ -175,30 +175,16 @@ async def calibrate_triage(
     return report
 
 
-def _pct(value: float | None) -> str:
-    return "n/a" if value is None else f"{value:.1%}"
-
-
 def format_triage_report(report: TriageCalibration) -> str:
     """A plain-text report: agreement, kappa, the judge's calls and cost, each disagreement."""
-    kappa = report.kappa
-    kappa_text = (
-        f"{kappa:.2f}"
-        if kappa is not None
-        else (
-            "undefined (every human label is the same; add items of other fault types)"
-            if report.n
-            else "undefined"
-        )
-    )
-    usage = report.usage
-    cost = "unknown" if usage.cost_usd is None else f"${usage.cost_usd:.4f}"
+    kappa = kappa_text(report.kappa, report.n, "other fault types")
+    cost = cost_text(report.usage)
     lines = [
         f"Triage calibration: {len(report.outcomes)} labelled failure modes, {report.n} decided"
         + (f", {len(report.undecided)} undecided" if report.undecided else "")
         + f" — judge {report.judge.get('ref', '?')}",
-        f"  agreement      {_pct(report.agreement)} ({report.agreed} of {report.n})",
-        f"  Cohen's kappa  {kappa_text}",
+        f"  agreement      {pct(report.agreement)} ({report.agreed} of {report.n})",
+        f"  Cohen's kappa  {kappa}",
         f"  judge calls    {len(report.calls)}, cost {cost}",
     ]
     if report.disagreements:

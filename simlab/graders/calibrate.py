@@ -374,10 +374,7 @@ class CalibrationReport:
 
     @property
     def usage(self) -> Usage:
-        total = Usage(input_tokens=0, output_tokens=0, cost_usd=0.0)
-        for call in self.calls:
-            total = total + call.usage
-        return total
+        return Usage.total(call.usage for call in self.calls)
 
 
 async def calibrate(

@@ -153,10 +153,7 @@ class TriageCalibration:
 
     @property
     def usage(self) -> Usage:
-        total = Usage(input_tokens=0, output_tokens=0, cost_usd=0.0)
-        for call in self.calls:
-            total = total + call.usage
-        return total
+        return Usage.total(call.usage for call in self.calls)
 
 
 async def calibrate_triage(

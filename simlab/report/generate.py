@@ -341,9 +341,7 @@ async def generate(request: GenerateRequest, model: ChatModel) -> GenerateSummar
     if failures and len(failures) == request.count:
         raise InfraError(f"the model answered none of the {request.count} drafts: {failures[-1]}")
     after = coverage([*request.suite, *drafting.entries], drafting.personas(), source="suite")
-    usage = Usage(input_tokens=0, output_tokens=0, cost_usd=0.0)
-    for call in calls:
-        usage = usage + call.usage
+    usage = Usage.total(call.usage for call in calls)
     summary = GenerateSummary(
         created_at=(request.now or (lambda: datetime.now(UTC)))().isoformat(timespec="seconds"),
         domain=request.domain.name,

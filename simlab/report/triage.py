@@ -93,9 +93,7 @@ async def triage_run(
         causes.append(
             await ask_cause(judge, record, trials=mode.trials, max_attempts=max_attempts, calls=calls)
         )
-    usage = Usage(input_tokens=0, output_tokens=0, cost_usd=0.0)
-    for call in calls:
-        usage = usage + call.usage
+    usage = Usage.total(call.usage for call in calls)
     stamp = (now or (lambda: datetime.now(UTC)))()
     triage = Triage(
         run_id=run_id,

@@ -27,7 +27,7 @@ from simlab.runner.plan import WorkUnit
 from simlab.runner.prepare import RunPlan
 from simlab.runner.store import encode_record
 from simlab.sim.agent_io import Agent
-from simlab.sim.loop import Trial, run_trial
+from simlab.sim.loop import Trial, run_trial, trial_transcript
 from simlab.sim.simulators import Simulator
 from simlab.specs import GraderUse, LoadedScenario
 from simlab.transcript import ErrorEvent, Termination, TerminationReason, Transcript, TrialRecord
@@ -460,17 +460,8 @@ def _limits(plan: RunPlan, scenario_limits):  # type: ignore[no-untyped-def]
 
 def _crashed(trial: Trial, exc: Exception) -> Transcript:
     detail = "".join(traceback.format_exception_only(type(exc), exc)).strip()
-    return Transcript(
-        run_id=trial.run_id,
-        unit_id=trial.unit_id,
-        scenario_id=trial.scenario.id,
-        persona_id=trial.persona.id,
-        domain=trial.domain.name,
-        trial=trial.trial,
-        seed=trial.seed,
-        agent=trial.agent.pin(),
-        simulator=trial.simulator.pin(),
-        agent_context=dict(trial.scenario.agent_context),
+    return trial_transcript(
+        trial,
         events=[ErrorEvent(turn=0, source="lab", kind="crash", message=detail)],
         termination=Termination(reason=TerminationReason.ERROR, detail=f"simlab crashed: {detail}"),
         started_at=datetime.now(UTC).isoformat(timespec="seconds"),

@@ -48,13 +48,9 @@ def build_agent(
 
         return HttpAgent(spec.http, tool_server=ToolServer, max_retries=max_retries, timeout_s=timeout_s)
     model = _model(
-        spec.model or "",
-        role="agent",
-        api_base=spec.api_base,
-        api_key_env=spec.api_key_env,
-        temperature=spec.temperature,
-        params=spec.params,
-        price=_price(spec.price),
+        spec,
+        "agent",
+        spec.temperature,
         max_retries=max_retries,
         timeout_s=timeout_s,
         limiter=limiter,
@@ -110,13 +106,9 @@ def build_simulator(
             "unrealistically cooperative. Pick a simulator of another family, or pass --allow-same-family."
         )
     model = _model(
-        spec.model,
-        role="simulator",
-        api_base=spec.api_base,
-        api_key_env=spec.api_key_env,
-        temperature=spec.temperature,
-        params=spec.params,
-        price=_price(spec.price),
+        spec,
+        "simulator",
+        spec.temperature,
         max_retries=max_retries,
         timeout_s=timeout_s,
         limiter=limiter,
@@ -205,28 +197,26 @@ def build_judge(
     except ValidationError as exc:
         raise UsageError(f"judge {ref!r}: {exc.errors()[0]['msg']}") from None
     return _model(
-        spec.model,
-        role="judge",
-        api_base=spec.api_base,
-        api_key_env=spec.api_key_env,
-        temperature=0.0,
-        params=spec.params,
-        price=_price(spec.price),
-        max_retries=max_retries,
-        timeout_s=timeout_s,
-        limiter=limiter,
-        cache=cache,
+        spec, "judge", 0.0, max_retries=max_retries, timeout_s=timeout_s, limiter=limiter, cache=cache
     )
 
 
-def _price(price: Any) -> dict[str, float] | None:
-    return price.model_dump() if price is not None else None
-
-
-def _model(model: str, **settings: Any) -> Any:
+def _model(spec: Any, role: str, temperature: float | None, **how: Any) -> Any:
+    """The ``LiteLLMModel`` of a role's spec (an agent's, a simulator's or the judge's: model,
+    endpoint, key variable, params, price) at ``temperature``; ``how``: retries, timeout, limiter, cache."""
     from simlab.llm.client import LiteLLMModel
 
+    model = spec.model or ""
     try:
-        return LiteLLMModel(model, **settings)
+        return LiteLLMModel(
+            model,
+            role=role,
+            api_base=spec.api_base,
+            api_key_env=spec.api_key_env,
+            temperature=temperature,
+            params=spec.params,
+            price=spec.price.model_dump() if spec.price is not None else None,
+            **how,
+        )
     except ValueError as exc:  # e.g. a reserved key in params
-        raise UsageError(f"{settings.get('role', 'model')} {model}: {exc}") from None
+        raise UsageError(f"{role} {model}: {exc}") from None

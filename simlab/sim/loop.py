@@ -281,6 +281,20 @@ async def _run(conv: _Conversation, trial: Trial, clock: Callable[[], float]) ->
             turn=conv.turn,
             detail=f"wall time over the limit of {trial.limits.max_seconds} s",
         )
+    return trial_transcript(
+        trial,
+        events=conv.events,
+        history_events=conv.history_events,
+        termination=termination,
+        final_state=conv.env.snapshot(),
+        replay=conv.sim_memory.get("replay"),  # a replay simulator's ReplayInfo (sim/replay.py)
+        started_at=started_at,
+        duration_s=round(clock() - conv.started, 6),
+    )
+
+
+def trial_transcript(trial: Trial, **rest: Any) -> Transcript:
+    """The transcript of ``trial``: who played it and where (its identity and pins), and ``rest``."""
     return Transcript(
         run_id=trial.run_id,
         unit_id=trial.unit_id,
@@ -292,11 +306,5 @@ async def _run(conv: _Conversation, trial: Trial, clock: Callable[[], float]) ->
         agent=trial.agent.pin(),
         simulator=trial.simulator.pin(),
         agent_context=dict(trial.scenario.agent_context),
-        events=conv.events,
-        history_events=conv.history_events,
-        termination=termination,
-        final_state=conv.env.snapshot(),
-        replay=conv.sim_memory.get("replay"),  # a replay simulator's ReplayInfo (sim/replay.py)
-        started_at=started_at,
-        duration_s=round(clock() - conv.started, 6),
+        **rest,
     )

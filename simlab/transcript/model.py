@@ -8,6 +8,7 @@ address (``event`` in a check).
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from enum import Enum
 from typing import Annotated, Any, Literal
 
@@ -47,6 +48,14 @@ class Usage(_Model):
         exclude_if=lambda v: v is None,
         description="A cached answer's cost when it was first bought (for reference; None otherwise).",
     )
+
+    @classmethod
+    def total(cls, usages: Iterable[Usage]) -> Usage:
+        """The sum of several calls' usage, from zero tokens and $0 (an unknown part stays unknown)."""
+        total = cls(input_tokens=0, output_tokens=0, cost_usd=0.0)
+        for usage in usages:
+            total = total + usage
+        return total
 
     def __add__(self, other: Usage) -> Usage:
         def add(a: float | int | None, b: float | int | None) -> Any:

@@ -107,3 +107,16 @@ def test_compare_names_modes_new_fixed_grown_and_shrunk(demo) -> None:
     assert {m.mode: m.status for m in mode_changes(base, cut)}["agent: b"] == "unknown"
     same = compare(summary, summary, allow_different_pins=True)
     assert {m.status for m in same.modes} == {"same"}
+
+
+def test_the_viewer_counts_the_same_modes_as_the_report(demo) -> None:
+    """One meaning: the viewer's mode picker counts the trials each mode has in the report, and an
+    unjudged trial that the run counts as a pass (allow_unjudged) is in no mode there either."""
+    from simlab.transcript.head import TrialHead
+    from simlab.tui.filters import mode_counts
+    from simlab.tui.rows import TrialRow
+
+    _, summary, records = demo
+    rows = [TrialRow.of(TrialHead.model_validate(r["head"])) for r in records]
+    assert any(r.failure_mode and not r.failed(summary.unjudged.allowed_kinds) for r in rows)  # the demo has such
+    assert mode_counts(rows, summary.unjudged.allowed_kinds) == {m.mode: m.trials for m in summary.failure_modes}

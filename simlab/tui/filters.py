@@ -4,7 +4,7 @@ failure mode, a search."""
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from dataclasses import dataclass, replace
 
 from simlab.tui.rows import TrialRow
@@ -95,6 +95,7 @@ def check_counts(rows: Iterable[TrialRow]) -> Counter[str]:
     return Counter(name for r in rows for name in set(r.hard_failed + r.soft_failed))
 
 
-def mode_counts(rows: Iterable[TrialRow]) -> Counter[str]:
-    """Trials per failure mode (the trials that did not pass have one)."""
-    return Counter(r.failure_mode for r in rows if r.failure_mode is not None)
+def mode_counts(rows: Iterable[TrialRow], allowed: Collection[str] = ()) -> Counter[str]:
+    """Trials per failure mode, of the trials that did not pass by the run's rule (``allowed``: its
+    allow_unjudged), as the report counts them: an unjudged trial counted as a pass is in no mode."""
+    return Counter(r.failure_mode for r in rows if r.failure_mode is not None and r.failed(allowed))

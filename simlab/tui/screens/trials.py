@@ -154,7 +154,7 @@ class TrialsScreen(RunScreen):
             "verdict": verdict_counts,
             "termination": termination_counts,
             "check": check_counts,
-            "mode": mode_counts,
+            "mode": lambda rows: mode_counts(rows, self.filter.allowed),  # as the report counts them
         }[what]
         counts: Counter[str] = count(scope)
         if not counts:

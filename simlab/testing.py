@@ -61,8 +61,9 @@ def scenario_result(run: Any, scenario: str, gates: Sequence[str]) -> ScenarioRe
     each read per scenario). Not passed when a gate fails; inconclusive (not judged, whatever the
     figures) when ``unjudgeable`` says why or a gated figure is undefined (n < k, unknown cost)."""
     from simlab.inert import one_line
-    from simlab.report.gates import OPS, metric_value
+    from simlab.report.gates import metric_value
     from simlab.results.summary import extend_curves
+    from simlab.specs.base import COMPARISONS
     from simlab.specs.gates import parse_gate
 
     summary = run.summary
@@ -84,7 +85,7 @@ def scenario_result(run: Any, scenario: str, gates: Sequence[str]) -> ScenarioRe
         if value is None:
             undefined = True
             lines.append(f"gate {text}: inconclusive ({metric} is undefined: {figures.n} trials)")
-        elif not OPS[op](value, bound):
+        elif not COMPARISONS[op](value, bound):
             lines.append(
                 f"gate {text}: {metric} = {value:.4g} ({figures.passes} of {figures.n} trials passed)"
             )

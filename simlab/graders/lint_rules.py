@@ -5,11 +5,11 @@ call limit, an argument limit or an order), a budget or a cap below what the exp
 
 from __future__ import annotations
 
-import operator
 from collections import Counter
 from typing import TYPE_CHECKING, Any
 
 from simlab.graders.comparators import as_number, same_value
+from simlab.specs.base import COMPARISONS
 from simlab.specs.expect import LIMIT, CallSpec
 
 if TYPE_CHECKING:
@@ -21,14 +21,6 @@ REQUIRING = (
     "any_order",
     "superset",
 )  # trajectory modes in which every call is needed
-_OPS = {
-    "<=": operator.le,
-    "<": operator.lt,
-    ">=": operator.ge,
-    ">": operator.gt,
-    "==": operator.eq,
-    "!=": operator.ne,
-}
 
 
 def required_calls(lint: Lint) -> list[tuple[tuple[Any, ...], CallSpec]]:
@@ -136,9 +128,9 @@ def _limit(
         if loc[1] == "expected_actions" and call.tool == tool and arg in call.args:
             value = as_number(call.args[arg])
             held = (
-                _OPS[op](value, bound)
+                COMPARISONS[op](value, bound)
                 if value is not None and bound is not None
-                else _OPS[op](str(call.args[arg]), raw.strip().strip("'\""))
+                else COMPARISONS[op](str(call.args[arg]), raw.strip().strip("'\""))
             )
             if not held and not (unless and unless in earlier):
                 lifted = f"; {unless} is not among the expected actions before it" if unless else ""

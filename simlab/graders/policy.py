@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import json
 import math
-import operator
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -44,6 +43,7 @@ from simlab.graders.comparators import ComparatorError, as_number, call_matches,
 from simlab.graders.confirm import ask_kind, builtin, merge, stance
 from simlab.graders.paths import MISSING, PathError, resolve
 from simlab.graders.registry import grader
+from simlab.specs.base import COMPARISONS
 from simlab.specs.expect import LIMIT, CallSpec, Expect, Rule
 from simlab.transcript import (
     AgentMessage,
@@ -261,16 +261,6 @@ def _max_calls(calls: list[CallInfo], limits: dict[str, int]) -> tuple[list[_Vio
     return out, f"within the limits ({counts})"
 
 
-_OPS: dict[str, Callable[[Any, Any], bool]] = {
-    "<=": operator.le,
-    "<": operator.lt,
-    ">=": operator.ge,
-    ">": operator.gt,
-    "==": operator.eq,
-    "!=": operator.ne,
-}
-
-
 def _dig(args: dict[str, Any], path: str) -> Any:
     value: Any = args
     for key in path.split("."):
@@ -287,9 +277,9 @@ def _holds(actual: Any, op: str, bound_text: str) -> bool | None:
     if x is not None and y is not None:
         if math.isclose(x, y, rel_tol=1e-9, abs_tol=1e-9):
             x = y  # 100.0000000001 counts as 100
-        return _OPS[op](x, y)
+        return COMPARISONS[op](x, y)
     if op in ("==", "!="):
-        return _OPS[op](str(actual).strip().casefold(), bound.casefold())
+        return COMPARISONS[op](str(actual).strip().casefold(), bound.casefold())
     return None
 
 

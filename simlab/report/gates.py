@@ -12,7 +12,6 @@ is undefined (pass^k with n < k, an unknown cost); an undefined gate alone is 3.
 
 from __future__ import annotations
 
-import operator
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -26,16 +25,8 @@ from simlab.results.summary import extend_curves
 from simlab.runner.store import RunStore
 from simlab.runner.suite_plan import partial_text, plan_shortfall, recorded_suite, run_plan, suite_plan
 from simlab.specs import Suite
+from simlab.specs.base import COMPARISONS
 from simlab.specs.gates import DATASET_METRICS, Gate, known_metric, parse_gate
-
-OPS: dict[str, Callable[[float, float], bool]] = {
-    "<=": operator.le,
-    "<": operator.lt,
-    ">=": operator.ge,
-    ">": operator.gt,
-    "==": operator.eq,
-    "!=": operator.ne,
-}
 
 
 @dataclass
@@ -218,7 +209,7 @@ def _threshold(
     if value is None:
         why = "n < k: too few trials" if metric.startswith("pass") else f"{metric} is unknown"
         return GateResult(gate.label, "inconclusive", None, f"{where}{why}", scenario)
-    held = OPS[op](value, bound)
+    held = COMPARISONS[op](value, bound)
     reason = f"{where}{metric} = {value:.4g} {'satisfies' if held else 'violates'} {op} {bound:g}"
     return GateResult(gate.label, "pass" if held else "fail", value, reason, scenario)
 
@@ -290,7 +281,7 @@ def _dataset_gate(
     if entry.unknown_trials or entry.score is None:
         why = "undefined" if entry.score is None else f"unknown for {entry.unknown_trials} trials"
         return GateResult(gate.label, "inconclusive", entry.score, f"{metric} is {why} ({entry.detail})")
-    held = OPS[op](entry.score, bound)
+    held = COMPARISONS[op](entry.score, bound)
     reason = f"{metric} = {entry.score:.4g} {'satisfies' if held else 'violates'} {op} {bound:g}" + (
         f" ({entry.detail})" if entry.detail else ""
     )

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import operator
 import re
-from typing import Annotated, Literal
+from collections.abc import Callable
+from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict
 
@@ -52,3 +54,14 @@ class SpecModel(BaseModel):
 CheckKind = Literal[
     "state", "trajectory", "policy", "efficiency", "budget", "rubric", "groundedness", "drift", "custom"
 ]
+
+
+COMPARISONS: dict[str, Callable[[Any, Any], bool]] = {
+    "<=": operator.le,
+    "<": operator.lt,
+    ">=": operator.ge,
+    ">": operator.gt,
+    "==": operator.eq,
+    "!=": operator.ne,
+}
+"""The comparison operators a spec may write (a gate, a policy ``limit``), by their symbol."""

@@ -225,34 +225,19 @@ def build_models(
         from simlab.llm.cache import ResponseCache
 
         cache = ResponseCache(plan.cache_dir, max_mb=plan.cache_max_mb)
+    how: dict[str, Any] = {
+        "limiter": limiter,
+        "max_retries": plan.max_retries,
+        "timeout_s": plan.call_timeout_s,
+        "cache": cache,
+    }
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         if agent is None:
-            agent = build_agent(
-                plan.agent,
-                limiter=limiter,
-                max_retries=plan.max_retries,
-                timeout_s=plan.call_timeout_s,
-                cache=cache,
-            )
-        judge = build_judge(
-            plan.judge,
-            limiter=limiter,
-            max_retries=plan.max_retries,
-            timeout_s=plan.call_timeout_s,
-            cache=cache,
-        )
+            agent = build_agent(plan.agent, **how)
+        judge = build_judge(plan.judge, **how)
         if simulator is None:
-            simulator = build_simulator(
-                plan.simulator,
-                plan.agent,
-                limiter=limiter,
-                max_retries=plan.max_retries,
-                timeout_s=plan.call_timeout_s,
-                judge=judge,
-                cache=cache,
-                root=plan.root,
-            )
+            simulator = build_simulator(plan.simulator, plan.agent, judge=judge, root=plan.root, **how)
     for warning in caught:
         note(f"warning: {warning.message}")
     return limiter, agent, simulator, judge

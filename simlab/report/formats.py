@@ -15,10 +15,10 @@ from simlab.report import why
 from simlab.report.completeness import summary_state
 from simlab.report.dataset_lines import adk_lines, dataset_lines
 from simlab.report.fmt import IN_ERROR_TRIALS, interval, pct, per_success, safe, shown_ks, upper_bound
+from simlab.report.scenario_table import scenario_table
 from simlab.report.trouble import trouble_lines
 from simlab.report.why import mode_lines, more_modes
 from simlab.results.figures import RunSummary
-from simlab.transcript.verdicts import class_label, unjudged_text
 
 _MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+!|<>~])")
 
@@ -134,44 +134,11 @@ def _markdown(summary: RunSummary, first: bool = True) -> str:
         f"invalid {upper_bound(suite.invalid_rate)} · errors {upper_bound(suite.error_rate)} · "
         f"policy violations {upper_bound(suite.policy_violation_rate)}"
     )
-    more = [k for k in ks if k > 1]  # with one trial per scenario there are none: no empty cells
     unjudged = any(s.unjudged or s.unjudged_counted_as_pass for s in summary.scenarios.values())
-    header = [
-        "scenario",
-        "pass",
-        "pass^1 [95% CI]",
-        *(f"pass^{k}" for k in more),
-        "class",
-        "invalid",
-        "errors",
-        *(["unjudged"] if unjudged else []),
-    ]
-    align = [
-        "---",
-        "---:",
-        "---:",
-        *("---:" for _ in more),
-        "---",
-        "---:",
-        "---:",
-        *(["---:"] if unjudged else []),
-    ]
-    lines += ["", _row(header), _row(align)]
-    for sid, s in summary.scenarios.items():
-        lines.append(
-            _row(
-                [
-                    md_escape(sid),
-                    f"{s.passes}/{s.n}",
-                    interval(s.raw.success),
-                    *(pct(s.raw.pass_hat_k.get(k)) for k in more),
-                    class_label(s.flake_class, "–"),
-                    str(s.invalid),
-                    str(s.errors),
-                    *([unjudged_text(s.unjudged, s.unjudged_counted_as_pass)] if unjudged else []),
-                ]
-            )
-        )
+    table = scenario_table(summary, ks, unjudged=unjudged, costs=False)
+    align = ["---:" if numeric else "---" for numeric in table.numeric]
+    lines += ["", _row(table.header), _row(align)]
+    lines += [_row([md_escape(row[0]), *row[1:]]) for row in table.rows]
     lines += _why(summary)
     failing = summary.top_failing_checks
     if failing:

@@ -35,11 +35,12 @@ from simlab.report.fmt import (
     shown_ks,
     upper_bound,
 )
+from simlab.report.scenario_table import scenario_table
 from simlab.report.trouble import trouble_lines
 from simlab.report.why import mode_lines, more_modes
 from simlab.results.figures import RunSummary
 from simlab.transcript.model import Event
-from simlab.transcript.verdicts import class_label, unjudged_text, verdict_label
+from simlab.transcript.verdicts import unjudged_text, verdict_label
 
 FAILED_CLASS = "failing"  # the class of a failing event; its colour is checked in a browser test
 FAILED_COLOUR = "#ffd6d6"
@@ -149,37 +150,9 @@ def _figures(summary: RunSummary, max_k: int) -> str:
 
 
 def _scenarios(summary: RunSummary, max_k: int) -> str:
-    ks = [k for k in shown_ks(max_k) if k > 1]
-    head = "".join(
-        f"<th>{e(h)}</th>"
-        for h in [
-            "scenario",
-            "pass",
-            "pass^1 [95% CI]",
-            *(f"pass^{k}" for k in ks),
-            "class",
-            "invalid",
-            "errors",
-            "unjudged",
-            "cost",
-            "$/success",
-        ]
-    )
-    rows = []
-    for sid, s in summary.scenarios.items():
-        cells = [
-            sid,
-            f"{s.passes}/{s.n}",
-            interval(s.raw.success),
-            *(pct(s.raw.pass_hat_k.get(k)) for k in ks),
-            class_label(s.flake_class, DASH),
-            s.invalid,
-            s.errors,
-            unjudged_text(s.unjudged, s.unjudged_counted_as_pass),
-            money(s.cost_usd),
-            per_success(s.cost_per_success_usd, s.passes),
-        ]
-        rows.append("<tr>" + "".join(f"<td>{e(c)}</td>" for c in cells) + "</tr>")
+    table = scenario_table(summary, shown_ks(max_k), unjudged=True, costs=True)
+    head = "".join(f"<th>{e(h)}</th>" for h in table.header)
+    rows = ["<tr>" + "".join(f"<td>{e(c)}</td>" for c in row) + "</tr>" for row in table.rows]
     return f"<h2>scenarios</h2><table><tr>{head}</tr>{''.join(rows)}</table>"
 
 

@@ -99,6 +99,44 @@ def test_every_surface_says_unknown_for_an_unknown_figure(tmp_path: Path) -> Non
     assert said == {key: UNKNOWN for key in said}
 
 
+def _cost_said(folder: Path, records: list[TrialRecord]) -> dict[str, str]:
+    """The run's cost as the terminal report, the HTML report and the viewer's run line say it."""
+    (folder / "run.json").write_text(json.dumps(sample_manifest(folder.name, {"s": 3})))
+    (folder / "trials.jsonl").write_bytes(b"".join(encode_record(r) for r in records))
+    summary = build(folder, write=False)
+    assert isinstance(summary, RunSummary)
+    run = RunInfo.load(folder)
+    overview = summarize_run(view_figures(RunIndex(run).read_all(), run.planned(), run.allow_unjudged()))
+    page = html_report(summary, digest(folder, allow_unjudged=[], records=True))
+    texts = {
+        "terminal": (_terminal(summary), r"\bcost (\S+)"),
+        "html": (page, r"<th>cost</th><td>(\S+)"),
+        "viewer": (run_summary_text(overview, "a", "s").plain, r"\bcost (\S+)"),
+    }
+    said = {}
+    for surface, (text, where) in texts.items():
+        found = re.search(where, text)
+        assert found is not None, surface
+        said[surface] = found.group(1).removesuffix("</td></tr>")
+    return said
+
+
+def test_a_total_with_an_unknown_part_is_unknown_on_every_surface(tmp_path: Path) -> None:
+    known = [sample_record("mixed", "s", trial) for trial in (1, 2)]
+    assert all(r.transcript.events for r in known)
+    folder = tmp_path / "transcripts" / "mixed"
+    folder.mkdir(parents=True)
+    said = _cost_said(folder, [*known, _unknown(sample_record("mixed", "s", 3))])
+    assert said == {"terminal": UNKNOWN, "html": UNKNOWN, "viewer": UNKNOWN}  # never "≥$…" on one only
+
+
+def test_a_run_without_trials_cost_nothing_on_every_surface(tmp_path: Path) -> None:
+    folder = tmp_path / "transcripts" / "empty"
+    folder.mkdir(parents=True)
+    said = _cost_said(folder, [])
+    assert said == {"terminal": "$0.0000", "html": "$0.0000", "viewer": "$0.0000"}
+
+
 def test_not_known_is_not_not_defined() -> None:
     assert (money(None), seconds(None)) == (UNKNOWN, UNKNOWN)
     assert per_success(None, 0) == DASH  # no success: a cost per success is not defined

@@ -51,13 +51,12 @@ def upper_bound(rate: Rate) -> str:
     return f"{rate.c} of {rate.n} ({pct(rate.rate, 1)}, ≤ {pct(rate.high, 1)})"
 
 
-def money(value: float | None, complete: bool = True) -> str:
-    """``$0.0123`` (``$1,234.50`` from a dollar on); ``unknown`` when nothing is known; ``≥$0.01``
-    when ``complete`` is False (some part of it is unknown). Every surface says cost this way."""
+def money(value: float | None) -> str:
+    """``$0.0123`` (``$1,234.50`` from a dollar on); ``unknown`` when it is not known (a total is
+    known only when every part is: ``results/summary.known_sum``). Every surface says cost this way."""
     if value is None:
         return UNKNOWN
-    text = f"${value:.4f}" if value < 1 else f"${value:,.2f}"
-    return text if complete else f"≥{text}"
+    return f"${value:.4f}" if value < 1 else f"${value:,.2f}"
 
 
 def per_success(value: float | None, successes: int) -> str:

@@ -66,7 +66,9 @@ def rate(c: int, n: int) -> Rate:
     )
 
 
-def _known_sum(values: list[Any]) -> float | None:
+def known_sum(values: list[Any]) -> float | None:
+    """A total that is known only when every part is (None or NaN: unknown); nothing is 0. The
+    one rule for a run's, a scenario's and a trial's cost on every surface."""
     if any(v is None or v != v for v in values):  # None or NaN: unknown
         return None
     return float(sum(values))
@@ -147,7 +149,7 @@ class ScenarioTally:
         """The scenario's figures, its pass^k and pass@k curves at ``ks`` (the report: 1 … top)."""
         ks = list(ks)
         n, c, valid_n = self.n, self.verdicts.get("pass", 0), self.valid_n
-        cost = _known_sum(self.costs)
+        cost = known_sum(self.costs)
         return ScenarioFigures(
             persona_id=self.persona_id,
             n=n,
@@ -352,7 +354,7 @@ def _suite(g: _Graded, scenarios: dict[str, ScenarioFigures], ks: range) -> Suit
     verdicts = g.verdicts
     passes = verdicts.count("pass")
     valid_n = passes + verdicts.count("fail")
-    cost = _known_sum(list(g.col("cost_usd")))
+    cost = known_sum(list(g.col("cost_usd")))
     calls = g.col("judge_calls")
     judged_costs = [cost for cost, called in zip(g.col("judge_cost_usd"), calls) if called]
     tokens = [
@@ -380,7 +382,7 @@ def _suite(g: _Graded, scenarios: dict[str, ScenarioFigures], ks: range) -> Suit
         cost_usd=cost,
         cost_per_success_usd=cost / passes if cost is not None and passes else None,
         judge_calls=int(sum(c or 0 for c in calls)),
-        judge_cost_usd=_known_sum(judged_costs) if judged_costs else None,
+        judge_cost_usd=known_sum(judged_costs) if judged_costs else None,
         tokens=_percentiles(tokens),
         latency_s=_percentiles(list(g.col("duration_s"))),
         retries=int(sum(r or 0 for r in g.col("retries"))),

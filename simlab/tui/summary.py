@@ -18,7 +18,7 @@ from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass, field
 
 from simlab.results.figures import ScenarioFigures
-from simlab.results.summary import ScenarioTally, counts_as_pass, rate, suite_point
+from simlab.results.summary import ScenarioTally, counts_as_pass, known_sum, rate, suite_point
 from simlab.tui.rows import TrialRow
 
 __all__ = [
@@ -29,7 +29,6 @@ __all__ = [
     "screen_k",
     "summarize",
     "summarize_run",
-    "total_cost",
 ]
 
 
@@ -91,14 +90,8 @@ class ScenarioProgress:
         return kept[1]
 
     @property
-    def cost(self) -> tuple[float | None, bool]:
-        return total_cost(self.costs)
-
-
-def total_cost(costs: list[float | None]) -> tuple[float | None, bool]:
-    """(sum of the known costs, or None when none is known; whether every cost was known)."""
-    known = [c for c in costs if c is not None]
-    return (sum(known) if known else None), len(known) == len(costs)
+    def cost(self) -> float | None:
+        return known_sum(self.costs)
 
 
 class LiveProgress:
@@ -156,7 +149,6 @@ class RunOverview:
     invalid: int
     error: int
     cost: float | None
-    cost_complete: bool
     unjudged: int = 0  # not counted as passes
     unjudged_as_pass: int = 0  # counted as passes (allow_unjudged)
     pass_k_scenarios: int = 0  # the scenarios that define pass^k (n ≥ k) so far
@@ -179,7 +171,7 @@ def summarize_run(progress: dict[str, ScenarioProgress], k: int | None = None) -
     graded = [s for s in values if s.valid_n]
     k = screen_k(progress) if k is None else k
     figures = [f for s in graded if (f := s.figures(sorted({1, k or 1}))) is not None]
-    cost, complete = total_cost([c for s in values for c in s.costs])
+    cost = known_sum([c for s in values for c in s.costs])
     passes, total_graded = sum(s.passed for s in values), sum(s.graded for s in values)
     point = suite_point(figures, "valid", k) if k and figures else None
     return RunOverview(
@@ -196,5 +188,4 @@ def summarize_run(progress: dict[str, ScenarioProgress], k: int | None = None) -
         unjudged=sum(s.tally.verdicts.get("unjudged", 0) for s in values),
         unjudged_as_pass=sum(s.tally.counted_as_pass for s in values),
         cost=cost,
-        cost_complete=complete,
     )

@@ -45,7 +45,7 @@ def run_summary_text(s: RunOverview, agent: str, simulator: str) -> Text:
     else:
         out.append("not graded", "bold yellow")
         out.append(" · how the trials ended")
-    out.append(f" · cost {money(s.cost, s.cost_complete)}")
+    out.append(f" · cost {money(s.cost)}")
     if s.graded:
         out.append(
             f"\npass^k: mean over scenarios of their valid trials · success: all {s.graded} graded trials",

@@ -61,7 +61,7 @@ class RunsTable(KeyedTable):
                     justify="right",
                     style="" if s.pass_k is not None else "dim",
                 )
-                cost = Text(money(s.cost, s.cost_complete), justify="right")
+                cost = Text(money(s.cost), justify="right")
             label = Text("◆ " if run.key == marked else "", "bold magenta").append(
                 literal(run.run_id, "bold")
             )

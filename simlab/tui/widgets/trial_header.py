@@ -8,11 +8,10 @@ from rich.text import Text
 from textual.widgets import Static
 
 from simlab.report.fmt import money, seconds
-from simlab.transcript import ModelCall, TrialRecord
+from simlab.transcript import TrialRecord
 from simlab.transcript.counts import tool_counts
-from simlab.transcript.model import spends_nothing_unseen
+from simlab.transcript.row import record_head
 from simlab.tui.render import clean, literal, reason_text, verdict_text
-from simlab.tui.summary import total_cost
 
 __all__ = ["TrialHeader", "plural", "tool_summary", "trial_summary"]
 
@@ -31,13 +30,10 @@ def trial_summary(record: TrialRecord) -> Text:
         out.append(" (")
         out.append(literal(t.termination.detail))
         out.append(")")
-    calls = [e.usage.cost_usd for e in t.events if isinstance(e, ModelCall)]
-    cost, complete = total_cost(calls)
-    if not calls and all(spends_nothing_unseen(p.kind, p.settings) for p in (t.agent, t.simulator)):
-        cost = 0.0  # no call, and none could go unseen: a known zero, as the report says
+    cost = record_head(record).row.cost_usd  # the trial's cost as the report counts it
     out.append(
         f" · {plural(t.user_turns(), 'turn')} · {tool_summary(t.events)}"
-        f" · {'cost ' if cost is None else ''}{money(cost, complete)} · "
+        f" · {'cost ' if cost is None else ''}{money(cost)} · "
         + ("duration " if t.duration_s is None else "")
         + seconds(t.duration_s),
         "dim",

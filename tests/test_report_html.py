@@ -127,6 +127,15 @@ def test_the_html_report_renders_offline_in_a_headless_browser(report: Path, tmp
     assert count_colour(shown, FAILED_COLOUR) > 1000  # the first failed trial is open, its failing event marked
     assert count_blue(shown) > 1000  # the charts were drawn (their first series is blue: COLOURS[0])
     assert COLOURS[0] == "#1f77b4"
+    # nothing widens the page past a laptop's window: a wide table scrolls inside its own box, long
+    # lines wrap (a copy of the page measures itself: the report carries no script of its own)
+    probe = tmp_path / "probe.html"
+    measure = "<script>document.title = 'width ' + document.documentElement.scrollWidth</script>"
+    probe.write_text(report.read_text().replace("</body>", measure + "</body>"))
+    dom = subprocess.run([*flags, "--dump-dom", probe.as_uri()], capture_output=True, text=True,
+                         timeout=300, check=True).stdout
+    width = re.search(r"<title>width (\d+)</title>", dom)
+    assert width is not None and int(width.group(1)) <= 1280, width
 
 
 def test_chart_labels_from_files_stay_text_and_no_script_is_left():

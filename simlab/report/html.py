@@ -54,13 +54,16 @@ th, td {{ border-bottom: 1px solid #ddd; padding: .25rem .6rem; text-align: righ
 th:first-child, td:first-child {{ text-align: left; }}
 .figures td {{ text-align: left; white-space: normal; }}
 .why td:nth-child(n+3), .why th:nth-child(n+3) {{ text-align: left; }}
-.why td:nth-child(4) {{ white-space: normal; }}
+.text td, .text th {{ text-align: left; white-space: normal; }}
+.why td:nth-child(4), .why td:nth-child(6) {{ white-space: normal; }} .nw {{ white-space: nowrap; }}
+.wide {{ overflow-x: auto; }}
 .warn {{ color: #8a5a00; }} .dim {{ color: #666; font-size: .9rem; }}
 .verdict-fail, .verdict-error, .verdict-unjudged, .verdict-invalid {{ color: #b00020; font-weight: bold; }}
 .state {{ color: #8a5a00; font-weight: bold; border-left: 4px solid #d9a400; padding-left: .5rem; }}
 details {{ margin: .4rem 0; border: 1px solid #ddd; padding: .3rem .6rem; }}
 summary {{ cursor: pointer; }}
-ol.events {{ font-family: ui-monospace, monospace; font-size: .85rem; white-space: pre-wrap; }}
+ol.events {{ font-family: ui-monospace, monospace; font-size: .85rem; white-space: pre-wrap;
+  overflow-wrap: anywhere; }}
 ol.events li {{ padding: .1rem .3rem; }}
 li.{FAILED_CLASS} {{ background: {FAILED_COLOUR}; border-left: 4px solid #d62728; }}
 .charts {{ display: flex; flex-wrap: wrap; gap: 1rem; }}
@@ -153,7 +156,8 @@ def _scenarios(summary: RunSummary, max_k: int) -> str:
     table = scenario_table(summary, shown_ks(max_k), unjudged=True, costs=True)
     head = "".join(f"<th>{e(h)}</th>" for h in table.header)
     rows = ["<tr>" + "".join(f"<td>{e(c)}</td>" for c in row) + "</tr>" for row in table.rows]
-    return f"<h2>scenarios</h2><table><tr>{head}</tr>{''.join(rows)}</table>"
+    table = f"<table><tr>{head}</tr>{''.join(rows)}</table>"
+    return f'<h2>scenarios</h2><div class="wide">{table}</div>'  # scrolls, not the page
 
 
 def trial_anchor(unit_id: str) -> str:
@@ -171,6 +175,8 @@ def _why(summary: RunSummary) -> str:
         cells = [f"<td>{e(c)}</td>" for c in line.cells]
         link = f'<a href="#{trial_anchor(line.mode.representative)}">{e(line.cells[4])}</a>'
         cells[4] = f"<td>{link}</td>"
+        phrases = (f'<span class="nw">{e(p)}</span>' for p in line.cells[5].split(" · "))
+        cells[5] = f"<td>{' · '.join(phrases)}</td>"  # breaks between phrases, never inside one
         rows.append("<tr>" + "".join(cells) + "</tr>")
     more = more_modes(summary, 20)
     note = f'<p class="dim">{e(why.note(lines))}' + (f" · {e(more)}" if more else "") + "</p>"
@@ -274,7 +280,7 @@ def _coverage(cov: Coverage | str | None) -> str:
         for area, entry in rows
     )
     table = (
-        f"<table><tr><th>area</th><th>item</th><th>status</th><th>why</th></tr>{cells}</table>"
+        f'<table class="text"><tr><th>area</th><th>item</th><th>status</th><th>why</th></tr>{cells}</table>'
         if rows
         else ""
     )

@@ -50,7 +50,8 @@ def print_coverage(cov: Coverage, console: Console) -> None:
     for note in cov.notes:
         console.print(Text(f"note: {one_line(note)}", style="yellow"))
     for section in cov.sections:
-        table = Table(title=Text(one_line(title(section))), title_justify="left", pad_edge=False)
+        console.print(Text(one_line(title(section))), soft_wrap=False)  # the console's width, not the table's
+        table = Table(pad_edge=False)
         for name in HEADER:
             if name != "trials" or run:
                 table.add_column(name, justify="right" if name == "trials" else "left")

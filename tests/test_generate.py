@@ -327,7 +327,7 @@ def test_a_refused_key_exits_3_and_writes_nothing(project: Path, monkeypatch: py
         assert main(["generate", "--model", "openai/author-x", "-n", "2", "--trials", "0"]) == 3
         err = capsys.readouterr().err
         assert server.answered == 0 and not (project / "drafts").exists()
-        assert "sk-wrong-key" not in err and "error:" in err
+        assert "sk-wrong-key" not in err and "error:" in err and "author model openai/author-x" in err
 
         monkeypatch.setenv("T_AUTHOR_KEY", "sk-author-key-123456")
         assert main(["generate", "--model", "openai/author-x", "-n", "1", "--trials", "0"]) == 0
@@ -500,3 +500,15 @@ def test_a_summary_written_before_the_roles_reads_and_costs_under_the_author() -
     # a transcript written before the author role still reads; the role is one a call may have
     assert ModelCall.model_validate({"turn": 0, "role": "judge", "model": "m", "usage": {}}).role == "judge"
     assert ModelCall.model_validate({"turn": 0, "role": "author", "model": "m", "usage": {}}).role == "author"
+
+
+def test_playing_needs_a_reference_agent_and_an_llm_user_needs_its_simulator(project: Path, model: Any,
+                                                                            capsys: Any) -> None:
+    (project / "simlab.yaml").write_text("scenarios: [scenarios]\npersonas: personas\n")
+    assert main(["generate", "--model", model[0], "-n", "1"]) == 2
+    err = capsys.readouterr().err
+    assert "plays each draft against a reference agent" in err and "--trials 0" in err
+    assert main(["generate", "--model", model[0], "-n", "1", "--agent", "python:examples.retail_agents:careful_agent",
+                 "--simulator", "llm"]) == 2
+    assert "simulator: {model: …}" in capsys.readouterr().err
+    assert model[1] == [] and not (project / "drafts").exists()  # nothing asked, nothing written

@@ -204,9 +204,12 @@ def _reference(args: argparse.Namespace, config: Any, kind: str, how: dict[str, 
     spec = agent_spec(args.agent, config.agent, notes)
     user = SimulatorSpec()
     if kind == "llm":
-        user = config.simulator if config.simulator is not None else SimulatorSpec(kind="llm")
-        if user.kind != "llm" or not user.model:
-            raise UsageError("--simulator llm: set simulator: {model: …} in simlab.yaml to play the drafts")
+        user = config.simulator
+        if user is None or user.kind != "llm":
+            raise UsageError(
+                "drafts linted for an LLM user are played by simlab.yaml's LLM simulator: set "
+                "simulator: {model: …} there, or pass --simulator rules"
+            )
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         agent = build_agent(spec, **how)

@@ -13,6 +13,14 @@ def positive(text: str) -> int:
     return value
 
 
+def count(text: str) -> int:
+    """A whole number, 0 or more."""
+    value = int(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError("must be 0 or more")
+    return value
+
+
 def workers(text: str) -> int | str:
     """A number of processes, or ``auto``."""
     if text.strip().lower() == "auto":

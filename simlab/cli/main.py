@@ -39,7 +39,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     ),
     "generate": (
         "simlab.cli.generate_cmd",
-        "draft scenarios with a model; keep only those that validate, lint, replay and add something",
+        "draft scenarios with a model; keep only those that validate, lint, replay, play and add something",
     ),
     "grade": ("simlab.cli.grade_cmd", "re-grade a stored run without simulating again"),
     "gate": (

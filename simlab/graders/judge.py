@@ -35,6 +35,7 @@ from simlab.graders.registry import grader
 from simlab.llm.types import ChatModel, Message, ModelError
 from simlab.transcript import Check, ModelCall, Transcript, UserMessage
 from simlab.transcript.checks import CheckStatus
+from simlab.transcript.model import Role
 
 __all__ = [
     "NO_JUDGE",
@@ -159,8 +160,10 @@ async def ask_json(
     turn: int,
     calls: list[ModelCall],
     seed: int | None = None,
+    role: Role = "judge",
 ) -> Asked[M]:
-    """Ask until the answer parses as ``schema`` or ``max_attempts`` are used; record every call."""
+    """Ask until the answer parses as ``schema`` or ``max_attempts`` are used; record every call
+    under ``role`` (``judge``; ``author`` for ``simlab generate``'s drafts)."""
     messages = list(messages)
     why = "no attempt made"
     for attempt in range(1, max(1, max_attempts) + 1):
@@ -170,7 +173,7 @@ async def ask_json(
             calls.append(
                 ModelCall(
                     turn=turn,
-                    role="judge",
+                    role=role,
                     model=exc.model or judge.model,
                     usage=exc.usage,
                     error=f"{exc.kind.value}: {exc}",
@@ -178,8 +181,8 @@ async def ask_json(
             )
             if exc.kind.permanent:
                 raise
-            return Asked(None, attempt, f"judge model error: {one_line(exc.describe())}")
-        calls.append(ModelCall(turn=turn, role="judge", model=judge.model, usage=result.usage))
+            return Asked(None, attempt, f"{role} model error: {one_line(exc.describe())}")
+        calls.append(ModelCall(turn=turn, role=role, model=judge.model, usage=result.usage))
         try:
             return Asked(parse_answer(result.text, schema), attempt)
         except Malformed as exc:
@@ -193,7 +196,7 @@ async def ask_json(
             },
         ]
     return Asked(
-        None, max(1, max_attempts), f"malformed judge answer after {max(1, max_attempts)} attempts: {why}"
+        None, max(1, max_attempts), f"malformed {role} answer after {max(1, max_attempts)} attempts: {why}"
     )
 
 

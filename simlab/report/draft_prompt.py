@@ -2,7 +2,11 @@
 schemas, its policy, its seed data), the personas it may reuse, the scenarios that exist already
 (to stay away from), the gaps coverage reports (``--target uncovered``) and the seed scenarios'
 files. Everything read from the project is fenced as data (``judge_prompt.delimit``); the
-instructions and the answer's shape live in the system message."""
+instructions and the answer's shape live in the system message.
+
+A repair round (``Repair``) adds the model's previous answer (its own turn) and what simlab found
+wrong with it, fenced as data too and bounded: at most ``MAX_PROBLEMS`` problems of at most
+``PROBLEM_CHARS`` characters each, one line each, and an answer of at most ``ANSWER_CHARS``."""
 
 from __future__ import annotations
 
@@ -13,9 +17,14 @@ from typing import Any
 
 from simlab.env.domain import Domain
 from simlab.graders.judge_prompt import data_rules, delimit
+from simlab.inert import one_line
 from simlab.llm.types import Message
 
-__all__ = ["DraftContext", "draft_messages"]
+__all__ = ["ANSWER_CHARS", "MAX_PROBLEMS", "PROBLEM_CHARS", "DraftContext", "Repair", "draft_messages"]
+
+MAX_PROBLEMS = 8
+PROBLEM_CHARS = 400
+ANSWER_CHARS = 12_000
 
 ANSWER_SHAPE = """{
   "id": "short-kebab-case-id",
@@ -93,8 +102,48 @@ def _personas_text(personas: dict[str, Any]) -> str:
     return "\n".join(lines) or "(none: propose a new persona)"
 
 
-def draft_messages(context: DraftContext, number: int, total: int, earlier: list[str]) -> list[Message]:
-    """The messages that ask for draft ``number`` of ``total``; ``earlier``: the drafts kept so far."""
+@dataclass
+class Repair:
+    """What the next round of a draft is told: its previous answer and why it failed."""
+
+    answer: str  # the previous answer, as JSON
+    stage: str  # the step it failed (report/generate.STAGES)
+    problems: list[str]  # what that step found, each one line
+    round: int  # the round asked for (2…)
+    rounds: int  # rounds at most
+
+
+def _bounded(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def problems_text(problems: list[str]) -> str:
+    """The problems as the model reads them: one line each, ``MAX_PROBLEMS`` at most, each cut."""
+    shown = [f"- {_bounded(one_line(p), PROBLEM_CHARS)}" for p in problems[:MAX_PROBLEMS]]
+    if len(problems) > MAX_PROBLEMS:
+        shown.append(f"- (and {len(problems) - MAX_PROBLEMS} more)")
+    return "\n".join(shown)
+
+
+def _repair(repair: Repair, number: int, total: int, nonce: str) -> list[Message]:
+    told = (
+        f"simlab rejected that draft at its {repair.stage} step. What it found:\n"
+        f"{delimit('data', problems_text(repair.problems), nonce)}\n\n"
+        f"Write draft {number} of {total} again (round {repair.round} of {repair.rounds}): fix every "
+        "problem above, keeping what was right, or write another scenario that has none of them. "
+        "Reply with the JSON object only."
+    )
+    return [
+        {"role": "assistant", "content": _bounded(repair.answer, ANSWER_CHARS)},
+        {"role": "user", "content": told},
+    ]
+
+
+def draft_messages(
+    context: DraftContext, number: int, total: int, earlier: list[str], repair: Repair | None = None
+) -> list[Message]:
+    """The messages that ask for draft ``number`` of ``total``; ``earlier``: the drafts kept so far;
+    ``repair``: the previous round's answer and what failed (a repair round)."""
     nonce = context.nonce()
     system = SYSTEM.format(rules=data_rules(nonce, ("data",)), shape=ANSWER_SHAPE)
     parts = [
@@ -111,4 +160,8 @@ def draft_messages(context: DraftContext, number: int, total: int, earlier: list
     for name, text in context.seeds:
         parts.append(f"An example scenario ({name}):\n{delimit('data', text, nonce)}")
     parts.append(f"Write draft {number} of {total}. Reply with the JSON object only.")
-    return [{"role": "system", "content": system}, {"role": "user", "content": "\n\n".join(parts)}]
+    asked: list[Message] = [
+        {"role": "system", "content": system},
+        {"role": "user", "content": "\n\n".join(parts)},
+    ]
+    return asked + (_repair(repair, number, total, nonce) if repair is not None else [])

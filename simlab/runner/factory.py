@@ -187,18 +187,19 @@ def build_judge(
     max_retries: int = 4,
     timeout_s: float = 60.0,
     cache: Any = None,
+    role: str = "judge",
 ) -> ChatModel | None:
     """The judge model at temperature 0, or None when none is configured (judge checks: not run).
-    ``ref`` is a spec, a model string (``--judge``) or a pinned mapping (``run.json``)."""
+    ``ref`` is a spec, a model string (``--judge``) or a pinned mapping (``run.json``). ``role``:
+    ``author`` for ``simlab generate``'s model, configured like a judge (its calls, errors and
+    cache keys say author)."""
     if not ref:
         return None
     try:
         spec = ref if isinstance(ref, JudgeSpec) else JudgeSpec.model_validate(ref)
     except ValidationError as exc:
-        raise UsageError(f"judge {ref!r}: {exc.errors()[0]['msg']}") from None
-    return _model(
-        spec, "judge", 0.0, max_retries=max_retries, timeout_s=timeout_s, limiter=limiter, cache=cache
-    )
+        raise UsageError(f"{role} {ref!r}: {exc.errors()[0]['msg']}") from None
+    return _model(spec, role, 0.0, max_retries=max_retries, timeout_s=timeout_s, limiter=limiter, cache=cache)
 
 
 def _model(spec: Any, role: str, temperature: float | None, **how: Any) -> Any:

@@ -149,7 +149,7 @@ def prepare(req: RunRequest) -> RunPlan:
         raise SpecError(problems)
 
     notes: list[str] = []
-    agent = _agent(req.agent, pick("agent"), notes)
+    agent = agent_spec(req.agent, pick("agent"), notes)
     notes.extend(_unjudgeable_cost(agent, loaded))
     simulator = _simulator(req.simulator, pick("simulator"), req.allow_same_family, notes)
     seed = int(pick("seed", req.seed, 0))
@@ -262,7 +262,8 @@ def _check_graders(loaded: list[LoadedScenario], suite: Any) -> None:
         raise SpecError(problems)
 
 
-def _agent(flag: str | None, configured: AgentSpec | None, notes: list[str]) -> AgentSpec:
+def agent_spec(flag: str | None, configured: AgentSpec | None, notes: list[str]) -> AgentSpec:
+    """The agent ``--agent FLAG`` names over the configured one (``_with_flag``), or the configured one."""
     if flag:
         return _with_flag(AgentSpec, flag, configured, "--agent", notes)
     if configured is None:

@@ -343,6 +343,12 @@ class ProjectConfig(RunSettings):
     scenarios: list[str] = Field(default_factory=lambda: ["scenarios"], description="Where scenarios live.")
     personas: str = Field("personas", description="Folder of persona files.")
     transcripts: str = Field("transcripts", description="Where runs are written.")
+    author: JudgeSpec | None = Field(
+        None,
+        description="The model `simlab generate` drafts scenarios with (its role: author, in costs, "
+        "errors and cache keys), configured like judge; `--model` overrides it. Unset: `--model`, "
+        "read against judge's endpoint settings.",
+    )
 
 
 class Suite(RunSettings):

@@ -20,7 +20,7 @@ from simlab.transcript.framework_events import GraphState, GraphStep, Handoff, P
 TRANSCRIPT_SCHEMA_VERSION = 1
 RECORD_SCHEMA_VERSION = 2  # 2: the line carries a ``head`` (see ``transcript/row.py``)
 
-Role = Literal["agent", "simulator", "judge"]
+Role = Literal["agent", "simulator", "judge", "author"]  # author: simlab generate's drafts, never in a trial
 
 
 class _Model(BaseModel):

@@ -156,8 +156,8 @@ def _scenarios(summary: RunSummary, max_k: int) -> str:
     table = scenario_table(summary, shown_ks(max_k), unjudged=True, costs=True)
     head = "".join(f"<th>{e(h)}</th>" for h in table.header)
     rows = ["<tr>" + "".join(f"<td>{e(c)}</td>" for c in row) + "</tr>" for row in table.rows]
-    table = f"<table><tr>{head}</tr>{''.join(rows)}</table>"
-    return f'<h2>scenarios</h2><div class="wide">{table}</div>'  # scrolls, not the page
+    box = f'<div class="wide"><table><tr>{head}</tr>{"".join(rows)}</table></div>'  # it scrolls, not the page
+    return f"<h2>scenarios</h2>{box}"
 
 
 def trial_anchor(unit_id: str) -> str:

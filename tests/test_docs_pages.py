@@ -39,7 +39,7 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
-FENCE = re.compile(r"^```(\w*)([^\n]*)\n(.*?)^```[ \t]*\n", re.M | re.S)
+FENCE = re.compile(r"^( *)```(\w*)([^\n]*)\n(.*?)^\1```[ \t]*\n", re.M | re.S)  # indented in a list too
 DEMO = ("scenarios", "personas", "examples", "suites", "simlab.yaml")
 
 
@@ -83,6 +83,7 @@ class Step:
     shown: str = ""  # the output shown under the command, or the file's content
     span: tuple[int, int] = (0, 0)  # where the shown output is in the page (commands)
     run: bool = True  # False in a block titled "not run …"
+    indent: str = ""  # the block's indent (a block inside a list item)
 
 
 def title_of(info: str) -> str | None:
@@ -94,25 +95,27 @@ def steps(page: str) -> list[Step]:
     """The page's steps in order: the commands of its console blocks, its titled files."""
     found: list[Step] = []
     for block in FENCE.finditer(page):
-        lang, title, body = block.group(1), title_of(block.group(2)), block.group(3)
+        indent, lang, title, body = block.group(1), block.group(2), title_of(block.group(3)), block.group(4)
         if lang != "console":
             if title:
-                found.append(Step("file", title, body))
+                found.append(Step("file", title, "".join(line.removeprefix(indent)
+                                                         for line in body.splitlines(keepends=True))))
             continue
         run = not (title or "").startswith("not run")
-        offset, going_on = block.start(3), False
-        for line in body.splitlines(keepends=True):
+        offset, going_on = block.start(4), False
+        for raw in body.splitlines(keepends=True):
+            line = raw.removeprefix(indent)
             if going_on:
                 found[-1].text += "\n" + line.rstrip("\n")
-                found[-1].span = (offset + len(line),) * 2
+                found[-1].span = (offset + len(raw),) * 2
                 going_on = line.rstrip("\n").endswith("\\")
             elif line.startswith("$ "):
-                found.append(Step("command", line[2:].rstrip("\n"), "", (offset + len(line),) * 2, run))
+                found.append(Step("command", line[2:].rstrip("\n"), "", (offset + len(raw),) * 2, run, indent))
                 going_on = line.rstrip("\n").endswith("\\")
             elif found and found[-1].kind == "command":
                 found[-1].shown += line
-                found[-1].span = (found[-1].span[0], offset + len(line))
-            offset += len(line)
+                found[-1].span = (found[-1].span[0], offset + len(raw))
+            offset += len(raw)
     return found
 
 
@@ -209,7 +212,7 @@ def update(page: str, results: list[tuple[Step, str]], folder: Path) -> None:
         if abridged(step.shown):
             print(f"\n{page}: $ {step.text}\n{real}")
             continue
-        out = "\n".join(line.rstrip() for line in real.replace(str(folder), "FOLDER").splitlines())
+        out = "\n".join((step.indent + line).rstrip() for line in real.replace(str(folder), "FOLDER").splitlines())
         text = text[:step.span[0]] + (out + "\n" if out else "") + text[step.span[1]:]
     (REPO / page).write_text(text, encoding="utf-8")
 
@@ -242,8 +245,8 @@ def test_every_command_block_is_played_or_marked_not_run() -> None:
     for path in every_page():
         name = str(path.relative_to(REPO))
         for block in FENCE.finditer(path.read_text(encoding="utf-8")):
-            lang, title = block.group(1), title_of(block.group(2)) or ""
-            if any(line.startswith("$ ") for line in block.group(3).splitlines()):
+            lang, title = block.group(2), title_of(block.group(3)) or ""
+            if any(line.lstrip().startswith("$ ") for line in block.group(4).splitlines()):
                 assert lang == "console", f"{name}: a block of `$ ` commands is not a console block"
             if lang != "console":
                 continue
@@ -263,7 +266,7 @@ def test_no_block_shows_output_without_its_command() -> None:
     allowed = {"docs/reference/cli.md", "README.md", "docs/concepts/reading-a-report.md"}
     bare = [f"{path.relative_to(REPO)}:{path.read_text()[:block.start()].count(chr(10)) + 1}"
             for path in every_page() if str(path.relative_to(REPO)) not in allowed
-            for block in FENCE.finditer(path.read_text(encoding="utf-8")) if not block.group(1)]
+            for block in FENCE.finditer(path.read_text(encoding="utf-8")) if not block.group(2)]
     assert bare == []
 
 
@@ -278,6 +281,8 @@ def test_the_syntax_is_read_as_documented() -> None:
     assert page[found[1].span[0]:found[1].span[1]] == "line one\n…\n"
     folder = Path("/tmp/x")
     assert mismatch("a\n…\nc\n", "a\nb\nc\n", folder) is None
+    listed = steps("- a list item:\n\n  ```console\n  $ simlab report r\n  line\n  ```\n")
+    assert [(s.text, s.shown, s.indent) for s in listed] == [("simlab report r", "line\n", "  ")]
     assert mismatch("c\n…\na\n", "a\nb\nc\n", folder) is not None  # out of order
     assert mismatch("a\nc\n", "a\nb\nc\n", folder) is not None  # whole unless marked abridged
     assert mismatch("took 0.13s in /tmp/x/p\n", "took 2.50s in /tmp/x/p\n", folder) is None

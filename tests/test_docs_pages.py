@@ -16,7 +16,7 @@ The page syntax, one rule for every page:
   a person is marked so (``test_every_command_block_is_played_or_marked_not_run`` keeps count).
 
 Normalised on both sides, and only these, each because it cannot be the same twice:
-durations (`0.13s`: wall clock), the project's temp folder (its path), run ids and dates made
+durations (`0.13s`, JUnit's `time="0.046"`: wall clock), the project's temp folder (its path), run ids and dates made
 from the clock (`20261201-230038`, ISO dates), and `simlab serve`'s port and URL token (chosen
 at random at each start).
 
@@ -125,6 +125,7 @@ def normalise(text: str, folder: Path | None = None) -> str:
     text = re.sub(r"\b\d+\.\d+s\b", "N.NNs", text)  # durations
     text = re.sub(r"\b\d{8}-\d{6}\b", "YYYYMMDD-HHMMSS", text)  # default run ids
     text = re.sub(r"\b\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(:\d{2})?[^\s\"',]*", "DATE", text)
+    text = re.sub(r'\btime="[\d.]+"', 'time="N.NN"', text)  # JUnit durations
     text = re.sub(r"http://127\.0\.0\.1:\d+/t/[\w-]+/mcp", "http://127.0.0.1:PORT/t/TOKEN/mcp", text)  # serve
     return "\n".join(line.rstrip() for line in text.strip("\n").splitlines())
 

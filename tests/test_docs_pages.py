@@ -69,6 +69,7 @@ PAGES: dict[str, Setup] = {
     "docs/how-to/lint.md": Setup(),
     "docs/how-to/nightly-ci.md": Setup(),
     "docs/how-to/pytest.md": Setup(),
+    "docs/how-to/python-api.md": Setup(),
     "docs/how-to/replay.md": Setup(),
     "docs/how-to/report-compare-gate.md": Setup(),
     "docs/how-to/run-scenarios.md": Setup(project="starter"),

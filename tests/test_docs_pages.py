@@ -27,9 +27,11 @@ abridged ones; ``-k PAGE`` plays one page.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -192,12 +194,48 @@ def play(page: str, folder: Path, base: str | None) -> list[tuple[Step, str]]:
             continue
         if not step.run:
             continue
+        if step.text.startswith("simlab serve "):
+            results.append((step, serve(step, cwd, environment(base))))
+            continue
         script = f'cd "{cwd}" && (exit {last}); {step.text}\n__rc=$?; pwd > "{state}"; exit $__rc'
         done = subprocess.run(["bash", "-c", script], env=environment(base), stdout=subprocess.PIPE,
                               stderr=subprocess.STDOUT, text=True, timeout=300)
         last, cwd = done.returncode, Path(state.read_text().strip())
         results.append((step, done.stdout))
     return results
+
+
+def serve(step: Step, cwd: Path, env: dict[str, str]) -> str:
+    """`simlab serve` runs until Ctrl-C, driven by hand: the calls its shown output prints
+    (`tool_call   NAME {arguments}`) are made here, in order, by the official MCP client, as the
+    reader's agent made them; the shown `^C` is the reader's Ctrl-C, sent here as SIGINT."""
+    import asyncio
+
+    from mcp import Client
+
+    calls = [line.split(None, 2)[1:] for line in step.shown.splitlines() if line.startswith("tool_call ")]
+    server = subprocess.Popen(["bash", "-c", f"exec {step.text}"], cwd=cwd, env=env, text=True,
+                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    try:
+        banner: list[str] = []
+        while not banner or banner[-1].strip() not in ("Ctrl-C stops it.", ""):
+            banner.append(server.stdout.readline())  # type: ignore[union-attr]
+        url = next(line.strip() for line in banner if line.startswith("http"))
+
+        async def agent() -> None:
+            async with Client(url) as client:
+                for name, arguments in calls:
+                    await client.call_tool(name, json.loads(arguments))
+
+        asyncio.run(agent())
+        server.send_signal(signal.SIGINT)
+        rest, _ = server.communicate(timeout=60)
+        # every call was printed before its answer came back, so before the Ctrl-C
+        return "".join(banner) + rest.replace("stopped after", "^C\nstopped after", 1)
+    finally:
+        if server.poll() is None:
+            server.kill()
+            server.wait()
 
 
 @pytest.fixture(scope="module")

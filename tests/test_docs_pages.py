@@ -11,14 +11,16 @@ The page syntax, one rule for every page:
   the commands that follow it run;
 - the shown output is compared whole, unless it has a line `…` (or one starting with `…`, as
   `…   (abridged)`): then every other line shown is a line of the real output, in order;
-- a console block titled ``not run …`` (e.g. ``title="not run: needs a model provider"``) is not
-  played; the title says why, on the page. Only what needs the network, a real model provider or
-  a person is marked so (``test_every_command_block_is_played_or_marked_not_run`` keeps count).
+- a console block titled ``not run …`` (``title="not run by the docs tests: needs a model
+  provider"``) is not played; the title says why, on the page. Only what needs the network or a
+  real model provider is marked so, and ``NOT_RUN`` counts them;
+- `simlab serve` runs until Ctrl-C: the calls its output shows are made by an MCP client, and the
+  shown `^C` is sent as SIGINT (``serve``).
 
-Normalised on both sides, and only these, each because it cannot be the same twice:
-durations (`0.13s`, JUnit's `time="0.046"`: wall clock), the project's temp folder (its path), run ids and dates made
-from the clock (`20261201-230038`, ISO dates), and `simlab serve`'s port and URL token (chosen
-at random at each start).
+Normalised on both sides, and only these, each because it cannot be the same twice: durations
+(`0.13s`, JUnit's `time="0.046"`: wall clock), the project's temp folder (its path), run ids and
+dates made from the clock (`20261201-230038`, ISO dates), and `simlab serve`'s port and URL token
+(chosen at random at each start).
 
 ``SIMLAB_DOCS_UPDATE=1 pytest -m slow -n 0 tests/test_docs_pages.py`` writes the real outputs
 of whole blocks into the pages (read the diff before committing it) and prints the real output of

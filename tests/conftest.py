@@ -114,9 +114,9 @@ SLOW: dict[str, set[str]] = {
     "tests/test_examples_deploy.py": {"test_the_kubernetes_jobs_played_here_merge_into_the_unsharded_run", "test_the_workflow_played_here_merges_its_matrix_into_the_unsharded_run"},
     "tests/test_shard.py": {"test_shard_processes_of_an_indexed_job_merge_into_exactly_one_runs_units_and_verdicts"},
     "tests/test_suite_speed.py": {"test_collecting_the_suite_imports_no_heavy_library"},
-    # the docs: the site's strict build, the README's demo report, the tutorial's commands and its viewer
+    # the docs: the site's strict build, the demo report, every page's commands, the tutorial's viewer
     "tests/test_docs_site.py": {"test_the_site_builds_strictly", "test_the_demo_reports_shown_are_the_real_one"},
-    "tests/test_docs_examples.py": {"test_every_line_shown_is_real"},
+    "tests/test_docs_pages.py": {"test_every_output_shown_is_real"},
     "tests/test_docs_tutorial.py": {"test_every_command_shows_its_real_output", "test_the_tutorial_ends_with_a_failed_gate",
                                     "test_the_viewer_shows_the_failing_trial_and_quits_on_q"},
 }

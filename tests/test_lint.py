@@ -175,7 +175,7 @@ def test_a_suite_decides_who_plays_the_user(project: Path, capsys) -> None:
     code, err, _ = lint(capsys, "suites/s.yaml")
     assert code == 0  # its opening is the one line a scripted user says; find_customer_orders shows A123
     assert [e.split(": ", 3)[2] for e in err] == ["user.success_phrases", "user.give_up_phrases"]
-    assert err[0].startswith("warning: suites/../scenarios/planted.yaml:10: user.success_phrases: a scripted")
+    assert err[0].startswith("warning: scenarios/planted.yaml:10: user.success_phrases: a scripted")
     code, err, _ = lint(capsys, "--simulator", "rules", "suites/s.yaml")
     assert (code, err) == (0, [])
 

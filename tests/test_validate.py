@@ -147,6 +147,19 @@ def test_a_suite_outside_suites_is_recognised_and_its_scenarios_are_validated(pr
     assert (code, err, out) == (0, [], ["ok: 1 scenarios, 5 personas, 1 suite/config file"])
 
 
+def test_a_scenario_reached_through_a_suite_is_named_from_the_project_folder(project: Path, capsys) -> None:
+    """Not `suites/../scenarios/broken.yaml`: the path the project names the file by, in validate,
+    lint, coverage and run alike (they share `specs.scenario_files`), and in the pins of a run."""
+    write(project, "scenarios/broken.yaml", BROKEN)
+    write(project, "suites/nightly.yaml", 'id: n\nscenarios: ["../scenarios/*.yaml"]\n')
+    for command in (["validate", "suites/nightly.yaml"], ["lint", "suites/nightly.yaml"],
+                    ["coverage", "suites/nightly.yaml"], ["run", "--suite", "suites/nightly.yaml", "--list"]):
+        assert main(command) == 2
+        err = capsys.readouterr().err
+        assert "scenarios/broken.yaml:6: user.goall: unknown field" in err, command
+        assert "../" not in err, command
+
+
 def test_a_suite_glob_that_matches_nothing_and_a_gate_that_can_never_hold(project: Path, capsys) -> None:
     write(project, "suites/nightly.yaml", 'id: n\nscenarios: ["../scenarios/*.yml"]\ngates: ["pass^1 >= 80"]\n')
     code, err, _ = validate(capsys, "suites/nightly.yaml")

@@ -127,8 +127,20 @@ def scenario_files(paths: Sequence[str | Path], base: Path | None = None) -> lis
                 )
             )
         for path in yielded:
-            found.setdefault(path.resolve(), path)
+            found.setdefault(path.resolve(), _tidy(path))
     return list(found.values())
+
+
+def _tidy(path: Path) -> Path:
+    """A relative path as the project names it: ``suites/../scenarios/a.yaml`` (reached through a
+    suite) is ``scenarios/a.yaml`` in every message and pin; resolved, so a symlinked folder's
+    ``..`` is where the file really is. A path outside the working folder stays as it was."""
+    if path.is_absolute() or ".." not in path.parts:
+        return path
+    try:
+        return path.resolve().relative_to(Path.cwd().resolve())
+    except ValueError:
+        return path
 
 
 def _expand(match: Path) -> list[Path]:

@@ -17,7 +17,7 @@ TITLE = "why trials failed"
 HEADER = ("trials", "scenarios", "blame", "failure mode", "read first", "if fixed")
 NOTE = (
     "blame: whose fault · read first: the mode's first trial, at its first faulty step · "
-    "if fixed: pass^k with this mode's trials as passes"
+    "if fixed: the suite's pass^k (a mean over scenarios) with this mode's trials as passes"
 )
 CAUSE = "cause"  # the column added when a mode has a written cause (simlab triage)
 CAUSE_NOTE = "cause: the judge's fault type and sentence for the mode's first trial (simlab triage)"

@@ -104,9 +104,16 @@ class Run:
 
     def compare(self, other: Run, *, margin: float = 0.0, allow_different_pins: bool = False) -> Comparison:
         """This run as the baseline against ``other``, per scenario and pooled, as ``simlab compare``."""
-        from simlab.report.compare_runs import compare
+        from simlab.report.compare_runs import compare, replays
 
-        return compare(self.summary, other.summary, allow_different_pins=allow_different_pins, margin=margin)
+        replay = replays(other.summary, self.folder, other.project)  # its simulator differs by design
+        return compare(
+            self.summary,
+            other.summary,
+            allow_different_pins=allow_different_pins,
+            margin=margin,
+            by_design=("simulator",) if replay else (),
+        )
 
     def gate(self, suite: str | Path) -> GateReport:
         """The suite's gates on this run (``.exit_code``: 0 held, 1 failed, 3 inconclusive). A

@@ -213,3 +213,30 @@ def reading_kv_agent(inp):
 
     inp.tools.call("get_item", key="a")
     return kv_agent(inp)
+
+
+def test_a_replay_is_compared_with_its_recording_on_every_pin_but_the_simulator(project: Path, capsys):
+    from simlab.api import Run
+    from simlab.errors import UsageError
+
+    assert main(["run", "--run-id", "base", "--no-progress"]) == 0
+    assert main(["run", "--replay", "base", "--run-id", "same", "--no-progress"]) == 0
+    capsys.readouterr()
+    assert main(["compare", "base", "same"]) == 0
+    out = capsys.readouterr()
+    assert "pins differ" not in out.out  # the simulator differs by design: said once, in the note
+    assert "simulator pin differs by design and is not compared" in out.err
+    folders = project / "transcripts"
+    assert Run(folders / "base").compare(Run(folders / "same")).pins_differ == []
+    # a scenario file edited between the recording and the replay: not the same test any more
+    first = sorted((project / "scenarios").glob("*.yaml"))[0]
+    first.write_text(first.read_text() + "\n# edited\n")
+    assert main(["run", "--replay", "base", "--run-id", "edited", "--no-progress"]) == 0
+    capsys.readouterr()
+    assert main(["compare", "base", "edited"]) == 2
+    assert "file changed between the runs" in capsys.readouterr().err
+    with pytest.raises(UsageError, match="file changed between the runs"):
+        Run(folders / "base").compare(Run(folders / "edited"))
+    assert main(["compare", "base", "edited", "--allow-different-pins"]) == 0
+    out = capsys.readouterr().out
+    assert "pins differ: scenario" in out.replace("\n", " ") and "pins differ: simulator" not in out

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from simlab.cli.gate_cmd import summary_of
@@ -15,7 +14,7 @@ from simlab.inert import one_line
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from simlab.results.figures import PooledChange, RunSummary, ScenarioChange
+    from simlab.results.figures import PooledChange, ScenarioChange
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -43,19 +42,22 @@ def run(args: argparse.Namespace) -> int:
     from rich.text import Text
 
     from simlab.report.build import project_run
-    from simlab.report.compare_runs import compare, compare_exit
+    from simlab.report.compare_runs import compare, compare_exit, replays
     from simlab.report.terminal import report_console, say
     from simlab.report.why import mode_change_lines
 
     base, cand = summary_of(args.base), summary_of(args.candidate)
-    replay = _replays(cand, project_run(args.base))
-    if replay and not args.allow_different_pins:
+    replay = replays(cand, project_run(args.base))
+    if replay:
         print(
             f"note: {one_line(args.candidate)} replays the users of {one_line(args.base)}: its simulator pin "
-            "differs by design, so the pins are not compared",
+            "differs by design and is not compared (the judge and the scenario files still are)",
             file=sys.stderr,
         )
-    result = compare(base, cand, allow_different_pins=args.allow_different_pins or replay, margin=args.margin)
+    by_design = ("simulator",) if replay else ()
+    result = compare(
+        base, cand, allow_different_pins=args.allow_different_pins, margin=args.margin, by_design=by_design
+    )
     code, why = compare_exit(result, base, cand, fail_on_regression=args.fail_on_regression)
     if args.json:
         print(result.to_json())
@@ -108,17 +110,6 @@ def run(args: argparse.Namespace) -> int:
     console.print(Text(f"verdict: {pooled.verdict}", style="bold"))
     say(console, f"result: {why} (exit {code})")
     return code
-
-
-def _replays(candidate: RunSummary, base: Path) -> bool:
-    """Whether the candidate run is a ``run --replay`` of the base run."""
-    simulator = candidate.pins.get("simulator") or {}
-    if not isinstance(simulator, dict) or simulator.get("kind") != "replay":
-        return False
-    try:
-        return Path(str(simulator.get("run"))).resolve() == base.resolve()
-    except OSError:
-        return False
 
 
 def _print_first_differences(args: argparse.Namespace, console: Console, shown: int = 20) -> None:

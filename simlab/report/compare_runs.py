@@ -8,6 +8,8 @@ zero (below −margin with a margin), "improved" the whole interval above zero.
 from __future__ import annotations
 
 import math
+from collections.abc import Collection
+from pathlib import Path
 from typing import Any
 
 from simlab.errors import EXIT_GATE_FAILED, EXIT_INFRA, EXIT_OK, UsageError
@@ -30,12 +32,13 @@ from simlab.results.stats import Z95, diff_interval
 PINNED = ("simulator", "judge")
 
 
-def pin_conflicts(base: dict[str, Any], cand: dict[str, Any]) -> list[str]:
-    """Differences that make two runs incomparable: simulator, judge, shared scenario files."""
+def pin_conflicts(base: dict[str, Any], cand: dict[str, Any], by_design: Collection[str] = ()) -> list[str]:
+    """Differences that make two runs incomparable: simulator, judge, shared scenario files; the
+    pins named in ``by_design`` differ on purpose (a replay's simulator) and are not compared."""
     problems = []
     base, cand = mask_tree(base), mask_tree(cand)
     for key in PINNED:
-        if base.get(key) != cand.get(key):
+        if key not in by_design and base.get(key) != cand.get(key):
             problems.append(f"{key}: base {base.get(key)!r}, candidate {cand.get(key)!r}")
     base_s, cand_s = base.get("scenarios", {}), cand.get("scenarios", {})
     for sid in sorted(set(base_s) & set(cand_s)):
@@ -44,6 +47,21 @@ def pin_conflicts(base: dict[str, Any], cand: dict[str, Any]) -> list[str]:
         if base_s[sid].get("persona_sha256") != cand_s[sid].get("persona_sha256"):
             problems.append(f"scenario {sid}: persona file changed between the runs")
     return problems
+
+
+def replays(candidate: RunSummary, base: Path, root: Path | None = None) -> bool:
+    """Whether ``candidate`` is a ``run --replay`` of the run in folder ``base`` (the replay's pin
+    names the recording's folder; a relative one is read from ``root``, default the working folder)."""
+    simulator = candidate.pins.get("simulator") or {}
+    if not isinstance(simulator, dict) or simulator.get("kind") != "replay":
+        return False
+    try:
+        recording = Path(str(simulator.get("run")))
+        if root is not None and not recording.is_absolute():
+            recording = root / recording
+        return recording.resolve() == base.resolve()
+    except OSError:
+        return False
 
 
 def _verdict(interval: tuple[float, float, float] | None, margin: float = 0.0) -> ChangeVerdict:
@@ -71,10 +89,16 @@ def _valid(s: ScenarioFigures) -> Count:
 
 
 def compare(
-    base: RunSummary, cand: RunSummary, *, allow_different_pins: bool = False, margin: float = 0.0
+    base: RunSummary,
+    cand: RunSummary,
+    *,
+    allow_different_pins: bool = False,
+    margin: float = 0.0,
+    by_design: Collection[str] = (),
 ) -> Comparison:
-    """Compare two summaries (``summary.json`` with their pins)."""
-    conflicts = pin_conflicts(base.pins, cand.pins)
+    """Compare two summaries (``summary.json`` with their pins); ``by_design``: pins that differ on
+    purpose (``pin_conflicts``), the others still must match unless ``allow_different_pins``."""
+    conflicts = pin_conflicts(base.pins, cand.pins, by_design)
     for side, summary in (("base", base), ("candidate", cand)):
         if summary.completeness is not None and not summary.completeness.manifest:
             conflicts.append(f"the {side} run has no run.json: its pins are unknown")

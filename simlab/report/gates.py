@@ -4,7 +4,8 @@ One rule, decided here (``decide``) for every entry point (``simlab gate``, ``ru
 ``compare --fail-on-regression``, ``simlab.Run.gate``): a run that cannot stand for the suite's
 plan is inconclusive (3) whatever its figures, a failed gate included: the run is incomplete, not
 the suite's plan (scenarios, trials per scenario; a part accepted with ``--partial-ok`` is said,
-not refused), mixes configurations or code, has no manifest, has infrastructure errors over the
+not refused), played another version of a scenario or persona file than the suite's now (each file's
+sha256 in ``run.json``), mixes configurations or code, has no manifest, has infrastructure errors over the
 suite's budget, or has unjudged trials (a hard check did not run, of a kind the suite does not
 allow to stay unjudged). On a run that can stand for it, a failed gate is 1 even when another gate
 is undefined (pass^k with n < k, an unknown cost); an undefined gate alone is 3.
@@ -23,7 +24,14 @@ from simlab.results.figures import DatasetScore, Rate, RunSummary, ScenarioFigur
 from simlab.results.power import gate_fail_chance, power_k, rate_at, trials_needed
 from simlab.results.summary import extend_curves
 from simlab.runner.store import RunStore
-from simlab.runner.suite_plan import partial_text, plan_shortfall, recorded_suite, run_plan, suite_plan
+from simlab.runner.suite_plan import (
+    changed_files,
+    partial_text,
+    plan_shortfall,
+    recorded_suite,
+    run_plan,
+    suite_state,
+)
 from simlab.specs import Suite
 from simlab.specs.base import COMPARISONS
 from simlab.specs.gates import DATASET_METRICS, Gate, known_metric, parse_gate
@@ -349,14 +357,23 @@ def gate_run(
     recorded = recorded_suite(manifest)
     own = recorded is not None and recorded[0] == suite.id
     plan = recorded[1] if own and recorded else None
+    changed: list[str] = []
     if suite_path is not None and suite.scenarios:
-        plan = suite_plan(suite_path, root)
+        plan, files = suite_state(suite_path, root)
+        changed = changed_files(manifest, files)
     partial_ok = own and bool((manifest or {}).get("partial_ok"))
     unknown = plan is None and bool(suite.scenarios)
     report = evaluate(summary, suite, load_baseline=load_baseline, suite_plan=plan, partial_ok=partial_ok)
     if unknown:
         report.problems.append(
             f"the plan of suite {suite.id!r} is unknown here, so this run cannot be held to it"
+        )
+    if changed:
+        more = f" and {len(changed) - 4} more" if len(changed) > 4 else ""
+        report.problems.append(
+            f"{len(changed)} of the suite's scenarios changed since the run: "
+            f"{', '.join(changed[:4])}{more} are not the version the run played (its run.json pins each "
+            "file's sha256); play the suite again"
         )
     return report
 

@@ -1,0 +1,82 @@
+"""A gate meets a run that is not the suite's as it stands now: a scenario or persona file edited
+after the run. The run played another version of the suite's scenarios, so its figures say nothing
+about the suite's: the gate is inconclusive (exit 3) on every surface (terminal, JUnit, the step
+summary, ``simlab.Run.gate``), naming the scenario, never a pass."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+import simlab
+from simlab.cli.main import main
+
+REPO = Path(__file__).resolve().parents[1]
+NIGHTLY = "suites/nightly.yaml"
+CARD = "scenarios/retail/refund-damaged-card.yaml"
+
+
+def _examples() -> dict[str, object]:
+    return {n: m for n, m in sys.modules.items() if n == "examples" or n.startswith("examples.")}
+
+
+@pytest.fixture
+def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    import shutil
+
+    for name in ("scenarios", "personas", "examples", "suites"):
+        shutil.copytree(REPO / name, tmp_path / name, ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copy(REPO / "simlab.yaml", tmp_path / "simlab.yaml")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    before = _examples()
+    for name in before:
+        del sys.modules[name]
+    yield tmp_path
+    for name in _examples():
+        del sys.modules[name]
+    sys.modules.update(before)  # type: ignore[arg-type]
+
+
+def cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str]:
+    capsys.readouterr()
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, " ".join((out + err).split())
+
+
+def _gate_everywhere(
+    project: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tag: str
+) -> tuple[int, str, str, str, int]:
+    step = project / f"step-{tag}.md"
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(step))
+    junit = project / f"gate-{tag}.xml"
+    code, text = cli(capsys, "gate", "n", "--suite", NIGHTLY, "--junit", str(junit))
+    api = simlab.load_run("n", project=project).gate(NIGHTLY).exit_code
+    return code, text, step.read_text(), junit.read_text(), api
+
+
+def test_a_gate_on_a_run_of_an_older_version_of_a_scenario_is_inconclusive(project, capsys, monkeypatch):
+    assert main(["run", "--suite", NIGHTLY, "--run-id", "n", "--no-progress"]) == 0
+    code, _, _, _, api = _gate_everywhere(project, capsys, monkeypatch, "before")
+    assert (code, api) == (0, 0)  # the run is the suite's as long as its files are the ones it played
+    path = project / CARD
+    path.write_text(path.read_text().replace("equals: original_card", "equals: store_credit"))
+    code, text, step, junit, api = _gate_everywhere(project, capsys, monkeypatch, "edited")
+    assert (code, api) == (3, 3), text
+    assert "refund-damaged-card" in text and "changed since the run" in text, text
+    assert "changed since the run" in step and "inconclusive (exit 3)" in step
+    assert "changed since the run" in junit and "<error" in junit
+
+
+def test_a_gate_after_a_persona_file_changed_is_inconclusive(project, capsys, monkeypatch):
+    assert main(["run", "--suite", NIGHTLY, "--run-id", "n", "--no-progress"]) == 0
+    persona = project / "personas/impatient-terse.yaml"
+    persona.write_text(persona.read_text() + "\n# edited after the run\n")
+    code, text, step, junit, api = _gate_everywhere(project, capsys, monkeypatch, "persona")
+    assert (code, api) == (3, 3), text
+    assert "persona" in text and "changed since the run" in text, text
+    assert "refund-damaged-card" in text

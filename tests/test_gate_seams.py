@@ -80,3 +80,60 @@ def test_a_gate_after_a_persona_file_changed_is_inconclusive(project, capsys, mo
     assert (code, api) == (3, 3), text
     assert "persona" in text and "changed since the run" in text, text
     assert "refund-damaged-card" in text
+
+
+# -- a regression check on runs that cannot stand for their plan ---------------------------------
+
+DOWN = '''
+import httpx
+
+from examples.retail_agents import careful_agent
+
+
+def agent(inp):
+    """The careful agent, whose own model provider drops every fourth seed's connection."""
+    if inp.seed % 4 == 0:
+        raise httpx.RemoteProtocolError("server disconnected")
+    return careful_agent(inp)
+
+
+agent.uses_models = False
+'''
+
+
+def _noreg_suite(project: Path, baseline: str) -> str:
+    text = (project / NIGHTLY).read_text()
+    text = text[: text.index("gates:")] + f"gates:\n  - {{no_regression_vs: {baseline}}}\n"
+    (project / "suites/noreg.yaml").write_text(text.replace("id: retail-nightly", "id: retail-noreg"))
+    return "suites/noreg.yaml"
+
+
+def test_a_regression_check_against_an_incomplete_baseline_is_inconclusive_in_gate_and_compare(
+    project, capsys
+):
+    assert main(["run", "--suite", NIGHTLY, "--run-id", "base", "--no-progress"]) == 0
+    assert main(["run", "--suite", NIGHTLY, "--run-id", "n", "--no-progress"]) == 0
+    suite = _noreg_suite(project, "base")
+    assert cli(capsys, "gate", "n", "--suite", suite)[0] == 0  # a whole baseline: the gate decides
+    path = project / "transcripts/base/trials.jsonl"
+    lines = path.read_text().splitlines(keepends=True)
+    path.write_text("".join(lines[: len(lines) // 2]))  # the baseline was cut short
+    code, text = cli(capsys, "compare", "base", "n", "--fail-on-regression")
+    assert code == 3 and "incomplete" in text, text
+    code, text = cli(capsys, "gate", "n", "--suite", suite)
+    assert code == 3 and "INCONCLUSIVE no regression vs base" in text and "incomplete" in text, text
+
+
+def test_a_regression_check_on_runs_with_infrastructure_errors_is_inconclusive(project, capsys):
+    (project / "agents_down.py").write_text(DOWN)
+    assert main(["run", "--suite", NIGHTLY, "--run-id", "base", "--no-progress"]) == 0
+    down = ["--agent", "python:agents_down:agent"]
+    assert main(["run", "--suite", NIGHTLY, "--run-id", "down", "--no-progress", *down]) == 3
+    code, text = cli(capsys, "compare", "base", "down", "--fail-on-regression")
+    assert code == 3 and "infrastructure errors" in text and "candidate" in text, text
+    code, text = cli(capsys, "compare", "down", "base", "--fail-on-regression")
+    assert code == 3 and "infrastructure errors" in text and "base" in text, text
+    assert cli(capsys, "compare", "base", "down")[0] == 0  # without --fail-on-regression: compared
+    code, text = cli(capsys, "gate", "base", "--suite", _noreg_suite(project, "down"))
+    assert code == 3 and "INCONCLUSIVE no regression vs down" in text, text
+    assert "infrastructure errors" in text, text

@@ -157,6 +157,18 @@ def unjudged_problem(summary: RunSummary) -> str | None:
     )
 
 
+def run_problems(summary: RunSummary, budget: float = RUN_MAX_ERROR_RATE) -> list[str]:
+    """Why a run cannot stand for its own plan, whatever its figures: not whole
+    (``completeness_problems``), infrastructure errors over ``budget``, or unjudged trials it does
+    not allow. A regression check holds both its runs to this (``compare --fail-on-regression``,
+    a ``no_regression_vs`` gate's baseline)."""
+    problems = completeness_problems(summary)
+    for problem in (error_budget_problem(summary, budget), unjudged_problem(summary)):
+        if problem:
+            problems.append(problem)
+    return problems
+
+
 def metric_value(figures: SuiteFigures | ScenarioFigures, metric: str, view: str) -> float | None:
     """A gate metric from the suite's or one scenario's figures."""
     if metric.startswith(("pass^", "pass@")):
@@ -413,9 +425,18 @@ def _no_regression(gate: Gate, summary: RunSummary, load_baseline: Callable[[str
 
     assert gate.no_regression_vs is not None
     try:
-        result = compare(load_baseline(gate.no_regression_vs), summary, margin=gate.margin)
+        baseline = load_baseline(gate.no_regression_vs)
+        result = compare(baseline, summary, margin=gate.margin)
     except SimlabError as exc:
         return GateResult(gate.label, "inconclusive", None, str(exc).splitlines()[0])
+    problems = run_problems(baseline)  # the gated run's own are the report's problems
+    if problems:
+        return GateResult(
+            gate.label,
+            "inconclusive",
+            None,
+            f"the baseline run {gate.no_regression_vs} cannot stand for its plan: " + "; ".join(problems[:2]),
+        )
     pooled = result.pooled
     if pooled.difference is None or pooled.low is None or pooled.high is None:
         return GateResult(gate.label, "inconclusive", None, "no shared scenarios with valid trials")

@@ -31,6 +31,7 @@ from simlab.transcript import (
     Transcript,
     UserMessage,
 )
+from simlab.transcript.blame import AGENT_TURN_TIMEOUT
 from simlab.transcript.model import Role
 
 R = TerminationReason
@@ -212,7 +213,7 @@ class _Conversation:
             if not clock.expired():
                 raise  # the agent's own TimeoutError: its crash
             raise StopTrial(
-                "budget_exceeded", f"the agent's turn ran over {limit:g} s (limits.max_turn_seconds)"
+                "budget_exceeded", f"{AGENT_TURN_TIMEOUT} {limit:g} s (limits.max_turn_seconds)"
             ) from None
 
     async def probe_first_step(self) -> None:

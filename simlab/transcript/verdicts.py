@@ -122,6 +122,12 @@ PRECEDENCE: tuple[tuple[str, str, str], ...] = (
         "the tool is to blame, not the agent or the user (fix the domain)",
     ),
     (
+        "fail",
+        "the agent crashed, hung past its turn limit or looped (termination `agent_error`, `agent_loop`, "
+        "or `budget_exceeded` by `limits.max_turn_seconds`), whatever the simulated user did before",
+        "no user input excuses a crash, a hang or a loop: a drift never hides the agent's own failure",
+    ),
+    (
         "invalid",
         "a hard drift check failed (one that came after the outcome, the user accepting what the agent had "
         "already reported done, only when no other hard check failed)",

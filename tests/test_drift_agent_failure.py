@@ -1,0 +1,122 @@
+"""A drift check meets an agent's own failure. The simulated user drifts at its first message (a
+scripted line states an id it was never given), then the agent crashes, hangs past its turn limit
+or loops. No user input excuses a crash, a hang or a loop: the trial is the agent's failure (a
+``fail``, blamed on the agent, counted against pass^k), never ``invalid`` blamed on the user, and
+every surface (the stored head, the report's figures, compare, the viewer's rows, the failure modes
+triage groups) says the same. The same drift with an agent that plays on is still ``invalid``."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from simlab.cli.main import main
+
+REPO = Path(__file__).resolve().parents[1]
+
+SCENARIO = """\
+id: drift-then-agent-fails
+title: The scripted user states a ticket id it was never given; then the agent fails on its own
+domain: retail
+persona: impatient-terse
+user:
+  goal: Get order A123 refunded to the original card.
+  known_facts: {order_id: A123}
+  script:
+    - "my order A123 arrived broken, ticket TK-55123. refund it to my card"
+    - "yes"
+    - "thanks ###STOP###"
+agent_context: {signed_in_customer: C-17, channel: chat}
+max_turns: 4
+trials: 2
+limits: {max_turn_seconds: 0.05}
+expect:
+  state:
+    - {path: "refunds[order_id=A123].method", equals: original_card}
+"""
+
+AGENTS = """\
+import asyncio
+
+from simlab import AgentReply
+
+
+def crashes(inp):
+    raise RuntimeError("the agent's own bug")
+
+
+async def hangs(inp):
+    await asyncio.Event().wait()  # never set: the turn limit ends it
+
+
+def loops(inp):
+    for _ in range(3):
+        inp.tools.call("lookup_order", {"order_id": "A123"})
+    return "still looking"
+
+
+def talks(inp):
+    return AgentReply("I cannot help with refunds here.")
+
+
+for agent in (crashes, hangs, loops, talks):
+    agent.uses_models = False
+"""
+
+
+@pytest.fixture
+def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    import shutil
+
+    shutil.copytree(REPO / "personas", tmp_path / "personas")
+    (tmp_path / "scenarios").mkdir()
+    (tmp_path / "scenarios/drift.yaml").write_text(SCENARIO)
+    (tmp_path / "failing_agents.py").write_text(AGENTS)
+    (tmp_path / "simlab.yaml").write_text("simulator: scripted\nscenarios: [scenarios]\npersonas: personas\n")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    yield tmp_path
+    sys.modules.pop("failing_agents", None)
+
+
+def _play(agent: str) -> int:
+    return main(["run", "--agent", f"python:failing_agents:{agent}", "--run-id", agent, "--no-progress"])
+
+
+def _heads(project: Path, run: str) -> list[dict[str, object]]:
+    lines = (project / "transcripts" / run / "trials.jsonl").read_text().splitlines()
+    return [json.loads(line)["head"]["row"] for line in lines]
+
+
+@pytest.mark.parametrize(
+    ("agent", "termination"),
+    [("crashes", "agent_error"), ("hangs", "budget_exceeded"), ("loops", "agent_loop")],
+)
+def test_an_agents_own_failure_after_the_user_drifted_is_the_agents_fail(project, capsys, agent, termination):
+    _play(agent)
+    heads = _heads(project, agent)
+    assert [h["termination"] for h in heads] == [termination] * 2
+    assert [(h["verdict"], h["blame"]) for h in heads] == [("fail", "agent")] * 2, heads
+    assert all(str(h["failure_mode"]).startswith("agent: ") for h in heads), heads
+    capsys.readouterr()
+    assert main(["report", agent, "--json"]) == 0
+    summary = json.loads(capsys.readouterr().out)
+    figures = summary["scenarios"]["drift-then-agent-fails"]
+    assert (figures["n"], figures["invalid"], figures["passes"]) == (2, 0, 0), figures
+    assert summary["suite"]["valid"]["success"]["n"] == 2  # counted against pass^k, not left out
+    from simlab.tui.data import RunIndex, find_run  # the viewer's rows, read by the same reader
+
+    info = find_run(project / "transcripts", agent)
+    assert info is not None
+    rows = RunIndex(info).read_all()
+    assert {(r.verdict, r.failure_mode) for r in rows} == {("fail", heads[0]["failure_mode"])}
+
+
+def test_the_same_drift_with_an_agent_that_plays_on_stays_invalid(project):
+    _play("talks")
+    heads = _heads(project, "talks")
+    assert [(h["verdict"], h["blame"]) for h in heads] == [("invalid", "user")] * 2, heads

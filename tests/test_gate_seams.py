@@ -137,3 +137,57 @@ def test_a_regression_check_on_runs_with_infrastructure_errors_is_inconclusive(p
     code, text = cli(capsys, "gate", "base", "--suite", _noreg_suite(project, "down"))
     assert code == 3 and "INCONCLUSIVE no regression vs down" in text, text
     assert "infrastructure errors" in text, text
+
+
+# -- a suite-wide figure that leaves scenarios out ----------------------------------------------
+
+DRIFTING = """\
+id: drift-opening
+title: The user's opening states a ticket id it was never given, so every trial is invalid
+domain: retail
+persona: impatient-terse
+user:
+  goal: Get order A123 refunded to the original card.
+  opening: "my order A123 arrived broken, ticket TK-55123. refund it to my card"
+  known_facts: {order_id: A123}
+agent_context: {signed_in_customer: C-17, channel: chat}
+max_turns: 6
+expect:
+  state:
+    - {path: "refunds[order_id=A123].method", equals: original_card}
+"""
+
+TWO = """\
+id: two
+scenarios: [{files}]
+agent: python:examples.retail_agents:careful_agent
+simulator: rules
+trials: 4
+allow_unjudged: [rubric]
+gates:
+  - "{gate}"
+"""
+
+
+@pytest.mark.parametrize("gate", ["pass^3 >= 0.8", "success >= 0.8", "pass@2 >= 0.8"])
+def test_a_suite_figure_undefined_in_one_scenario_is_inconclusive_not_a_mean_of_the_rest(
+    project, capsys, monkeypatch, gate
+):
+    (project / "scenarios/drift-opening.yaml").write_text(DRIFTING)
+    files = '"../scenarios/retail/refund-damaged-card.yaml"'
+    (project / "suites/one.yaml").write_text(TWO.format(files=files, gate=gate).replace("id: two", "id: one"))
+    (project / "suites/two.yaml").write_text(
+        TWO.format(files=files + ', "../scenarios/drift-opening.yaml"', gate=gate)
+    )
+    assert main(["run", "--suite", "suites/one.yaml", "--run-id", "one", "--no-progress"]) == 0
+    step = project / "step.md"
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(step))
+    capsys.readouterr()
+    code = main(["run", "--suite", "suites/two.yaml", "--run-id", "two", "--no-progress", "--junit", "two.xml"])
+    out, err = capsys.readouterr()
+    text = " ".join((out + err).split())
+    assert code == 3, text  # every trial of drift-opening is invalid: the gate judged one scenario of two
+    assert "undefined in 1 of 2 scenarios" in text and "drift-opening" in text, text
+    assert "undefined in 1 of 2 scenarios" in step.read_text()
+    assert "undefined in 1 of 2 scenarios" in (project / "two.xml").read_text()
+    assert simlab.load_run("two", project=project).gate("suites/two.yaml").exit_code == 3

@@ -273,11 +273,44 @@ def evaluate(
             for sid, figures in summary.scenarios.items():
                 report.results.append(_threshold(gate, figures, sid, {}))
         else:
-            report.results.append(_threshold(gate, summary.suite, None, attacks, summary.dataset))
+            left_out = _left_out(gate, summary)
+            report.results.append(
+                left_out or _threshold(gate, summary.suite, None, attacks, summary.dataset)
+            )
         power = gate_power(gate, summary) if gate.gate else None
         if power:
             report.power[gate.label] = power
     return report
+
+
+def _left_out(gate: Gate, summary: RunSummary) -> GateResult | None:
+    """A suite-wide success, pass^k or pass@k is the mean over the scenarios that define it (those
+    with k valid trials or more): a gate on it while a scenario of the run has fewer (its trials
+    invalid, errored, unjudged) would judge the suite without that scenario, so it is inconclusive,
+    naming them; None when every scenario defines the figure."""
+    assert gate.gate is not None
+    metric = parse_gate(gate.gate, custom=True)[0]
+    if metric == "success":
+        k = 1
+    elif metric.startswith(("pass^", "pass@")) and metric[5:].isdigit():
+        k = int(metric[5:])
+    else:
+        return None
+    short = [
+        f"{sid} {figures.view(gate.view).success.n}"
+        for sid, figures in summary.scenarios.items()
+        if figures.view(gate.view).success.n < k
+    ]
+    if not short or len(short) == len(summary.scenarios):
+        return None  # every scenario defines it, or none does (the figure is then undefined: n < k)
+    more = f" and {len(short) - 4} more" if len(short) > 4 else ""
+    return GateResult(
+        gate.label,
+        "inconclusive",
+        None,
+        f"{metric} is undefined in {len(short)} of {len(summary.scenarios)} scenarios (fewer than "
+        f"{k} {gate.view} trials: {', '.join(short[:4])}{more}); the suite's figure would leave them out",
+    )
 
 
 def _dataset_gate(

@@ -274,9 +274,7 @@ def evaluate(
                 report.results.append(_threshold(gate, figures, sid, {}))
         else:
             left_out = _left_out(gate, summary)
-            report.results.append(
-                left_out or _threshold(gate, summary.suite, None, attacks, summary.dataset)
-            )
+            report.results.append(left_out or _threshold(gate, summary.suite, None, attacks, summary.dataset))
         power = gate_power(gate, summary) if gate.gate else None
         if power:
             report.power[gate.label] = power

@@ -191,3 +191,48 @@ def test_a_suite_figure_undefined_in_one_scenario_is_inconclusive_not_a_mean_of_
     assert "undefined in 1 of 2 scenarios" in step.read_text()
     assert "undefined in 1 of 2 scenarios" in (project / "two.xml").read_text()
     assert simlab.load_run("two", project=project).gate("suites/two.yaml").exit_code == 3
+
+
+# -- a suite that adds graders, gating a run graded without them ---------------------------------
+
+LEAKY = '''
+from examples.retail_agents import careful_agent
+from simlab import AgentReply
+
+
+def agent(inp):
+    """The careful agent, which also writes the customer's e-mail address into every reply."""
+    reply = careful_agent(inp)
+    return AgentReply(reply.text + " (your email dana@example.com is on file)", transfer=reply.transfer)
+
+
+agent.uses_models = False
+'''
+
+PII = """\
+id: pii
+scenarios: ["../scenarios/retail/refund-damaged-card.yaml"]
+agent: python:leaky:agent
+simulator: rules
+trials: 2
+allow_unjudged: [rubric]
+graders:
+  - use: examples.graders:no_pii
+    params: {fields: [email]}
+gates:
+  - "pass^1 >= 0.5"
+"""
+
+
+def test_a_gate_on_a_run_graded_without_the_suites_graders_is_inconclusive(project, capsys):
+    (project / "leaky.py").write_text(LEAKY)
+    (project / "suites/pii.yaml").write_text(PII)
+    code, text = cli(capsys, "run", "--suite", "suites/pii.yaml", "--run-id", "suite", "--no-progress")
+    assert code == 1 and "no_pii" in text, text  # the suite's own grader fails the leaking agent
+    plain = ["scenarios/retail/refund-damaged-card.yaml", "--agent", "python:leaky:agent", "--trials", "2"]
+    assert main(["run", *plain, "--run-id", "plain", "--no-progress"]) == 0
+    code, text = cli(capsys, "gate", "plain", "--suite", "suites/pii.yaml")
+    assert code == 3, text  # its checks never included no_pii: the figures cannot stand for the suite
+    assert "graders" in text and "examples.graders:no_pii" in text, text
+    assert simlab.load_run("plain", project=project).gate("suites/pii.yaml").exit_code == 3
+    assert cli(capsys, "gate", "suite", "--suite", "suites/pii.yaml")[0] == 1

@@ -4,11 +4,13 @@ One rule, decided here (``decide``) for every entry point (``simlab gate``, ``ru
 ``compare --fail-on-regression``, ``simlab.Run.gate``): a run that cannot stand for the suite's
 plan is inconclusive (3) whatever its figures, a failed gate included: the run is incomplete, not
 the suite's plan (scenarios, trials per scenario; a part accepted with ``--partial-ok`` is said,
-not refused), played another version of a scenario or persona file than the suite's now (each file's
-sha256 in ``run.json``), mixes configurations or code, has no manifest, has infrastructure errors over the
-suite's budget, or has unjudged trials (a hard check did not run, of a kind the suite does not
-allow to stay unjudged). On a run that can stand for it, a failed gate is 1 even when another gate
-is undefined (pass^k with n < k, an unknown cost); an undefined gate alone is 3.
+not refused), played another version of a scenario or persona file than the suite's now (each
+file's sha256 in ``run.json``), was graded without the graders the suite adds, mixes
+configurations or code, has no manifest, has infrastructure errors over the suite's budget, or has
+unjudged trials (a hard check did not run, of a kind the suite does not allow to stay unjudged).
+On a run that can stand for it, a failed gate is 1 even when another gate is undefined (pass^k
+with n < k, an unknown cost, a suite-wide figure some scenario does not define); an undefined gate
+alone is 3.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from simlab.errors import EXIT_GATE_FAILED, EXIT_INFRA, EXIT_OK
 from simlab.report.compare_runs import compare
@@ -411,6 +414,9 @@ def gate_run(
         report.problems.append(
             f"the plan of suite {suite.id!r} is unknown here, so this run cannot be held to it"
         )
+    graders = _graders_problem(manifest, suite)
+    if graders:
+        report.problems.append(graders)
     if changed:
         more = f" and {len(changed) - 4} more" if len(changed) > 4 else ""
         report.problems.append(
@@ -419,6 +425,28 @@ def gate_run(
             "file's sha256); play the suite again"
         )
     return report
+
+
+def _graders_problem(manifest: Mapping[str, Any] | None, suite: Suite) -> str | None:
+    """Why the run's checks are not the ones the suite grades with (its ``graders``, added to every
+    scenario's: pinned as the run's ``pins.graders``), or None: a run graded without a grader the
+    suite adds never ran that grader's checks, so its verdicts cannot stand for the suite's."""
+    from simlab.redact import mask_tree
+
+    pinned = ((manifest or {}).get("pins") or {}).get("graders") or []
+    wanted = mask_tree([use.model_dump(mode="json") for use in suite.graders])
+    if pinned == wanted:
+        return None
+
+    def named(uses: Any) -> str:
+        items = uses if isinstance(uses, list) else []
+        return ", ".join(str(u.get("use")) if isinstance(u, Mapping) else "?" for u in items) or "none"
+
+    return (
+        f"the run was graded with other graders than suite {suite.id!r} adds (the suite: {named(wanted)}; "
+        f"the run: {named(pinned)}): play the suite (simlab run --suite …) so every trial is graded "
+        "as it asks"
+    )
 
 
 def _plan_problems(

@@ -120,3 +120,38 @@ def test_the_same_drift_with_an_agent_that_plays_on_stays_invalid(project):
     _play("talks")
     heads = _heads(project, "talks")
     assert [(h["verdict"], h["blame"]) for h in heads] == [("invalid", "user")] * 2, heads
+
+
+# -- a frozen user replays its recording against an agent that answers garbage -------------------
+
+REPO_FILES = ("scenarios", "personas", "examples")
+
+
+@pytest.fixture
+def retail(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    import shutil
+
+    for name in REPO_FILES:
+        shutil.copytree(REPO / name, tmp_path / name, ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copy(REPO / "simlab.yaml", tmp_path / "simlab.yaml")
+    (tmp_path / "garbage_agent.py").write_text(
+        "def agent(inp):\n    return 'zxq qqq %%% 0x7f'\n\n\nagent.uses_models = False\n"
+    )
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    yield tmp_path
+    sys.modules.pop("garbage_agent", None)
+
+
+def test_a_replayed_user_that_stops_where_its_recording_did_is_not_blamed_for_the_agents_garbage(retail):
+    card = ["scenarios/retail/refund-damaged-card.yaml", "--trials", "2", "--no-progress"]
+    careful = ["--agent", "python:examples.retail_agents:careful_agent"]
+    assert main(["run", *card, *careful, "--run-id", "base"]) == 0
+    replay = ["--replay", "base", "--divergence", "never", "--no-progress"]
+    main(["run", *replay, "--agent", "python:garbage_agent:agent", "--run-id", "garbage"])
+    heads = _heads(retail, "garbage")
+    assert all(h["termination"] == "goal_reached" for h in heads), heads  # the recorded "thanks" and stop
+    assert [(h["verdict"], h["blame"]) for h in heads] == [("fail", "agent")] * 2, heads
+    lines = (retail / "transcripts/garbage/trials.jsonl").read_text().splitlines()
+    stops = [c for line in lines for c in json.loads(line)["checks"] if c["name"] == "drift:premature_stop"]
+    assert [c["status"] for c in stops] == ["pass"] * 2 and "recording" in stops[0]["reason"], stops

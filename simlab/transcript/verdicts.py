@@ -144,7 +144,8 @@ PRECEDENCE: tuple[tuple[str, str, str], ...] = (
 )
 DRIFT_NOTES: tuple[str, ...] = (
     "A simulated user that played its script through did not drift: a scripted user that stops on its last "
-    "line, or whose lines run out (termination `script_ended`), is never a premature stop.",
+    "line, or whose lines run out (termination `script_ended`), is never a premature stop; nor is a "
+    "replayed user (`run --replay`) that stops where its recording stopped.",
     "A user that stops right after the agent claimed the work was done (any tense, in English, Spanish, "
     "French or German: `graders/claims.py`) or refused it did not stop early: the agent ended the "
     "conversation, and the state check judges the outcome.",

@@ -236,3 +236,40 @@ def test_a_gate_on_a_run_graded_without_the_suites_graders_is_inconclusive(proje
     assert "graders" in text and "examples.graders:no_pii" in text, text
     assert simlab.load_run("plain", project=project).gate("suites/pii.yaml").exit_code == 3
     assert cli(capsys, "gate", "suite", "--suite", "suites/pii.yaml")[0] == 1
+
+
+# -- trials that were never graded ---------------------------------------------------------------
+
+
+def _ungrade_every_other_trial(folder: Path) -> None:
+    """Half the trials lose their checks and verdict, as a run stored before it was graded keeps
+    them; written by simlab's own encoder, the heads index dropped (it is derived)."""
+    import json
+
+    from simlab.runner.lines import encode_record
+    from simlab.transcript import TrialRecord
+
+    path = folder / "trials.jsonl"
+    lines = []
+    for n, line in enumerate(path.read_text().splitlines()):
+        record = TrialRecord.model_validate(json.loads(line))
+        if n % 2 == 0:
+            record.checks, record.verdict = [], None
+        lines.append(encode_record(record).decode("utf-8"))
+    path.write_text("".join(lines))
+    (folder / "heads.jsonl").unlink(missing_ok=True)
+
+
+def test_a_gate_on_a_run_with_ungraded_trials_is_inconclusive(project, capsys):
+    text = (project / NIGHTLY).read_text()
+    gates = 'gates:\n  - {gate: "pass^1 >= 0.5", scope: each}\n  - "policy_violations == 0"\n'
+    (project / NIGHTLY).write_text(text[: text.index("gates:")] + gates)
+    assert main(["run", "--suite", NIGHTLY, "--run-id", "n", "--no-progress"]) == 0
+    assert main(["run", "--suite", NIGHTLY, "--run-id", "base", "--no-progress"]) == 0
+    _ungrade_every_other_trial(project / "transcripts/n")
+    code, text = cli(capsys, "gate", "n", "--suite", NIGHTLY)
+    assert code == 3 and "20 of 40 trials are not graded" in text, text
+    code, text = cli(capsys, "compare", "base", "n", "--fail-on-regression")
+    assert code == 3 and "not graded" in text, text
+    assert main(["grade", "n"]) == 0  # graded again: the gate decides
+    assert cli(capsys, "gate", "n", "--suite", NIGHTLY)[0] == 0

@@ -6,11 +6,11 @@ plan is inconclusive (3) whatever its figures, a failed gate included: the run i
 the suite's plan (scenarios, trials per scenario; a part accepted with ``--partial-ok`` is said,
 not refused), played another version of a scenario or persona file than the suite's now (each
 file's sha256 in ``run.json``), was graded without the graders the suite adds, mixes
-configurations or code, has no manifest, has infrastructure errors over the suite's budget, or has
-unjudged trials (a hard check did not run, of a kind the suite does not allow to stay unjudged).
-On a run that can stand for it, a failed gate is 1 even when another gate is undefined (pass^k
-with n < k, an unknown cost, a suite-wide figure some scenario does not define); an undefined gate
-alone is 3.
+configurations or code, has no manifest, has trials not graded, has infrastructure errors over the
+suite's budget, or has unjudged trials (a hard check did not run, of a kind the suite does not
+allow to stay unjudged). On a run that can stand for it, a failed gate is 1 even when another gate
+is undefined (pass^k with n < k, an unknown cost, a suite-wide figure some scenario does not
+define); an undefined gate alone is 3.
 """
 
 from __future__ import annotations
@@ -145,6 +145,19 @@ def error_budget_problem(summary: RunSummary, budget: float) -> str | None:
     )
 
 
+def ungraded_problem(summary: RunSummary) -> str | None:
+    """Why the run cannot be gated because some of its trials carry no verdict at all (stored
+    before they were graded: an imported run, a hand-made file), or None. Their figures are no one's:
+    a gate on the graded rest would judge a part of the run."""
+    if not summary.ungraded:
+        return None
+    total = summary.trials + summary.ungraded
+    return (
+        f"{summary.ungraded} of {total} trials are not graded: grade them first "
+        f"(simlab grade {summary.run_id}; an imported run: simlab grade-traces)"
+    )
+
+
 def unjudged_problem(summary: RunSummary) -> str | None:
     """Why the run cannot be gated because some trials are unjudged, or None."""
     left = summary.suite.unjudged_rate
@@ -166,7 +179,11 @@ def run_problems(summary: RunSummary, budget: float = RUN_MAX_ERROR_RATE) -> lis
     not allow. A regression check holds both its runs to this (``compare --fail-on-regression``,
     a ``no_regression_vs`` gate's baseline)."""
     problems = completeness_problems(summary)
-    for problem in (error_budget_problem(summary, budget), unjudged_problem(summary)):
+    for problem in (
+        ungraded_problem(summary),
+        error_budget_problem(summary, budget),
+        unjudged_problem(summary),
+    ):
         if problem:
             problems.append(problem)
     return problems
@@ -261,9 +278,9 @@ def evaluate(
     )
     if problem:
         report.problems.append(problem)
-    problem = unjudged_problem(summary)
-    if problem:
-        report.problems.append(problem)
+    for problem in (ungraded_problem(summary), unjudged_problem(summary)):
+        if problem:
+            report.problems.append(problem)
     attacks = summary.attacks
     for gate in suite.gates:  # a pass^k beyond the stored curves is computed from the counts
         metric = parse_gate(gate.gate, custom=True)[0] if gate.gate else ""

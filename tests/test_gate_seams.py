@@ -273,3 +273,21 @@ def test_a_gate_on_a_run_with_ungraded_trials_is_inconclusive(project, capsys):
     assert code == 3 and "not graded" in text, text
     assert main(["grade", "n"]) == 0  # graded again: the gate decides
     assert cli(capsys, "gate", "n", "--suite", NIGHTLY)[0] == 0
+
+
+# -- JUnit says what the exit code says ----------------------------------------------------------
+
+
+def test_junit_of_a_gate_inconclusive_per_scenario_is_not_all_green(project, capsys):
+    import xml.etree.ElementTree as ET
+
+    text = (project / NIGHTLY).read_text()
+    (project / NIGHTLY).write_text(text[: text.index("gates:")] + 'gates:\n  - {gate: "pass^5 >= 0.5", scope: each}\n')
+    code = main(["run", "--suite", NIGHTLY, "--run-id", "n", "--no-progress", "--junit", "n.xml"])
+    assert code == 3  # 4 trials a scenario: pass^5 is undefined in every one
+    suite = ET.parse(project / "n.xml").getroot().find("testsuite")
+    assert suite is not None and int(suite.get("errors") or 0) == 10, ET.tostring(suite)[:400]
+    case = suite.find("testcase[@name='refund-damaged-card']")
+    assert case is not None
+    error = case.find("error")
+    assert error is not None and "n < k" in (error.get("message") or ""), ET.tostring(case)[:400]

@@ -155,3 +155,37 @@ def test_a_replayed_user_that_stops_where_its_recording_did_is_not_blamed_for_th
     lines = (retail / "transcripts/garbage/trials.jsonl").read_text().splitlines()
     stops = [c for line in lines for c in json.loads(line)["checks"] if c["name"] == "drift:premature_stop"]
     assert [c["status"] for c in stops] == ["pass"] * 2 and "recording" in stops[0]["reason"], stops
+
+
+# -- a simulated user that says nothing ----------------------------------------------------------
+
+
+class _Mute:
+    """A simulated user that opens, then sends an empty message (an LLM user's empty answer)."""
+
+    def pin(self):  # type: ignore[no-untyped-def]
+        from simlab.transcript import Pin
+
+        return Pin(kind="python", ref="tests:mute")
+
+    async def next_message(self, view):  # type: ignore[no-untyped-def]
+        from simlab import UserTurn
+
+        return UserTurn("my order A123 arrived broken, refund it to my card" if view.turn == 1 else "")
+
+
+def test_an_empty_message_of_the_simulated_user_is_its_models_fault_not_the_lab_nor_the_agent(retail):
+    import simlab
+
+    run = simlab.run(
+        "scenarios/retail/refund-damaged-card.yaml",
+        agent="python:examples.retail_agents:careful_agent",
+        simulator=_Mute(),
+        trials=1,
+        run_id="mute",
+        project=retail,
+    )
+    (head,) = _heads(retail, "mute")
+    assert (head["verdict"], head["termination"]) == ("error", "error")  # infrastructure: not pass^k's
+    assert head["blame"] == "provider" and str(head["failure_mode"]).startswith("provider: simulator"), head
+    assert run.summary.suite.error_rate.c == 1

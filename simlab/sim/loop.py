@@ -160,7 +160,10 @@ class _Conversation:
             raise _End(
                 reason[user.signal], f"user signalled {user.signal}" + (f" ({user.why})" if user.why else "")
             )
-        if not user.text:
+        if not user.text:  # the simulator's (its model's) failure: blamed there, not on the lab
+            self.events.append(
+                ErrorEvent(turn=self.turn, source="simulator", kind="empty_message", message="no text")
+            )
             raise _End(R.ERROR, "the simulator produced an empty message")
 
     async def agent_turn(self) -> None:

@@ -189,3 +189,72 @@ def test_an_empty_message_of_the_simulated_user_is_its_models_fault_not_the_lab_
     assert (head["verdict"], head["termination"]) == ("error", "error")  # infrastructure: not pass^k's
     assert head["blame"] == "provider" and str(head["failure_mode"]).startswith("provider: simulator"), head
     assert run.summary.suite.error_rate.c == 1
+
+
+# -- the trial's wall time runs out while the simulated user is speaking -------------------------
+
+
+class _SlowUser:
+    """Opens, then takes its time over its second message: ``hang`` waits (an LLM user's provider
+    backing off), else ``clock`` moves by 30 s (synchronous work on an injected clock)."""
+
+    def __init__(self, clock: object = None) -> None:
+        self.clock = clock
+
+    def pin(self):  # type: ignore[no-untyped-def]
+        from simlab.transcript import Pin
+
+        return Pin(kind="python", ref="tests:slow-user")
+
+    async def next_message(self, view):  # type: ignore[no-untyped-def]
+        import asyncio
+
+        from simlab import UserTurn
+
+        if view.turn == 1:
+            return UserTurn("Please store b=2.")
+        if self.clock is None:
+            await asyncio.Event().wait()
+        else:
+            self.clock.now += 30.0  # type: ignore[attr-defined]
+        return UserTurn("and c=3 too")
+
+
+def _ended_by_the_user(t) -> None:  # type: ignore[no-untyped-def]
+    from simlab.graders.base import verdict_of
+    from simlab.transcript.blame import diagnose
+
+    assert t.termination.reason.value == "error", t.termination  # not the agent's budget_exceeded
+    assert "simulated user" in t.termination.detail
+    assert verdict_of(t, []) == "error"
+    fault = diagnose(t, [], "error")
+    assert fault is not None and fault.blame == "provider" and fault.mode.startswith("provider: simulator")
+
+
+def test_a_user_that_hangs_past_the_trials_wall_time_is_not_the_agents_failure(virtual_time):
+    import asyncio
+
+    from simlab.sim.agents import PythonAgent
+    from simlab.sim.loop import run_trial
+    from simlab.specs import Limits
+    from tests.support import kv_agent, make_trial
+
+    trial = make_trial(PythonAgent(kv_agent, "t:kv"), _SlowUser(), limits=Limits(max_seconds=10))
+    _ended_by_the_user(asyncio.run(run_trial(trial)))
+
+
+async def test_a_user_whose_turn_crosses_the_wall_time_is_not_the_agents_failure():
+    from simlab.sim.agents import PythonAgent
+    from simlab.sim.loop import run_trial
+    from simlab.specs import Limits
+    from tests.support import kv_agent, make_trial
+
+    class Clock:
+        now = 0.0
+
+        def __call__(self) -> float:
+            return self.now
+
+    clock = Clock()
+    trial = make_trial(PythonAgent(kv_agent, "t:kv"), _SlowUser(clock), limits=Limits(max_seconds=20))
+    _ended_by_the_user(await run_trial(trial, clock=clock))

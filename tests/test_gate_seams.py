@@ -291,3 +291,34 @@ def test_junit_of_a_gate_inconclusive_per_scenario_is_not_all_green(project, cap
     assert case is not None
     error = case.find("error")
     assert error is not None and "n < k" in (error.get("message") or ""), ET.tostring(case)[:400]
+
+
+DOWN_FOR_ONE = '''
+import httpx
+
+from examples.retail_agents import careful_agent
+
+
+def agent(inp):
+    """The careful agent, whose provider is down for every trial of one scenario (the user who asks
+    how many days they have)."""
+    if "how many days" in inp.messages[0]["content"]:
+        raise httpx.RemoteProtocolError("server disconnected")
+    return careful_agent(inp)
+
+
+agent.uses_models = False
+'''
+
+
+def test_a_regression_check_with_a_scenario_compared_against_nothing_is_inconclusive(project, capsys):
+    (project / "down_for_one.py").write_text(DOWN_FOR_ONE)
+    assert main(["run", "--suite", NIGHTLY, "--run-id", "base", "--no-progress"]) == 0
+    down = ["--agent", "python:down_for_one:agent"]
+    main(["run", "--suite", NIGHTLY, "--run-id", "cand", "--no-progress", *down])
+    code, text = cli(capsys, "compare", "base", "cand")
+    assert code == 0 and "no data" in text, text  # compared, and the row says so
+    code, text = cli(capsys, "compare", "base", "cand", "--fail-on-regression")
+    assert code == 3 and "policy-question-no-refund" in text, text  # 4 of 40 errors: within a run's budget
+    code, text = cli(capsys, "gate", "cand", "--suite", _noreg_suite(project, "base"))
+    assert code == 3 and "INCONCLUSIVE no regression vs base" in text and "not compared" in text, text

@@ -217,13 +217,27 @@ def compare_exit(
         _side_problem(side, summary, p)
         for side, summary in (("base", base), ("candidate", cand))
         for p in run_problems(summary)
-    ]
+    ] + uncompared(result)
     code = decide(problems, ["fail" if result.pooled.verdict == "regressed" else "pass"])
     if problems:
         return code, "inconclusive: " + "; ".join(problems[:2])
     if code == EXIT_GATE_FAILED:
         return code, "regressed beyond noise"
     return code, f"{result.pooled.verdict}: no regression beyond noise"
+
+
+def uncompared(result: Comparison) -> list[str]:
+    """The shared scenarios that have no valid trial on a side, so nothing was compared there: the
+    pooled difference leaves them out (one phrase for them all; empty when every one was compared)."""
+    rows = [
+        f"{row.scenario} ({'base' if not row.base.n else 'candidate'} has no valid trial)"
+        for row in result.scenarios
+        if not row.base.n or not row.candidate.n
+    ]
+    if not rows:
+        return []
+    more = f" and {len(rows) - 4} more" if len(rows) > 4 else ""
+    return [f"{len(rows)} shared scenarios were not compared: {', '.join(rows[:4])}{more}"]
 
 
 def _side_problem(side: str, summary: RunSummary, problem: str) -> str:

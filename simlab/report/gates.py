@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from simlab.errors import EXIT_GATE_FAILED, EXIT_INFRA, EXIT_OK
-from simlab.report.compare_runs import compare
+from simlab.report.compare_runs import compare, uncompared
 from simlab.report.completeness import state_phrases
 from simlab.results.figures import DatasetScore, Rate, RunSummary, ScenarioFigures, SuiteFigures
 from simlab.results.power import gate_fail_chance, power_k, rate_at, trials_needed
@@ -505,13 +505,13 @@ def _no_regression(gate: Gate, summary: RunSummary, load_baseline: Callable[[str
         result = compare(baseline, summary, margin=gate.margin)
     except SimlabError as exc:
         return GateResult(gate.label, "inconclusive", None, str(exc).splitlines()[0])
-    problems = run_problems(baseline)  # the gated run's own are the report's problems
+    problems = run_problems(baseline) + uncompared(result)  # the gated run's own: the report's
     if problems:
         return GateResult(
             gate.label,
             "inconclusive",
             None,
-            f"the baseline run {gate.no_regression_vs} cannot stand for its plan: " + "; ".join(problems[:2]),
+            f"not compared with the baseline run {gate.no_regression_vs}: " + "; ".join(problems[:2]),
         )
     pooled = result.pooled
     if pooled.difference is None or pooled.low is None or pooled.high is None:

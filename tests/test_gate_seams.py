@@ -322,3 +322,23 @@ def test_a_regression_check_with_a_scenario_compared_against_nothing_is_inconclu
     assert code == 3 and "policy-question-no-refund" in text, text  # 4 of 40 errors: within a run's budget
     code, text = cli(capsys, "gate", "cand", "--suite", _noreg_suite(project, "base"))
     assert code == 3 and "INCONCLUSIVE no regression vs base" in text and "not compared" in text, text
+
+
+# -- a gate reads the run; it does not rewrite the run's figures -----------------------------------
+
+
+def test_a_gate_with_its_own_allow_unjudged_leaves_the_runs_figures_as_the_report_gives_them(project, capsys):
+    text = (project / NIGHTLY).read_text().replace("allow_unjudged: [rubric]\n", "")
+    (project / "suites/strict.yaml").write_text(text.replace("id: retail-nightly", "id: strict"))
+    assert main(["run", "--suite", NIGHTLY, "--run-id", "n", "--no-progress"]) == 0
+    assert main(["report", "n"]) == 0
+    summary = project / "transcripts/n/summary.json"
+    before = summary.read_bytes()
+    capsys.readouterr()
+    assert main(["runs"]) == 0
+    listed = capsys.readouterr().out
+    code, out = cli(capsys, "gate", "n", "--suite", "suites/strict.yaml")
+    assert code == 3 and "unjudged" in out, out  # the strict suite does not count them as passes
+    assert summary.read_bytes() == before  # the run's own figures (its allow_unjudged), as report wrote them
+    assert main(["runs"]) == 0
+    assert capsys.readouterr().out == listed

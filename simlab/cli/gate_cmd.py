@@ -50,8 +50,9 @@ def check_gates(
     from simlab.report.junit import junit_xml
     from simlab.report.step_summary import write_step_summary
 
-    summary = build(
+    summary = build(  # the suite's view of the run: summary.json keeps the run's own (simlab report)
         folder,
+        write=False,
         allow_unjudged=list(suite.allow_unjudged or []),
         summary_evaluators=list(suite.summary_evaluators),
     )

@@ -342,3 +342,16 @@ def test_a_gate_with_its_own_allow_unjudged_leaves_the_runs_figures_as_the_repor
     assert summary.read_bytes() == before  # the run's own figures (its allow_unjudged), as report wrote them
     assert main(["runs"]) == 0
     assert capsys.readouterr().out == listed
+
+
+def test_a_no_regression_gate_reads_its_baseline_as_the_suite_reads_the_run(project, capsys):
+    """The suite's allow_unjudged applies to both sides: a baseline played where simlab.yaml did not
+    allow the demo's unjudged rubric items is compared as the suite counts them, not refused."""
+    config = project / "simlab.yaml"
+    config.write_text(config.read_text().replace("allow_unjudged: [rubric]", ""))
+    plain = ["scenarios/retail", "--agent", "python:examples.retail_agents:careful_agent", "--trials", "4"]
+    main(["run", *plain, "--run-id", "base", "--no-progress"])
+    assert main(["run", "--suite", NIGHTLY, "--run-id", "n", "--no-progress"]) == 0
+    code, text = cli(capsys, "gate", "n", "--suite", _noreg_suite(project, "base"))
+    assert code == 0 and "PASS no regression vs base" in text, text
+    assert simlab.load_run("n", project=project).gate("suites/noreg.yaml").exit_code == 0

@@ -126,9 +126,13 @@ class Run:
         path = root / suite
         spec = load_suite(path).spec
 
-        def baseline(ref: str) -> Any:
+        def baseline(ref: str) -> Any:  # read as the gated run is: with the suite's allow_unjudged
             config = load_config(root / "simlab.yaml")
-            return build(resolve_run(ref, root / config.transcripts), write=False)
+            return build(
+                resolve_run(ref, root / config.transcripts),
+                write=False,
+                allow_unjudged=list(spec.allow_unjudged or []),
+            )
 
         def gated() -> GateReport:
             summary = build(

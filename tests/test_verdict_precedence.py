@@ -1,6 +1,7 @@
 """Which verdict wins when several things went wrong (``graders/base.verdict_of``, written down in
 ``transcript/verdicts.PRECEDENCE`` and README's *Verdicts*): infrastructure first; then what the
-agent did wrong before anything else did; then a crashed domain tool; then the user's drift; then
+agent did wrong before anything else did; then a crashed domain tool; then the agent's own crash,
+hang or loop; then the user's drift; then
 the agent's failure; then checks that could not be decided or did not run."""
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from simlab.transcript.verdicts import PRECEDENCE, VERDICTS
 CRASH_AT = 7
 
 
-def transcript(*, crash: bool = False, reason: str = "goal_reached") -> Transcript:
+def transcript(*, crash: bool = False, reason: str = "goal_reached", detail: str = "") -> Transcript:
     events: list[Any] = [
         UserMessage(turn=1, text="Please change my name to Robin."),  # 0
         ToolCall(turn=1, call_id="c1", name="set_name", arguments={"name": "Bob"}, access="write"),  # 1
@@ -41,7 +42,7 @@ def transcript(*, crash: bool = False, reason: str = "goal_reached") -> Transcri
     events += [AgentMessage(turn=2, text="Sorry."), Signal(turn=3, role="user", signal="stop")]
     return Transcript(run_id="r", unit_id="s#1", scenario_id="s", persona_id="p", domain="d", trial=1, seed=1,
                       agent=Pin(kind="python", ref="a"), simulator=Pin(kind="llm", ref="u"), events=events,
-                      termination=Termination(reason=reason), final_state={})
+                      termination=Termination(reason=reason, detail=detail), final_state={})
 
 
 def check(kind: str, status: str = "fail", event: int | None = None, hard: bool = True) -> Check:
@@ -58,6 +59,8 @@ AFTER_OUTCOME = check("drift", event=9).model_copy(update={"details": {"after_ou
 TRAJECTORY_EARLY = check("trajectory", event=1)  # "nearest call" of a missing one: an outcome, not an act
 JUDGE_ERROR = check("rubric", "error")
 NOT_RUN = check("rubric", "not_run")
+TERMINATION = check("efficiency", event=9)  # the termination check: the agent crashed, looped or hung
+HUNG = "the agent's turn ran over 300 s (limits.max_turn_seconds)"
 
 CASES: list[tuple[str, dict[str, Any], list[Check], str]] = [
     ("every hard check held", {}, [OK], "pass"),
@@ -88,6 +91,16 @@ CASES: list[tuple[str, dict[str, Any], list[Check], str]] = [
     ("a failure outranks a check that did not run", {}, [STATE, NOT_RUN], "fail"),
     ("drift outranks a check that did not run", {}, [DRIFT, NOT_RUN], "invalid"),
     ("undecided outranks not run", {}, [JUDGE_ERROR, NOT_RUN], "error"),
+    ("the agent's crash after a drift is its own", {"reason": "agent_error"}, [TERMINATION, DRIFT], "fail"),
+    ("the agent's loop after a drift is its own", {"reason": "agent_loop"}, [TERMINATION, DRIFT], "fail"),
+    ("the agent's hang after a drift is its own", {"reason": "budget_exceeded", "detail": HUNG},
+     [TERMINATION, DRIFT], "fail"),
+    ("a trial's own budget after a drift may be the drift's doing", {"reason": "budget_exceeded"},
+     [TERMINATION, DRIFT], "invalid"),
+    ("a turn cap after a drift may be the drift's doing", {"reason": "max_turns"}, [TERMINATION, DRIFT],
+     "invalid"),
+    ("a crashed tool outranks the agent's crash", {"crash": True, "reason": "agent_error"},
+     [TERMINATION, DRIFT], "error"),
 ]
 
 
@@ -98,5 +111,6 @@ def test_the_verdict_precedence(what: str, shape: dict[str, Any], checks: list[C
 
 def test_the_cases_cover_every_verdict_and_every_rule() -> None:
     assert {c[3] for c in CASES} == set(VERDICTS)
-    assert [v for v, _, _ in PRECEDENCE] == ["error", "fail", "error", "invalid", "fail", "error", "unjudged", "pass"]
+    assert [v for v, _, _ in PRECEDENCE] == [
+        "error", "fail", "error", "fail", "invalid", "fail", "error", "unjudged", "pass"]
     assert transcript(crash=True).events[CRASH_AT].type == "error"

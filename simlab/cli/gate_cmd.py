@@ -28,11 +28,12 @@ def configure(parser: argparse.ArgumentParser) -> None:
 STATUS_STYLE = {"pass": "green", "fail": "bold red", "inconclusive": "yellow"}
 
 
-def summary_of(target: str) -> RunSummary:
-    """The summary of a run (a gate's baseline, a side of a comparison), written nowhere."""
+def summary_of(target: str, allow_unjudged: list[str] | None = None) -> RunSummary:
+    """The summary of a run (a gate's baseline, a side of a comparison), written nowhere; with
+    ``allow_unjudged`` (a suite's, as its gated run is read) in place of the run's own list."""
     from simlab.report.build import build, project_run
 
-    return build(project_run(target), write=False)
+    return build(project_run(target), write=False, allow_unjudged=allow_unjudged)
 
 
 def check_gates(
@@ -50,12 +51,20 @@ def check_gates(
     from simlab.report.junit import junit_xml
     from simlab.report.step_summary import write_step_summary
 
-    summary = build(
+    summary = build(  # the suite's view of the run: summary.json keeps the run's own (simlab report)
         folder,
+        write=False,
         allow_unjudged=list(suite.allow_unjudged or []),
         summary_evaluators=list(suite.summary_evaluators),
     )
-    report = gate_run(folder, summary, suite, suite_path=suite_path, load_baseline=summary_of)
+    allowed: list[str] = list(suite.allow_unjudged or [])
+    report = gate_run(
+        folder,
+        summary,
+        suite,
+        suite_path=suite_path,
+        load_baseline=lambda ref: summary_of(ref, allowed),  # read as the gated run is
+    )
     print_gates(report, console)
     write_step_summary(summary, report, suite.id)
     if junit:

@@ -145,8 +145,8 @@ def replay_settings(args: argparse.Namespace) -> None:
     pinned = (manifest.get("pins") or {}).get("scenarios") or {}
     if not args.paths and not args.suite:
         args.paths = sorted({str(p["path"]) for p in pinned.values()})
-    if args.trials is None and pinned:
-        args.trials = max(int(p.get("trials") or 1) for p in pinned.values())
+    if args.trials is None:  # each scenario as many trials as RUN played of it
+        args.scenario_trials = {str(sid): int(p.get("trials") or 1) for sid, p in pinned.items()}
     spec = {
         "kind": "replay",
         "run": str(folder),
@@ -177,6 +177,7 @@ def run(args: argparse.Namespace) -> int:
         simulator=args.simulator,
         judge=args.judge,
         trials=args.trials,
+        scenario_trials=getattr(args, "scenario_trials", None) or {},
         concurrency=args.concurrency,
         run_id=args.run_id,
         seed=args.seed,

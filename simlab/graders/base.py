@@ -12,13 +12,15 @@ precedence rule ``verdict_of`` applies (``PRECEDENCE``, in order):
    and no later drift or crash may hide it;
 3. error: a domain tool crashed (``tool_crashes``; the check ``tool_crash:TOOL`` names it): the
    tool's fault, not the agent's or the user's;
-4. invalid: a hard drift check failed: the simulated user's drift could have caused the outcome
+4. fail: the agent crashed, hung past its turn limit or looped (``blame.agent_failed``): no user
+   input excuses that, so no drift before it hides it;
+5. invalid: a hard drift check failed: the simulated user's drift could have caused the outcome
    (the drift checks themselves do not fail where the user kept to its script or the agent ended
    the conversation: ``drift.py``). A drift that came after the outcome (``details["after_outcome"]``:
    the user accepted what the agent had already reported done) makes the trial invalid only when
    no agent check failed;
-5. fail: a hard check failed; 6. error: a hard check could not be decided; 7. unjudged: a hard
-   check did not run; 8. pass.
+6. fail: a hard check failed; 7. error: a hard check could not be decided; 8. unjudged: a hard
+   check did not run; 9. pass.
 
 A drift check that points at no event is taken to have been there from the simulated user's first
 message. tests/test_verdict_precedence.py holds a table of cases.
@@ -34,6 +36,7 @@ from typing import Any
 from simlab.env.domain import Domain
 from simlab.specs import Persona, Scenario
 from simlab.transcript import AgentMessage, ErrorEvent, ToolResult, Transcript
+from simlab.transcript.blame import agent_failed
 from simlab.transcript.checks import Check, CheckKind, CheckStatus, Verdict
 
 __all__ = [
@@ -94,6 +97,8 @@ def verdict_of(transcript: Transcript, checks: list[Check]) -> Verdict:
         return "fail"
     if crashes:
         return "error"
+    if agent_failed(transcript):  # a crash, a hang or a loop of the agent's: no drift excuses it
+        return "fail"
     if causal or (drift and not any(c.status == "fail" for c in hard if c.kind != "drift")):
         return "invalid"
     if any(c.status == "fail" for c in hard):

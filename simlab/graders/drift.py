@@ -23,7 +23,8 @@ passing when in doubt (a false alarm would hide an agent's real result). Decisio
   any tense or language the claim reader knows ("The change is complete", "All set!", "I have taken
   care of that", "Listo": ``claims.py``), or refused; a scripted user stopped on its script's last
   line (it played its script through) or ran out of lines (``script_ended``, or a stop with no line
-  in records written before that reason existed).
+  in records written before that reason existed); a replayed user stopped where its recording did
+  (a turn up to the one the agent diverged at, or any with ``--divergence never``).
 - accepted_rejected (only with reject_phrases): an agent sentence offering or reporting a rejected
   outcome, answered by the user with agreement (yes/ok/sure/fine/that works/thanks…, or a stop) and
   no refusal. Ambiguous offers are skipped: "A or B", or a later question about something else
@@ -249,7 +250,17 @@ def _needs_write(ctx: GradeContext) -> tuple[Counter[str], bool]:
 
 def _played_through(ctx: GradeContext, turn: int) -> str | None:
     """Why a scripted user that stopped at ``turn`` kept to its script, or None: it stopped on its
-    last line, or (records written before ``script_ended``) it had no line left and stopped."""
+    last line, or (records written before ``script_ended``) it had no line left and stopped. A
+    replayed user (``run --replay``) keeps to its recording up to the turn the agent diverged at
+    (after it, the simulator that took over speaks): its stop there is the recording's."""
+    replay = ctx.transcript.replay
+    if ctx.transcript.simulator.kind == "replay" and replay is not None:
+        if replay.diverged_turn is None or turn <= replay.diverged_turn:
+            return (
+                f"the replayed user stopped where its recording ({replay.run}, {replay.unit_id}) stopped; "
+                "the state check judges the outcome"
+            )
+        return None
     if ctx.transcript.simulator.kind != "scripted":
         return None
     if not any(isinstance(e, UserMessage) and e.turn == turn for e in ctx.transcript.events):

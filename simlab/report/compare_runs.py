@@ -227,25 +227,41 @@ def compare_exit(
 ) -> tuple[int, str]:
     """``simlab compare``'s exit code and why: 3 when nothing could be compared (no shared scenario
     with valid trials): no data is never a pass. With ``fail_on_regression``: 1 when the pooled
-    difference is a regression beyond noise (and the margin) on two complete runs; 3 when a run is
-    incomplete, so a drop (or its absence) may be the missing trials' doing; 0 otherwise."""
+    difference is a regression beyond noise (and the margin) on two runs that stand for their plans;
+    3 when a run does not (``gates.run_problems``: incomplete, mixed, infrastructure errors over a
+    plain run's budget, unjudged trials it does not allow), so a drop (or its absence) may be the
+    missing or unjudged trials' doing; 0 otherwise."""
     if result.pooled.verdict == "no data":
         return EXIT_INFRA, "no data: no shared scenario has valid trials in both runs"
-    from simlab.report.gates import completeness_problems, decide  # gates.py imports this module
+    from simlab.report.gates import decide, run_problems  # gates.py imports this module
 
     if not fail_on_regression:
         return EXIT_OK, f"{result.pooled.verdict} (exit codes of a regression: --fail-on-regression)"
     problems = [
         _side_problem(side, summary, p)
         for side, summary in (("base", base), ("candidate", cand))
-        for p in completeness_problems(summary)
-    ]
+        for p in run_problems(summary)
+    ] + uncompared(result)
     code = decide(problems, ["fail" if result.pooled.verdict == "regressed" else "pass"])
     if problems:
         return code, "inconclusive: " + "; ".join(problems[:2])
     if code == EXIT_GATE_FAILED:
         return code, "regressed beyond noise"
     return code, f"{result.pooled.verdict}: no regression beyond noise"
+
+
+def uncompared(result: Comparison) -> list[str]:
+    """The shared scenarios that have no valid trial on a side, so nothing was compared there: the
+    pooled difference leaves them out (one phrase for them all; empty when every one was compared)."""
+    rows = [
+        f"{row.scenario} ({'base' if not row.base.n else 'candidate'} has no valid trial)"
+        for row in result.scenarios
+        if not row.base.n or not row.candidate.n
+    ]
+    if not rows:
+        return []
+    more = f" and {len(rows) - 4} more" if len(rows) > 4 else ""
+    return [f"{len(rows)} shared scenarios were not compared: {', '.join(rows[:4])}{more}"]
 
 
 def _side_problem(side: str, summary: RunSummary, problem: str) -> str:

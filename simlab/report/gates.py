@@ -4,10 +4,13 @@ One rule, decided here (``decide``) for every entry point (``simlab gate``, ``ru
 ``compare --fail-on-regression``, ``simlab.Run.gate``): a run that cannot stand for the suite's
 plan is inconclusive (3) whatever its figures, a failed gate included: the run is incomplete, not
 the suite's plan (scenarios, trials per scenario; a part accepted with ``--partial-ok`` is said,
-not refused), mixes configurations or code, has no manifest, has infrastructure errors over the
+not refused), played another version of a scenario or persona file than the suite's now (each
+file's sha256 in ``run.json``), was graded without the graders the suite adds, mixes
+configurations or code, has no manifest, has trials not graded, has infrastructure errors over the
 suite's budget, or has unjudged trials (a hard check did not run, of a kind the suite does not
 allow to stay unjudged). On a run that can stand for it, a failed gate is 1 even when another gate
-is undefined (pass^k with n < k, an unknown cost); an undefined gate alone is 3.
+is undefined (pass^k with n < k, an unknown cost, a suite-wide figure some scenario does not
+define); an undefined gate alone is 3.
 """
 
 from __future__ import annotations
@@ -15,15 +18,23 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from simlab.errors import EXIT_GATE_FAILED, EXIT_INFRA, EXIT_OK
-from simlab.report.compare_runs import compare
+from simlab.report.compare_runs import compare, uncompared
 from simlab.report.completeness import state_phrases
 from simlab.results.figures import DatasetScore, Rate, RunSummary, ScenarioFigures, SuiteFigures
 from simlab.results.power import gate_fail_chance, power_k, rate_at, trials_needed
 from simlab.results.summary import extend_curves
 from simlab.runner.store import RunStore
-from simlab.runner.suite_plan import partial_text, plan_shortfall, recorded_suite, run_plan, suite_plan
+from simlab.runner.suite_plan import (
+    changed_files,
+    partial_text,
+    plan_shortfall,
+    recorded_suite,
+    run_plan,
+    suite_state,
+)
 from simlab.specs import Suite
 from simlab.specs.base import COMPARISONS
 from simlab.specs.gates import DATASET_METRICS, Gate, known_metric, parse_gate
@@ -134,6 +145,19 @@ def error_budget_problem(summary: RunSummary, budget: float) -> str | None:
     )
 
 
+def ungraded_problem(summary: RunSummary) -> str | None:
+    """Why the run cannot be gated because some of its trials carry no verdict at all (stored
+    before they were graded: an imported run, a hand-made file), or None. Their figures are no one's:
+    a gate on the graded rest would judge a part of the run."""
+    if not summary.ungraded:
+        return None
+    total = summary.trials + summary.ungraded
+    return (
+        f"{summary.ungraded} of {total} trials are not graded: grade them first "
+        f"(simlab grade {summary.run_id}; an imported run: simlab grade-traces)"
+    )
+
+
 def unjudged_problem(summary: RunSummary) -> str | None:
     """Why the run cannot be gated because some trials are unjudged, or None."""
     left = summary.suite.unjudged_rate
@@ -147,6 +171,22 @@ def unjudged_problem(summary: RunSummary) -> str | None:
         f"what they need (a judge model for rubric items) or let the suite accept them: "
         f"allow_unjudged: [{', '.join(kinds)}]"
     )
+
+
+def run_problems(summary: RunSummary, budget: float = RUN_MAX_ERROR_RATE) -> list[str]:
+    """Why a run cannot stand for its own plan, whatever its figures: not whole
+    (``completeness_problems``), infrastructure errors over ``budget``, or unjudged trials it does
+    not allow. A regression check holds both its runs to this (``compare --fail-on-regression``,
+    a ``no_regression_vs`` gate's baseline)."""
+    problems = completeness_problems(summary)
+    for problem in (
+        ungraded_problem(summary),
+        error_budget_problem(summary, budget),
+        unjudged_problem(summary),
+    ):
+        if problem:
+            problems.append(problem)
+    return problems
 
 
 def metric_value(figures: SuiteFigures | ScenarioFigures, metric: str, view: str) -> float | None:
@@ -238,9 +278,9 @@ def evaluate(
     )
     if problem:
         report.problems.append(problem)
-    problem = unjudged_problem(summary)
-    if problem:
-        report.problems.append(problem)
+    for problem in (ungraded_problem(summary), unjudged_problem(summary)):
+        if problem:
+            report.problems.append(problem)
     attacks = summary.attacks
     for gate in suite.gates:  # a pass^k beyond the stored curves is computed from the counts
         metric = parse_gate(gate.gate, custom=True)[0] if gate.gate else ""
@@ -253,11 +293,42 @@ def evaluate(
             for sid, figures in summary.scenarios.items():
                 report.results.append(_threshold(gate, figures, sid, {}))
         else:
-            report.results.append(_threshold(gate, summary.suite, None, attacks, summary.dataset))
+            left_out = _left_out(gate, summary)
+            report.results.append(left_out or _threshold(gate, summary.suite, None, attacks, summary.dataset))
         power = gate_power(gate, summary) if gate.gate else None
         if power:
             report.power[gate.label] = power
     return report
+
+
+def _left_out(gate: Gate, summary: RunSummary) -> GateResult | None:
+    """A suite-wide success, pass^k or pass@k is the mean over the scenarios that define it (those
+    with k valid trials or more): a gate on it while a scenario of the run has fewer (its trials
+    invalid, errored, unjudged) would judge the suite without that scenario, so it is inconclusive,
+    naming them; None when every scenario defines the figure."""
+    assert gate.gate is not None
+    metric = parse_gate(gate.gate, custom=True)[0]
+    if metric == "success":
+        k = 1
+    elif metric.startswith(("pass^", "pass@")) and metric[5:].isdigit():
+        k = int(metric[5:])
+    else:
+        return None
+    short = [
+        f"{sid} {figures.view(gate.view).success.n}"
+        for sid, figures in summary.scenarios.items()
+        if figures.view(gate.view).success.n < k
+    ]
+    if not short or len(short) == len(summary.scenarios):
+        return None  # every scenario defines it, or none does (the figure is then undefined: n < k)
+    more = f" and {len(short) - 4} more" if len(short) > 4 else ""
+    return GateResult(
+        gate.label,
+        "inconclusive",
+        None,
+        f"{metric} is undefined in {len(short)} of {len(summary.scenarios)} scenarios (fewer than "
+        f"{k} {gate.view} trials: {', '.join(short[:4])}{more}); the suite's figure would leave them out",
+    )
 
 
 def _dataset_gate(
@@ -349,8 +420,10 @@ def gate_run(
     recorded = recorded_suite(manifest)
     own = recorded is not None and recorded[0] == suite.id
     plan = recorded[1] if own and recorded else None
+    changed: list[str] = []
     if suite_path is not None and suite.scenarios:
-        plan = suite_plan(suite_path, root)
+        plan, files = suite_state(suite_path, root)
+        changed = changed_files(manifest, files)
     partial_ok = own and bool((manifest or {}).get("partial_ok"))
     unknown = plan is None and bool(suite.scenarios)
     report = evaluate(summary, suite, load_baseline=load_baseline, suite_plan=plan, partial_ok=partial_ok)
@@ -358,7 +431,39 @@ def gate_run(
         report.problems.append(
             f"the plan of suite {suite.id!r} is unknown here, so this run cannot be held to it"
         )
+    graders = _graders_problem(manifest, suite)
+    if graders:
+        report.problems.append(graders)
+    if changed:
+        more = f" and {len(changed) - 4} more" if len(changed) > 4 else ""
+        report.problems.append(
+            f"{len(changed)} of the suite's scenarios changed since the run: "
+            f"{', '.join(changed[:4])}{more} are not the version the run played (its run.json pins each "
+            "file's sha256); play the suite again"
+        )
     return report
+
+
+def _graders_problem(manifest: Mapping[str, Any] | None, suite: Suite) -> str | None:
+    """Why the run's checks are not the ones the suite grades with (its ``graders``, added to every
+    scenario's: pinned as the run's ``pins.graders``), or None: a run graded without a grader the
+    suite adds never ran that grader's checks, so its verdicts cannot stand for the suite's."""
+    from simlab.redact import mask_tree
+
+    pinned = ((manifest or {}).get("pins") or {}).get("graders") or []
+    wanted = mask_tree([use.model_dump(mode="json") for use in suite.graders])
+    if pinned == wanted:
+        return None
+
+    def named(uses: Any) -> str:
+        items = uses if isinstance(uses, list) else []
+        return ", ".join(str(u.get("use")) if isinstance(u, Mapping) else "?" for u in items) or "none"
+
+    return (
+        f"the run was graded with other graders than suite {suite.id!r} adds (the suite: {named(wanted)}; "
+        f"the run: {named(pinned)}): play the suite (simlab run --suite …) so every trial is graded "
+        "as it asks"
+    )
 
 
 def _plan_problems(
@@ -396,9 +501,18 @@ def _no_regression(gate: Gate, summary: RunSummary, load_baseline: Callable[[str
 
     assert gate.no_regression_vs is not None
     try:
-        result = compare(load_baseline(gate.no_regression_vs), summary, margin=gate.margin)
+        baseline = load_baseline(gate.no_regression_vs)
+        result = compare(baseline, summary, margin=gate.margin)
     except SimlabError as exc:
         return GateResult(gate.label, "inconclusive", None, str(exc).splitlines()[0])
+    problems = run_problems(baseline) + uncompared(result)  # the gated run's own: the report's
+    if problems:
+        return GateResult(
+            gate.label,
+            "inconclusive",
+            None,
+            f"not compared with the baseline run {gate.no_regression_vs}: " + "; ".join(problems[:2]),
+        )
     pooled = result.pooled
     if pooled.difference is None or pooled.low is None or pooled.high is None:
         return GateResult(gate.label, "inconclusive", None, "no shared scenarios with valid trials")

@@ -2,7 +2,8 @@
 
 A run that is not whole (``report/completeness.py``) says so first: a ``completeness`` property of
 the testsuite, and the suite gates' <error> message starts with it. A failed gate is a <failure>
-with its reason; infrastructure errors are <error>; a scenario
+with its reason; infrastructure errors, unjudged trials and a gate a scenario could not be held to
+(inconclusive) are <error>; a scenario
 whose trials were all invalid simulations is <skipped> with the reason. Each scenario's testcase
 carries its trials' summed duration as ``time``, and names the trials that did not pass
 (``scenario#n``), where their transcripts are (``trials.jsonl:LINE``) and their failing checks'
@@ -79,6 +80,7 @@ def _scenario_case(
     trials = _trials_text(digest, sid)
     ids = _trial_ids(digest, sid)
     failed = [g for g in gates.results if g.scenario == sid and g.status == "fail"]
+    undecided = [g for g in gates.results if g.scenario == sid and g.status == "inconclusive"]
     if s.errors:
         _add(
             case, "error", f"{s.errors} of {s.n} trials ended in an infrastructure error{ids}", counts, trials
@@ -90,6 +92,14 @@ def _scenario_case(
             case,
             "error",
             f"{s.unjudged} of {s.n} trials are unjudged: a hard check did not run{ids}",
+            counts,
+            trials,
+        )
+    elif undecided:  # a gate the scenario could not be held to: the exit code's 3, never a pass
+        _add(
+            case,
+            "error",
+            "; ".join(f"{g.label}: {g.reason} (inconclusive)" for g in undecided) + ids,
             counts,
             trials,
         )

@@ -48,6 +48,8 @@ class RunRequest:
     simulator: str | None = None
     judge: str | None = None
     trials: int | None = None
+    # scenario id → trials, below ``trials`` and above the rest (``--replay RUN``: RUN's own counts)
+    scenario_trials: dict[str, int] = field(default_factory=dict)
     concurrency: int | None = None
     run_id: str | None = None
     seed: int | None = None
@@ -154,7 +156,9 @@ def prepare(req: RunRequest) -> RunPlan:
     simulator = _simulator(req.simulator, pick("simulator"), req.allow_same_family, notes)
     seed = int(pick("seed", req.seed, 0))
     trial_sources = {
-        s.spec.id: trials_of(s.spec.trials, req.trials, suite.trials if suite else None, config.trials)
+        s.spec.id: (req.scenario_trials[s.spec.id], "the replayed run")
+        if req.trials is None and s.spec.id in req.scenario_trials
+        else trials_of(s.spec.trials, req.trials, suite.trials if suite else None, config.trials)
         for s in loaded
     }
     trials = {sid: n for sid, (n, _) in trial_sources.items()}

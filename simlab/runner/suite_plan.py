@@ -18,6 +18,14 @@ from typing import Any
 def suite_plan(suite_path: str | Path, root: Path = Path(".")) -> dict[str, int]:
     """Scenario id → trials, as ``simlab run --suite`` plans them with no flag (the suite's tags,
     its ``trials``, each scenario's, then ``simlab.yaml``'s)."""
+    return suite_state(suite_path, root)[0]
+
+
+def suite_state(
+    suite_path: str | Path, root: Path = Path(".")
+) -> tuple[dict[str, int], dict[str, dict[str, str | None]]]:
+    """``suite_plan``, and each planned scenario's files as they are now (``sha256`` and
+    ``persona_sha256``, as a run pins them), which ``changed_files`` holds a run to."""
     from simlab.runner.prepare import trials_of  # loads the specs' and domains' modules: only here
     from simlab.specs import load_config, load_personas, load_scenarios, load_suite, scenario_files
 
@@ -29,7 +37,31 @@ def suite_plan(suite_path: str | Path, root: Path = Path(".")) -> dict[str, int]
     )
     if suite.tags:
         loaded = [s for s in loaded if set(s.spec.tags) & set(suite.tags)]
-    return {s.spec.id: trials_of(s.spec.trials, None, suite.trials, config.trials)[0] for s in loaded}
+    plan = {s.spec.id: trials_of(s.spec.trials, None, suite.trials, config.trials)[0] for s in loaded}
+    files = {s.spec.id: {"sha256": s.sha256, "persona_sha256": s.persona_sha256} for s in loaded}
+    return plan, files
+
+
+def changed_files(manifest: Mapping[str, Any] | None, files: Mapping[str, Mapping[str, Any]]) -> list[str]:
+    """The suite's scenarios whose scenario or persona file is not the version the run played (its
+    ``pins.scenarios``: the sha256 of each), one phrase each; a run that pins no sha256 of a file
+    cannot be held to it either. Scenarios the run did not play are ``plan_shortfall``'s."""
+    pinned = ((manifest or {}).get("pins") or {}).get("scenarios")
+    if not isinstance(pinned, Mapping):
+        return []
+    changed: list[str] = []
+    for sid, now in files.items():
+        pin = pinned.get(sid)
+        if not isinstance(pin, Mapping):
+            continue
+        what = [
+            label
+            for key, label in (("sha256", "scenario"), ("persona_sha256", "persona"))
+            if pin.get(key) != now.get(key)
+        ]
+        if what:
+            changed.append(f"{sid} ({' and '.join(what)} file)")
+    return changed
 
 
 def pin_suite(

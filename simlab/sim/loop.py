@@ -31,6 +31,7 @@ from simlab.transcript import (
     Transcript,
     UserMessage,
 )
+from simlab.transcript.blame import AGENT_TURN_TIMEOUT
 from simlab.transcript.model import Role
 
 R = TerminationReason
@@ -81,6 +82,7 @@ class _Conversation:
         self.tokens = 0
         self.cost = 0.0
         self.started = clock()
+        self.speaking: str | None = None  # "simulator" while the simulated user makes its turn
 
     def record(self, event: Any) -> None:
         self.events.append(event)
@@ -94,7 +96,21 @@ class _Conversation:
         the clock."""
         limit = self.t.limits.max_seconds
         if limit is not None and self.clock() - self.started > limit:
+            if self.speaking == "simulator":
+                raise self.user_overran(limit)
             raise StopTrial("budget_exceeded", f"wall time over the limit of {limit} s")
+
+    def user_overran(self, limit: float | None) -> _End:
+        """The trial's wall time ran out while the simulated user was making its turn (its model's
+        provider backing off, its own code): infrastructure, never the agent's budget."""
+        self.events.append(
+            ErrorEvent(turn=self.turn, source="simulator", kind="timeout", message="wall time ran out")
+        )
+        return _End(
+            R.ERROR,
+            f"wall time over the limit of {limit} s while the simulated user was answering (its model "
+            "or its code, not the agent)",
+        )
 
     def _check_budget(self) -> None:
         usage = self.events[-1].usage
@@ -144,10 +160,14 @@ class _Conversation:
             unit_id=self.t.unit_id,
             events=self.events,
         )
+        self.speaking = "simulator"  # kept when the trial's timeout cancels it here: _run reads it
         try:
             user = await self.t.simulator.next_message(view)
+            self.check_clock()  # its time is its own: an overrun here is not the agent's
         except ModelError as exc:
+            self.speaking = None
             self._model_failed(exc, "simulator")
+        self.speaking = None
         if user.ended and not user.text and not user.signal:  # lines ran out: no signal was given
             raise _End(R.SCRIPT_ENDED, user.ended)
         if user.text:
@@ -159,7 +179,10 @@ class _Conversation:
             raise _End(
                 reason[user.signal], f"user signalled {user.signal}" + (f" ({user.why})" if user.why else "")
             )
-        if not user.text:
+        if not user.text:  # the simulator's (its model's) failure: blamed there, not on the lab
+            self.events.append(
+                ErrorEvent(turn=self.turn, source="simulator", kind="empty_message", message="no text")
+            )
             raise _End(R.ERROR, "the simulator produced an empty message")
 
     async def agent_turn(self) -> None:
@@ -212,7 +235,7 @@ class _Conversation:
             if not clock.expired():
                 raise  # the agent's own TimeoutError: its crash
             raise StopTrial(
-                "budget_exceeded", f"the agent's turn ran over {limit:g} s (limits.max_turn_seconds)"
+                "budget_exceeded", f"{AGENT_TURN_TIMEOUT} {limit:g} s (limits.max_turn_seconds)"
             ) from None
 
     async def probe_first_step(self) -> None:
@@ -276,11 +299,15 @@ async def _run(conv: _Conversation, trial: Trial, clock: Callable[[], float]) ->
     except StopTrial as stop:
         termination = Termination(reason=R(stop.reason), detail=stop.detail, turn=conv.turn)
     except TimeoutError:
-        termination = Termination(
-            reason=R.BUDGET_EXCEEDED,
-            turn=conv.turn,
-            detail=f"wall time over the limit of {trial.limits.max_seconds} s",
-        )
+        if conv.speaking == "simulator":
+            overran = conv.user_overran(trial.limits.max_seconds)
+            termination = Termination(reason=overran.reason, detail=overran.detail, turn=conv.turn)
+        else:
+            termination = Termination(
+                reason=R.BUDGET_EXCEEDED,
+                turn=conv.turn,
+                detail=f"wall time over the limit of {trial.limits.max_seconds} s",
+            )
     return trial_transcript(
         trial,
         events=conv.events,

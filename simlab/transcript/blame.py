@@ -13,6 +13,8 @@ ended in an infrastructure error (termination ``error``)   ``provider``  the err
   broke it; ``lab`` when simlab itself did
 a hard policy check failed before any drift or crash       ``agent``     the offending call
 a domain tool crashed (``error``, ``tool_crash:TOOL``)     ``tool``      the crash
+the agent crashed, hung past its turn limit or looped      ``agent``     where its failing hard
+  (``agent_failed``: ``fail`` even after a drift)                        checks point
 ``invalid``: the simulated user drifted                    ``user``      the drifting message
 ``fail``: a hard check failed                              ``agent``     the earliest step the
                                                                          failing hard checks point at
@@ -47,6 +49,23 @@ MODEL_SOURCES: Final = frozenset(
 _NUMBERS = re.compile(r"\d+")
 
 
+AGENT_TURN_TIMEOUT: Final = "the agent's turn ran over"  # how a hung agent's trial ends (sim/loop.py)
+AGENT_OWN_ENDS: Final = frozenset({"agent_error", "agent_loop"})  # the agent raised; it repeated a call
+
+
+def agent_failed(transcript: Transcript) -> str | None:
+    """How the trial ended by the agent's own failure, which no user input excuses (a crash, a hang
+    past its turn limit, a loop), or None. The verdict's precedence puts it before the user's drift
+    (``verdicts.PRECEDENCE``): a drifting user never hides it."""
+    end = transcript.termination
+    reason = end.reason.value
+    if reason in AGENT_OWN_ENDS:
+        return reason
+    if reason == "budget_exceeded" and end.detail.startswith(AGENT_TURN_TIMEOUT):
+        return "agent_timeout"
+    return None
+
+
 @dataclass(frozen=True, slots=True)
 class Fault:
     """Whose fault a trial that did not pass is, where it first went wrong, and its mode."""
@@ -78,6 +97,13 @@ def diagnose(transcript: Transcript, checks: list[Check], verdict: str | None) -
             "tool",
             crashes[0],
             f"tool: {_tool_before(transcript, crashes[0])} crashed ({error.kind})",
+        )
+    if verdict == "fail" and agent_failed(transcript):  # its failing checks name none (a hand-picked set)
+        return _at(
+            transcript,
+            "agent",
+            len(events) - 1 if events else None,
+            f"agent: efficiency termination {transcript.termination.reason.value}",
         )
     if verdict == "invalid":
         drift = [c for c in hard if c.status == "fail" and c.kind == "drift"]

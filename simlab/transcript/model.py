@@ -158,7 +158,7 @@ class ErrorEvent(_Model):
     source: str = Field(description="Where it broke: agent, simulator, judge, tool, lab.")
     kind: str = Field(
         description="auth | bad_request | not_found | transient | context_window | timeout | crash"
-        " | read_wrote | invalid_state | bad_result"
+        " | read_wrote | invalid_state | bad_result | empty_message"
     )
     message: str
 

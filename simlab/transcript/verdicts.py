@@ -122,6 +122,12 @@ PRECEDENCE: tuple[tuple[str, str, str], ...] = (
         "the tool is to blame, not the agent or the user (fix the domain)",
     ),
     (
+        "fail",
+        "the agent crashed, hung past its turn limit or looped (termination `agent_error`, `agent_loop`, "
+        "or `budget_exceeded` by `limits.max_turn_seconds`), whatever the simulated user did before",
+        "no user input excuses a crash, a hang or a loop: a drift never hides the agent's own failure",
+    ),
+    (
         "invalid",
         "a hard drift check failed (one that came after the outcome, the user accepting what the agent had "
         "already reported done, only when no other hard check failed)",
@@ -138,7 +144,8 @@ PRECEDENCE: tuple[tuple[str, str, str], ...] = (
 )
 DRIFT_NOTES: tuple[str, ...] = (
     "A simulated user that played its script through did not drift: a scripted user that stops on its last "
-    "line, or whose lines run out (termination `script_ended`), is never a premature stop.",
+    "line, or whose lines run out (termination `script_ended`), is never a premature stop; nor is a "
+    "replayed user (`run --replay`) that stops where its recording stopped.",
     "A user that stops right after the agent claimed the work was done (any tense, in English, Spanish, "
     "French or German: `graders/claims.py`) or refused it did not stop early: the agent ended the "
     "conversation, and the state check judges the outcome.",

@@ -355,3 +355,34 @@ def test_a_no_regression_gate_reads_its_baseline_as_the_suite_reads_the_run(proj
     code, text = cli(capsys, "gate", "n", "--suite", _noreg_suite(project, "base"))
     assert code == 0 and "PASS no regression vs base" in text, text
     assert simlab.load_run("n", project=project).gate("suites/noreg.yaml").exit_code == 0
+
+
+# -- a run played with another simulated user or judge than the suite names -----------------------
+
+
+def test_a_gate_on_a_run_with_another_simulator_than_the_suites_is_inconclusive(project, capsys):
+    run = ["run", "--suite", NIGHTLY, "--no-progress"]
+    assert main([*run, "--run-id", "own"]) == 0
+    assert main([*run, "--run-id", "same", "--simulator", "rules", "--allow-same-family"]) == 0
+    assert main([*run, "--run-id", "replayed", "--replay", "own"]) == 3  # run --suite gates it too
+    code, text = cli(capsys, "gate", "own", "--suite", NIGHTLY)
+    assert code == 0, text
+    code, text = cli(capsys, "gate", "same", "--suite", NIGHTLY)
+    assert code == 0, text  # the suite's own simulator named again: the same test
+    code, text = cli(capsys, "gate", "replayed", "--suite", NIGHTLY)
+    assert code == 3, text  # a recorded user, not the suite's rules: another test
+    assert "the run's simulator is not the one suite 'retail-nightly' names" in text, text
+    assert "(the suite: rules; the run: replay)" in text, text
+    assert simlab.load_run("replayed", project=project).gate(NIGHTLY).exit_code == 3
+
+
+def test_a_gate_on_a_run_without_the_suites_judge_is_inconclusive(project, capsys):
+    # the run is played from the suite without a judge (no model is reached); the gate holds it to
+    # the same suite naming a judge: its rubrics were never judged by the suite's judge
+    (project / "suites/judged.yaml").write_text((project / NIGHTLY).read_text() + "judge: openai/judge-a\n")
+    assert main(["run", "--suite", NIGHTLY, "--no-progress", "--run-id", "unjudged"]) == 0
+    code, text = cli(capsys, "gate", "unjudged", "--suite", "suites/judged.yaml")
+    assert code == 3, text
+    assert "the run's judge is not the one suite 'retail-nightly' names" in text, text
+    assert "(the suite: openai/judge-a; the run: none)" in text, text
+    assert cli(capsys, "gate", "unjudged", "--suite", NIGHTLY)[0] == 0

@@ -431,9 +431,9 @@ def gate_run(
         report.problems.append(
             f"the plan of suite {suite.id!r} is unknown here, so this run cannot be held to it"
         )
-    graders = _graders_problem(manifest, suite)
-    if graders:
-        report.problems.append(graders)
+    for problem in (_graders_problem(manifest, suite), *_players_problems(manifest, suite)):
+        if problem:
+            report.problems.append(problem)
     if changed:
         more = f" and {len(changed) - 4} more" if len(changed) > 4 else ""
         report.problems.append(
@@ -442,6 +442,44 @@ def gate_run(
             "file's sha256); play the suite again"
         )
     return report
+
+
+def _players_problems(manifest: Mapping[str, Any] | None, suite: Suite) -> list[str]:
+    """Why the run's simulated user or judge is not the one the suite names (its ``simulator:`` or
+    ``judge:``, against the run's pins; a suite that names none accepts the project's): a run played
+    with ``--simulator`` or ``--judge`` over the suite's is another test, whose verdicts cannot stand
+    for the suite's (``--allow-same-family`` alone changes no player)."""
+    from simlab.redact import mask_tree, safe_settings
+
+    pins = (manifest or {}).get("pins") or {}
+    problems = []
+    if suite.simulator is not None:
+        wanted = mask_tree(safe_settings(suite.simulator.model_dump(mode="json", exclude_none=True)))
+        pinned = pins.get("simulator")
+        if _without_same_family(pinned) != _without_same_family(wanted):
+            problems.append(_player_problem("simulator", suite.id, wanted, pinned))
+    if suite.judge is not None:
+        judge = suite.judge.pin()
+        wanted_judge = mask_tree(safe_settings(judge) if isinstance(judge, dict) else judge)
+        if pins.get("judge") != wanted_judge:
+            problems.append(_player_problem("judge", suite.id, wanted_judge, pins.get("judge")))
+    return problems
+
+
+def _without_same_family(pin: Any) -> Any:
+    return {k: v for k, v in pin.items() if k != "allow_same_family"} if isinstance(pin, Mapping) else pin
+
+
+def _player_problem(role: str, suite_id: str, wanted: Any, pinned: Any) -> str:
+    def named(pin: Any) -> str:
+        if isinstance(pin, Mapping):
+            return str(pin.get("model") or pin.get("kind") or "?")
+        return "none" if pin is None else str(pin)
+
+    return (
+        f"the run's {role} is not the one suite {suite_id!r} names (the suite: {named(wanted)}; the run: "
+        f"{named(pinned)}): play the suite without --{role} so its verdicts are the suite's"
+    )
 
 
 def _graders_problem(manifest: Mapping[str, Any] | None, suite: Suite) -> str | None:

@@ -132,3 +132,32 @@ def test_passing_each_scenario_gates_are_listed_and_unknown_runs_are_named(proje
     assert "(each scenario) — all 10 scenarios" in capsys.readouterr().out
     assert main(["report", "nope"]) == 2
     assert "recent runs: good" in capsys.readouterr().err
+
+
+def test_the_report_ends_a_run_over_its_error_budget_as_the_run_did(tmp_path, monkeypatch, capsys):
+    """Infrastructure errors over the run's budget: ``simlab run`` said incomplete (exit 3), and so
+    does every later ``simlab report`` (it said the run was fine, exit 0), under the budget the run
+    kept in run.json (``max_error_rate``; default RUN_MAX_ERROR_RATE)."""
+    import json
+
+    from simlab.cli.main import main
+    from simlab.runner.store import encode_record
+    from tests.sample_runs import sample_manifest, sample_record
+
+    monkeypatch.chdir(tmp_path)
+    records = [sample_record("errs", "s", trial) for trial in (1, 2, 3, 4)]
+    for record in records[:2]:
+        record.verdict = "error"
+    for budget, code in ((None, 3), (0.6, 0)):
+        folder = tmp_path / "transcripts" / "errs"
+        folder.mkdir(parents=True, exist_ok=True)
+        manifest = sample_manifest("errs", {"s": 4})
+        if budget is not None:
+            manifest["max_error_rate"] = budget
+        (folder / "run.json").write_text(json.dumps(manifest))
+        (folder / "trials.jsonl").write_bytes(b"".join(encode_record(r) for r in records))
+        (folder / "heads.jsonl").unlink(missing_ok=True)
+        capsys.readouterr()
+        assert main(["report", "errs"]) == code, budget
+        err = capsys.readouterr().err
+        assert ("incomplete: infrastructure errors in 2 of 4 trials (50.0% > budget 10.0%)" in err) == (code == 3)

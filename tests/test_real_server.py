@@ -185,6 +185,8 @@ def test_errors_stop_a_plain_run_with_their_causes_and_a_resume_plays_them_again
         assert f"2× simulator model {USER}: transient: gave up after 2 retries" in err
         first = records(project, "flaky")
         assert sorted(r["verdict"] for r in first) == ["error", "error", "pass", "pass"]
+        assert main(["report", "flaky"]) == 3  # the report ends the run as the run did: no result
+        assert "inconclusive (exit 3): incomplete: infrastructure errors in 2 of 4 trials" in capsys.readouterr().err
         assert run("--run-id", "flaky", "--keep-errors") == 3  # nothing to play: the errors are kept
         assert len(records(project, "flaky")) == 4
         assert run("--run-id", "flaky") == 0  # the errors are played again, and pass
@@ -192,6 +194,7 @@ def test_errors_stop_a_plain_run_with_their_causes_and_a_resume_plays_them_again
     assert "2 trials that ended in an infrastructure error will be played again" in err
     final = records(project, "flaky")
     assert len(final) == 4 and {r["verdict"] for r in final} == {"pass"}
+    assert main(["report", "flaky"]) == 0
     again = [r for r in final if r["attempt"] == 2]
     assert len(again) == 2 and all(r["earlier_attempts"][0]["verdict"] == "error" for r in again)
     retired = [json.loads(line) for line in (project / "transcripts/flaky/retired.jsonl").read_text().splitlines()]

@@ -71,11 +71,16 @@ def report_exit(folder: Path, summary: RunSummary) -> int:
     written and says so on its first line, and the exit code says that it could not judge the run
     (``report/completeness.py``); stderr says why, and how to finish the run."""
     from simlab.report.completeness import summary_state
+    from simlab.report.gates import over_budget
     from simlab.runner.store import RunStore
 
     state = summary_state(summary)
     if state.judged:
-        return EXIT_OK
+        problem = over_budget(summary, RunStore(folder).read_manifest())
+        if problem is None:
+            return EXIT_OK
+        print(f"inconclusive (exit 3): {one_line(problem)}.", file=sys.stderr)  # as simlab run ended it
+        return EXIT_INFRA
     done = summary.completeness
     what = (
         f"no trial of run {one_line(summary.run_id)} finished: there is nothing to judge"

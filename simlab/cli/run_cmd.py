@@ -159,7 +159,7 @@ def replay_settings(args: argparse.Namespace) -> None:
 def run(args: argparse.Namespace) -> int:
     from simlab.cli.progress import Progress
     from simlab.report.build import build
-    from simlab.report.gates import RUN_MAX_ERROR_RATE, error_budget_problem
+    from simlab.report.gates import over_budget
     from simlab.report.terminal import print_report, report_console
     from simlab.runner.batch import BatchOptions, run_batch
     from simlab.runner.prepare import RunRequest, prepare
@@ -225,14 +225,9 @@ def run(args: argparse.Namespace) -> int:
         return check_gates(
             plan.folder, load_suite(Path(args.suite)).spec, junit=args.junit, console=report_console()
         )
-    budget = RUN_MAX_ERROR_RATE if plan.max_error_rate is None else plan.max_error_rate
-    problem = error_budget_problem(summary, budget)
+    problem = over_budget(summary, {"max_error_rate": plan.max_error_rate})
     if problem:  # a run that mostly could not be played is no result: say so, and why
-        print(
-            f"incomplete: {problem}. Fix the cause and re-run the same command with --run-id "
-            f"{plan.run_id}: trials that ended in an error are played again.",
-            file=sys.stderr,
-        )
+        print(f"{problem}.", file=sys.stderr)
     return EXIT_INCOMPLETE if problem or outcome.stopped_by else 0
 
 

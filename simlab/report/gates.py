@@ -173,6 +173,20 @@ def unjudged_problem(summary: RunSummary) -> str | None:
     )
 
 
+def over_budget(summary: RunSummary, manifest: Mapping[str, Any] | None) -> str | None:
+    """The line ``simlab run`` and ``simlab report`` both end a run with when its infrastructure
+    errors are over its budget (``max_error_rate`` as its run.json keeps it, else
+    ``RUN_MAX_ERROR_RATE``): a run that mostly could not be played is no result. None when within."""
+    budget = (manifest or {}).get("max_error_rate")
+    problem = error_budget_problem(summary, RUN_MAX_ERROR_RATE if budget is None else float(budget))
+    if problem is None:
+        return None
+    return (
+        f"incomplete: {problem}. Fix the cause and re-run the same command with --run-id "
+        f"{summary.run_id}: trials that ended in an error are played again"
+    )
+
+
 def run_problems(summary: RunSummary, budget: float = RUN_MAX_ERROR_RATE) -> list[str]:
     """Why a run cannot stand for its own plan, whatever its figures: not whole
     (``completeness_problems``), infrastructure errors over ``budget``, or unjudged trials it does

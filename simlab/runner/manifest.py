@@ -102,6 +102,7 @@ class RunManifest(_Part):
     pins: Pins = Field(default_factory=Pins)
     units: int | None = None  # planned trials
     allow_unjudged: list[str] = Field(default_factory=list)
+    max_error_rate: float | None = None  # the run's error budget (None: report/gates.RUN_MAX_ERROR_RATE)
     summary_evaluators: list[str] = Field(default_factory=list)
     suite: SuitePin | None = None
     partial_ok: bool | None = None

@@ -413,6 +413,8 @@ def manifest_for(plan: RunPlan, req: RunRequest, trials: dict[str, int]) -> dict
         "units": len(plan.units),
         # how reports count unjudged trials: a reporting setting, not a pin (it changes no trial)
         "allow_unjudged": plan.allow_unjudged,
+        # the share of infrastructure errors past which the run is no result: every report holds it
+        **({"max_error_rate": plan.max_error_rate} if plan.max_error_rate is not None else {}),
         # the suite's summary functions, run by every report: a reporting setting too
         **({"summary_evaluators": plan.summary_evaluators} if plan.summary_evaluators else {}),
     }

@@ -185,3 +185,24 @@ def test_an_older_run_json_reads_typed_with_its_missing_fields_empty(tmp_path):
     (folder / "run.json").write_text(json.dumps({"run_id": "old", "units": "many"}))
     with pytest.raises(simlab.SimlabError, match="units"):
         simlab.Run(folder).manifest  # noqa: B018
+
+
+class CrashingRules(NamedRules):
+    """A simulator object whose own code breaks on its second turn."""
+
+    async def next_message(self, view: simlab.SimView) -> simlab.UserTurn:
+        if view.turn > 1:
+            raise KeyError("persona_tone")
+        return await super().next_message(view)
+
+
+def test_a_simulator_objects_crash_is_its_error_blamed_on_the_user_side_not_the_lab(tmp_path):
+    project = _project(tmp_path)
+    run = simlab.run(SCENARIOS, agent=CarefulObject(), simulator=CrashingRules(), trials=1,
+                     run_id="crashing", project=project)
+    rows = run.trials()
+    crashed = rows[rows["termination"] == "error"]
+    assert len(crashed) > 0 and set(crashed["verdict"]) == {"error"}  # nothing to judge: not the agent's fail
+    assert set(crashed["blame"]) == {"user"} and set(crashed["failure_mode"]) == {"user: simulator crash"}
+    record = next(r for r in run.transcripts() if r.verdict == "error")
+    assert "the simulator crashed: KeyError: 'persona_tone'" in record.transcript.termination.detail

@@ -150,6 +150,7 @@ def test_a_domain_tool_that_crashes_is_an_error_naming_the_tool_and_the_exceptio
         assert (row["blame"], row["failure_mode"]) == ("tool", "tool: set_timezone crashed (crash)")
         assert record["transcript"]["events"][row["first_fault_event"]]["source"] == "tool"
     capsys.readouterr()
-    assert main(["report", "crash"]) == 0
-    out = capsys.readouterr().out
+    assert main(["report", "crash"]) == 3  # every trial an infrastructure error: no result, as the run said
+    out, err = capsys.readouterr()
     assert "tool_crash:set_timezone" in out and "KeyError" in out
+    assert "incomplete: infrastructure errors in 2 of 2 trials" in err and "2× tool_crash:set_timezone" in err

@@ -167,6 +167,13 @@ class _Conversation:
         except ModelError as exc:
             self.speaking = None
             self._model_failed(exc, "simulator")
+        except (_End, TimeoutError):  # the trial's own ends (check_clock, the wall time): not a crash
+            raise
+        except Exception as exc:  # the simulator's own code (a user's simulator object): blamed there
+            self.speaking = None
+            detail = f"{type(exc).__name__}: {exc}"
+            self.events.append(ErrorEvent(turn=self.turn, source="simulator", kind="crash", message=detail))
+            raise _End(R.ERROR, f"the simulator crashed: {detail}") from exc
         self.speaking = None
         if user.ended and not user.text and not user.signal:  # lines ran out: no signal was given
             raise _End(R.SCRIPT_ENDED, user.ended)

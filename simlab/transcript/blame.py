@@ -10,7 +10,8 @@ the trial                                                  blame         first f
 ended in an infrastructure error (termination ``error``)   ``provider``  the error event
   … raised by a model or service a role calls (agent,
   simulator, judge); ``tool`` when a domain tool's call
-  broke it; ``lab`` when simlab itself did
+  broke it; ``user`` when the simulator's own code
+  raised; ``lab`` when simlab itself did
 a hard policy check failed before any drift or crash       ``agent``     the offending call
 a domain tool crashed (``error``, ``tool_crash:TOOL``)     ``tool``      the crash
 the agent crashed, hung past its turn limit or looped      ``agent``     where its failing hard
@@ -144,6 +145,8 @@ def _infra(transcript: Transcript) -> Fault:
         )
     error = events[index]
     assert isinstance(error, ErrorEvent)
+    if error.source == "simulator" and error.kind == "crash":  # its code, not a provider: the user's side
+        return _at(transcript, "user", index, "user: simulator crash")
     if error.source in MODEL_SOURCES:
         return _at(transcript, "provider", index, f"provider: {error.source} {error.kind}")
     if error.source == "tool":

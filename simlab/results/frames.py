@@ -14,7 +14,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from operator import attrgetter
 from pathlib import Path
-from typing import Any, get_args
+from typing import Annotated, Any, get_args, get_origin
 
 from simlab.transcript.head import TrialFigures, TrialHead
 from simlab.transcript.row import ROLES, USAGE_FIELDS
@@ -302,10 +302,15 @@ def _types() -> dict[str, str]:
     that type or None): ``str``, ``int``, ``bool`` or ``float``."""
     out = {}
     for name, info in TrialFigures.model_fields.items():
-        kinds = {a for a in get_args(info.annotation) or (info.annotation,) if a is not type(None)}
+        kinds = {_bare(a) for a in get_args(info.annotation) or (info.annotation,) if a is not type(None)}
         if len(kinds) == 1 and (kind := kinds.pop()) in (str, int, bool, float):
             out[name] = kind.__name__
     return out
+
+
+def _bare(annotation: Any) -> Any:
+    """``int`` of ``Annotated[int, …]`` (``head.Int64``), any other annotation as it is."""
+    return get_args(annotation)[0] if get_origin(annotation) is Annotated else annotation
 
 
 _TYPES = _types()

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 from simlab.errors import SpecError, UsageError
 from simlab.redact import holds_secret, mask_tree
@@ -12,15 +11,7 @@ from simlab.report.completeness import summary_state
 from simlab.report.triage import attach_causes, read_triage
 from simlab.results.dataset import run_summary_functions
 from simlab.results.figures import Completeness, RunSummary
-from simlab.results.frames import (
-    CHECKS_FILE,
-    RESULTS_FILE,
-    Results,
-    read_checks_table,
-    read_results,
-    table_writer,
-    write_table,
-)
+from simlab.results.frames import CHECKS_FILE, RESULTS_FILE, read_checks_table, read_results, write_table
 from simlab.results.summary import summarize
 from simlab.runner.code_pins import mixed_pins
 from simlab.runner.heads_tail import gc_paused
@@ -102,38 +93,8 @@ def _build(
     store = RunStore(folder)
     manifest = store.read_manifest()
     notes = ReadNotes(store.trials_path, plan=store.planned_units(manifest) if manifest is not None else None)
-    results = read_results(store.trials_path, notes)
-    finish = table_writer(folder / RESULTS_FILE, results.table) if write and len(results) else None
-    try:
-        summary = _summary(folder, store, manifest, notes, results, allow_unjudged, summary_evaluators)
-    except BaseException:
-        if finish is not None:
-            finish(False)
-        raise
-    if write:
-        clean_leftovers(folder)
-    if finish is not None:
-        finish(True)  # results.parquet, written meanwhile
-        if checks_table or (folder / CHECKS_FILE).exists():
-            write_table(
-                folder / CHECKS_FILE, read_checks_table(store.trials_path, ReadNotes(notes.path, notes.plan))
-            )
-        write_atomic(folder / SUMMARY_FILE, summary.to_json() + "\n")
-    return summary
-
-
-def _summary(
-    folder: Path,
-    store: RunStore,
-    manifest: dict[str, Any] | None,
-    notes: ReadNotes,
-    results: Results,
-    allow_unjudged: list[str] | None,
-    summary_evaluators: list[str] | None,
-) -> RunSummary:
-    """The run's summary from its trials' columns (``results``), with what the report says of
-    the run beside them: completeness, warnings, written causes."""
     allowed = allow_unjudged if allow_unjudged is not None else (manifest or {}).get("allow_unjudged")
+    results = read_results(store.trials_path, notes)
     summary = summarize(
         results, run_id=(manifest or {}).get("run_id", folder.name), allow_unjudged=allowed or ()
     )
@@ -168,6 +129,15 @@ def _summary(
     summary.state = summary_state(summary).state  # the first key of summary.json and of report --json
     if holds_secret(summary.model_dump_json().encode()):  # pins of a run.json written before credentials
         summary = RunSummary.model_validate(mask_tree(summary.model_dump()))  # were masked, a key in a cause
+    if write:
+        clean_leftovers(folder)
+    if write and len(results):
+        write_table(folder / RESULTS_FILE, results.table)
+        if checks_table or (folder / CHECKS_FILE).exists():
+            write_table(
+                folder / CHECKS_FILE, read_checks_table(store.trials_path, ReadNotes(notes.path, notes.plan))
+            )
+        write_atomic(folder / SUMMARY_FILE, summary.to_json() + "\n")
     return summary
 
 

@@ -10,7 +10,7 @@ never 0.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from operator import attrgetter, itemgetter
 from pathlib import Path
@@ -404,42 +404,6 @@ def read_checks_table(path: Path, notes: Any = None) -> Any:
     from simlab.runner.store import RunStore
 
     return build_checks_table(RunStore(path.parent).iter_raw(notes))
-
-
-def table_writer(path: Path, table: Any) -> Callable[[bool], None]:
-    """``write_table`` begun in a thread, for a caller with other work meanwhile (the report: its
-    summary): pyarrow encodes and writes without holding the GIL (0.3 s of a report of 100,000
-    trials, bench/README.md). The function it returns waits for the writer, then puts the file in
-    place (True; the writer's error is raised there) or drops it (False); call it exactly once."""
-    import threading
-
-    import pyarrow.parquet as pq
-
-    from simlab.runner.store import temp_path
-
-    tmp = temp_path(path)
-    failed: list[BaseException] = []
-
-    def write() -> None:
-        try:
-            pq.write_table(table, tmp)
-        except BaseException as exc:  # raised in the caller's thread, by finish
-            failed.append(exc)
-
-    thread = threading.Thread(target=write, name="simlab-write-table", daemon=True)
-    thread.start()
-
-    def finish(keep: bool) -> None:
-        thread.join()
-        try:
-            if keep and failed:
-                raise failed[0]
-            if keep:
-                tmp.replace(path)
-        finally:
-            tmp.unlink(missing_ok=True)  # a full disk leaves no half-written table behind
-
-    return finish
 
 
 def write_table(path: Path, table: Any) -> Path:

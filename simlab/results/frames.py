@@ -12,9 +12,9 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from operator import attrgetter
+from operator import attrgetter, itemgetter
 from pathlib import Path
-from typing import Any, get_args
+from typing import Annotated, Any, get_args, get_origin
 
 from simlab.transcript.head import TrialFigures, TrialHead
 from simlab.transcript.row import ROLES, USAGE_FIELDS
@@ -214,7 +214,7 @@ def collect(heads: Iterable[TrialHead]) -> Results:
     plain = True
     for n, head in enumerate(heads):
         row = head.row
-        checks = row.model_extra or {}
+        checks = row.__pydantic_extra__ or {}  # model_extra, less its property's call
         group = groups.get(key := tuple(checks))
         if group is None:  # ADK's criteria, per trial: shown beside pass^k (simlab/adk/grader.py)
             group = groups[key] = ([], [], tuple(name for name in key if name.startswith(ADK_CHECK)))
@@ -302,10 +302,15 @@ def _types() -> dict[str, str]:
     that type or None): ``str``, ``int``, ``bool`` or ``float``."""
     out = {}
     for name, info in TrialFigures.model_fields.items():
-        kinds = {a for a in get_args(info.annotation) or (info.annotation,) if a is not type(None)}
+        kinds = {_bare(a) for a in get_args(info.annotation) or (info.annotation,) if a is not type(None)}
         if len(kinds) == 1 and (kind := kinds.pop()) in (str, int, bool, float):
             out[name] = kind.__name__
     return out
+
+
+def _bare(annotation: Any) -> Any:
+    """``int`` of ``Annotated[int, …]`` (``head.Int64``), any other annotation as it is."""
+    return get_args(annotation)[0] if get_origin(annotation) is Annotated else annotation
 
 
 _TYPES = _types()
@@ -319,11 +324,13 @@ def _array(pa: Any, name: str, values: Any, kind: str | None = None) -> Any:
     cheaper to convert to than to infer; a column of nothing but None is left to inference (null)."""
     if name in FLOAT_COLUMNS:
         return _nan_as_null(pa, pa.array(values, type=pa.float64()))
-    if kind is not None and values.count(None) != len(values):
+    if kind is not None:
         try:
-            return _nan_as_null(pa, pa.array(values, type=_ARROW[kind](pa)))
+            typed = pa.array(values, type=_ARROW[kind](pa))
         except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError):
-            pass  # a value out of that type's range: inferred below, as for any column
+            typed = None  # a value out of that type's range: inferred below, as for any column
+        if typed is not None and typed.null_count != len(typed):  # (None alone, not NaN, is null)
+            return _nan_as_null(pa, typed)
     try:
         return _nan_as_null(pa, pa.array(values))
     except (pa.ArrowInvalid, pa.ArrowTypeError):
@@ -383,11 +390,13 @@ def _add_check_rows(columns: dict[str, list[Any]], raw: dict[str, Any]) -> None:
 def read_results(path: Path, notes: Any = None) -> Results:
     """``collect`` straight from a trials file, from the heads of its lines (``notes``: a
     ``runner.lines.ReadNotes``, with the plan to count in and collecting what was skipped)."""
-    from simlab.runner.heads_tail import gc_paused
-    from simlab.runner.store import RunStore
+    from simlab.runner.heads_tail import gc_paused, scan_heads
 
     with gc_paused():
-        return collect(RunStore(path.parent).iter_heads(notes))
+        return collect(map(_HEAD, scan_heads(path, notes)))  # RunStore.iter_heads, one layer less
+
+
+_HEAD = itemgetter(2)  # of each trial scan_heads gives: (number, unit, head, offset, length)
 
 
 def read_checks_table(path: Path, notes: Any = None) -> Any:

@@ -306,8 +306,25 @@ def record_of(raw: dict[str, Any], path: Path, number: int) -> TrialRecord:
 
 def head_of(raw: dict[str, Any], path: Path, number: int) -> TrialHead:
     """The head of a parsed line without one (record schema 1, a hand edit, a head that is not
-    valid), computed as the writer computes it (``transcript/row.record_head``)."""
-    return record_head(record_of(raw, path, number))
+    valid), computed as the writer computes it (``transcript/row.record_head``). A record whose
+    figures no head can hold (an integer beyond 64 bits: ``head.Int64``) is a ``LineError``."""
+    from pydantic import ValidationError
+
+    record = record_of(raw, path, number)
+    try:
+        return record_head(record)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(["head", *(["row"] if exc.title == "TrialFigures" else []), *map(str, first["loc"])])
+        raise LineError(
+            f"{path}:{number}: trial {raw['unit_id']!r}: its figures do not fit a head ({where} is "
+            f"{_short(first.get('input'))}: {first['msg']}); the file was edited or corrupted; {FIX}"
+        ) from None
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
 
 
 def line_value(

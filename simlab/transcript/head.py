@@ -27,6 +27,11 @@ HEAD_VERSION: Final = (
 )
 CHECK_COLUMN = "check:"  # the prefix of the row's per-check status columns
 REASON_CHARS = 240  # of an errored check's reason kept in the head (the cause a report names)
+INT64 = (-(2**63), 2**63 - 1)
+# every integer of a head: a column of results.parquet is int64, so a larger number (a token count
+# of 2**70) is corrupt input: such a head does not validate, and a line whose record gives one is
+# an error naming file, line and field (runner/lines.head_of)
+Int64 = Annotated[int, Field(ge=INT64[0], le=INT64[1])]
 
 
 class TrialFigures(BaseModel):
@@ -47,8 +52,8 @@ class TrialFigures(BaseModel):
     unit_id: str = Field(description="scenario_id#trial: the unit's identity inside its run.")
     scenario_id: str
     persona_id: str
-    trial: int
-    seed: int
+    trial: Int64
+    seed: Int64
     agent: str = Field(description="The agent's reference (model string or module:attr).")
     simulator: str = Field(description="The simulator's reference.")
     verdict: str | None = Field(
@@ -56,45 +61,45 @@ class TrialFigures(BaseModel):
     )
     termination: str = Field(description="Why the conversation ended (a TerminationReason).")
     termination_detail: str = ""
-    user_turns: int = 0
-    agent_turns: int = 0
-    tool_calls: int = Field(
+    user_turns: Int64 = 0
+    agent_turns: Int64 = 0
+    tool_calls: Int64 = Field(
         0, description="Calls the agent made, invalid ones included (transcript/counts.py)."
     )
-    invalid_calls: int = Field(0, description="Calls that never ran: unknown tool, bad arguments.")
-    tool_errors: int = Field(0, description="Failed results of calls that ran.")
-    error_events: int = 0
-    model_calls: int = 0
+    invalid_calls: Int64 = Field(0, description="Calls that never ran: unknown tool, bad arguments.")
+    tool_errors: Int64 = Field(0, description="Failed results of calls that ran.")
+    error_events: Int64 = 0
+    model_calls: Int64 = 0
     duration_s: float | None = Field(
         0.0, description="Seconds of the trial; None when unknown (left out of sums)."
     )
-    agent_input_tokens: int | None = None
-    agent_output_tokens: int | None = None
-    agent_cached_tokens: int | None = None
+    agent_input_tokens: Int64 | None = None
+    agent_output_tokens: Int64 | None = None
+    agent_cached_tokens: Int64 | None = None
     agent_cost_usd: float | None = None
-    simulator_input_tokens: int | None = None
-    simulator_output_tokens: int | None = None
-    simulator_cached_tokens: int | None = None
+    simulator_input_tokens: Int64 | None = None
+    simulator_output_tokens: Int64 | None = None
+    simulator_cached_tokens: Int64 | None = None
     simulator_cost_usd: float | None = None
-    judge_input_tokens: int | None = None
-    judge_output_tokens: int | None = None
-    judge_cached_tokens: int | None = None
+    judge_input_tokens: Int64 | None = None
+    judge_output_tokens: Int64 | None = None
+    judge_cached_tokens: Int64 | None = None
     judge_cost_usd: float | None = None
     cost_usd: float | None = Field(None, description="Agent plus simulator; None when either is unknown.")
-    judge_calls: int = 0
-    retries: int = 0
+    judge_calls: Int64 = 0
+    retries: Int64 = 0
     retry_wait_s: float = 0.0
     model_latency_s: float = 0.0
-    redundant_calls: int | None = Field(
+    redundant_calls: Int64 | None = Field(
         None, description="From the efficiency check; None when it did not run."
     )
     loop: bool = False
     failed_checks: str = Field("", description="The hard checks that failed, joined with '; '.")
-    policy_violations: int = Field(0, description="Policy checks that failed, soft ones included.")
-    not_run_checks: int = 0
-    check_count: int = 0
+    policy_violations: Int64 = Field(0, description="Policy checks that failed, soft ones included.")
+    not_run_checks: Int64 = 0
+    check_count: Int64 = 0
     replayed: bool = Field(False, description="The user turns were replayed from a recorded trial.")
-    diverged_turn: int | None = Field(
+    diverged_turn: Int64 | None = Field(
         None,
         description="A replay: the first agent turn that differed from the "
         "recording; None when none did (or not a replay).",
@@ -104,10 +109,10 @@ class TrialFigures(BaseModel):
         description="Whose fault a trial that did not pass is: agent, user, tool, "
         "provider, judge or lab (transcript/blame.py); None for a pass.",
     )
-    first_fault_turn: int | None = Field(
+    first_fault_turn: Int64 | None = Field(
         None, description="The turn of the first faulty step; None for a pass."
     )
-    first_fault_event: int | None = Field(
+    first_fault_event: Int64 | None = Field(
         None, description="Its index in the transcript's events; None for a pass."
     )
     failure_mode: str | None = Field(
@@ -146,7 +151,7 @@ class TrialHead(BaseModel):
     attacks: dict[str, bool] = Field(
         default_factory=dict, description="Attack category → whether it succeeded."
     )
-    tool_counts: tuple[int, int, int] | None = Field(
+    tool_counts: tuple[Int64, Int64, Int64] | None = Field(
         None,
         description="[true positives, false positives, false negatives] of the agent's tool calls against "
         "expect.trajectory (the trajectory grader's one-to-one matching), pooled into the run's "

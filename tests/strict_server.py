@@ -245,4 +245,5 @@ def _completion(body: dict[str, Any], reply: Any, number: int) -> dict[str, Any]
         "choices": [{"index": 0, "message": message, "finish_reason": "tool_calls" if calls else "stop"}],
         "usage": {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion},
     }
+    answer["usage"].update(reply.get("usage") or {})  # a reply may report its own (e.g. absurd) counts
     return ChatCompletion.model_validate(answer).model_dump(mode="json")

@@ -279,3 +279,23 @@ def test_a_judge_whose_provider_key_is_missing_stops_the_run(project: Path, monk
     err = capsys.readouterr().err
     assert "judge model openai/gpt-4o-mini-2024-07-18: auth" in err and "set OPENAI_API_KEY" in err
     assert records(project, "judgekey") == []
+
+
+def test_absurd_token_counts_from_a_provider_are_unknown_not_a_crash(project: Path, capsys) -> None:
+    """A server that reports 2**70 prompt tokens and -3 completion tokens: counts no call can have.
+    They are unknown (never stored: an int64 column could not hold them), the run and its report
+    finish, and the figures say unknown."""
+    def absurd_user(body: dict[str, Any]) -> Any:
+        return {"text": user_reply(body), "usage": {"prompt_tokens": 2**70, "completion_tokens": -3}}
+
+    with StrictServer({**REPLIES, "llama-3.1-8b-instruct-2024-07-23": absurd_user}, api_key=KEY) as server:
+        llm_project(project, server.base, trials=1, judge=False, rubric=False)
+        assert run("--run-id", "absurd") == 0, capsys.readouterr().err
+    calls = [e for e in records(project, "absurd")[0]["transcript"]["events"] if e["type"] == "model_call"]
+    user = [c["usage"] for c in calls if c["role"] == "simulator"]
+    assert user and all(u["input_tokens"] is None and u["output_tokens"] is None for u in user)
+    assert all(u["cost_usd"] is None for u in user)
+    assert any(c["usage"]["input_tokens"] for c in calls if c["role"] == "agent")  # the agent's are real
+    capsys.readouterr()
+    assert main(["report", "absurd"]) == 0
+    assert "tokens p50 unknown" in capsys.readouterr().out

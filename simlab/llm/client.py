@@ -22,6 +22,7 @@ from simlab.llm.retry import RetryPolicy, RetryStats, Sleep, call_with_retries, 
 from simlab.llm.types import ChatResult, Message, ModelError, ModelErrorKind, ToolCallRequest
 from simlab.redact import mask_url, safe_settings, scrub, secret_values
 from simlab.transcript import Pin, Usage
+from simlab.transcript.model import token_count
 
 log = logging.getLogger("simlab.llm")
 
@@ -381,8 +382,8 @@ def _cost(response: Any, model: str, litellm: Any) -> float | None:
 
 def _usage(response: Any, model: str, litellm: Any) -> Usage:
     usage = _get(response, "usage")
-    input_tokens = _get(usage, "prompt_tokens")
-    output_tokens = _get(usage, "completion_tokens")
+    input_tokens = token_count(_get(usage, "prompt_tokens"))  # None: absent or not a plausible count
+    output_tokens = token_count(_get(usage, "completion_tokens"))
     cached = _get(_get(usage, "prompt_tokens_details"), "cached_tokens")
     if cached is None:
         cached = _get(usage, "cache_read_input_tokens")
@@ -390,9 +391,9 @@ def _usage(response: Any, model: str, litellm: Any) -> Usage:
     if usage is not None and input_tokens is not None and output_tokens is not None:
         cost = _cost(response, model, litellm)
     return Usage(
-        input_tokens=input_tokens if isinstance(input_tokens, int) else None,
-        output_tokens=output_tokens if isinstance(output_tokens, int) else None,
-        cached_tokens=cached if isinstance(cached, int) else None,
+        input_tokens=input_tokens,
+        output_tokens=output_tokens,
+        cached_tokens=token_count(cached),
         cost_usd=cost,
     )
 

@@ -27,6 +27,18 @@ class _Model(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
+MAX_TOKENS = 10**12  # more tokens than any call could hold: a provider's count beyond it is corrupt
+
+
+def token_count(value: Any) -> int | None:
+    """A token count as a provider or a framework reported it, or None (unknown) when it is not a
+    plausible count: not an integer, negative, or beyond ``MAX_TOKENS`` (a hostile or broken
+    server's figure is no figure; stored as it came, it would overflow every report's int64)."""
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_TOKENS:
+        return None
+    return value
+
+
 class Usage(_Model):
     """What one model call (or a sum of them) cost. ``None`` means unknown, never zero."""
 

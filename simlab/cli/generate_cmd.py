@@ -8,7 +8,14 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from simlab.cli.argtypes import count, positive
+from simlab.cli.argtypes import (
+    add_json,
+    add_max_attempts,
+    add_simulator_kind,
+    configured_simulator,
+    count,
+    positive,
+)
 
 DESCRIPTION = (
     "Ask a model for N scenario drafts of a domain (its tools, policy and seed data; optional seed "
@@ -45,18 +52,12 @@ def configure(parser: argparse.ArgumentParser) -> None:
         "--seeds", nargs="+", default=[], metavar="FILE", help="scenario files shown to the model as examples"
     )
     parser.add_argument("--out", default="drafts", metavar="DIR", help="the review folder (default drafts)")
-    parser.add_argument(
-        "--simulator",
-        choices=("rules", "scripted", "llm"),
-        help="the simulator kind the drafts are linted under (default: simlab.yaml's, else rules)",
+    add_simulator_kind(
+        parser,
+        ("rules", "scripted", "llm"),
+        "the simulator kind the drafts are linted under (default: simlab.yaml's, else rules)",
     )
-    parser.add_argument(
-        "--max-attempts",
-        type=positive,
-        default=3,
-        metavar="N",
-        help="model calls per round of a draft at most, when its answer is malformed (default 3)",
-    )
+    add_max_attempts(parser, "model calls per round of a draft")
     parser.add_argument(
         "--repair-rounds",
         type=count,
@@ -84,9 +85,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
         help="answer a model request from the response cache when the same request (same seed and "
         "role) was answered before, as `simlab run --cache` (also simlab.yaml's cache:)",
     )
-    parser.add_argument(
-        "--json", action="store_true", help="print summary.json on stdout instead of the table"
-    )
+    add_json(parser, "print summary.json on stdout instead of the table")
     parser.add_argument(
         "--accept",
         nargs="*",
@@ -134,8 +133,7 @@ def run(args: argparse.Namespace) -> int:
     how = _how(args, config)
     model = build_judge(spec, role="author", **how)
     assert model is not None  # a model was named
-    configured = config.__dict__.get("simulator")
-    simulator = args.simulator or (str(configured.kind) if configured is not None else "rules")
+    simulator = args.simulator or configured_simulator(config)
     request = GenerateRequest(
         domain=domain,
         suite=suite,

@@ -32,6 +32,11 @@ def _covered(cov: Coverage) -> set[tuple[str, str]]:
     return {(s.area, e.name) for s in cov.sections for e in s.entries if e.status == "covered"}
 
 
+def _shape(entry: LoadedScenario) -> Shape:
+    """What a near-duplicate is judged on: its expected actions and its user's goal."""
+    return shape_of(entry.spec.expect.expected_actions, entry.spec.user.goal)
+
+
 def _action_text(actions: list[Any]) -> list[str]:
     return [f"{a.tool}({', '.join(sorted(a.args))})" for a in actions]
 
@@ -61,9 +66,7 @@ class Drafting:
         self.base = coverage(request.suite, request.personas, source="suite")
         self.ids = {e.spec.id for e in request.suite}
         self.shapes: list[tuple[str, Shape]] = [
-            (e.spec.id, shape_of(e.spec.expect.expected_actions, e.spec.user.goal))
-            for e in request.suite
-            if e.spec.expect.expected_actions
+            (e.spec.id, _shape(e)) for e in request.suite if e.spec.expect.expected_actions
         ]
         self.new_personas: dict[str, Loaded] = {}
         self.entries: list[LoadedScenario] = []
@@ -92,8 +95,9 @@ class Drafting:
             )
         )
 
-    def personas(self) -> dict[str, Loaded]:
-        return {**self.request.personas, **self.new_personas}
+    def personas(self, new: Loaded | None = None) -> dict[str, Loaded]:
+        """The project's personas, those of the drafts kept, and ``new`` (a draft's own)."""
+        return {**self.request.personas, **self.new_personas} | ({new.spec.id: new} if new else {})
 
     async def check(self, number: int, answer: DraftAnswer, earlier: list[Round]) -> Rejected | None:
         """Keep ``answer`` (None) or say at which step it failed."""
@@ -110,7 +114,7 @@ class Drafting:
         unsound = self._sound(entry)
         if unsound is not None:
             return unsound
-        shape = shape_of(entry.spec.expect.expected_actions, entry.spec.user.goal)
+        shape = _shape(entry)
         twin = next((other for other, known in self.shapes if near_duplicate(shape, known)), None)
         if twin is not None:
             actions = ", ".join(_action_text(entry.spec.expect.expected_actions))
@@ -154,7 +158,7 @@ class Drafting:
             "its expected state is the replay of expect.expected_actions (the state grader's oracle run)"
         )
         path.write_text(draft_yaml(scenario_data(answer, self.request.domain.name), header), encoding="utf-8")
-        personas = self.personas() | ({persona.spec.id: persona} if persona else {})
+        personas = self.personas(persona)
         entries, problems = read_scenarios([path], personas)
         entry = entries[0] if entries else None
         if entry is not None and "domain" in entry.spec.model_fields_set:  # a partial one too, as validate
@@ -192,7 +196,7 @@ class Drafting:
         play: Play | None,
     ) -> None:
         request, sid = self.request, entry.spec.id
-        personas = self.personas() | ({persona.spec.id: persona} if persona else {})
+        personas = self.personas(persona)
         with_it = coverage([*request.suite, entry], personas, source="suite")
         adds = sorted(_covered(with_it) - _covered(self.base))
         request.out.mkdir(parents=True, exist_ok=True)
@@ -205,7 +209,7 @@ class Drafting:
             (request.out / PERSONAS).mkdir(exist_ok=True)
             (request.out / persona_file).write_bytes(persona.path.read_bytes())
         self.ids.add(sid)
-        self.shapes.append((sid, shape_of(entry.spec.expect.expected_actions, entry.spec.user.goal)))
+        self.shapes.append((sid, _shape(entry)))
         self.entries.append(entry)
         self.lines.append(scenario_line(entry))
         self.kept.append(

@@ -8,6 +8,7 @@ import argparse
 import sys
 from typing import TYPE_CHECKING
 
+from simlab.cli.argtypes import add_json
 from simlab.cli.gate_cmd import summary_of
 from simlab.inert import one_line
 
@@ -34,7 +35,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
         help="exit 1 when the pooled success regressed beyond noise (and --margin), 3 when a "
         "run is incomplete; without it only 'no data' (exit 3) changes the exit code",
     )
-    parser.add_argument("--json", action="store_true", help="print the comparison as JSON")
+    add_json(parser, "print the comparison as JSON")
 
 
 def run(args: argparse.Namespace) -> int:

@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from simlab.cli.argtypes import add_json
 from simlab.errors import SpecError, UsageError
 
 if TYPE_CHECKING:
@@ -29,7 +30,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
         help="a suite file, a scenario file or folder, or a run id or run folder (default: the "
         "scenarios simlab.yaml names)",
     )
-    parser.add_argument("--json", action="store_true", help="print the coverage as JSON on stdout")
+    add_json(parser, "print the coverage as JSON on stdout")
 
 
 def run(args: argparse.Namespace) -> int:

@@ -8,6 +8,7 @@ import argparse
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from simlab.cli.argtypes import add_json, add_run
 from simlab.inert import one_line
 
 if TYPE_CHECKING:
@@ -19,10 +20,10 @@ if TYPE_CHECKING:
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("run", nargs="?", help="run id or run folder (default: the newest run)")
+    add_run(parser)
     parser.add_argument("--suite", required=True, help="the suite file whose gates to check")
     parser.add_argument("--junit", help="write a JUnit XML file (one testcase per scenario)")
-    parser.add_argument("--json", action="store_true", help=argparse.SUPPRESS)
+    add_json(parser, argparse.SUPPRESS)
 
 
 STATUS_STYLE = {"pass": "green", "fail": "bold red", "inconclusive": "yellow"}

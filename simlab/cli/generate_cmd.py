@@ -1,17 +1,21 @@
 """``simlab generate``: scenario drafts written by a model, each checked before it lands in a review
-folder (``report/generate.py``), and ``--accept`` to move reviewed drafts into the project.
-Imported to parse its arguments, ``--help`` too (``cli/main.COMMANDS``): what the work needs is
-imported in ``run``."""
+folder (``report/generate.py``; its table: ``report/draft_table.py``), and ``--accept`` to move
+reviewed drafts into the project. Imported to parse its arguments, ``--help`` too
+(``cli/main.COMMANDS``): what the work needs is imported in ``run``."""
 
 from __future__ import annotations
 
 import argparse
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from simlab.cli.argtypes import count, positive
-
-if TYPE_CHECKING:
-    from simlab.report.generate import GenerateSummary
+from simlab.cli.argtypes import (
+    add_json,
+    add_max_attempts,
+    add_simulator_kind,
+    configured_simulator,
+    count,
+    positive,
+)
 
 DESCRIPTION = (
     "Ask a model for N scenario drafts of a domain (its tools, policy and seed data; optional seed "
@@ -48,18 +52,12 @@ def configure(parser: argparse.ArgumentParser) -> None:
         "--seeds", nargs="+", default=[], metavar="FILE", help="scenario files shown to the model as examples"
     )
     parser.add_argument("--out", default="drafts", metavar="DIR", help="the review folder (default drafts)")
-    parser.add_argument(
-        "--simulator",
-        choices=("rules", "scripted", "llm"),
-        help="the simulator kind the drafts are linted under (default: simlab.yaml's, else rules)",
+    add_simulator_kind(
+        parser,
+        ("rules", "scripted", "llm"),
+        "the simulator kind the drafts are linted under (default: simlab.yaml's, else rules)",
     )
-    parser.add_argument(
-        "--max-attempts",
-        type=positive,
-        default=3,
-        metavar="N",
-        help="model calls per round of a draft at most, when its answer is malformed (default 3)",
-    )
+    add_max_attempts(parser, "model calls per round of a draft")
     parser.add_argument(
         "--repair-rounds",
         type=count,
@@ -87,9 +85,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
         help="answer a model request from the response cache when the same request (same seed and "
         "role) was answered before, as `simlab run --cache` (also simlab.yaml's cache:)",
     )
-    parser.add_argument(
-        "--json", action="store_true", help="print summary.json on stdout instead of the table"
-    )
+    add_json(parser, "print summary.json on stdout instead of the table")
     parser.add_argument(
         "--accept",
         nargs="*",
@@ -111,7 +107,8 @@ def run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from simlab.errors import UsageError
-    from simlab.report.generate import SUMMARY_FILE, GenerateRequest, generate
+    from simlab.report.draft_summary import SUMMARY_FILE
+    from simlab.report.generate import GenerateRequest, generate
     from simlab.specs import load_config
 
     config = load_config(Path("simlab.yaml"))
@@ -136,8 +133,7 @@ def run(args: argparse.Namespace) -> int:
     how = _how(args, config)
     model = build_judge(spec, role="author", **how)
     assert model is not None  # a model was named
-    configured = config.__dict__.get("simulator")
-    simulator = args.simulator or (str(configured.kind) if configured is not None else "rules")
+    simulator = args.simulator or configured_simulator(config)
     request = GenerateRequest(
         domain=domain,
         suite=suite,
@@ -155,7 +151,10 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         sys.stdout.write(summary.model_dump_json(indent=2) + "\n")
     else:
-        _show(summary)
+        from simlab.report.draft_table import print_drafts
+        from simlab.report.terminal import report_console
+
+        print_drafts(summary, report_console())
     print(f"wrote {Path(args.out) / SUMMARY_FILE}", file=sys.stderr)
     return 0 if summary.kept else 1
 
@@ -258,7 +257,7 @@ def _project(name: str | None, config: Any) -> tuple[list[Any], dict[str, Any], 
 def _accept(args: argparse.Namespace, config: Any) -> int:
     from pathlib import Path
 
-    from simlab.report.generate import accept
+    from simlab.report.draft_accept import accept
 
     into = Path(args.into) if args.into else _scenarios_dir(config)
     for source, target in accept(Path(args.out), list(args.accept), into, Path(config.personas)):
@@ -271,33 +270,3 @@ def _scenarios_dir(config: Any) -> Any:
 
     folders = [Path(p) for p in config.scenarios if Path(p).is_dir()]
     return folders[0] if folders else Path("scenarios")
-
-
-def _show(summary: GenerateSummary) -> None:
-    from rich.table import Table
-    from rich.text import Text
-
-    from simlab.report.generate import cost_lines, outcome_rows
-    from simlab.report.terminal import report_console
-
-    console = report_console()
-    table = Table(
-        title=f"drafts for {summary.domain}: {len(summary.kept)} kept of {summary.asked}",
-        title_justify="left",
-        show_edge=False,
-    )
-    for name in ("draft", "id", "outcome", "adds to coverage / why dropped"):
-        table.add_column(
-            name, justify="right" if name == "draft" else "left", no_wrap=name in ("draft", "outcome")
-        )
-    for draft, sid, outcome, text in outcome_rows(summary):
-        table.add_row(Text(str(draft)), Text(sid), Text(outcome), Text(text))
-    console.print(table)
-    console.print(
-        Text(
-            f"coverage gaps of the suite: {summary.missing_before} without the drafts, "
-            f"{summary.missing_after} with the {len(summary.kept)} kept"
-        )
-    )
-    for line in cost_lines(summary):
-        console.print(Text(line, style="dim"))

@@ -8,11 +8,12 @@ import json
 import sys
 from pathlib import Path
 
+from simlab.cli.argtypes import add_json, add_run
 from simlab.inert import one_line
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("run", nargs="?", help="run id or run folder (default: the newest run)")
+    add_run(parser)
     parser.add_argument("--rejudge", action="store_true", help="also re-run the LLM judges (model calls)")
     parser.add_argument("--judge", help="judge model for --rejudge (default: the run's)")
     parser.add_argument(
@@ -22,7 +23,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
         "the same before (without it, --rejudge asks the judge model again)",
     )
     parser.add_argument("--show", type=int, default=20, help="how many check changes to list")
-    parser.add_argument("--json", action="store_true", help="print the changes as JSON on stdout")
+    add_json(parser, "print the changes as JSON on stdout")
 
 
 def run(args: argparse.Namespace) -> int:

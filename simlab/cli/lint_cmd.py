@@ -20,6 +20,8 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from simlab.cli.argtypes import add_paths, add_simulator_kind, configured_simulator
+
 if TYPE_CHECKING:
     from simlab.cli.validate_cmd import Collected
 
@@ -31,15 +33,11 @@ DESCRIPTION = (
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "paths",
-        nargs="*",
-        help="scenario or suite files or folders (default: the project's scenarios)",
-    )
-    parser.add_argument(
-        "--simulator",
-        choices=("rules", "scripted", "llm", "replay"),
-        help="the simulator kind that plays every user (default: each scenario's suite's, "
+    add_paths(parser, "scenario or suite files or folders (default: the project's scenarios)")
+    add_simulator_kind(
+        parser,
+        ("rules", "scripted", "llm", "replay"),
+        "the simulator kind that plays every user (default: each scenario's suite's, "
         "scripted for a scenario with a script, else simlab.yaml's, else rules)",
     )
 
@@ -123,5 +121,4 @@ def _kinds(found: Collected) -> dict[Path, list[str]]:
 def _default(entry: Any, found: Collected) -> str:
     if entry.spec.user.script:
         return "scripted"
-    configured = found.config.__dict__.get("simulator")
-    return str(configured.kind) if configured is not None else "rules"
+    return configured_simulator(found.config)

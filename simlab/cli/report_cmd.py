@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from simlab.cli.argtypes import add_json, add_run
 from simlab.errors import EXIT_INFRA, EXIT_OK, UsageError
 from simlab.inert import one_line
 
@@ -17,9 +18,9 @@ if TYPE_CHECKING:
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("run", nargs="?", help="run id or run folder (default: the newest run)")
+    add_run(parser)
     parser.add_argument("--format", choices=["terminal", "markdown", "json", "csv"], default="terminal")
-    parser.add_argument("--json", action="store_true", help="print only the JSON summary on stdout")
+    add_json(parser, "print only the JSON summary on stdout")
     parser.add_argument("--out", help="write the report to this file instead of stdout")
     parser.add_argument(
         "--html",

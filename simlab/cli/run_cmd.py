@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from simlab.cli.argtypes import positive, tags, workers
+from simlab.cli.argtypes import add_paths, positive, tags, workers
 from simlab.errors import EXIT_INFRA as EXIT_INCOMPLETE
 from simlab.errors import UsageError
 
@@ -25,9 +25,7 @@ DESCRIPTION = "Plan scenario × trial units and play them; re-running a run id r
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "paths", nargs="*", help="scenario files or folders (default: simlab.yaml's scenarios)"
-    )
+    add_paths(parser, "scenario files or folders (default: simlab.yaml's scenarios)")
     parser.add_argument("--suite", help="a suite file naming scenarios and settings")
     parser.add_argument(
         "--agent", help="LiteLLM model string, python:module:attr, or an agent service's http:// URL"

@@ -7,7 +7,7 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING
 
-from simlab.cli.argtypes import positive
+from simlab.cli.argtypes import add_json, add_max_attempts, add_run, positive
 
 if TYPE_CHECKING:
     from simlab.transcript.causes import Triage
@@ -21,7 +21,7 @@ DESCRIPTION = (
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("run", nargs="?", help="run id or run folder (default: the newest run)")
+    add_run(parser)
     parser.add_argument(
         "--judge",
         metavar="MODEL",
@@ -31,16 +31,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--top", type=positive, default=None, metavar="N", help="triage only the N most costly modes"
     )
-    parser.add_argument(
-        "--max-attempts",
-        type=positive,
-        default=3,
-        metavar="N",
-        help="judge calls per mode at most, when its answer is malformed (default 3)",
-    )
-    parser.add_argument(
-        "--json", action="store_true", help="print triage.json on stdout instead of the table"
-    )
+    add_max_attempts(parser, "judge calls per mode")
+    add_json(parser, "print triage.json on stdout instead of the table")
 
 
 def run(args: argparse.Namespace) -> int:

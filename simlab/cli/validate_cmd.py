@@ -20,6 +20,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from simlab.cli.argtypes import add_paths
 from simlab.errors import SpecError
 
 if TYPE_CHECKING:
@@ -27,9 +28,7 @@ if TYPE_CHECKING:
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "paths", nargs="*", help="files or folders (default: the project's scenarios and personas)"
-    )
+    add_paths(parser, "files or folders (default: the project's scenarios and personas)")
     parser.add_argument(
         "--deep", action="store_true", help="also lint each valid scenario: solvable and sound (simlab lint)"
     )

@@ -107,7 +107,7 @@ class Repair:
     """What the next round of a draft is told: its previous answer and why it failed."""
 
     answer: str  # the previous answer, as JSON
-    stage: str  # the step it failed (report/generate.STAGES)
+    stage: str  # the step it failed (report/draft_summary.STAGES)
     problems: list[str]  # what that step found, each one line
     round: int  # the round asked for (2…)
     rounds: int  # rounds at most

@@ -107,3 +107,22 @@ def langgraph(tools: list[Any]) -> Any:
 
 def langgraph_stream(tools: list[Any]) -> Any:
     return _graph(tools, stream=True)
+
+
+
+async def hangs_on_its_own(inp: Any) -> str:
+    """A Python agent that asks its model (LiteLLM, then the openai client, each in a thread), then
+    hangs in its own code: its failure, however many model calls it made before."""
+    import asyncio
+
+    import litellm
+    from openai import OpenAI
+
+    await asyncio.to_thread(litellm.completion, model=f"openai/{MODEL}", num_retries=0,
+                            api_base=os.environ["SIMLAB_T_ROUGH_URL"], api_key=os.environ["OPENAI_API_KEY"],
+                            messages=[{"role": "user", "content": "hello"}])
+    client = OpenAI(base_url=os.environ["SIMLAB_T_ROUGH_URL"], max_retries=0, api_key=os.environ["OPENAI_API_KEY"])
+    await asyncio.to_thread(client.chat.completions.create, model=MODEL,
+                            messages=[{"role": "user", "content": "hello"}])
+    await asyncio.Event().wait()
+    return "never"

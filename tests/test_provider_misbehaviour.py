@@ -101,7 +101,6 @@ async def test_a_stream_cut_mid_stream_is_an_error(provider: RoughServer) -> Non
     assert blame == "provider"
 
 
-@pytest.mark.xfail(strict=True, reason="bug: a hung provider is blamed on the agent (budget_exceeded)")
 @pytest.mark.usefixtures("virtual_time")
 @pytest.mark.parametrize("kind", sorted(AGENTS))
 def test_a_provider_that_never_answers_is_an_error_not_the_agents_timeout(provider: RoughServer, kind: str) -> None:
@@ -111,6 +110,17 @@ def test_a_provider_that_never_answers_is_an_error_not_the_agents_timeout(provid
     assert error.source == "agent" and error.kind == "timeout"
     assert "max_turn_seconds" in error.message and "did not answer" in error.message
     assert blame == "provider"
+
+
+@pytest.mark.usefixtures("virtual_time")
+def test_an_agent_that_hangs_in_its_own_code_after_its_model_answered_fails(provider: RoughServer) -> None:
+    AGENTS["own_hang"] = {"python": "tests.rough_agents:hangs_on_its_own"}
+    try:
+        transcript, verdict, blame = asyncio.run(play("own_hang", [], provider))
+    finally:
+        del AGENTS["own_hang"]
+    assert (transcript.termination.reason.value, verdict, blame) == ("budget_exceeded", "fail", "agent")
+    assert "max_turn_seconds" in transcript.termination.detail and len(provider.requests) == 2
 
 
 AGENT_MISTAKES = {

@@ -151,7 +151,6 @@ async def test_parallel_tool_calls_all_land_in_the_trial(provider: RoughServer, 
     assert len(results) == 2 and all(r.ok for r in results)
 
 
-@pytest.mark.xfail(strict=True, reason="bug: a framework agent's reply has no byte bound")
 @pytest.mark.parametrize("kind", sorted(AGENTS))
 async def test_a_reply_over_the_byte_bound_is_the_agents_fail_and_is_not_kept_whole(provider: RoughServer,
                                                                                   kind: str) -> None:

@@ -35,6 +35,7 @@ from simlab.transcript import (
 from simlab.transcript.model import Role
 
 R = TerminationReason
+SHOWN_OF_LONG_REPLY = 2_000  # characters kept of a reply over limits.max_reply_bytes
 
 
 @dataclass
@@ -196,11 +197,24 @@ class _Conversation:
                 )
             )
             raise _End(R.AGENT_ERROR, f"the agent raised {type(exc).__name__}: {exc}") from None
+        self._check_reply_size(reply.text)
         self.events.append(AgentMessage(turn=self.turn, text=reply.text))
         self.messages.append({"role": "assistant", "content": reply.text})
         if reply.transfer:
             self.events.append(Signal(turn=self.turn, role="agent", signal="transfer"))
             raise _End(R.AGENT_TRANSFERRED, "the agent transferred the user to a human")
+
+    def _check_reply_size(self, text: str) -> None:
+        """A reply over ``limits.max_reply_bytes`` is the agent's failure, kept as its start only
+        (every agent is bounded in bytes: an HTTP agent's answer is cut as it is read)."""
+        cap = self.t.limits.max_reply_bytes
+        size = len(text.encode("utf-8", "surrogatepass"))
+        if size <= cap:
+            return
+        said = f"the agent's reply is {size:,} bytes, over the limit of {cap:,} (limits.max_reply_bytes)"
+        self.events.append(AgentMessage(turn=self.turn, text=text[:SHOWN_OF_LONG_REPLY] + "…"))
+        self.events.append(ErrorEvent(turn=self.turn, source="agent", kind="crash", message=said))
+        raise _End(R.AGENT_ERROR, said)
 
     async def _respond(self, inp: AgentInput) -> AgentReply:
         """The agent's turn, cut off at ``limits.max_turn_seconds``: a hung agent's failure, named;

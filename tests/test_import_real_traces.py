@@ -192,3 +192,18 @@ def test_adk_parallel_sub_agents_reusing_a_call_id_get_their_own_results(project
     asked = {e.call_id: e.arguments["q"] for e in t.events if isinstance(e, ToolCall) and e.arguments}
     answered = {e.call_id: e.result["found"] for e in t.events if isinstance(e, ToolResult)}
     assert sorted(asked.values()) == ["flights", "hotels"] and answered == asked
+
+
+def test_two_adk_sessions_in_one_trace_are_two_conversations(project: Path, capsys):
+    """A batch job's span around two sessions (two users): one trace, two gen_ai.conversation.id;
+    each conversation keeps its own turns, calls and plain-text tool results, in any script."""
+    found, _ = imported(project, "adk_two_sessions.jsonl", capsys)
+    by_id = {t.observed.conversation_id if t.observed else "": t for t in found}
+    assert sorted(by_id) == ["session-a", "session-b"], sorted(by_id)
+    a, b = by_id["session-a"], by_id["session-b"]
+    assert users(a) == ["où est ma commande A123?"] and users(b) == ["我的订单 B456？"]
+    assert calls(a) == calls(b) == ["lookup_order"]
+    [ra], [rb] = ([e for e in t.events if isinstance(e, ToolResult)] for t in (a, b))
+    assert "A123: geliefert ✓" in str(ra.result) and "B456: geliefert ✓" in str(rb.result)
+    replies = [[e.text for e in t.events if isinstance(e, AgentMessage)] for t in (a, b)]
+    assert replies == [["Réponse : Bestellung A123: geliefert ✓ 📦"], ["Réponse : Bestellung B456: geliefert ✓ 📦"]]

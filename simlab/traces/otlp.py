@@ -2,8 +2,9 @@
 
 The file is OTLP JSON (``{"resourceSpans": [...]}``, the ``opentelemetry-proto`` JSON mapping),
 one such document, a list of them, or one a line (what a file exporter writes). Spans are grouped
-into conversations by ``gen_ai.conversation.id`` or OpenInference's ``session.id`` when a span of the
-trace carries one, else by trace id. Within a conversation:
+into conversations by ``gen_ai.conversation.id`` or OpenInference's ``session.id``, a span without
+one going with its nearest parent's (one trace may hold several conversations), else by trace id.
+Within a conversation:
 
 - model calls: GenAI spans whose ``gen_ai.operation.name`` is ``chat`` / ``text_completion`` /
   ``generate_content`` (messages in ``gen_ai.input.messages`` / ``gen_ai.output.messages``, as
@@ -114,28 +115,51 @@ def read_otlp(path: Path, notes: list[str] | None = None) -> list[Conversation]:
     conversations: dict[str, list[Span]] = {}
     orphans: list[Span] = []
     for trace_id, members in groups.items():
-        key = next(
-            (
-                str(s.attributes[k])
-                for s in members
-                for k in ("gen_ai.conversation.id", "session.id")
-                if s.attributes.get(k)
-            ),
-            None,
-        )
-        if key is None and not any(_kind(s) == "chat" for s in members):
+        keys = _conversation_keys(members)
+        if not keys and not any(_kind(s) == "chat" for s in members):
             orphans.extend(s for s in members if _kind(s) == "tool")
             continue
-        conversations.setdefault(key or trace_id, []).extend(members)
+        for span in members:
+            key = keys.get(span.span_id, trace_id if not keys else None)
+            if key is None and len(set(keys.values())) == 1:
+                key = next(iter(keys.values()))
+            if key is None:  # a span around several conversations (a batch job's): none of theirs
+                if _kind(span) is not None:
+                    orphans.append(span)
+                continue
+            conversations.setdefault(key, []).append(span)
     if orphans and notes is not None:
-        names = sorted({one_line(tool_name(s)) for s in orphans})
+        names = sorted({one_line(tool_name(s) if _kind(s) == "tool" else s.name) for s in orphans})
         notes.append(
-            f"{len(orphans)} tool span(s) ({', '.join(names)}) in {len({s.trace_id for s in orphans})} "
-            "trace(s) belong to no conversation (no gen_ai.conversation.id or session.id and no model "
-            "call in their trace): left out"
+            f"{len(orphans)} {'tool' if all(_kind(s) == 'tool' for s in orphans) else 'tool or model'} "
+            f"span(s) ({', '.join(names)}) in "
+            f"{len({s.trace_id for s in orphans})} trace(s) belong to no conversation (no "
+            "gen_ai.conversation.id or session.id on them or their parents, and no model call in their "
+            "trace, or several conversations in it): left out"
         )
     found = [_conversation(path, key, members) for key, members in conversations.items()]
     return [c for c in found if c.messages or c.calls]
+
+
+def _conversation_keys(members: list[Span]) -> dict[str, str]:
+    """span id -> the conversation it belongs to: its own ``gen_ai.conversation.id`` (or
+    OpenInference's ``session.id``), else its nearest parent's. A trace may hold several
+    conversations (a batch job's span around them): each span goes with its own."""
+    own = {
+        s.span_id: str(s.attributes[k])
+        for s in members
+        for k in ("session.id", "gen_ai.conversation.id")
+        if s.attributes.get(k)
+    }
+    parents = {s.span_id: s.parent_id for s in members}
+    keys: dict[str, str] = {}
+    for span in members:
+        current, seen = span.span_id, 0
+        while current and current not in own and seen < len(members):
+            current, seen = parents.get(current, ""), seen + 1
+        if current in own:
+            keys[span.span_id] = own[current]
+    return keys
 
 
 def _content_from_logs(spans: list[Span], records: list[LogRecord]) -> None:

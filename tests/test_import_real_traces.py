@@ -207,3 +207,14 @@ def test_two_adk_sessions_in_one_trace_are_two_conversations(project: Path, caps
     assert "A123: geliefert ✓" in str(ra.result) and "B456: geliefert ✓" in str(rb.result)
     replies = [[e.text for e in t.events if isinstance(e, AgentMessage)] for t in (a, b)]
     assert replies == [["Réponse : Bestellung A123: geliefert ✓ 📦"], ["Réponse : Bestellung B456: geliefert ✓ 📦"]]
+
+
+def test_adk_quoting_another_agents_events_adds_no_user_turn(project: Path, capsys):
+    """ADK shows a sub-agent what the agent before it did as user-role "For context: …" messages:
+    the user never said them; the conversation keeps the user's two turns and both agents' calls."""
+    [t], _ = imported(project, "adk_transfer.jsonl", capsys)
+    assert users(t) == ["I want a refund for A123", "yes, refund it"]
+    assert calls(t) == ["transfer_to_agent", "lookup_order"]
+    assert [e.text for e in t.events if isinstance(e, AgentMessage)] == [
+        "A123 can be refunded.", "Done: the refund is on its way."]
+    assert "For context" not in t.model_dump_json()

@@ -46,6 +46,9 @@ NO_CONTENT_HINT = (
     "content unless OPENINFERENCE_HIDE_INPUTS / OPENINFERENCE_HIDE_OUTPUTS are set"
 )
 CHAT_OPERATIONS = ("chat", "text_completion", "generate_content")
+# google-adk shows an agent what another agent did as a user-role message ("For context: … [triage]
+# called tool `x` with parameters: …", "[triage] said: …"; 2.x quotes it between markers)
+_ADK_QUOTE = re.compile(r"\[[^\]\n]{1,200}\] (said|called tool|`[^`\n]{1,200}` tool returned)")
 _OI_MESSAGE = re.compile(r"^llm\.(input|output)_messages\.(\d+)\.message\.(.+)$")
 
 
@@ -249,6 +252,17 @@ def _dumps(value: Any) -> str:
     return value if isinstance(value, str) else json.dumps(value, default=str)
 
 
+def quotes_another_agent(message: dict[str, Any]) -> bool:
+    """A user-role message google-adk wrote to show an agent another agent's events: no user said
+    it, and what it quotes is in the conversation already (that agent's own model call)."""
+    if message.get("role") != "user":
+        return False
+    text = text_of(message.get("content"))
+    if not text.startswith("For context:"):
+        return False
+    return "<<<BEGIN_QUOTED_AGENT_CONTENT>>>" in text or bool(_ADK_QUOTE.search(text[:2000]))
+
+
 def genai_messages(value: Any) -> list[dict[str, Any]]:
     """GenAI semconv messages (role + parts) as chat messages; chat-format messages pass through.
     Parts in Gemini's shape (``function_call`` / ``function_response`` / ``text`` keys, no ``type``)
@@ -391,7 +405,7 @@ def _conversation(path: Path, key: str, spans: list[Span]) -> Conversation:
             continue
         inputs, outputs = _chat_io(span)
         system = system or next((m for m in inputs if m.get("role") == "system"), None)
-        rest = [m for m in inputs if m.get("role") != "system"]
+        rest = [m for m in inputs if m.get("role") != "system" and not quotes_another_agent(m)]
         before = len(convo)
         merge_input(convo, rest)
         origin.update((id(m), span) for m in convo[before:])

@@ -218,3 +218,11 @@ def test_adk_quoting_another_agents_events_adds_no_user_turn(project: Path, caps
     assert [e.text for e in t.events if isinstance(e, AgentMessage)] == [
         "A123 can be refunded.", "Done: the refund is on its way."]
     assert "For context" not in t.model_dump_json()
+
+
+@pytest.mark.parametrize("name", ["openai_v2_plain_tools.jsonl", "openinference_plain_tools.jsonl"])
+def test_plain_text_tool_results_and_any_script_import_as_written(project: Path, capsys, name: str):
+    [t], _ = imported(project, name, capsys)
+    assert users(t) == ["¿Dónde está mi pedido A123? 📦", "danke schön"] and calls(t) == ["lookup_order"]
+    [result] = [e for e in t.events if isinstance(e, ToolResult)]
+    assert result.ok and result.result == "Bestellung A123: geliefert ✓ (not JSON)"

@@ -226,3 +226,16 @@ def test_plain_text_tool_results_and_any_script_import_as_written(project: Path,
     assert users(t) == ["¿Dónde está mi pedido A123? 📦", "danke schön"] and calls(t) == ["lookup_order"]
     [result] = [e for e in t.events if isinstance(e, ToolResult)]
     assert result.ok and result.result == "Bestellung A123: geliefert ✓ (not JSON)"
+
+
+def test_openllmetry_spans_import(project: Path, capsys):
+    """traceloop's opentelemetry-instrumentation-openai (OpenLLMetry), latest GenAI conventions."""
+    [t], err = imported(project, "openllmetry_openai.jsonl", capsys)
+    assert users(t) == ["where is my order A123?", "thanks!"] and calls(t) == ["lookup_order"]
+    assert "carry no message content" not in err
+
+
+def test_openllmetry_spans_without_content_say_which_switch_turns_it_on(project: Path, capsys):
+    [t], err = imported(project, "openllmetry_no_content.jsonl", capsys)
+    assert users(t) == [] and "carry no message content" in err
+    assert "TRACELOOP_TRACE_CONTENT" in err

@@ -43,7 +43,8 @@ NO_CONTENT_HINT = (
     "(content on log records: export the logs too; simlab reads resourceLogs in the same file, "
     "one document a line); without the opt-in, opentelemetry-instrumentation-openai-v2 takes "
     "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true (log events). OpenInference captures "
-    "content unless OPENINFERENCE_HIDE_INPUTS / OPENINFERENCE_HIDE_OUTPUTS are set"
+    "content unless OPENINFERENCE_HIDE_INPUTS / OPENINFERENCE_HIDE_OUTPUTS are set; OpenLLMetry "
+    "(traceloop's opentelemetry-instrumentation-*) unless TRACELOOP_TRACE_CONTENT=false is set"
 )
 CHAT_OPERATIONS = ("chat", "text_completion", "generate_content")
 # google-adk shows an agent what another agent did as a user-role message ("For context: … [triage]

@@ -10,7 +10,8 @@ step of ``script`` (then ``default``); a step is a ``Step``:
 - ``cut``: the answer's headers promise the whole body, half of it is sent, then the connection is
   closed (a stream cut mid-response: with a stream, two chunks and no ``[DONE]``);
 - ``hang``: no answer until the test ends (``stop`` releases it): a provider slower than any bound;
-- ``huge``: a valid completion whose text is ``size`` bytes long.
+- ``huge``: a valid completion whose text is ``size`` bytes long;
+- ``raw``: ``raw`` as the body, with ``status`` and ``headers`` (a proxy's HTML page).
 
 Every request is kept in ``requests`` (headers included), to check what the agent sent.
 """
@@ -27,7 +28,7 @@ from typing import Any
 
 @dataclass
 class Step:
-    kind: str = "reply"  # reply | status | cut | hang | huge
+    kind: str = "reply"  # reply | status | cut | hang | huge | raw
     text: str | None = "How can I help?"
     tool_calls: list[dict[str, Any]] = field(default_factory=list)
     finish_reason: str | None = None
@@ -36,6 +37,7 @@ class Step:
     headers: dict[str, str] = field(default_factory=dict)
     body: dict[str, Any] | None = None
     size: int = 0
+    raw: bytes = b""  # kind raw: this body as it is (``headers`` give its type)
 
 
 @dataclass
@@ -104,6 +106,9 @@ class RoughServer:
             self._released.wait()
             _close(handler)
             return
+        if step.kind == "raw":
+            _send(handler, step.status, step.raw, step.headers, "")
+            return
         if step.kind == "status":
             payload = step.body or {"error": {"message": f"injected {step.status}", "type": "server_error",
                                               "code": None, "param": None}}
@@ -143,9 +148,11 @@ class RoughServer:
         _chunk(handler, b"")
 
 
-def _send(handler: BaseHTTPRequestHandler, status: int, data: bytes, headers: dict[str, str]) -> None:
+def _send(handler: BaseHTTPRequestHandler, status: int, data: bytes, headers: dict[str, str],
+          kind: str = "application/json") -> None:
     handler.send_response(status)
-    handler.send_header("Content-Type", "application/json")
+    if kind:
+        handler.send_header("Content-Type", kind)
     handler.send_header("Content-Length", str(len(data)))
     for name, value in headers.items():
         handler.send_header(name, value)

@@ -94,6 +94,28 @@ async def test_a_provider_fault_is_an_error_blamed_on_the_provider(provider: Rou
     assert blame == "provider"
 
 
+JSON = {"Content-Type": "application/json"}
+GARBAGE = {  # a 200 whose body is no completion: a proxy's page, an error payload, no choices at all
+    "an error payload with 200": Step("raw", raw=b'{"object": "error", "message": "overloaded"}', headers=JSON),
+    "a completion without choices": Step("raw", headers=JSON, raw=json.dumps(
+        {"id": "c", "object": "chat.completion", "created": 1, "model": "team-model", "choices": []}).encode()),
+    "an HTML page with 200": Step("raw", raw=b"<html><body>Upstream error</body></html>",
+                                  headers={"Content-Type": "text/html"}),
+}
+
+
+@pytest.mark.parametrize(("kind", "garbage"), [
+    ("agents_sdk", "an error payload with 200"), ("agents_sdk", "a completion without choices"),
+    ("pydantic_ai", "an error payload with 200"), ("pydantic_ai", "a completion without choices"),
+    ("pydantic_ai", "an HTML page with 200"), ("agents_sdk_litellm", "an error payload with 200"),
+    ("langgraph", "an error payload with 200"), ("langgraph", "an HTML page with 200")])
+async def test_a_body_that_is_no_completion_is_the_providers_error(provider: RoughServer, kind: str,
+                                                                   garbage: str) -> None:
+    transcript, verdict, blame = await play(kind, [GARBAGE[garbage]], provider)
+    assert (transcript.termination.reason.value, verdict, blame) == ("error", "error", "provider"), \
+        transcript.termination
+
+
 async def test_a_stream_cut_mid_stream_is_an_error(provider: RoughServer) -> None:
     transcript, verdict, blame = await play("langgraph_stream", [Step("cut", text="Let me check that order.")],
                                      provider)

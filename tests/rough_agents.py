@@ -3,6 +3,7 @@
 LiteLLM. The clients' own retries are off: the tests never wait for a back-off.
 
     agent: {openai_agents: tests.rough_agents:agents_sdk}          # OpenAIChatCompletionsModel
+    agent: {openai_agents: tests.rough_agents:agents_sdk_retrying}  # the SDK's own retries
     agent: {openai_agents: tests.rough_agents:agents_sdk_litellm}  # the SDK's LitellmModel
     agent: {pydantic_ai: tests.rough_agents:pydantic_ai}           # OpenAIChatModel
     agent: {langgraph: tests.rough_agents:langgraph}               # a node calling litellm, a ToolNode
@@ -30,6 +31,15 @@ def agents_sdk(tools: list[Any]) -> Any:
     from agents import Agent, OpenAIChatCompletionsModel
 
     return Agent(name="support", instructions=PROMPT, tools=tools,
+                 model=OpenAIChatCompletionsModel(model=MODEL, openai_client=_client()))
+
+
+def agents_sdk_retrying(tools: list[Any]) -> Any:
+    """The SDK's own retries, as its docs configure them: a 429's Retry-After is waited out."""
+    from agents import Agent, ModelRetrySettings, ModelSettings, OpenAIChatCompletionsModel, retry_policies
+
+    retry = ModelRetrySettings(max_retries=3, policy=retry_policies.retry_after())
+    return Agent(name="support", instructions=PROMPT, tools=tools, model_settings=ModelSettings(retry=retry),
                  model=OpenAIChatCompletionsModel(model=MODEL, openai_client=_client()))
 
 

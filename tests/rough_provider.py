@@ -52,6 +52,8 @@ class RoughServer:
         self._released = threading.Event()
         self._server: ThreadingHTTPServer | None = None
         self.answered = 0
+        self.sent = 0  # answers written whole (flushed to the socket)
+        self._sent = threading.Condition(self._lock)
 
     @property
     def base(self) -> str:
@@ -61,6 +63,12 @@ class RoughServer:
         with self._lock:
             self.answered += 1
             return (self.script.pop(0) if self.script else self.default), self.answered
+
+    def wait_sent(self, count: int, timeout: float = 30.0) -> bool:
+        """Block until ``count`` answers were written (for a thread: on a virtual clock, a job in a
+        thread holds the clock, so a test can let an answer arrive before time jumps)."""
+        with self._sent:
+            return self._sent.wait_for(lambda: self.sent >= count, timeout)
 
     def start(self) -> RoughServer:
         server = self
@@ -78,6 +86,9 @@ class RoughServer:
                     server.requests.append({"body": body, "headers": dict(self.headers)})
                 step, number = server.next_step()
                 server._serve(self, body, step, number)
+                with server._sent:
+                    server.sent += 1
+                    server._sent.notify_all()
 
         httpd = ThreadingHTTPServer(("127.0.0.1", self.port), Handler)
         httpd.daemon_threads = True

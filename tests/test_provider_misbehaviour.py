@@ -135,6 +135,28 @@ def test_a_provider_that_never_answers_is_an_error_not_the_agents_timeout(provid
 
 
 @pytest.mark.usefixtures("virtual_time")
+def test_a_retry_after_longer_than_the_turn_waited_out_by_the_sdk_is_an_error(provider: RoughServer) -> None:
+    AGENTS["retrying"] = {"openai_agents": "tests.rough_agents:agents_sdk_retrying", "price": FREE}
+    try:
+        steps = [Step("status", status=429, headers={"Retry-After": "120"})]
+
+        async def answered_then_waited() -> tuple[Any, str, str | None]:
+            # the 429 arrives before the virtual clock may jump (a job in a thread holds it)
+            held = asyncio.get_running_loop().run_in_executor(None, provider.wait_sent, 1)
+            played = await play("retrying", steps, provider)
+            assert await held
+            return played
+
+        transcript, verdict, blame = asyncio.run(answered_then_waited())
+    finally:
+        del AGENTS["retrying"]
+    assert (transcript.termination.reason.value, verdict, blame) == ("error", "error", "provider"), \
+        transcript.termination
+    assert len(provider.requests) == 1  # the SDK was waiting out the Retry-After when the bound ran out
+    assert "max_turn_seconds" in transcript.termination.detail, transcript.termination
+
+
+@pytest.mark.usefixtures("virtual_time")
 def test_an_agent_that_hangs_in_its_own_code_after_its_model_answered_fails(provider: RoughServer) -> None:
     AGENTS["own_hang"] = {"python": "tests.rough_agents:hangs_on_its_own"}
     try:

@@ -24,8 +24,10 @@ from typing import Any
 
 __all__ = ["MODEL_CLIENTS", "TurnWatch", "waiting_on"]
 
-# module prefixes of model clients: a frame of one of them, suspended, is a request in flight
+# module prefixes of model clients: a frame of one of them, suspended, is a request in flight (or
+# its retry's wait: the clients' own, and the Agents SDK's retries of a model call)
 MODEL_CLIENTS = (
+    "agents.run_internal.model_retry",
     "openai",
     "anthropic",
     "litellm",
@@ -35,6 +37,7 @@ MODEL_CLIENTS = (
     "groq",
     "cohere",
 )
+_SHOWN = {"agents.run_internal.model_retry": "Agents SDK model retry"}  # the name an error gives it
 _IDLE = ("logging", "worker", "callback")  # a client's background tasks that sit in its code, idle
 _TURN: contextvars.ContextVar[TurnWatch | None] = contextvars.ContextVar("simlab_turn", default=None)
 _WATCHED: weakref.WeakSet[asyncio.AbstractEventLoop] = weakref.WeakSet()
@@ -90,7 +93,7 @@ def waiting_on(tasks: list[Any]) -> str | None:
             module = str(frame.f_globals.get("__name__") or "")
             client = next((c for c in MODEL_CLIENTS if module == c or module.startswith(c + ".")), None)
             if client is not None and not any(word in module for word in _IDLE):
-                return client
+                return _SHOWN.get(client, client)
     return None
 
 

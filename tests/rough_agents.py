@@ -95,8 +95,10 @@ def _graph(tools: list[Any], stream: bool) -> Any:
         calls, invalid = [], []
         for call in message.tool_calls or []:  # as langchain-openai parses them
             try:
-                calls.append({"id": call.id, "name": call.function.name,
-                              "args": json.loads(call.function.arguments or "{}")})
+                args = json.loads(call.function.arguments or "{}")
+                if not isinstance(args, dict):
+                    raise ValueError(f"arguments are a JSON {type(args).__name__}, not an object")
+                calls.append({"id": call.id, "name": call.function.name, "args": args})
             except ValueError as exc:
                 invalid.append({"id": call.id, "name": call.function.name, "args": call.function.arguments,
                                 "error": str(exc), "type": "invalid_tool_call"})

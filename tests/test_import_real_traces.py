@@ -239,3 +239,14 @@ def test_openllmetry_spans_without_content_say_which_switch_turns_it_on(project:
     [t], err = imported(project, "openllmetry_no_content.jsonl", capsys)
     assert users(t) == [] and "carry no message content" in err
     assert "TRACELOOP_TRACE_CONTENT" in err
+
+
+def test_an_agents_sdk_handoff_traced_by_openinference_is_the_models_transfer_call_once(project: Path, capsys):
+    """OpenInference writes the Agents SDK's handoff as a TOOL span "handoff to billing" (input: the
+    agent it left, output: the agent it reached): the same step as the model's transfer_to_billing
+    call, not a second call with the text "triage" as its arguments."""
+    [t], _ = imported(project, "openinference_agents_handoff.jsonl", capsys)
+    assert users(t) == ["I want a refund for A123", "yes please"]
+    assert calls(t) == ["transfer_to_billing", "lookup_order"]
+    assert [e.text for e in t.events if isinstance(e, AgentMessage)] == [
+        "A123 can be refunded. Shall I?", "Done: the refund is on its way."]

@@ -142,7 +142,7 @@ def test_a_retry_after_longer_than_the_turn_waited_out_by_the_sdk_is_an_error(pr
 
         async def answered_then_waited() -> tuple[Any, str, str | None]:
             # the 429 arrives before the virtual clock may jump (a job in a thread holds it)
-            held = asyncio.get_running_loop().run_in_executor(None, provider.wait_sent, 1)
+            held = asyncio.get_running_loop().run_in_executor(None, provider.wait_sent, provider.sent + 1)
             played = await play("retrying", steps, provider)
             assert await held
             return played

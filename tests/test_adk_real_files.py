@@ -193,3 +193,20 @@ async def test_a_turn_scoped_rubric_item_shows_the_judge_that_turn() -> None:
     assert len(judge.calls) == 2  # asks and whole
     assert "Refunded to your card." in judge.calls[1]["messages"][1]["content"]
     assert "about turn" not in judge.calls[1]["messages"][0]["content"]
+
+
+def test_a_session_of_two_agents_saved_by_adk_imports_with_every_agents_calls(project: Path, capsys) -> None:
+    """``adk web``'s shape: invocation_events by two authors, calls without arguments, plain-text
+    results, random invocation ids, no null or default field, French and emoji."""
+    assert main(["import", "adk", "gen/session", "--domain", "retail"]) == 0
+    out = capsys.readouterr().out
+    case = yaml.safe_load((project / "scenarios/adk/desk_sessions/broken-mug.yaml").read_text("utf-8"))
+    assert case["user"]["script"] == ["ma tasse est arrivée cassée 😞", "oui, remboursez-la"]
+    invocations = case["expect"]["graders"][0]["params"]["invocations"]
+    assert [[t["name"] for t in i["tool_uses"]] for i in invocations] == [
+        ["transfer_to_agent", "list_orders"], ["issue_refund"]]
+    assert [i["final_response"] for i in invocations] == ["Votre commande A123 : je la rembourse ? 💳", "C'est fait ✓"]
+    assert "expects tool 'transfer_to_agent', which domain 'retail' does not have" in out
+    assert main(["validate", "scenarios/adk"]) == 2  # ADK's tool names, not the domain's: said where
+    assert "broken-mug.yaml:35: expect.graders.0.params.invocations.0.tool_uses.0.name: unknown expected tool " \
+        "'transfer_to_agent'" in capsys.readouterr().err

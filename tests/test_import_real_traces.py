@@ -192,3 +192,61 @@ def test_adk_parallel_sub_agents_reusing_a_call_id_get_their_own_results(project
     asked = {e.call_id: e.arguments["q"] for e in t.events if isinstance(e, ToolCall) and e.arguments}
     answered = {e.call_id: e.result["found"] for e in t.events if isinstance(e, ToolResult)}
     assert sorted(asked.values()) == ["flights", "hotels"] and answered == asked
+
+
+def test_two_adk_sessions_in_one_trace_are_two_conversations(project: Path, capsys):
+    """A batch job's span around two sessions (two users): one trace, two gen_ai.conversation.id;
+    each conversation keeps its own turns, calls and plain-text tool results, in any script."""
+    found, _ = imported(project, "adk_two_sessions.jsonl", capsys)
+    by_id = {t.observed.conversation_id if t.observed else "": t for t in found}
+    assert sorted(by_id) == ["session-a", "session-b"], sorted(by_id)
+    a, b = by_id["session-a"], by_id["session-b"]
+    assert users(a) == ["où est ma commande A123?"] and users(b) == ["我的订单 B456？"]
+    assert calls(a) == calls(b) == ["lookup_order"]
+    [ra], [rb] = ([e for e in t.events if isinstance(e, ToolResult)] for t in (a, b))
+    assert "A123: geliefert ✓" in str(ra.result) and "B456: geliefert ✓" in str(rb.result)
+    replies = [[e.text for e in t.events if isinstance(e, AgentMessage)] for t in (a, b)]
+    assert replies == [["Réponse : Bestellung A123: geliefert ✓ 📦"], ["Réponse : Bestellung B456: geliefert ✓ 📦"]]
+
+
+def test_adk_quoting_another_agents_events_adds_no_user_turn(project: Path, capsys):
+    """ADK shows a sub-agent what the agent before it did as user-role "For context: …" messages:
+    the user never said them; the conversation keeps the user's two turns and both agents' calls."""
+    [t], _ = imported(project, "adk_transfer.jsonl", capsys)
+    assert users(t) == ["I want a refund for A123", "yes, refund it"]
+    assert calls(t) == ["transfer_to_agent", "lookup_order"]
+    assert [e.text for e in t.events if isinstance(e, AgentMessage)] == [
+        "A123 can be refunded.", "Done: the refund is on its way."]
+    assert "For context" not in t.model_dump_json()
+
+
+@pytest.mark.parametrize("name", ["openai_v2_plain_tools.jsonl", "openinference_plain_tools.jsonl"])
+def test_plain_text_tool_results_and_any_script_import_as_written(project: Path, capsys, name: str):
+    [t], _ = imported(project, name, capsys)
+    assert users(t) == ["¿Dónde está mi pedido A123? 📦", "danke schön"] and calls(t) == ["lookup_order"]
+    [result] = [e for e in t.events if isinstance(e, ToolResult)]
+    assert result.ok and result.result == "Bestellung A123: geliefert ✓ (not JSON)"
+
+
+def test_openllmetry_spans_import(project: Path, capsys):
+    """traceloop's opentelemetry-instrumentation-openai (OpenLLMetry), latest GenAI conventions."""
+    [t], err = imported(project, "openllmetry_openai.jsonl", capsys)
+    assert users(t) == ["where is my order A123?", "thanks!"] and calls(t) == ["lookup_order"]
+    assert "carry no message content" not in err
+
+
+def test_openllmetry_spans_without_content_say_which_switch_turns_it_on(project: Path, capsys):
+    [t], err = imported(project, "openllmetry_no_content.jsonl", capsys)
+    assert users(t) == [] and "carry no message content" in err
+    assert "TRACELOOP_TRACE_CONTENT" in err
+
+
+def test_an_agents_sdk_handoff_traced_by_openinference_is_the_models_transfer_call_once(project: Path, capsys):
+    """OpenInference writes the Agents SDK's handoff as a TOOL span "handoff to billing" (input: the
+    agent it left, output: the agent it reached): the same step as the model's transfer_to_billing
+    call, not a second call with the text "triage" as its arguments."""
+    [t], _ = imported(project, "openinference_agents_handoff.jsonl", capsys)
+    assert users(t) == ["I want a refund for A123", "yes please"]
+    assert calls(t) == ["transfer_to_billing", "lookup_order"]
+    assert [e.text for e in t.events if isinstance(e, AgentMessage)] == [
+        "A123 can be refunded. Shall I?", "Done: the refund is on its way."]

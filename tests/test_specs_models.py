@@ -71,7 +71,7 @@ def test_unknown_key_in_a_state_assertion(tmp_path: Path) -> None:
 def test_unknown_key_without_a_close_match_lists_the_allowed(tmp_path: Path) -> None:
     [msg] = scenario_problems(tmp_path, SCENARIO + "limits: {zzz: 1}\n")
     assert msg == ("s.yaml:7: limits.zzz: unknown field; allowed here: max_tokens, max_cost_usd, max_seconds, "
-                   "max_agent_steps, max_tool_result_bytes, max_turn_seconds")
+                   "max_agent_steps, max_tool_result_bytes, max_reply_bytes, max_turn_seconds")
 
 
 def test_missing_required_fields_all_at_once(tmp_path: Path) -> None:

@@ -415,12 +415,16 @@ def _record_foreign_calls(
 ) -> None:
     """Tool calls of this update that no tool of the trial ran, recorded from the graph's messages:
     a call to one of the team's own tools (``outside``: the trajectory sees it, the domain did not
-    run it), and a call the tool node answered itself for a tool nobody has (``rejected``: an invalid
+    run it), a call the tool node answered itself for a tool nobody has, and a call whose arguments
+    the model's parser refused (an AI message's ``invalid_tool_calls``) (``rejected``: an invalid
     call). Calls asked for in this update are remembered in ``asked_for``."""
     messages = update.get("messages") if isinstance(update, dict) else None
     for message in messages if isinstance(messages, list) else [messages] if messages is not None else []:
         for call in getattr(message, "tool_calls", None) or []:
             asked_for[str(call.get("id"))] = (str(call.get("name")), call.get("args"))
+        for bad in getattr(message, "invalid_tool_calls", None) or []:  # arguments its parser refused
+            reason = str(bad.get("error") or "the arguments are not a JSON object")[:SHOWN]
+            trial.rejected(str(bad.get("name") or "?"), bad.get("args"), reason, bad.get("id"))
         if getattr(message, "type", None) != "tool":
             continue
         call_id = str(getattr(message, "tool_call_id", "") or "")

@@ -17,6 +17,8 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from pydantic_core import SchemaValidator, core_schema
+
 from simlab.frameworks.common import (
     FrameworkAgent,
     load_domain_schemas,
@@ -46,7 +48,12 @@ def pydantic_tools(schemas: list[dict[str, Any]]) -> list[Any]:
         async def run(ctx: RunContext[Any], **arguments: Any) -> str:
             return trial_of(ctx.deps, "the run's deps").call(name, arguments)
 
-        return Tool.from_schema(run, name=name, description=description, json_schema=schema, takes_ctx=True)
+        tool = Tool.from_schema(run, name=name, description=description, json_schema=schema, takes_ctx=True)
+        # arguments that are JSON but no object ("A123", null, a list) are refused as invalid and sent
+        # back to the model, as pydantic-ai refuses arguments that are no JSON (from_schema lets
+        # anything through, and calling the tool with them would crash the run)
+        tool.function_schema.validator = SchemaValidator(core_schema.dict_schema())
+        return tool
 
     return [make(*spec) for spec in tool_specs(schemas)]
 

@@ -15,7 +15,11 @@ from one of ``CLIENTS``) is placed by its HTTP status, else by its class names:
 - a connection that failed (``APIConnectionError``, httpx's transport errors, aiohttp's and
   requests' connection errors): UNREACHABLE when no connection was ever made, else TRANSIENT;
 - a rejected or missing credential (401, 403; ``AuthenticationError``, ``PermissionDenied``,
-  ``Unauthenticated``): AUTH, which stops the run naming the client's key variable.
+  ``Unauthenticated``): AUTH, which stops the run naming the client's key variable;
+- an answer that is no completion (a proxy's HTML page or an error payload sent with 200, a
+  completion without choices: pydantic-ai's ``ModelInvalidResponseError`` and
+  ``ModelEmptyResponseError``, openai's ``APIResponseValidationError``, the Agents SDK's
+  ``ModelBehaviorError`` that says "possible provider error payload"): TRANSIENT.
 
 Anything else the agent raises (its own ``ValueError``, a provider's 400 for a request the agent
 built badly, a validation error of its output) is the agent's: ``provider_failure`` returns None.
@@ -74,6 +78,11 @@ _TRANSIENT_NAMES = (
     "ClientConnectorError",
     "ProtocolError",
 )
+# an answer that is no completion (a proxy's page, an error payload sent with 200, no choices): the
+# provider's, not the model's behaviour (pydantic-ai's _ModelResponseError kinds, openai's)
+_INVALID_ANSWER_NAMES = ("ModelInvalidResponseError", "ModelEmptyResponseError", "APIResponseValidationError")
+# the Agents SDK raises ModelBehaviorError for the model's mistakes too; this one it says is the provider's
+_PROVIDER_PAYLOAD = "possible provider error payload"
 _TIMEOUT_NAMES = ("Timeout", "DeadlineExceeded")
 _AUTH_NAMES = ("AuthenticationError", "PermissionDenied", "Unauthenticated", "Unauthorized", "Forbidden")
 _NEVER_CONNECTED = (
@@ -146,6 +155,10 @@ def _kind(error: BaseException, chain: list[BaseException]) -> ModelErrorKind | 
     if status == 408 or any(t in n for n in names for t in _TIMEOUT_NAMES):
         return ModelErrorKind.TIMEOUT
     if status is not None and (status in (409, 429) or status >= 500):
+        return ModelErrorKind.TRANSIENT
+    if any(n in _INVALID_ANSWER_NAMES for n in names) or (
+        "ModelBehaviorError" in names and _PROVIDER_PAYLOAD in str(error)
+    ):
         return ModelErrorKind.TRANSIENT
     if status is None and any(t in n for n in names for t in _TRANSIENT_NAMES):
         never = any(type(e).__name__ in _NEVER_CONNECTED for e in chain)

@@ -20,6 +20,7 @@ from simlab.llm.types import ModelError, ModelErrorKind
 from simlab.sim.agent_io import Agent, AgentInput, AgentReply
 from simlab.sim.simulators.base import Simulator, SimView
 from simlab.sim.tool_handle import StopTrial, ToolHandle
+from simlab.sim.turn_wait import TurnWatch
 from simlab.specs import Limits, Persona, Scenario
 from simlab.transcript import (
     AgentMessage,
@@ -35,6 +36,7 @@ from simlab.transcript.blame import AGENT_TURN_TIMEOUT
 from simlab.transcript.model import Role
 
 R = TerminationReason
+SHOWN_OF_LONG_REPLY = 2_000  # characters kept of a reply over limits.max_reply_bytes
 
 
 @dataclass
@@ -225,25 +227,56 @@ class _Conversation:
                 )
             )
             raise _End(R.AGENT_ERROR, f"the agent raised {type(exc).__name__}: {exc}") from None
+        self._check_reply_size(reply.text)
         self.events.append(AgentMessage(turn=self.turn, text=reply.text))
         self.messages.append({"role": "assistant", "content": reply.text})
         if reply.transfer:
             self.events.append(Signal(turn=self.turn, role="agent", signal="transfer"))
             raise _End(R.AGENT_TRANSFERRED, "the agent transferred the user to a human")
 
+    def _check_reply_size(self, text: str) -> None:
+        """A reply over ``limits.max_reply_bytes`` is the agent's failure, kept as its start only
+        (every agent is bounded in bytes: an HTTP agent's answer is cut as it is read)."""
+        cap = self.t.limits.max_reply_bytes
+        size = len(text.encode("utf-8", "surrogatepass"))
+        if size <= cap:
+            return
+        said = f"the agent's reply is {size:,} bytes, over the limit of {cap:,} (limits.max_reply_bytes)"
+        self.events.append(AgentMessage(turn=self.turn, text=text[:SHOWN_OF_LONG_REPLY] + "…"))
+        self.events.append(ErrorEvent(turn=self.turn, source="agent", kind="crash", message=said))
+        raise _End(R.AGENT_ERROR, said)
+
     async def _respond(self, inp: AgentInput) -> AgentReply:
-        """The agent's turn, cut off at ``limits.max_turn_seconds`` (a hung agent's failure, named)."""
+        """The agent's turn, cut off at ``limits.max_turn_seconds``: a hung agent's failure, named;
+        a turn that sat waiting on its own model's answer is its provider's (``sim/turn_wait.py``)."""
         limit = self.t.limits.max_turn_seconds
-        clock = asyncio.timeout(limit)
-        try:
-            async with clock:
-                return await self.t.agent.respond(inp)
-        except TimeoutError:
-            if not clock.expired():
-                raise  # the agent's own TimeoutError: its crash
-            raise StopTrial(
-                "budget_exceeded", f"{AGENT_TURN_TIMEOUT} {limit:g} s (limits.max_turn_seconds)"
-            ) from None
+        if limit is None:
+            return await self.t.agent.respond(inp)
+        loop = asyncio.get_running_loop()
+        with TurnWatch() as watch:
+            try:
+                async with asyncio.timeout(None) as clock:
+                    task = asyncio.current_task()
+                    deadline = loop.call_at(loop.time() + limit, _expire, watch, task, clock)
+                    try:
+                        return await self.t.agent.respond(inp)
+                    finally:
+                        deadline.cancel()
+            except TimeoutError:
+                if not clock.expired():
+                    raise  # the agent's own TimeoutError: its crash
+                if watch.waiting is not None:
+                    raise ModelError(
+                        ModelErrorKind.TIMEOUT,
+                        f"the agent's model did not answer within the turn's bound of {limit:g} s "
+                        f"(limits.max_turn_seconds): the turn was waiting on its {watch.waiting} client; "
+                        "a slow or hung provider, not the agent (raise the bound if its answers take longer)",
+                        role="agent",
+                        model=f"{watch.waiting} client",
+                    ) from None
+                raise StopTrial(
+                    "budget_exceeded", f"{AGENT_TURN_TIMEOUT} {limit:g} s (limits.max_turn_seconds)"
+                ) from None
 
     async def probe_first_step(self) -> None:
         """The single-step check's probe (``sim/probe.py``): the agent's first decision on a throwaway
@@ -281,6 +314,12 @@ class _Conversation:
         if exc.kind.permanent:
             raise exc  # the runner stops the whole run: no trial is blamed for it
         raise _End(R.ERROR, exc.describe())
+
+
+def _expire(watch: TurnWatch, task: asyncio.Task[Any] | None, clock: asyncio.Timeout) -> None:
+    """An agent turn's bound ran out: read what its tasks wait on, then cut it off."""
+    watch.observe(task)
+    clock.reschedule(asyncio.get_running_loop().time())
 
 
 async def run_trial(trial: Trial, *, clock: Callable[[], float] = time.monotonic) -> Transcript:

@@ -103,6 +103,12 @@ class Limits(SpecModel):
         ge=1,
         description="The longest tool result kept (as JSON); a longer one is cut, and the agent is told.",
     )
+    max_reply_bytes: int = Field(
+        2_000_000,
+        ge=1,
+        description="The longest reply of one agent turn (UTF-8 bytes); a longer one is the agent's "
+        "failure (agent_error), kept as its start.",
+    )
     max_turn_seconds: float | None = Field(
         300,
         gt=0,

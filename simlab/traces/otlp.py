@@ -2,8 +2,9 @@
 
 The file is OTLP JSON (``{"resourceSpans": [...]}``, the ``opentelemetry-proto`` JSON mapping),
 one such document, a list of them, or one a line (what a file exporter writes). Spans are grouped
-into conversations by ``gen_ai.conversation.id`` or OpenInference's ``session.id`` when a span of the
-trace carries one, else by trace id. Within a conversation:
+into conversations by ``gen_ai.conversation.id`` or OpenInference's ``session.id``, a span without
+one going with its nearest parent's (one trace may hold several conversations), else by trace id.
+Within a conversation:
 
 - model calls: GenAI spans whose ``gen_ai.operation.name`` is ``chat`` / ``text_completion`` /
   ``generate_content`` (messages in ``gen_ai.input.messages`` / ``gen_ai.output.messages``, as
@@ -42,9 +43,13 @@ NO_CONTENT_HINT = (
     "(content on log records: export the logs too; simlab reads resourceLogs in the same file, "
     "one document a line); without the opt-in, opentelemetry-instrumentation-openai-v2 takes "
     "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true (log events). OpenInference captures "
-    "content unless OPENINFERENCE_HIDE_INPUTS / OPENINFERENCE_HIDE_OUTPUTS are set"
+    "content unless OPENINFERENCE_HIDE_INPUTS / OPENINFERENCE_HIDE_OUTPUTS are set; OpenLLMetry "
+    "(traceloop's opentelemetry-instrumentation-*) unless TRACELOOP_TRACE_CONTENT=false is set"
 )
 CHAT_OPERATIONS = ("chat", "text_completion", "generate_content")
+# google-adk shows an agent what another agent did as a user-role message ("For context: … [triage]
+# called tool `x` with parameters: …", "[triage] said: …"; 2.x quotes it between markers)
+_ADK_QUOTE = re.compile(r"\[[^\]\n]{1,200}\] (said|called tool|`[^`\n]{1,200}` tool returned)")
 _OI_MESSAGE = re.compile(r"^llm\.(input|output)_messages\.(\d+)\.message\.(.+)$")
 
 
@@ -114,28 +119,51 @@ def read_otlp(path: Path, notes: list[str] | None = None) -> list[Conversation]:
     conversations: dict[str, list[Span]] = {}
     orphans: list[Span] = []
     for trace_id, members in groups.items():
-        key = next(
-            (
-                str(s.attributes[k])
-                for s in members
-                for k in ("gen_ai.conversation.id", "session.id")
-                if s.attributes.get(k)
-            ),
-            None,
-        )
-        if key is None and not any(_kind(s) == "chat" for s in members):
+        keys = _conversation_keys(members)
+        if not keys and not any(_kind(s) == "chat" for s in members):
             orphans.extend(s for s in members if _kind(s) == "tool")
             continue
-        conversations.setdefault(key or trace_id, []).extend(members)
+        for span in members:
+            key = keys.get(span.span_id, trace_id if not keys else None)
+            if key is None and len(set(keys.values())) == 1:
+                key = next(iter(keys.values()))
+            if key is None:  # a span around several conversations (a batch job's): none of theirs
+                if _kind(span) is not None:
+                    orphans.append(span)
+                continue
+            conversations.setdefault(key, []).append(span)
     if orphans and notes is not None:
-        names = sorted({one_line(tool_name(s)) for s in orphans})
+        names = sorted({one_line(tool_name(s) if _kind(s) == "tool" else s.name) for s in orphans})
         notes.append(
-            f"{len(orphans)} tool span(s) ({', '.join(names)}) in {len({s.trace_id for s in orphans})} "
-            "trace(s) belong to no conversation (no gen_ai.conversation.id or session.id and no model "
-            "call in their trace): left out"
+            f"{len(orphans)} {'tool' if all(_kind(s) == 'tool' for s in orphans) else 'tool or model'} "
+            f"span(s) ({', '.join(names)}) in "
+            f"{len({s.trace_id for s in orphans})} trace(s) belong to no conversation (no "
+            "gen_ai.conversation.id or session.id on them or their parents, and no model call in their "
+            "trace, or several conversations in it): left out"
         )
     found = [_conversation(path, key, members) for key, members in conversations.items()]
     return [c for c in found if c.messages or c.calls]
+
+
+def _conversation_keys(members: list[Span]) -> dict[str, str]:
+    """span id -> the conversation it belongs to: its own ``gen_ai.conversation.id`` (or
+    OpenInference's ``session.id``), else its nearest parent's. A trace may hold several
+    conversations (a batch job's span around them): each span goes with its own."""
+    own = {
+        s.span_id: str(s.attributes[k])
+        for s in members
+        for k in ("session.id", "gen_ai.conversation.id")
+        if s.attributes.get(k)
+    }
+    parents = {s.span_id: s.parent_id for s in members}
+    keys: dict[str, str] = {}
+    for span in members:
+        current, seen = span.span_id, 0
+        while current and current not in own and seen < len(members):
+            current, seen = parents.get(current, ""), seen + 1
+        if current in own:
+            keys[span.span_id] = own[current]
+    return keys
 
 
 def _content_from_logs(spans: list[Span], records: list[LogRecord]) -> None:
@@ -223,6 +251,17 @@ def _json(value: Any) -> Any:
 
 def _dumps(value: Any) -> str:
     return value if isinstance(value, str) else json.dumps(value, default=str)
+
+
+def quotes_another_agent(message: dict[str, Any]) -> bool:
+    """A user-role message google-adk wrote to show an agent another agent's events: no user said
+    it, and what it quotes is in the conversation already (that agent's own model call)."""
+    if message.get("role") != "user":
+        return False
+    text = text_of(message.get("content"))
+    if not text.startswith("For context:"):
+        return False
+    return "<<<BEGIN_QUOTED_AGENT_CONTENT>>>" in text or bool(_ADK_QUOTE.search(text[:2000]))
 
 
 def genai_messages(value: Any) -> list[dict[str, Any]]:
@@ -367,7 +406,7 @@ def _conversation(path: Path, key: str, spans: list[Span]) -> Conversation:
             continue
         inputs, outputs = _chat_io(span)
         system = system or next((m for m in inputs if m.get("role") == "system"), None)
-        rest = [m for m in inputs if m.get("role") != "system"]
+        rest = [m for m in inputs if m.get("role") != "system" and not quotes_another_agent(m)]
         before = len(convo)
         merge_input(convo, rest)
         origin.update((id(m), span) for m in convo[before:])

@@ -45,9 +45,22 @@ def real_id(value: Any) -> str | None:
     return None if _PLACEHOLDER.match(text) else text
 
 
+_HANDOFF = re.compile(r"^handoff to (.+)$")
+
+
 def tool_name(span: Span) -> str:
     a = span.attributes
-    return str(a.get("gen_ai.tool.name") or a.get("tool.name") or span.name)
+    return str(a.get("gen_ai.tool.name") or a.get("tool.name") or _handoff_tool(span) or span.name)
+
+
+def _handoff_tool(span: Span) -> str | None:
+    """OpenInference writes an OpenAI Agents SDK handoff as a TOOL span ``handoff to <agent>``
+    (input: the agent left, output: the agent reached), no tool name: it is the model's call of the
+    SDK's handoff tool, ``transfer_to_<agent>``, already among the calls."""
+    found = _HANDOFF.match(span.name)
+    if found is None or "tool.name" in span.attributes or "gen_ai.tool.name" in span.attributes:
+        return None
+    return "transfer_to_" + re.sub(r"\s+", "_", found.group(1).strip()).lower()
 
 
 def _dumps(value: Any) -> str:
@@ -83,6 +96,8 @@ def place_tool_results(
         match = _match(convo, run, given, name, used, origin, made)
         if match is None:  # a tool run no model call asked for (in the records we have): add it where it ran
             arguments = a.get("gen_ai.tool.call.arguments", a.get("input.value", a.get("tool.parameters")))
+            if _handoff_tool(span) is not None:  # its input is the agent it left, no arguments
+                arguments = {}
             match = {
                 "id": given or span.span_id,
                 "type": "function",

@@ -1,0 +1,140 @@
+"""Framework agents written as their docs teach, whose model is ``tests/rough_provider.py`` at
+``$SIMLAB_T_ROUGH_URL`` (key ``$OPENAI_API_KEY``), reached through the framework's own client or
+LiteLLM. The clients' own retries are off: the tests never wait for a back-off.
+
+    agent: {openai_agents: tests.rough_agents:agents_sdk}          # OpenAIChatCompletionsModel
+    agent: {openai_agents: tests.rough_agents:agents_sdk_retrying}  # the SDK's own retries
+    agent: {openai_agents: tests.rough_agents:agents_sdk_litellm}  # the SDK's LitellmModel
+    agent: {pydantic_ai: tests.rough_agents:pydantic_ai}           # OpenAIChatModel
+    agent: {langgraph: tests.rough_agents:langgraph}               # a node calling litellm, a ToolNode
+    agent: {langgraph: tests.rough_agents:langgraph_stream}        # the same, streamed
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any
+
+MODEL = "team-model"
+PROMPT = "You are the retail support agent. Use the tools."
+
+
+def _client() -> Any:
+    from openai import AsyncOpenAI
+
+    return AsyncOpenAI(base_url=os.environ["SIMLAB_T_ROUGH_URL"], max_retries=0,
+                       api_key=os.environ["OPENAI_API_KEY"])
+
+
+def agents_sdk(tools: list[Any]) -> Any:
+    from agents import Agent, OpenAIChatCompletionsModel
+
+    return Agent(name="support", instructions=PROMPT, tools=tools,
+                 model=OpenAIChatCompletionsModel(model=MODEL, openai_client=_client()))
+
+
+def agents_sdk_retrying(tools: list[Any]) -> Any:
+    """The SDK's own retries, as its docs configure them: a 429's Retry-After is waited out."""
+    from agents import Agent, ModelRetrySettings, ModelSettings, OpenAIChatCompletionsModel, retry_policies
+
+    retry = ModelRetrySettings(max_retries=3, policy=retry_policies.retry_after())
+    return Agent(name="support", instructions=PROMPT, tools=tools, model_settings=ModelSettings(retry=retry),
+                 model=OpenAIChatCompletionsModel(model=MODEL, openai_client=_client()))
+
+
+def agents_sdk_litellm(tools: list[Any]) -> Any:
+    from agents import Agent, ModelSettings
+    from agents.extensions.models.litellm_model import LitellmModel
+
+    model = LitellmModel(model=f"openai/{MODEL}", base_url=os.environ["SIMLAB_T_ROUGH_URL"],
+                         api_key=os.environ["OPENAI_API_KEY"])
+    return Agent(name="support", instructions=PROMPT, tools=tools, model=model,
+                 model_settings=ModelSettings(extra_args={"num_retries": 0}))
+
+
+def pydantic_ai(tools: list[Any]) -> Any:
+    from pydantic_ai import Agent
+    from pydantic_ai.models.openai import OpenAIChatModel
+    from pydantic_ai.providers.openai import OpenAIProvider
+
+    return Agent(OpenAIChatModel(MODEL, provider=OpenAIProvider(openai_client=_client())), tools=tools,
+                 instructions=PROMPT)
+
+
+def _graph(tools: list[Any], stream: bool) -> Any:
+    import litellm
+    from langchain_core.messages import AIMessage
+    from langchain_core.utils.function_calling import convert_to_openai_tool
+    from langgraph.graph import START, MessagesState, StateGraph
+    from langgraph.prebuilt import ToolNode, tools_condition
+
+    schemas = [convert_to_openai_tool(t) for t in tools]
+
+    def chat(message: Any) -> dict[str, Any]:
+        kind = {"human": "user", "ai": "assistant", "tool": "tool"}[message.type]
+        out: dict[str, Any] = {"role": kind, "content": str(message.content)}
+        if message.type == "tool":
+            out["tool_call_id"] = message.tool_call_id
+        if message.type == "ai" and message.tool_calls:
+            out["tool_calls"] = [{"id": c["id"], "type": "function",
+                                  "function": {"name": c["name"], "arguments": json.dumps(c["args"])}}
+                                 for c in message.tool_calls]
+        return out
+
+    async def agent(state: MessagesState) -> dict[str, Any]:
+        messages = [{"role": "system", "content": PROMPT}] + [chat(m) for m in state["messages"]]
+        answer = await litellm.acompletion(
+            model=f"openai/{MODEL}", api_base=os.environ["SIMLAB_T_ROUGH_URL"],
+            api_key=os.environ["OPENAI_API_KEY"], messages=messages, tools=schemas, num_retries=0,
+            stream=stream)
+        if stream:
+            parts = [part async for part in answer]
+            answer = litellm.stream_chunk_builder(parts, messages=messages)
+        message = answer.choices[0].message
+        calls, invalid = [], []
+        for call in message.tool_calls or []:  # as langchain-openai parses them
+            try:
+                args = json.loads(call.function.arguments or "{}")
+                if not isinstance(args, dict):
+                    raise ValueError(f"arguments are a JSON {type(args).__name__}, not an object")
+                calls.append({"id": call.id, "name": call.function.name, "args": args})
+            except ValueError as exc:
+                invalid.append({"id": call.id, "name": call.function.name, "args": call.function.arguments,
+                                "error": str(exc), "type": "invalid_tool_call"})
+        return {"messages": [AIMessage(message.content or "", tool_calls=calls, invalid_tool_calls=invalid)]}
+
+    graph = StateGraph(MessagesState)
+    graph.add_node("agent", agent)
+    graph.add_node("tools", ToolNode(tools))
+    graph.add_edge(START, "agent")
+    graph.add_conditional_edges("agent", tools_condition)
+    graph.add_edge("tools", "agent")
+    return graph.compile()
+
+
+def langgraph(tools: list[Any]) -> Any:
+    return _graph(tools, stream=False)
+
+
+def langgraph_stream(tools: list[Any]) -> Any:
+    return _graph(tools, stream=True)
+
+
+
+async def hangs_on_its_own(inp: Any) -> str:
+    """A Python agent that asks its model (LiteLLM, then the openai client, each in a thread), then
+    hangs in its own code: its failure, however many model calls it made before."""
+    import asyncio
+
+    import litellm
+    from openai import OpenAI
+
+    await asyncio.to_thread(litellm.completion, model=f"openai/{MODEL}", num_retries=0,
+                            api_base=os.environ["SIMLAB_T_ROUGH_URL"], api_key=os.environ["OPENAI_API_KEY"],
+                            messages=[{"role": "user", "content": "hello"}])
+    client = OpenAI(base_url=os.environ["SIMLAB_T_ROUGH_URL"], max_retries=0, api_key=os.environ["OPENAI_API_KEY"])
+    await asyncio.to_thread(client.chat.completions.create, model=MODEL,
+                            messages=[{"role": "user", "content": "hello"}])
+    await asyncio.Event().wait()
+    return "never"

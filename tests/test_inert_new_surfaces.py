@@ -1,0 +1,151 @@
+"""The newest surfaces keep simlab's promise: text from a file (a scenario's check names, a persona's
+traits, a model's draft, ``triage.json``, a judge's answer) is printed inert, and no secret shows.
+
+Each test plays real parts: a project on disk run by the CLI, fake models on the real LiteLLM
+path, a strict OpenAI-compatible server on 127.0.0.1 that echoes the key it was sent. The screen
+is a terminal (``FORCE_COLOR``: the stream guard keeps the colour sequences a terminal library
+writes, so a sequence from a file that reaches it raw would drive the terminal)."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import xml.etree.ElementTree as ET
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from simlab.cli.main import main
+from simlab.llm.fakes import register_fake, unregister_fake
+from tests.support import copy_demo, write_project
+
+# markup, a hyperlink, terminal control (clear screen, cursor up, carriage return), CI commands, HTML
+HOSTILE = (
+    "[bold red]RICH[/] [link=http://evil.invalid]L[/link] \x1b]8;;http://evil.invalid\x1b\\o\x1b]8;;\x1b\\ "
+    "\x1b[2J\x1b[1A\rOVER\n::error::pwn\n::add-mask::m ##[error]e ##vso[task.x] <script>alert(1)</script>"
+)
+RAW_CONTROL = ("\x1b[2J", "\x1b[1A", "\x1b]8;")  # what only the text from a file could bring
+SGR = re.compile(r"\x1b\[[0-9;]*m")  # the colours a report writes itself
+
+
+def command_lines(text: str) -> list[str]:
+    """Lines a CI runner would obey (``::cmd`` at a line's start, behind spaces) and raw controls."""
+    found = [line for line in text.splitlines() if re.match(r"[\s\u200b\ufeff]*::", SGR.sub("", line))]
+    return found + [c for c in RAW_CONTROL if c in text] + (["\r"] if "\r" in text else [])
+
+
+def yaml_str(text: str) -> str:
+    return json.dumps(text)  # a JSON string is a YAML double-quoted string
+
+
+@pytest.fixture
+def terminal(monkeypatch: pytest.MonkeyPatch) -> None:
+    """simlab's streams behave as on a terminal (colour and cursor sequences of rich's kept)."""
+    monkeypatch.setenv("FORCE_COLOR", "1")
+    monkeypatch.setenv("COLUMNS", "240")
+
+
+@pytest.fixture
+def hostile_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A run ``r`` of a KV project whose failing state assertion and policy rule are named with
+    ``HOSTILE`` (names a scenario author writes: they become check names and failure modes)."""
+    write_project(tmp_path, scenarios=1, trials=2)
+    path = tmp_path / "scenarios" / "s0.yaml"
+    path.write_text(
+        path.read_text()
+        + "expect:\n  state:\n    - {path: items.k0, equals: nope, name: " + yaml_str(HOSTILE) + "}\n"
+        + "  rules:\n    - {max_calls: {set_item: 0}, name: " + yaml_str("rule " + HOSTILE) + "}\n"
+    )
+    (tmp_path / "suite.yaml").write_text('id: s\nscenarios: ["scenarios/*.yaml"]\ngates: ["pass^1 >= 0.5"]\n')
+    monkeypatch.chdir(tmp_path)
+    assert main(["run", "--run-id", "r", "--no-progress"]) == 0
+    return tmp_path
+
+
+# -- JUnit ---------------------------------------------------------------------------------------
+
+
+def test_junit_names_failing_checks_one_line_each_so_no_line_is_a_ci_command(hostile_run: Path, capfd) -> None:
+    assert main(["gate", "r", "--suite", "suite.yaml", "--junit", "j.xml"]) == 1
+    text = (hostile_run / "j.xml").read_text(encoding="utf-8")
+    root = ET.fromstring(text)
+    shown = "\n".join(e.text or "" for e in root.iter()) + "\n".join(v for e in root.iter() for v in e.attrib.values())
+    assert "::error::pwn" in shown and "RICH" in shown  # the check is named, as data
+    assert command_lines(shown) == [], command_lines(shown)
+    assert "<script>" not in text
+
+
+# -- simlab triage --------------------------------------------------------------------------------
+
+
+def test_triage_shows_a_tampered_triage_file_as_typed(hostile_run: Path, terminal: None, capfd) -> None:
+    triage = {
+        "schema_version": 1, "run_id": HOSTILE, "judge": {"ref": HOSTILE},
+        "causes": [{"mode": HOSTILE, "blame": "agent", "trials": 2, "representative": "kv-0#1",
+                    "fault_type": "wrong_decision", "cause": HOSTILE}],
+        "calls": 1,
+    }
+    (hostile_run / "transcripts/r/triage.json").write_text(json.dumps(triage))
+    capfd.readouterr()
+    assert main(["triage", "r"]) == 0
+    out, err = capfd.readouterr()
+    plain = SGR.sub("", out)
+    assert "triage of [bold red]RICH[/] [link=http://evil.invalid]L[/link]" in plain  # never read as markup
+    assert command_lines(out + err) == [] and "]8;" not in out.replace("\\x1b]8;", "")
+
+
+def test_triage_evidence_gives_the_judge_each_check_on_one_line(hostile_run: Path) -> None:
+    seen: list[list[dict[str, Any]]] = []
+
+    def judge(messages: list[dict[str, Any]], tools: Any = None, **_: Any) -> str:
+        seen.append(messages)
+        return json.dumps({"fault_type": "wrong_decision", "cause": "It stored the value, see event #1."})
+
+    model = register_fake("inert-triage-judge", judge)
+    try:
+        assert main(["triage", "r", "--judge", model]) == 0
+    finally:
+        unregister_fake("inert-triage-judge")
+    evidence = re.search(r'<data id="\w+">\n(.*?)\n</data id=', seen[0][1]["content"], re.DOTALL)
+    assert evidence is not None
+    lines = evidence.group(1).splitlines()
+    assert not any(line.startswith("::") for line in lines), lines  # a check name cannot add lines
+    assert len(lines) == 7, lines  # mode, blame, verdict, termination, step and its event, the header…
+    checks = [line for line in lines[lines.index("failing checks:") + 1:]]
+    assert len(checks) == 2 and all("\\n::error::pwn" in c for c in checks), checks
+
+
+# -- simlab generate ------------------------------------------------------------------------------
+
+DRAFT = {
+    "id": "email-receipt",
+    "title": "Customer wants the order receipt by email",
+    "persona": {"id": "busy-parent", "description": "A parent writing between two school runs.",
+                "traits": [HOSTILE]},
+    "goal": "Have the receipt of your last order emailed to you.",
+    "opening": "can you email me the receipt please",
+    "known_facts": {"email": "dana@example.com"},
+    "success_phrases": ["(sent|emailed)"],
+    "agent_context": {"signed_in_customer": "C-17"},
+    "expected_actions": [
+        {"tool": "get_customer", "args": {"customer_id": "C-17"}},
+        {"tool": "send_email", "args": {"to": "dana@example.com", "subject": "Your receipt",
+                                        "body": "Here is the receipt of your order."}},
+    ],
+}
+
+
+def test_generate_s_table_shows_a_drafted_persona_trait_inert(tmp_path: Path, monkeypatch, terminal, capfd):
+    copy_demo(tmp_path)
+    monkeypatch.chdir(tmp_path)
+    model = register_fake("inert-drafter", lambda messages, tools=None, **_: json.dumps(DRAFT))
+    try:
+        assert main(["generate", "--model", model, "-n", "1", "--trials", "0"]) == 0
+    finally:
+        unregister_fake("inert-drafter")
+    out, err = capfd.readouterr()
+    assert "kept" in out and "persona traits:" in out  # what the draft adds: the trait, as data
+    assert command_lines(out + err) == [], command_lines(out + err)
+    assert "[bold red]RICH[/]" in SGR.sub("", out)

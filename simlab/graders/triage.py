@@ -97,7 +97,7 @@ def evidence_text(record: TrialRecord) -> str:
     for check in failing[:MAX_CHECKS]:
         at = f", event #{check.event}" if check.event is not None else ""
         lines.append(
-            f"- {check.name} ({check.kind}, {'hard' if check.hard else 'soft'}, {check.status}{at}): "
+            f"- {one_line(check.name, 200)} ({check.kind}, {'hard' if check.hard else 'soft'}, {check.status}{at}): "
             f"{one_line(check.reason, 300)}"
         )
     if len(failing) > MAX_CHECKS:

@@ -277,12 +277,13 @@ def _show(summary: GenerateSummary) -> None:
     from rich.table import Table
     from rich.text import Text
 
+    from simlab.inert import one_line
     from simlab.report.generate import cost_lines, outcome_rows
     from simlab.report.terminal import report_console
 
     console = report_console()
     table = Table(
-        title=f"drafts for {summary.domain}: {len(summary.kept)} kept of {summary.asked}",
+        title=Text(f"drafts for {one_line(summary.domain)}: {len(summary.kept)} kept of {summary.asked}"),
         title_justify="left",
         show_edge=False,
     )

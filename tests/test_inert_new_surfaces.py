@@ -9,7 +9,6 @@ writes, so a sequence from a file that reaches it raw would drive the terminal).
 from __future__ import annotations
 
 import json
-import os
 import re
 import xml.etree.ElementTree as ET
 from pathlib import Path
@@ -149,3 +148,65 @@ def test_generate_s_table_shows_a_drafted_persona_trait_inert(tmp_path: Path, mo
     assert "kept" in out and "persona traits:" in out  # what the draft adds: the trait, as data
     assert command_lines(out + err) == [], command_lines(out + err)
     assert "[bold red]RICH[/]" in SGR.sub("", out)
+
+
+# -- secrets: simlab triage against a provider that echoes them --------------------------------
+
+JUDGE_KEY = "sk-FAKEjudge-7c6b5a4d3e2f1a0b9c8d"
+JUDGE_HEADER = "xk-FAKEheader-0a9b8c7d6e5f4a3b"
+
+
+def echoing_server(replies: dict[str, Any]) -> Any:
+    """A strict server whose next ``echoes`` answers are 500s quoting the credentials it was sent."""
+    from tests.strict_server import StrictServer, _error
+
+    class Echoing(StrictServer):
+        echoes = 0
+
+        def _answer(self, path: str, headers: dict[str, str], raw: bytes) -> tuple[int, dict[str, Any]]:
+            if self.echoes > 0:
+                self.echoes -= 1
+                sent = {k.lower(): v for k, v in headers.items()}
+                said = f"upstream refused {sent.get('authorization')} (x-api-key {sent.get('x-api-key')})"
+                return 500, _error(said, "server_error")
+            return super()._answer(path, headers, raw)
+
+    return Echoing(replies, api_key=JUDGE_KEY)
+
+
+def leaks(root: Path, text: str) -> list[str]:
+    secrets = [JUDGE_KEY, JUDGE_HEADER]
+    found = [f"{p.relative_to(root)}: {s}" for p in root.rglob("*") if p.is_file() and p.name != "simlab.yaml"
+             for s in secrets if s.encode() in p.read_bytes()]
+    return found + [f"output: {s}" for s in secrets if s in text]
+
+
+def test_triage_keeps_the_judge_s_key_and_headers_out_of_every_file_and_the_screen(
+        hostile_run: Path, monkeypatch: pytest.MonkeyPatch, capfd) -> None:
+    def judge(request: dict[str, Any]) -> str:  # a model that repeats the key it runs under
+        return json.dumps({"fault_type": "wrong_decision",
+                           "cause": f"The agent stored k0 (it ran with key {JUDGE_KEY}), see event #1."})
+
+    monkeypatch.setenv("T_JUDGE_API_KEY", JUDGE_KEY)
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(hostile_run / "summary.md"))
+    with echoing_server({"judge-x": judge}) as server:
+        server.echoes = 100
+        config = (hostile_run / "simlab.yaml").read_text() + (
+            f"judge: {{model: openai/judge-x, api_base: '{server.base}', api_key_env: T_JUDGE_API_KEY,\n"
+            f"        params: {{extra_headers: {{X-Api-Key: '{JUDGE_HEADER}'}}}}}}\n")
+        (hostile_run / "simlab.yaml").write_text(config)
+        assert main(["triage", "r", "--judge", "openai/judge-x"]) == 3  # every call refused: undecided
+        undecided = json.loads((hostile_run / "transcripts/r/triage.json").read_text())["causes"][0]
+        assert "upstream refused Bearer *** (x-api-key ***)" in undecided["undecided"]  # its words, masked
+        server.echoes = 0
+        assert main(["triage", "r", "--judge", "openai/judge-x"]) == 0
+        assert server.answered == 1
+    cause = json.loads((hostile_run / "transcripts/r/triage.json").read_text())["causes"][0]["cause"]
+    assert "it ran with key ***" in cause
+    assert main(["triage", "r", "--json"]) == 0
+    assert main(["report", "r", "--html", "r.html"]) == 0
+    assert main(["report", "r", "--format", "markdown"]) == 0
+    assert main(["gate", "r", "--suite", "suite.yaml", "--junit", "j.xml"]) == 1
+    out, err = capfd.readouterr()
+    assert "cause" in out and "wrong_decision" in out
+    assert leaks(hostile_run, out + err) == []

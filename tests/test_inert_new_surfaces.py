@@ -210,3 +210,30 @@ def test_triage_keeps_the_judge_s_key_and_headers_out_of_every_file_and_the_scre
     out, err = capfd.readouterr()
     assert "cause" in out and "wrong_decision" in out
     assert leaks(hostile_run, out + err) == []
+
+
+# -- the viewer: the failure-mode picker and the filters' status line --------------------------
+
+
+async def test_the_viewer_s_picker_and_status_line_show_a_mode_on_one_line() -> None:
+    from collections import Counter
+
+    from textual.app import App
+    from textual.widgets import OptionList
+
+    from simlab.tui.screens.picker import PickerScreen
+    from simlab.tui.widgets.status_line import status_text
+
+    mode = "agent: state " + HOSTILE + " at set_item"
+    app: App[None] = App()
+    async with app.run_test(size=(120, 20)) as pilot:
+        counts = Counter({mode: 2, "agent: other": 1})
+        await app.push_screen(PickerScreen("Show trials that failed as", counts, None))
+        await pilot.pause()
+        options = app.screen.query_one(OptionList)
+        prompts = [options.get_option_at_index(i).prompt for i in range(options.option_count)]
+    shown = [getattr(p, "plain", str(p)) for p in prompts]
+    assert len(shown) == 3 and "RICH" in shown[1] and "\\n::error::pwn" in shown[1]
+    assert all("\n" not in text and "\x1b" not in text and "\r" not in text for text in shown), shown
+    line = status_text(1, 3, "trials", [f"mode {mode}"]).plain
+    assert "\n" not in line and "\x1b" not in line and "\\n::error::pwn" in line

@@ -24,6 +24,7 @@ from tests.support import copy_demo, write_project
 HOSTILE = (
     "[bold red]RICH[/] [link=http://evil.invalid]L[/link] \x1b]8;;http://evil.invalid\x1b\\o\x1b]8;;\x1b\\ "
     "\x1b[2J\x1b[1A\rOVER\n::error::pwn\n::add-mask::m ##[error]e ##vso[task.x] <script>alert(1)</script>"
+    " $\\color{red}{X}$"  # GitHub renders $…$ as math: markdown would show a formula, not the text
 )
 RAW_CONTROL = ("\x1b[2J", "\x1b[1A", "\x1b]8;")  # what only the text from a file could bring
 SGR = re.compile(r"\x1b\[[0-9;]*m")  # the colours a report writes itself
@@ -74,6 +75,24 @@ def test_junit_names_failing_checks_one_line_each_so_no_line_is_a_ci_command(hos
     assert "::error::pwn" in shown and "RICH" in shown  # the check is named, as data
     assert command_lines(shown) == [], command_lines(shown)
     assert "<script>" not in text
+
+
+# -- markdown: the report and the step summary --------------------------------------------------
+
+
+def test_markdown_shows_the_why_section_s_modes_as_typed(hostile_run: Path, monkeypatch, capfd) -> None:
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(hostile_run / "summary.md"))
+    capfd.readouterr()
+    assert main(["report", "r", "--format", "markdown"]) == 0
+    assert main(["gate", "r", "--suite", "suite.yaml"]) == 1
+    markdown = capfd.readouterr().out + (hostile_run / "summary.md").read_text(encoding="utf-8")
+    why = [line for line in markdown.splitlines() if "set\\_item" in line]  # a failure mode's row
+    assert why and all("RICH" in line for line in why)
+    rows = [line.split("|", 2)[2] for line in markdown.splitlines() if "RICH" in line]  # past a cell or two
+    assert len(rows) >= 4  # the why row and two failing checks, in the report and the step summary
+    for row in rows:
+        assert not re.search(r"(?<!\\)\$\\", row), row  # no $ left to open a formula
+        assert not re.search(r"(?<!\\)[<\[`*]", row), row  # nor a tag, a link, code or emphasis
 
 
 # -- simlab triage --------------------------------------------------------------------------------

@@ -256,3 +256,22 @@ async def test_the_viewer_s_picker_and_status_line_show_a_mode_on_one_line() -> 
     assert all("\n" not in text and "\x1b" not in text and "\r" not in text for text in shown), shown
     line = status_text(1, 3, "trials", [f"mode {mode}"]).plain
     assert "\n" not in line and "\x1b" not in line and "\\n::error::pwn" in line
+
+
+def test_generate_keeps_the_author_s_key_and_headers_out_of_every_file_and_the_screen(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capfd) -> None:
+    copy_demo(tmp_path)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("T_AUTHOR_API_KEY", JUDGE_KEY)
+    with echoing_server({"author-x": lambda request: json.dumps(DRAFT)}) as server:
+        server.echoes = 100  # every answer a 500 that quotes the credentials
+        (tmp_path / "simlab.yaml").write_text(
+            "scenarios: [scenarios]\npersonas: personas\n"
+            f"judge: {{model: openai/author-x, api_base: '{server.base}', api_key_env: T_AUTHOR_API_KEY,\n"
+            f"        params: {{extra_headers: {{X-Api-Key: '{JUDGE_HEADER}'}}}}}}\n")
+        assert main(["generate", "--model", "openai/author-x", "-n", "1", "--trials", "0"]) == 3
+        server.echoes = 0
+        assert main(["generate", "--model", "openai/author-x", "-n", "1", "--trials", "0", "--json"]) == 0
+    out, err = capfd.readouterr()
+    assert "upstream refused Bearer ***" in out + err and "email-receipt" in out
+    assert leaks(tmp_path, out + err) == []

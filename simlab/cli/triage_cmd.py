@@ -96,7 +96,11 @@ def _show(triage: Triage, as_json: bool) -> None:
         sys.stdout.write(triage.model_dump_json(indent=2) + "\n")
         return
     console = report_console()
-    table = Table(title=f"triage of {triage.run_id}", title_justify="left", show_edge=False)
+    from simlab.inert import one_line
+
+    # a Text title: a run id from triage.json is never read as markup
+    title = Text(f"triage of {one_line(triage.run_id)}")
+    table = Table(title=title, title_justify="left", show_edge=False)
     for name in why.TRIAGE_HEADER:
         table.add_column(name, justify="right" if name == "trials" else "left", no_wrap=name == "fault type")
     for row in why.triage_rows(triage):

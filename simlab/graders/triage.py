@@ -96,10 +96,8 @@ def evidence_text(record: TrialRecord) -> str:
     lines.append("failing checks:" if failing else "failing checks: none")
     for check in failing[:MAX_CHECKS]:
         at = f", event #{check.event}" if check.event is not None else ""
-        lines.append(
-            f"- {check.name} ({check.kind}, {'hard' if check.hard else 'soft'}, {check.status}{at}): "
-            f"{one_line(check.reason, 300)}"
-        )
+        how = f"{check.kind}, {'hard' if check.hard else 'soft'}, {check.status}{at}"
+        lines.append(f"- {one_line(check.name, 200)} ({how}): {one_line(check.reason, 300)}")
     if len(failing) > MAX_CHECKS:
         lines.append(f"- … and {len(failing) - MAX_CHECKS} more")
     return "\n".join(lines)

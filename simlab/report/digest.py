@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from simlab.inert import one_line
 from simlab.runner.heads_read import read_line
 from simlab.runner.heads_tail import scan_heads
 from simlab.runner.lines import ReadNotes, parse_record
@@ -101,7 +102,8 @@ def digest(
 
 
 def reasons_of(raw: dict[str, Any]) -> list[str]:
-    """Why a stored trial did not pass, one line each: its failed hard checks with their reasons,
+    """Why a stored trial did not pass, one inert line each (``inert.one_line``: a check named with a
+    line break cannot start a line of JUnit's system-out): its failed hard checks with their reasons,
     the checks that could not be decided or did not run, or the infrastructure error's cause."""
     reasons = []
     for check in raw.get("checks") or []:
@@ -118,4 +120,4 @@ def reasons_of(raw: dict[str, Any]) -> list[str]:
             f"infrastructure error: {end.get('reason', '?')}"
             + (f" ({end['detail']})" if end.get("detail") else ""),
         )
-    return reasons
+    return [one_line(reason) for reason in reasons]  # a name with a line break makes no line of its own

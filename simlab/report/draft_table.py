@@ -14,7 +14,8 @@ if TYPE_CHECKING:
 
 def outcome_rows(summary: GenerateSummary) -> list[tuple[int, str, str, str]]:
     """(draft, id, outcome, what it adds or why it was dropped) per draft, in draft order: the
-    terminal's table. A draft asked again says its rounds; a flagged one its flag first."""
+    terminal's table, each cell one inert line (a drafted persona's trait is the model's text). A
+    draft asked again says its rounds; a flagged one its flag first."""
 
     def rounds(n: int) -> str:
         return f" (round {n})" if n > 1 else ""
@@ -27,7 +28,7 @@ def outcome_rows(summary: GenerateSummary) -> list[tuple[int, str, str, str]]:
     rows += [
         (d.draft, d.id or "–", f"dropped: {d.stage}{rounds(d.rounds)}", d.reason) for d in summary.dropped
     ]
-    return sorted(rows)
+    return sorted((draft, one_line(sid), outcome, one_line(text)) for draft, sid, outcome, text in rows)
 
 
 def cost_lines(summary: GenerateSummary) -> list[str]:
@@ -52,7 +53,7 @@ def print_drafts(summary: GenerateSummary, console: Console) -> None:
     from rich.text import Text
 
     table = Table(
-        title=f"drafts for {summary.domain}: {len(summary.kept)} kept of {summary.asked}",
+        title=Text(f"drafts for {one_line(summary.domain)}: {len(summary.kept)} kept of {summary.asked}"),
         title_justify="left",
         show_edge=False,
     )

@@ -20,11 +20,11 @@ from simlab.report.trouble import trouble_lines
 from simlab.report.why import mode_lines, more_modes
 from simlab.results.figures import RunSummary
 
-_MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+!|<>~])")
+_MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+!|<>~$])")
 
 
 def md_escape(text: Any) -> str:
-    """Plain text safe inside a markdown table cell."""
+    """Plain text safe inside a markdown table cell (``$`` too: GitHub renders ``$…$`` as math)."""
     return _MD_SPECIAL.sub(r"\\\1", safe(str(text).replace("\n", " ").replace("\r", " ")))
 
 

@@ -16,6 +16,7 @@ from typing import Any
 
 from rich.text import Text
 
+from simlab.inert import one_line
 from simlab.report.fmt import count, money, seconds
 from simlab.transcript import (
     AgentMessage,
@@ -38,6 +39,7 @@ __all__ = [
     "event_text",
     "fold",
     "literal",
+    "literal_line",
     "mark",
     "pretty_json",
     "reason_text",
@@ -68,6 +70,12 @@ def clean(text: str) -> str:
 def literal(text: Any, style: str = "") -> Text:
     """Transcript data as literal text: never markup, never a raw control sequence."""
     return Text(clean(text if isinstance(text, str) else str(text)), style=style)
+
+
+def literal_line(text: Any, style: str = "") -> Text:
+    """A field from a file (a check's name, a failure mode) as one literal line: its line breaks too
+    shown as escapes (``inert.one_line``), so a picker's option or a status line cannot grow lines."""
+    return Text(one_line(text), style=style)
 
 
 def verdict_text(verdict: str | None) -> Text:

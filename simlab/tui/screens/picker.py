@@ -12,7 +12,7 @@ from textual.screen import ModalScreen
 from textual.widgets import OptionList, Static
 from textual.widgets.option_list import Option
 
-from simlab.tui.render import literal
+from simlab.tui.render import literal_line
 
 __all__ = ["PickerScreen"]
 
@@ -34,7 +34,7 @@ class PickerScreen(ModalScreen[str | None]):
     def compose(self) -> ComposeResult:
         options = [Option(Text("any (filter off)", style="italic"), id="0")]
         for i, value in enumerate(self.values[1:], 1):
-            prompt = literal(value)
+            prompt = literal_line(value)  # a mode or a check name: one line, never more
             prompt.append(f"  {self.counts[value]}", "dim")
             options.append(Option(prompt, id=str(i)))
         with Vertical(id="picker"):

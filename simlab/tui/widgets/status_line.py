@@ -5,6 +5,7 @@ from __future__ import annotations
 from rich.text import Text
 from textual.widgets import Static
 
+from simlab.inert import one_line
 from simlab.tui.render import clean
 
 __all__ = ["StatusLine", "status_text"]
@@ -15,7 +16,7 @@ def status_text(shown: int, total: int, noun: str, filters: list[str], hint: str
     out.append(f"{shown:,} of {total:,} {noun}" if shown != total else f"{total:,} {noun}", "bold")
     for label in filters:
         out.append("  ")
-        out.append(f" {clean(label)} ", "reverse")
+        out.append(f" {one_line(label)} ", "reverse")  # a filter on a mode or a check: one line
     if hint:
         out.append("   ")
         out.append(clean(hint), "dim")

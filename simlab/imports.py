@@ -57,6 +57,14 @@ def load_callable(ref: str, *, example: str = "module:function") -> Callable[...
     return func
 
 
+def offline_price_map() -> None:
+    """LiteLLM reads its bundled price map, never fetches one at import: set before simlab imports
+    LiteLLM (``llm/lazy.py``) and before it imports a user's module (an agent that imports LiteLLM
+    itself would otherwise fetch the map from the network). A value the user set is kept."""
+    # Literal "True": LiteLLM compares the string; without it the price map is fetched at import.
+    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+
+
 def load_attr(ref: str, *, example: str = "module:attr", what: str = "attribute") -> Any:
     """The object ``module:attr`` names (not necessarily callable: a compiled graph, an agent)."""
     module_name, sep, attr = ref.rpartition(":")
@@ -64,6 +72,7 @@ def load_attr(ref: str, *, example: str = "module:attr", what: str = "attribute"
         raise RefError(f"{ref!r} is not module:attr (e.g. {example})")
     if module_name.endswith(".py"):
         confine(module_name)
+    offline_price_map()  # the user's module may import LiteLLM before simlab does
     try:
         if module_name.endswith(".py"):
             path = os.path.normpath(project_root() / module_name)

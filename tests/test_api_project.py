@@ -206,3 +206,22 @@ def test_a_simulator_objects_crash_is_its_error_blamed_on_the_user_side_not_the_
     assert set(crashed["blame"]) == {"user"} and set(crashed["failure_mode"]) == {"user: simulator crash"}
     record = next(r for r in run.transcripts() if r.verdict == "error")
     assert "the simulator crashed: KeyError: 'persona_tone'" in record.transcript.termination.detail
+
+
+def test_a_users_module_is_imported_with_litellms_price_map_offline(tmp_path, monkeypatch):
+    """An agent module that imports LiteLLM itself, before simlab needs it, must not make LiteLLM
+    fetch its price map from the network at import: simlab sets the switch before importing the
+    user's module (a value the user set is kept)."""
+    project = _project(tmp_path)
+    (project / "probe_agent.py").write_text(
+        "import os\n"
+        "SEEN = os.environ.get('LITELLM_LOCAL_MODEL_COST_MAP')  # what `import litellm` here would read\n"
+        "from examples.retail_agents import careful_agent as agent\n"
+    )
+    monkeypatch.delenv("LITELLM_LOCAL_MODEL_COST_MAP", raising=False)
+    monkeypatch.chdir(project)
+    monkeypatch.syspath_prepend(str(project))
+    simlab.run(SCENARIOS, agent="python:probe_agent:agent", trials=1, run_id="probe", project=project)
+    import probe_agent  # type: ignore[import-not-found]
+
+    assert probe_agent.SEEN == "True"

@@ -30,6 +30,7 @@ from simlab.env.tools import (
     parse_arguments,
 )
 from simlab.errors import SpecError
+from simlab.imports import offline_price_map
 from simlab.specs.faults import DEFAULT_ERROR, ToolFault
 
 BUILTIN_DOMAINS = {"retail": "simlab.domains.retail"}
@@ -102,6 +103,7 @@ def load_domain(ref: str, *, source: str = "") -> Domain:
     """
     module_name, _, attr = (BUILTIN_DOMAINS.get(ref, ref)).partition(":")
     where = f"{source}: " if source else ""
+    offline_price_map()  # a domain's module may import LiteLLM before simlab does
     try:
         module = importlib.import_module(module_name)
     except (ImportError, TypeError, ValueError) as exc:  # TypeError: a path such as ../x is no module name

@@ -10,14 +10,15 @@ import warnings
 from collections.abc import Iterator
 from types import ModuleType
 
+from simlab.imports import offline_price_map
+
 _configured = False
 
 
 def load_litellm() -> ModuleType:
     """Import LiteLLM offline (bundled price map, no debug chatter) and return the module."""
     global _configured
-    # Literal "True": LiteLLM compares the string; without it the price map is fetched at import.
-    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    offline_price_map()
     import litellm
 
     if not _configured:

@@ -75,6 +75,25 @@ def demo_project(tmp_path, monkeypatch):
     return tmp_path
 
 
+@pytest.fixture
+def pinned_demo_project(demo_project, monkeypatch):
+    """The demo project's copy whose ``examples.*`` are imported from the copy (its files are what
+    a run pins), the modules of the repository's own ``examples`` put back afterwards."""
+    import sys
+
+    def loaded() -> dict[str, object]:
+        return {n: m for n, m in sys.modules.items() if n == "examples" or n.startswith("examples.")}
+
+    monkeypatch.syspath_prepend(str(demo_project))
+    before = loaded()
+    for name in before:
+        del sys.modules[name]
+    yield demo_project
+    for name in loaded():
+        del sys.modules[name]
+    sys.modules.update(before)
+
+
 # The long drills: `pytest` leaves them out (pyproject: -m "not slow"); `pytest -m slow` runs them, and
 # .ci/run runs both. Chosen by measurement (`pytest --durations=80`, every test of 2 s or more on the
 # shared 2-core machine under load: subprocess kills and Ctrl-Cs, child processes that import LiteLLM

@@ -5,8 +5,6 @@ summary, ``simlab.Run.gate``), naming the scenario, never a pass."""
 
 from __future__ import annotations
 
-import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -19,26 +17,9 @@ NIGHTLY = "suites/nightly.yaml"
 CARD = "scenarios/retail/refund-damaged-card.yaml"
 
 
-def _examples() -> dict[str, object]:
-    return {n: m for n, m in sys.modules.items() if n == "examples" or n.startswith("examples.")}
-
-
 @pytest.fixture
-def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
-    import shutil
-
-    for name in ("scenarios", "personas", "examples", "suites"):
-        shutil.copytree(REPO / name, tmp_path / name, ignore=shutil.ignore_patterns("__pycache__"))
-    shutil.copy(REPO / "simlab.yaml", tmp_path / "simlab.yaml")
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.syspath_prepend(str(tmp_path))
-    before = _examples()
-    for name in before:
-        del sys.modules[name]
-    yield tmp_path
-    for name in _examples():
-        del sys.modules[name]
-    sys.modules.update(before)  # type: ignore[arg-type]
+def project(pinned_demo_project: Path) -> Path:
+    return pinned_demo_project
 
 
 def cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str]:

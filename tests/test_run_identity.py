@@ -6,8 +6,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -20,24 +18,9 @@ FLAKY = "python:examples.retail_agents:flaky_agent"
 POLICY = "scenarios/retail/policy-question-no-refund.yaml"
 
 
-def _examples() -> dict[str, object]:
-    return {name: module for name, module in sys.modules.items() if name == "examples" or name.startswith("examples.")}
-
-
 @pytest.fixture
-def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
-    for name in ("scenarios", "personas", "examples", "suites"):
-        shutil.copytree(REPO / name, tmp_path / name, ignore=shutil.ignore_patterns("__pycache__"))
-    shutil.copy(REPO / "simlab.yaml", tmp_path / "simlab.yaml")
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.syspath_prepend(str(tmp_path))  # examples.* from this copy: its files are what is pinned
-    before = _examples()
-    for name in before:
-        del sys.modules[name]
-    yield tmp_path
-    for name in _examples():
-        del sys.modules[name]
-    sys.modules.update(before)  # type: ignore[arg-type]
+def project(pinned_demo_project: Path) -> Path:
+    return pinned_demo_project
 
 
 def cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str]:

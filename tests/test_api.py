@@ -3,6 +3,7 @@ and DataFrames, compare and gate, and the same from inside a running event loop.
 
 from __future__ import annotations
 
+import asyncio
 import inspect
 import json
 import re
@@ -172,6 +173,28 @@ async def test_run_works_inside_a_running_event_loop(project: Path) -> None:
     assert inside.summary.trials == 2
     awaited = await simlab.arun(SCENARIOS[:1], agent=CAREFUL, trials=2, run_id="aloop", project=project)
     assert awaited.summary.trials == 2 and awaited.summary.suite.raw.success.rate == 1.0
+
+
+async def test_arun_gives_a_users_loop_back_with_its_own_task_factory(project: Path) -> None:
+    loop = asyncio.get_running_loop()
+    made: list[asyncio.Future[Any]] = []
+
+    def users_factory(loop: asyncio.AbstractEventLoop, coro: Any, **kwargs: Any) -> asyncio.Task[Any]:
+        made.append(asyncio.Task(coro, loop=loop, **kwargs))
+        return typing.cast(asyncio.Task[Any], made[-1])
+
+    loop.set_task_factory(users_factory)
+    try:
+        running = asyncio.ensure_future(simlab.arun(SCENARIOS[:1], agent=CAREFUL, trials=2, run_id="own",
+                                                    project=project))
+        meanwhile = asyncio.ensure_future(asyncio.sleep(0))  # a task of the user's, during the run
+        played = await running
+        await meanwhile
+        assert played.summary.trials == 2
+        assert loop.get_task_factory() is users_factory  # the user's, not simlab's
+        assert running in made and meanwhile in made
+    finally:
+        loop.set_task_factory(None)
 
 
 def test_resume_through_the_api_plays_only_what_is_left(project: Path) -> None:

@@ -108,12 +108,15 @@ GARBAGE = {  # a 200 whose body is no completion: a proxy's page, an error paylo
     ("agents_sdk", "an error payload with 200"), ("agents_sdk", "a completion without choices"),
     ("pydantic_ai", "an error payload with 200"), ("pydantic_ai", "a completion without choices"),
     ("pydantic_ai", "an HTML page with 200"), ("agents_sdk_litellm", "an error payload with 200"),
+    ("agents_sdk", "an HTML page with 200"), ("agents_sdk_litellm", "an HTML page with 200"),
     ("langgraph", "an error payload with 200"), ("langgraph", "an HTML page with 200")])
 async def test_a_body_that_is_no_completion_is_the_providers_error(provider: RoughServer, kind: str,
                                                                    garbage: str) -> None:
     transcript, verdict, blame = await play(kind, [GARBAGE[garbage]], provider)
     assert (transcript.termination.reason.value, verdict, blame) == ("error", "error", "provider"), \
         transcript.termination
+    calls = [e for e in transcript.events if e.type == "model_call"]  # the call is in the transcript
+    assert [(c.role, c.usage.input_tokens) for c in calls] == [("agent", None)], calls
 
 
 async def test_a_stream_cut_mid_stream_is_an_error(provider: RoughServer) -> None:
@@ -186,6 +189,13 @@ async def test_the_models_own_mistake_is_the_agents_fail(provider: RoughServer, 
     assert not [e for e in transcript.events if e.type == "tool_result" and e.ok]  # no tool ran
     if mistake == "arguments that are not JSON":  # the refused call is in the trial, whoever refused it
         assert [e for e in transcript.events if e.type == "invalid_call" or (e.type == "tool_result" and not e.ok)]
+    if mistake == "a tool that does not exist" and kind != "langgraph":  # the call is in the trial
+        assert [e.name for e in transcript.events if e.type == "invalid_call"][:1] == ["teleport"], kind
+    if kind.startswith("agents_sdk"):  # the model's call, with its usage, though the SDK raised
+        calls = [e for e in transcript.events if e.type == "model_call"]
+        raised_in_the_model = (kind, mistake) == ("agents_sdk", "an empty answer cut at its token limit")
+        assert [(c.role, c.usage.input_tokens) for c in calls][:1] == [
+            ("agent", None if raised_in_the_model else 10)], calls  # its usage, when the SDK gave it
 
 
 @pytest.mark.parametrize("kind", sorted(AGENTS))

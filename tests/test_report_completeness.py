@@ -104,3 +104,25 @@ def test_the_completeness_line_is_one_function_of_the_facts() -> None:
         state = run_state(done, mixed, partial=part[0] if part else None, partial_ok=bool(part and part[1]))
         assert (state.line, state.judged) == (line, judged), done
         assert state.state == (line or "complete")
+
+
+def test_junit_of_a_cut_run_with_an_undecided_gate_says_each_fact_once(tmp_path: Path, monkeypatch) -> None:
+    write_project(tmp_path, scenarios=2, trials=3)
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "s.yaml").write_text("id: s\nscenarios: [scenarios/s0.yaml, scenarios/s1.yaml]\ntrials: 3\n"
+                                     "gates:\n  - {gate: 'pass^3 >= 0.5', scope: each}\n  - 'success >= 0.5'\n")
+    assert main(["run", "--suite", "s.yaml", "--run-id", "r", "--no-progress"]) == 0
+    cut(tmp_path, 4)  # kv-0 keeps its 3 trials, kv-1 one: its pass^3 cannot be decided
+    (tmp_path / "transcripts/r/heads.jsonl").unlink(missing_ok=True)
+    assert main(["gate", "r", "--suite", "s.yaml", "--junit", "o.xml"]) == 3
+    suite = ET.parse(tmp_path / "o.xml").getroot().find("testsuite")
+    assert suite is not None and (suite.get("errors"), suite.get("failures")) == ("2", "0")
+    cases = {c.get("name"): c for c in suite.findall("testcase")}
+    undecided = cases["kv-1"].find("error")
+    assert undecided is not None and "n < k" in (undecided.get("message") or "")
+    gates = cases["suite gates"].find("error")
+    assert gates is not None and gates.get("message") == "incomplete: 4 of 6 planned trials"  # not twice
+    said = [p.get("value") or "" for p in suite.iter("property") if p.get("name") == "completeness"]
+    said += [e.get("message") or "" for e in suite.iter() if e.tag in ("error", "failure")]
+    said += [e.text or "" for e in suite.iter("system-out")]
+    assert sum(text.count("incomplete:") for text in said) == 2, said  # the property, the gates' error

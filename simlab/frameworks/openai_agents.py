@@ -9,6 +9,10 @@
   agent that answered last, as the SDK's docs do for chat.
 - Recorded: every handoff (``handoff`` event, at the moment it happens, so that policy rules can name
   it as ``handoff:<agent>``) and every model call with its usage (``model_call``), from run hooks.
+  When the SDK raises, what it had done is still recorded: a model call it never finished (its
+  usage unknown), a tool it did not find (an invalid call naming it, as the other adapters record
+  the calls their framework refused). An answer its model code could not read (a proxy's HTML page
+  sent with 200) is the provider's error, as for the other adapters (``llm/agent_errors.py``).
 - Tracing is off, four ways (environment, global switch, no processors, the run config): nothing
   is exported, so a run never reaches the network on its own.
 """
@@ -18,6 +22,7 @@ from __future__ import annotations
 import itertools
 import json
 import os
+import re
 import time
 from typing import Any
 
@@ -30,6 +35,9 @@ from simlab.frameworks.common import (
     tool_specs,
     trial_of,
 )
+from simlab.llm.agent_errors import provider_failure
+from simlab.llm.types import ModelError, ModelErrorKind
+from simlab.redact import scrub
 from simlab.sim.agent_io import AgentInput, AgentReply
 from simlab.transcript import Handoff
 
@@ -37,7 +45,16 @@ os.environ["OPENAI_AGENTS_DISABLE_TRACING"] = "1"  # read by the SDK once, at it
 
 try:
     import agents
-    from agents import Agent, FunctionTool, MaxTurnsExceeded, RunConfig, RunContextWrapper, RunHooks, Runner
+    from agents import (
+        Agent,
+        FunctionTool,
+        MaxTurnsExceeded,
+        ModelBehaviorError,
+        RunConfig,
+        RunContextWrapper,
+        RunHooks,
+        Runner,
+    )
     from agents.run_config import DEFAULT_MAX_TURNS
 except ImportError as exc:  # pragma: no cover - the extra is part of the test install
     raise missing_extra("openai-agents", exc) from None
@@ -95,12 +112,13 @@ class OpenAIAgentsAgent(FrameworkAgent):
             {"role": "user", "content": str(inp.messages[-1].get("content") or "")}
         ]
         settings: dict[str, Any] = {"max_turns": self.max_steps} if self.max_steps is not None else {}
+        hooks = _Hooks(trial)
         try:
             result = await Runner.run(
                 start,
                 given,
                 context=trial,
-                hooks=_Hooks(trial),
+                hooks=hooks,
                 **settings,
                 run_config=RunConfig(tracing_disabled=True, workflow_name="simlab trial"),
             )
@@ -108,7 +126,9 @@ class OpenAIAgentsAgent(FrameworkAgent):
             trial.reraise()
             limit = self.max_steps if self.max_steps is not None else DEFAULT_MAX_TURNS
             raise step_limit_hit("Agents SDK", limit, "max_turns", exc) from None
-        except Exception:
+        except Exception as exc:
+            trial.reraise()
+            hooks.raised(exc)
             trial.reraise()
             raise
         trial.reraise()
@@ -125,14 +145,16 @@ class _Hooks(RunHooks[Any]):
 
     def __init__(self, trial: TrialContext):
         self.trial = trial
-        self.started: dict[int, float] = {}
+        self.started: dict[int, tuple[float, Any]] = {}
         self.handoffs = itertools.count(1)
+        self.last: Any = None  # the model's last answer
 
     async def on_llm_start(self, context: Any, agent: Any, system_prompt: Any, input_items: Any) -> None:
-        self.started[id(agent)] = time.perf_counter()
+        self.started[id(agent)] = (time.perf_counter(), agent)
 
     async def on_llm_end(self, context: Any, agent: Any, response: Any) -> None:
-        began = self.started.pop(id(agent), time.perf_counter())
+        began = self.started.pop(id(agent), (time.perf_counter(), agent))[0]
+        self.last = response
         usage = response.usage
         details = getattr(usage, "input_tokens_details", None)
         self.trial.model_call(
@@ -143,6 +165,32 @@ class _Hooks(RunHooks[Any]):
             time.perf_counter() - began,
         )
 
+    def raised(self, exc: Exception) -> None:
+        """What the run had done when the SDK raised ``exc``: a model call it never finished, a tool
+        it did not find. An answer the SDK's model code could not read is the provider's error."""
+        pending = list(self.started.values())
+        self.started.clear()
+        if pending and provider_failure(exc) is None:  # else the loop records the failed call
+            if _unreadable_answer(exc):
+                said = scrub(f"{type(exc).__name__}: {exc}")[:300]
+                raise ModelError(
+                    ModelErrorKind.TRANSIENT,
+                    "the agent's model answered with no completion (a proxy's page, an error "
+                    f"payload): the Agents SDK could not read it ({said})",
+                    role="agent",
+                    model=_model_name(pending[-1][1]),
+                ) from exc
+            for began, agent in pending:
+                self.trial.model_call(_model_name(agent), None, None, None, time.perf_counter() - began)
+        missing = _UNKNOWN_TOOL.match(str(exc)) if isinstance(exc, ModelBehaviorError) else None
+        if missing is None:
+            return
+        for item in getattr(self.last, "output", None) or []:
+            if getattr(item, "type", None) == "function_call" and item.name == missing["name"]:
+                self.trial.rejected(item.name, item.arguments, str(exc)[:300], item.call_id or None)
+                return
+        self.trial.rejected(missing["name"], None, str(exc)[:300])
+
     async def on_handoff(self, context: Any, from_agent: Any, to_agent: Any) -> None:
         self.trial.record(
             Handoff(
@@ -152,6 +200,21 @@ class _Hooks(RunHooks[Any]):
                 target=to_agent.name,
             )
         )
+
+
+_UNKNOWN_TOOL = re.compile(r"Tool (?P<name>.+) not found in agent ")
+
+
+def _unreadable_answer(exc: BaseException) -> bool:
+    """``exc`` is no decision of the SDK's (a ``ModelBehaviorError`` is one) but a plain error its
+    own model code raised reading the answer (``'str' object has no attribute 'choices'``)."""
+    if isinstance(exc, ModelBehaviorError) or not isinstance(exc, (AttributeError, TypeError, KeyError)):
+        return False
+    tb = exc.__traceback__
+    while tb is not None and tb.tb_next is not None:
+        tb = tb.tb_next
+    module = tb.tb_frame.f_globals.get("__name__", "") if tb is not None else ""
+    return module.startswith(("agents.models.", "agents.extensions.models."))
 
 
 def _model_name(agent: Any) -> str:

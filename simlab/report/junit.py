@@ -1,7 +1,8 @@
 """JUnit XML for CI: one testcase per scenario, plus one for the suite-wide gates.
 
 A run that is not whole (``report/completeness.py``) says so first: a ``completeness`` property of
-the testsuite, and the suite gates' <error> message starts with it. A failed gate is a <failure>
+the testsuite, and the suite gates' <error> message starts with it (once: the gates' problems that
+repeat it are left out, and so is the system-out line when the error says it). A failed gate is a <failure>
 with its reason; infrastructure errors, unjudged trials and a gate a scenario could not be held to
 (inconclusive) are <error>; a scenario
 whose trials were all invalid simulations is <skipped> with the reason. Each scenario's testcase
@@ -123,16 +124,21 @@ def _suite_gates_case(
     case = ET.SubElement(suite, "testcase", classname=f"simlab.{suite_id}", name="suite gates")
     suite_results = [g for g in gates.results if g.scenario is None]
     failed = [g for g in suite_results if g.status == "fail"]
+    line = state.line or ""
+    said = False  # whether the error already says the line
     if not state.judged or gates.problems or any(g.status == "inconclusive" for g in suite_results):
-        reasons = [state.line] if state.line else []
-        reasons += gates.problems + [g.reason for g in suite_results if g.status == "inconclusive"]
+        # the gates' problems start with the line's own phrases (completeness_problems): said once
+        reasons = [line] if line else []
+        reasons += [p for p in gates.problems if not (line and p in line)]
+        reasons += [g.reason for g in suite_results if g.status == "inconclusive"]
         _add(case, "error", "; ".join(reasons), counts)
+        said = bool(line)
     elif failed:
         _add(case, "failure", "; ".join(f"{g.label}: {g.reason}" for g in failed), counts)
     out = ET.SubElement(case, "system-out")
     out.text = "\n".join(
         [
-            *([state.line] if state.line else []),
+            *([line] if line and not said else []),
             *(f"[{g.status}] {g.label}: {g.reason}" for g in suite_results),
         ]
     )

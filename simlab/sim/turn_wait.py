@@ -8,8 +8,10 @@ agent's regression (``llm/agent_errors.py`` says the same of the errors a client
 At the deadline, before anything is cancelled, every task of the turn is read where it is
 suspended: the turn's own task and the tasks started inside it (a framework runs its nodes, its
 model requests and its tools in tasks of its own; they are known by a context variable they
-inherit, registered by a task factory on the loop). A task suspended inside a model client's code
-(``openai``, ``litellm``, ``anthropic``…) means the turn was waiting on its provider.
+inherit, registered by a task factory on the loop, put there while a watch is active and taken off
+when the last one ends: the loop, a user's included, gets its own factory back). A task suspended
+inside a model client's code (``openai``, ``litellm``, ``anthropic``…) means the turn was waiting
+on its provider.
 """
 
 from __future__ import annotations
@@ -40,7 +42,7 @@ MODEL_CLIENTS = (
 _SHOWN = {"agents.run_internal.model_retry": "Agents SDK model retry"}  # the name an error gives it
 _IDLE = ("logging", "worker", "callback")  # a client's background tasks that sit in its code, idle
 _TURN: contextvars.ContextVar[TurnWatch | None] = contextvars.ContextVar("simlab_turn", default=None)
-_WATCHED: weakref.WeakSet[asyncio.AbstractEventLoop] = weakref.WeakSet()
+_WATCHED: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Installed] = weakref.WeakKeyDictionary()
 
 
 class TurnWatch:
@@ -51,12 +53,14 @@ class TurnWatch:
         self.waiting: str | None = None  # the model client a task of the turn was suspended in
 
     def __enter__(self) -> TurnWatch:
-        _watch_tasks(asyncio.get_running_loop())
+        self._loop = asyncio.get_running_loop()
+        _watch_tasks(self._loop)
         self._token = _TURN.set(self)
         return self
 
     def __exit__(self, *exc: Any) -> None:
         _TURN.reset(self._token)
+        _unwatch_tasks(self._loop)
 
     def observe(self, task: asyncio.Task[Any] | None) -> None:
         """Read the turn's tasks where they are suspended (call it before cancelling them)."""
@@ -64,26 +68,50 @@ class TurnWatch:
         self.waiting = waiting_on(tasks + [t for t in list(self.tasks) if not t.done()])
 
 
+class _Installed:
+    """simlab's factory on one loop: the factory it replaced, and how many watches are active."""
+
+    def __init__(self, factory: Any, previous: Any) -> None:
+        self.factory = factory
+        self.previous = previous
+        self.active = 0
+
+
 def _watch_tasks(loop: asyncio.AbstractEventLoop) -> None:
     """A task factory that registers each task started inside a turn with that turn's watch; it
     hands the making of the task to the loop's own factory, if it had one."""
-    if loop in _WATCHED:
+    installed = _WATCHED.get(loop)
+    if installed is None:
+        previous = loop.get_task_factory()
+
+        def factory(loop: asyncio.AbstractEventLoop, coro: Any, **kwargs: Any) -> Any:
+            if previous is not None:
+                task = previous(loop, coro, **kwargs)
+            else:
+                task = asyncio.Task(coro, loop=loop, **kwargs)
+            context = kwargs.get("context")
+            watch = context.get(_TURN) if context is not None else _TURN.get()
+            if watch is not None:
+                watch.tasks.add(task)
+            return task
+
+        loop.set_task_factory(factory)
+        installed = _WATCHED[loop] = _Installed(factory, previous)
+    installed.active += 1
+
+
+def _unwatch_tasks(loop: asyncio.AbstractEventLoop) -> None:
+    """One watch of this loop ended; the last one gives the loop its own factory back (unless
+    someone put another in the meantime: theirs stays)."""
+    installed = _WATCHED.get(loop)
+    if installed is None:
         return
-    previous = loop.get_task_factory()
-
-    def factory(loop: asyncio.AbstractEventLoop, coro: Any, **kwargs: Any) -> Any:
-        if previous is not None:
-            task = previous(loop, coro, **kwargs)
-        else:
-            task = asyncio.Task(coro, loop=loop, **kwargs)
-        context = kwargs.get("context")
-        watch = context.get(_TURN) if context is not None else _TURN.get()
-        if watch is not None:
-            watch.tasks.add(task)
-        return task
-
-    loop.set_task_factory(factory)
-    _WATCHED.add(loop)
+    installed.active -= 1
+    if installed.active > 0:
+        return
+    del _WATCHED[loop]
+    if loop.get_task_factory() is installed.factory:
+        loop.set_task_factory(installed.previous)
 
 
 def waiting_on(tasks: list[Any]) -> str | None:

@@ -174,6 +174,19 @@ def test_a_suite_figure_undefined_in_one_scenario_is_inconclusive_not_a_mean_of_
     assert simlab.load_run("two", project=project).gate("suites/two.yaml").exit_code == 3
 
 
+def test_a_scenario_with_fewer_trials_by_design_leaves_the_suites_own_run_decided(project, capsys):
+    card = (project / CARD).read_text()
+    short = card.replace("id: refund-damaged-card", "id: card-short").replace("trials: 8", "trials: 2")
+    (project / "scenarios/card-short.yaml").write_text(short)
+    files = '"../scenarios/retail/refund-damaged-card.yaml", "../scenarios/card-short.yaml"'
+    suite = TWO.format(files=files, gate="pass^3 >= 0.5").replace("trials: 4\n", "")
+    (project / "suites/two.yaml").write_text(suite)
+    code, text = cli(capsys, "run", "--suite", "suites/two.yaml", "--run-id", "two", "--no-progress")
+    assert code == 0, text  # card-short plays 2 trials by its own file: pass^3 is not its figure
+    assert "undefined in" not in text, text
+    assert simlab.load_run("two", project=project).gate("suites/two.yaml").exit_code == 0
+
+
 # -- a suite that adds graders, gating a run graded without them ---------------------------------
 
 LEAKY = '''

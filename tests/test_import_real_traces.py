@@ -250,3 +250,19 @@ def test_an_agents_sdk_handoff_traced_by_openinference_is_the_models_transfer_ca
     assert calls(t) == ["transfer_to_billing", "lookup_order"]
     assert [e.text for e in t.events if isinstance(e, AgentMessage)] == [
         "A123 can be refunded. Shall I?", "Done: the refund is on its way."]
+
+
+@pytest.mark.parametrize("bad", ['{"intValue": "-5"}', '{"intValue": "1180591620717411303424"}',
+                                 '{"doubleValue": 1e30}'])
+def test_an_imported_token_count_no_call_can_have_is_unknown(project: Path, capsys, bad: str):
+    """A trace's token count goes through the one bound a provider's does (transcript/model.token_count):
+    a negative or impossible figure is unknown, never a figure that overflows the run's head."""
+    text = (FIXTURES / "openllmetry_openai.jsonl").read_text()
+    (project / "bad.jsonl").write_text(text.replace(
+        '"gen_ai.usage.input_tokens", "value": {"intValue": "12"}',
+        f'"gen_ai.usage.input_tokens", "value": {bad}'))
+    assert main(["import", "otlp", "bad.jsonl", "--run-id", "prod"]) == 0
+    [t] = [r.transcript for r in RunStore(project / "transcripts" / "prod").records()]
+    counts = [e.usage.input_tokens for e in t.events if getattr(e, "usage", None) is not None]
+    assert None in counts and all(c is None or 0 <= c <= 10**12 for c in counts), counts
+    assert main(["report", "prod", "--json"]) in (0, 3)

@@ -319,7 +319,9 @@ def _left_out(gate: Gate, summary: RunSummary) -> GateResult | None:
     """A suite-wide success, pass^k or pass@k is the mean over the scenarios that define it (those
     with k valid trials or more): a gate on it while a scenario of the run has fewer (its trials
     invalid, errored, unjudged) would judge the suite without that scenario, so it is inconclusive,
-    naming them; None when every scenario defines the figure."""
+    naming them; None when every scenario defines the figure. A scenario that played fewer than k
+    trials in all (its own ``trials``, by design; a run short of its plan is incomplete) is left
+    out of the figure as its plan says, not a reason to withhold the verdict."""
     assert gate.gate is not None
     metric = parse_gate(gate.gate, custom=True)[0]
     if metric == "success":
@@ -331,7 +333,7 @@ def _left_out(gate: Gate, summary: RunSummary) -> GateResult | None:
     short = [
         f"{sid} {figures.view(gate.view).success.n}"
         for sid, figures in summary.scenarios.items()
-        if figures.view(gate.view).success.n < k
+        if figures.view(gate.view).success.n < k <= figures.n  # fewer trials played: its plan
     ]
     if not short or len(short) == len(summary.scenarios):
         return None  # every scenario defines it, or none does (the figure is then undefined: n < k)

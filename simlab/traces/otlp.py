@@ -35,6 +35,7 @@ from simlab.traces.openai_jsonl import is_negative
 from simlab.traces.otlp_logs import LogRecord, content_from_logs, log_records
 from simlab.traces.otlp_tools import ToolRun, place_tool_results, seen_at, tool_name
 from simlab.transcript import Usage
+from simlab.transcript.model import token_count
 
 NO_CONTENT_HINT = (
     "content capture is off by default in the OpenTelemetry GenAI instrumentation and in google-adk. "
@@ -355,10 +356,13 @@ def openinference_messages(attributes: dict[str, Any], side: str) -> list[dict[s
 
 
 def _usage(a: dict[str, Any]) -> Usage:
-    def number(*keys: str) -> int | None:
+    def number(*keys: str) -> int | None:  # the bound a provider's count has (model.token_count)
         for key in keys:
-            if isinstance(a.get(key), (int, float)):
-                return int(a[key])
+            value = a.get(key)
+            if isinstance(value, float) and value.is_integer():
+                value = int(value)
+            if isinstance(value, (int, float)):
+                return token_count(value)
         return None
 
     return Usage(

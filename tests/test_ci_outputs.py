@@ -146,3 +146,11 @@ def test_a_gate_on_pass_k_beyond_the_trials_writes_the_step_summary_with_pass_k_
     assert main(["gate", "one", "--suite", str(path)]) == 3
     assert "pass^2 – · pass^3 –" in step.read_text()
     capsys.readouterr()
+
+
+def test_a_suite_id_in_the_step_summary_s_code_span_shows_no_backslash() -> None:
+    """A code span shows a backslash as written: the id is not markdown-escaped there."""
+    from simlab.report.formats import md_code
+
+    assert md_code("retail_smoke$v2") == "`retail_smoke$v2`"
+    assert md_code("a`b") == "``a`b``"

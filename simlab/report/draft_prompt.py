@@ -1,8 +1,12 @@
 """What ``simlab generate`` asks the model for one draft: the domain (its tools with their JSON
 schemas, its policy, its seed data), the personas it may reuse, the scenarios that exist already
 (to stay away from), the gaps coverage reports (``--target uncovered``) and the seed scenarios'
-files. Everything read from the project is fenced as data (``judge_prompt.delimit``); the
-instructions and the answer's shape live in the system message.
+files. Everything read from the project is fenced as data (``judge_prompt.delimit``: text inside
+cannot close its fence, its tags defused and the nonce masked); the instructions and the answer's
+shape live in the system message. Each listed piece (a persona's id, description and traits, a
+scenario's line, a gap) is one inert line (``inert.one_line``) of bounded length, so no text can
+add lines of its own; the policy and each example are bounded, and an example's ``never_reveal``
+values (the persona's secrets) are sent as ``HIDDEN``, their names kept.
 
 A repair round (``Repair``) adds the model's previous answer (its own turn) and what simlab found
 wrong with it, fenced as data too and bounded: at most ``MAX_PROBLEMS`` problems of at most
@@ -12,19 +16,40 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
+
+import yaml
 
 from simlab.env.domain import Domain
 from simlab.graders.judge_prompt import data_rules, delimit
 from simlab.inert import one_line
 from simlab.llm.types import Message
 
-__all__ = ["ANSWER_CHARS", "MAX_PROBLEMS", "PROBLEM_CHARS", "DraftContext", "Repair", "draft_messages"]
+__all__ = [
+    "ANSWER_CHARS",
+    "EXAMPLE_CHARS",
+    "FIELD_CHARS",
+    "HIDDEN",
+    "LINE_CHARS",
+    "MAX_PROBLEMS",
+    "PROBLEM_CHARS",
+    "DraftContext",
+    "Repair",
+    "draft_messages",
+    "example_text",
+]
 
 MAX_PROBLEMS = 8
 PROBLEM_CHARS = 400
 ANSWER_CHARS = 12_000
+FIELD_CHARS = 300  # a persona's id, description or trait
+LINE_CHARS = 600  # a listed line: a persona, a scenario, a gap
+MAX_TRAITS = 12
+POLICY_CHARS = 20_000
+EXAMPLE_CHARS = 8_000
+HIDDEN = "(hidden)"  # what an example's never_reveal value is sent as
 
 ANSWER_SHAPE = """{
   "id": "short-kebab-case-id",
@@ -79,27 +104,66 @@ class DraftContext:
     personas: dict[str, Any]  # id → Persona
     existing: list[str]  # one line per scenario: id, goal, expected actions
     gaps: list[str] = field(default_factory=list)  # --target uncovered: what coverage reports missing
-    seeds: list[tuple[str, str]] = field(default_factory=list)  # (file, text)
+    seeds: list[tuple[str, str]] = field(default_factory=list)  # (file, example_text)
 
     def nonce(self) -> str:
         key = json.dumps([self.domain.name, sorted(self.personas), self.existing, self.seeds])
         return hashlib.sha256(f"simlab-generate/{key}".encode()).hexdigest()[:16]
 
 
+def _line(text: Any, limit: int = LINE_CHARS) -> str:
+    """``text`` as one inert line of at most ``limit`` characters."""
+    return _bounded(one_line(text), limit)
+
+
 def _domain_text(domain: Domain) -> str:
     tools = [{"name": t.name, "access": t.access.value, **t.json_schema()["function"]} for t in domain.tools]
     state = domain.build_state({}).model_dump(mode="json")
     return (
-        f"domain: {domain.name}\n\ntools (JSON schemas):\n{json.dumps(tools, indent=1)}\n\n"
-        f"policy:\n{domain.policy}\n\nseed data:\n{json.dumps(state, indent=1, ensure_ascii=False)}"
+        f"domain: {_line(domain.name, FIELD_CHARS)}\n\ntools (JSON schemas):\n{json.dumps(tools, indent=1)}"
+        f"\n\npolicy:\n{_bounded(str(domain.policy), POLICY_CHARS)}\n\n"
+        f"seed data:\n{json.dumps(state, indent=1, ensure_ascii=False)}"
     )
 
 
+def _persona_line(pid: str, persona: Any) -> str:
+    traits = [_line(t, FIELD_CHARS) for t in persona.traits[:MAX_TRAITS]]
+    if len(persona.traits) > MAX_TRAITS:
+        traits.append(f"and {len(persona.traits) - MAX_TRAITS} more")
+    description = _line(persona.description, FIELD_CHARS)
+    return _line(f"- {_line(pid, FIELD_CHARS)}: {description} (traits: {', '.join(traits) or 'none'})")
+
+
 def _personas_text(personas: dict[str, Any]) -> str:
-    lines = [
-        f"- {pid}: {p.description} (traits: {', '.join(p.traits) or 'none'})" for pid, p in personas.items()
-    ]
+    lines = [_persona_line(pid, p) for pid, p in personas.items()]
     return "\n".join(lines) or "(none: propose a new persona)"
+
+
+def _hidden(value: Any) -> Any:
+    """An example's data with every ``never_reveal`` value replaced by ``HIDDEN``: its names kept
+    (the mapping's keys), a value listed alone (the name is the value) replaced whole."""
+    if isinstance(value, list):
+        return [_hidden(v) for v in value]
+    if not isinstance(value, Mapping):
+        return value
+    shown: dict[Any, Any] = {}
+    for key, item in value.items():
+        if key != "never_reveal":
+            shown[key] = _hidden(item)
+        elif isinstance(item, Mapping):
+            shown[key] = dict.fromkeys(item, HIDDEN)
+        elif isinstance(item, list):
+            shown[key] = [dict.fromkeys(v, HIDDEN) if isinstance(v, Mapping) else HIDDEN for v in item]
+        else:
+            shown[key] = HIDDEN
+    return shown
+
+
+def example_text(data: Any) -> str:
+    """An example scenario (its parsed YAML) as the model reads it: ``never_reveal`` values hidden,
+    comments gone (read only from the data), at most ``EXAMPLE_CHARS`` characters."""
+    text = yaml.safe_dump(_hidden(data), sort_keys=False, allow_unicode=True, width=100)
+    return _bounded(text.rstrip("\n"), EXAMPLE_CHARS)
 
 
 @dataclass
@@ -152,13 +216,13 @@ def draft_messages(
     ]
     taken = [*context.existing, *earlier]
     if taken:
-        listed = "\n".join(taken)
+        listed = "\n".join(_line(t) for t in taken)
         parts.append(f"Scenarios that exist already (do not repeat them):\n{delimit('data', listed, nonce)}")
     if context.gaps:
-        gaps = "\n".join(context.gaps)
+        gaps = "\n".join(_line(g) for g in context.gaps)
         parts.append("What the suite leaves untested (cover one of these):\n" + delimit("data", gaps, nonce))
     for name, text in context.seeds:
-        parts.append(f"An example scenario ({name}):\n{delimit('data', text, nonce)}")
+        parts.append(f"An example scenario ({_line(name, FIELD_CHARS)}):\n{delimit('data', text, nonce)}")
     parts.append(f"Write draft {number} of {total}. Reply with the JSON object only.")
     asked: list[Message] = [
         {"role": "system", "content": system},

@@ -23,6 +23,15 @@ from simlab.results.figures import RunSummary
 _MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+!|<>~$])")
 
 
+def md_code(text: Any) -> str:
+    """Plain text as a markdown code span: no backslash escape (a code span shows it as written),
+    a backtick run longer than any inside, so the text cannot close it."""
+    body = safe(str(text).replace("\n", " ").replace("\r", " "))
+    ticks = "`" * (max((len(m) for m in re.findall(r"`+", body)), default=0) + 1)
+    pad = " " if body.startswith("`") or body.endswith("`") else ""
+    return f"{ticks}{pad}{body}{pad}{ticks}"
+
+
 def md_escape(text: Any) -> str:
     """Plain text safe inside a markdown table cell (``$`` too: GitHub renders ``$…$`` as math)."""
     return _MD_SPECIAL.sub(r"\\\1", safe(str(text).replace("\n", " ").replace("\r", " ")))
@@ -115,7 +124,7 @@ def _markdown(summary: RunSummary, first: bool = True) -> str:
     step summary puts above its gates instead."""
     suite = summary.suite
     ks = shown_ks(max(suite.raw.pass_k, default=1))
-    lines = [*(state_markdown(summary) if first else []), f"### simlab run `{md_escape(summary.run_id)}`", ""]
+    lines = [*(state_markdown(summary) if first else []), f"### simlab run {md_code(summary.run_id)}", ""]
     for warning in summary.warnings:
         lines += [f"> **Warning:** {md_escape(warning)}", ""]
     lines.append(

@@ -44,18 +44,19 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from simlab.env.domain import Domain
-from simlab.errors import InfraError, UsageError
+from simlab.errors import InfraError, SpecError, UsageError
 from simlab.inert import one_line
 from simlab.llm.types import ModelError
 from simlab.report.coverage import Coverage, coverage
 from simlab.report.draft import DraftAnswer
 from simlab.report.draft_checks import Drafting, scenario_line
 from simlab.report.draft_play import Reference
-from simlab.report.draft_prompt import DraftContext, Repair, draft_messages
+from simlab.report.draft_prompt import DraftContext, Repair, draft_messages, example_text
 from simlab.report.draft_summary import AUTHOR, GenerateSummary, Round, role_spend, write_summary
 from simlab.report.draft_summary import SUMMARY_FILE as SUMMARY_FILE  # where tests import it
 from simlab.report.draft_table import cost_lines as cost_lines  # where tests import it
 from simlab.specs.loader import Loaded, LoadedScenario
+from simlab.specs.yamlio import load_yaml_file
 from simlab.transcript import ModelCall, Usage
 
 if TYPE_CHECKING:
@@ -93,12 +94,14 @@ def gap_lines(cov: Coverage) -> list[str]:
 
 
 def _seed_texts(paths: list[Path]) -> list[tuple[str, str]]:
+    """Each seed scenario as the model reads it (``draft_prompt.example_text``: its secrets hidden)."""
     seeds = []
     for path in paths:
         try:
-            seeds.append((path.name, path.read_text(encoding="utf-8")))
-        except (OSError, UnicodeDecodeError) as exc:
-            raise UsageError(f"{path}: cannot read the seed scenario: {exc}") from None
+            data, _ = load_yaml_file(path)
+        except SpecError as exc:
+            raise UsageError(f"cannot read the seed scenario: {exc}") from None
+        seeds.append((path.name, example_text(data)))
     return seeds
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import os
 
-from simlab.report.formats import md_escape, render, state_markdown
+from simlab.report.formats import md_code, md_escape, render, state_markdown
 from simlab.report.gates import GateReport
 from simlab.results.figures import RunSummary
 
@@ -17,7 +17,7 @@ def gates_markdown(report: GateReport, suite_id: str) -> str:
     """``GateReport.lines`` as markdown: the result with its exit code, a table of the gates, then
     why the run is inconclusive and how noisy each gate is, every text escaped."""
     lines = [
-        f"### simlab gates `{md_escape(suite_id)}`: {report.verdict} (exit {report.exit_code})",
+        f"### simlab gates {md_code(suite_id)}: {report.verdict} (exit {report.exit_code})",
         "",
         "| gate | status | why |",
         "|---|---|---|",

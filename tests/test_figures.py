@@ -65,7 +65,7 @@ def test_summary_json_and_report_json_are_the_typed_summary(demo: Path, monkeypa
                     "violated_rules", "top_failing_checks", "attacks", "not_run_checks", "unjudged",
                     "error_causes", "check_errors", "invalid_by_simulator", "pins", "mixed_pins", "completeness",
                     "warnings", "divergence", "adk_criteria", "dataset", "failure_modes",
-                    "failure_modes_more"]  # in the order they always had, new ones last
+                    "failure_modes_more", "max_error_rate"]  # in the order they always had, new ones last
 
 
 def test_compare_gives_a_typed_comparison_and_prints_it_as_json(demo: Path, monkeypatch, capsys) -> None:

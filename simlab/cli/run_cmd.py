@@ -223,7 +223,7 @@ def run(args: argparse.Namespace) -> int:
         return check_gates(
             plan.folder, load_suite(Path(args.suite)).spec, junit=args.junit, console=report_console()
         )
-    problem = over_budget(summary, {"max_error_rate": plan.max_error_rate})
+    problem = over_budget(summary, plan.manifest)
     if problem:  # a run that mostly could not be played is no result: say so, and why
         print(f"{problem}.", file=sys.stderr)
     return EXIT_INCOMPLETE if problem or outcome.stopped_by else 0

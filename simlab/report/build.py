@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
-from simlab.errors import SpecError, UsageError
+from simlab.errors import InfraError, SpecError, UsageError
 from simlab.redact import holds_secret, mask_tree
 from simlab.report.completeness import summary_state
 from simlab.report.triage import attach_causes, read_triage
@@ -99,6 +100,7 @@ def _build(
         results, run_id=(manifest or {}).get("run_id", folder.name), allow_unjudged=allowed or ()
     )
     summary.pins = (manifest or {}).get("pins", {})
+    summary.max_error_rate = error_budget(manifest, store.manifest_path)
     functions = (
         summary_evaluators if summary_evaluators is not None else (manifest or {}).get("summary_evaluators")
     )
@@ -139,6 +141,20 @@ def _build(
             )
         write_atomic(folder / SUMMARY_FILE, summary.to_json() + "\n")
     return summary
+
+
+def error_budget(manifest: dict[str, Any] | None, path: Path) -> float | None:
+    """The run's error budget as ``path`` (its run.json) keeps it, None when it keeps none; a value
+    that is no share from 0 to 1 is an ``InfraError`` naming the file and the field."""
+    budget = (manifest or {}).get("max_error_rate")
+    if budget is None:
+        return None
+    if isinstance(budget, bool) or not isinstance(budget, (int, float)) or not 0 <= budget <= 1:
+        raise InfraError(
+            f"{path}: max_error_rate: {str(budget)[:40]!r} is not a share from 0 to 1; this run.json was "
+            "not written by simlab as it is; restore it or move the run away"
+        )
+    return float(budget)
 
 
 def _records(store: RunStore, notes: ReadNotes) -> Iterator[TrialRecord]:

@@ -228,9 +228,9 @@ def compare_exit(
     """``simlab compare``'s exit code and why: 3 when nothing could be compared (no shared scenario
     with valid trials): no data is never a pass. With ``fail_on_regression``: 1 when the pooled
     difference is a regression beyond noise (and the margin) on two runs that stand for their plans;
-    3 when a run does not (``gates.run_problems``: incomplete, mixed, infrastructure errors over a
-    plain run's budget, unjudged trials it does not allow), so a drop (or its absence) may be the
-    missing or unjudged trials' doing; 0 otherwise."""
+    3 when a run does not (``gates.run_problems``: incomplete, mixed, infrastructure errors over
+    its own budget, as its report holds it, unjudged trials it does not allow), so a drop (or its
+    absence) may be the missing or unjudged trials' doing; 0 otherwise."""
     if result.pooled.verdict == "no data":
         return EXIT_INFRA, "no data: no shared scenario has valid trials in both runs"
     from simlab.report.gates import decide, run_problems  # gates.py imports this module

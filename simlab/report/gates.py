@@ -173,12 +173,19 @@ def unjudged_problem(summary: RunSummary) -> str | None:
     )
 
 
-def over_budget(summary: RunSummary, manifest: Mapping[str, Any] | None) -> str | None:
+def run_budget(summary: RunSummary) -> float:
+    """The error budget a run is held to on its own (its report, ``simlab run``'s end, either side
+    of a comparison, a ``no_regression_vs`` gate's baseline): ``max_error_rate`` as its run.json
+    keeps it (``RunSummary.max_error_rate``), else ``RUN_MAX_ERROR_RATE``. A suite's gates hold the
+    gated run to the suite's budget instead."""
+    return RUN_MAX_ERROR_RATE if summary.max_error_rate is None else summary.max_error_rate
+
+
+def over_budget(summary: RunSummary, manifest: Mapping[str, Any] | None = None) -> str | None:
     """The line ``simlab run`` and ``simlab report`` both end a run with when its infrastructure
-    errors are over its budget (``max_error_rate`` as its run.json keeps it, else
-    ``RUN_MAX_ERROR_RATE``): a run that mostly could not be played is no result. None when within."""
-    budget = (manifest or {}).get("max_error_rate")
-    problem = error_budget_problem(summary, RUN_MAX_ERROR_RATE if budget is None else float(budget))
+    errors are over its own budget (``run_budget``): a run that mostly could not be played is no
+    result. None when within."""
+    problem = error_budget_problem(summary, run_budget(summary))
     if problem is None:
         return None
     return (
@@ -187,15 +194,15 @@ def over_budget(summary: RunSummary, manifest: Mapping[str, Any] | None) -> str 
     )
 
 
-def run_problems(summary: RunSummary, budget: float = RUN_MAX_ERROR_RATE) -> list[str]:
+def run_problems(summary: RunSummary) -> list[str]:
     """Why a run cannot stand for its own plan, whatever its figures: not whole
-    (``completeness_problems``), infrastructure errors over ``budget``, or unjudged trials it does
-    not allow. A regression check holds both its runs to this (``compare --fail-on-regression``,
-    a ``no_regression_vs`` gate's baseline)."""
+    (``completeness_problems``), infrastructure errors over its own budget (``run_budget``), or
+    unjudged trials it does not allow. A regression check holds both its runs to this (``compare
+    --fail-on-regression``, a ``no_regression_vs`` gate's baseline)."""
     problems = completeness_problems(summary)
     for problem in (
         ungraded_problem(summary),
-        error_budget_problem(summary, budget),
+        error_budget_problem(summary, run_budget(summary)),
         unjudged_problem(summary),
     ):
         if problem:

@@ -323,6 +323,12 @@ class RunSummary(_Figures):
         description="Why trials failed: the modes of the trials that did not pass, most costly first.",
     )
     failure_modes_more: int = Field(0, description="Modes left out of failure_modes (the top ones are kept).")
+    max_error_rate: float | None = Field(
+        None,
+        description="The run's error budget as its run.json keeps it (None: a plain run's default, "
+        "report/gates.RUN_MAX_ERROR_RATE): above it the run is no result in its report and in a "
+        "comparison (a suite's gates hold it to the suite's budget).",
+    )
 
 
 # -- two runs compared (``report/compare_runs.py``) ------------------------------------------

@@ -1,0 +1,75 @@
+"""Where a gate meets a run that is not the suite's, or a comparison meets a run over its own error
+budget: ``simlab gate``, ``compare --fail-on-regression``, ``simlab report`` and ``simlab.Run.gate``
+give one verdict and one exit code (3 when the run cannot stand for what is judged)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+import simlab
+from simlab.cli.main import main
+from simlab.runner.store import encode_record
+from tests.sample_runs import _errored, sample_manifest, sample_record
+
+
+def cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str]:
+    capsys.readouterr()
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, " ".join((out + err).split())
+
+
+def write_run(project: Path, run_id: str, errors: int, *, budget: float | None, trials: int = 12) -> Path:
+    """A run of ``trials`` trials of scenario ``s`` (every third fails), the first ``errors`` of them
+    infrastructure errors, whose run.json keeps ``budget`` as its ``max_error_rate``."""
+    folder = project / "transcripts" / run_id
+    folder.mkdir(parents=True)
+    manifest = sample_manifest(run_id, {"s": trials})
+    if budget is not None:
+        manifest["max_error_rate"] = budget
+    records = [sample_record(run_id, "s", trial) for trial in range(1, trials + 1)]
+    records[:errors] = [_errored(record) for record in records[:errors]]
+    (folder / "run.json").write_text(json.dumps(manifest))
+    (folder / "trials.jsonl").write_bytes(b"".join(encode_record(r) for r in records))
+    return folder
+
+
+@pytest.fixture
+def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "simlab.yaml").write_text("transcripts: transcripts\n")
+    return tmp_path
+
+
+@pytest.mark.parametrize(("errors", "budget", "code"), [(1, 0.05, 3), (2, 0.5, 0)])
+def test_a_comparison_holds_each_run_to_its_own_error_budget_as_its_report_does(
+    project, capsys, errors, budget, code
+):
+    """1 error in 12 trials (8.3 %) is over a budget of 5 % (the run's own, kept in run.json) and
+    within the default 10 %; 2 in 12 (16.7 %) the other way round under a budget of 50 %. The
+    report and the regression check judge the run by its own budget, not by the default."""
+    write_run(project, "base", 0, budget=budget)
+    write_run(project, "cand", errors, budget=budget)
+    assert cli(capsys, "report", "cand")[0] == code
+    result, text = cli(capsys, "compare", "base", "cand", "--fail-on-regression")
+    assert result == code, text
+    assert ("infrastructure errors" in text) == (code == 3), text
+    result, text = cli(capsys, "compare", "cand", "base", "--fail-on-regression")
+    assert result == code, text
+
+
+@pytest.mark.parametrize(("errors", "budget", "code"), [(1, 0.05, 3), (2, 0.5, 0)])
+def test_a_no_regression_gate_holds_its_baseline_to_the_baselines_own_error_budget(
+    project, capsys, errors, budget, code
+):
+    write_run(project, "base", errors, budget=budget)
+    write_run(project, "cand", 0, budget=budget)
+    (project / "noreg.yaml").write_text(
+        "id: noreg\nscenarios: []\nmax_error_rate: 0.5\ngates:\n  - {no_regression_vs: base}\n"
+    )
+    result, text = cli(capsys, "gate", "cand", "--suite", "noreg.yaml")
+    assert result == code, text
+    assert simlab.load_run("cand", project=project).gate("noreg.yaml").exit_code == code

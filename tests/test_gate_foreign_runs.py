@@ -73,3 +73,66 @@ def test_a_no_regression_gate_holds_its_baseline_to_the_baselines_own_error_budg
     result, text = cli(capsys, "gate", "cand", "--suite", "noreg.yaml")
     assert result == code, text
     assert simlab.load_run("cand", project=project).gate("noreg.yaml").exit_code == code
+
+
+# -- an imported run is redone from its origin, never with --run-id -------------------------------
+
+
+def _conversations(project: Path, count: int = 4) -> None:
+    """OpenAI-style message lists, one a line (the format ``simlab import openai`` reads)."""
+    lines = [
+        {
+            "id": f"conv-{i}",
+            "messages": [
+                {"role": "user", "content": f"where is my order A{i}?"},
+                {"role": "assistant", "content": f"order A{i} shipped yesterday"},
+            ],
+        }
+        for i in range(count)
+    ]
+    (project / "c.jsonl").write_text("".join(json.dumps(line) + "\n" for line in lines))
+
+
+def _advice(text: str, command: str) -> list[str]:
+    """The command the text advises, its NEW name made ``run``."""
+    start = text.index(command)
+    return text[start:].split(": ")[0].rstrip(".").replace("NEW", "again").split()[1:]
+
+
+def test_an_imported_run_over_its_error_budget_is_graded_again_not_re_run_with_run_id(project, capsys):
+    from simlab.llm.fakes import register_fake, unregister_fake
+
+    _conversations(project)
+    assert cli(capsys, "import", "openai", "c.jsonl", "--run-id", "prod")[0] == 0
+    (project / "online.yaml").write_text(
+        "expect:\n  rubric:\n    - {id: polite, text: Is polite, hard: true}\n"
+    )
+    answers = {"text": "not json"}  # the judge's answers cannot be read: every trial is an error
+    model = register_fake("imported-judge", lambda messages, tools=None, **_: answers["text"])
+    try:
+        assert (
+            cli(capsys, "grade-traces", "prod", "--rules", "online.yaml", "--judge", model, "--out", "g")[0]
+            == 0
+        )
+        code, text = cli(capsys, "report", "g")
+        assert code == 3 and "infrastructure errors in 4 of 4 trials" in text, text
+        assert "--run-id g" not in text, text  # no --run-id plays an imported trace again
+        advised = _advice(text, "simlab grade-traces prod")
+        answers["text"] = json.dumps({"verdict": "yes", "reason": "polite"})  # the cause fixed
+        assert cli(capsys, *advised)[0] == 0  # the advice is a command that works
+    finally:
+        unregister_fake("imported-judge")
+    assert cli(capsys, "report", "again")[0] == 0
+
+
+def test_an_imported_run_cut_short_is_imported_again_not_resumed(project, capsys):
+    _conversations(project)
+    assert cli(capsys, "import", "openai", "c.jsonl", "--run-id", "prod")[0] == 0
+    trials = project / "transcripts/prod/trials.jsonl"
+    trials.write_text("".join(trials.read_text().splitlines(keepends=True)[:-1]))
+    code, text = cli(capsys, "report", "prod")
+    assert code == 3 and "incomplete: 3 of 4 planned trials" in text, text
+    assert "--run-id prod" not in text and "no trial" not in text, text  # 3 imported trials are there
+    advised = _advice(text, "simlab import openai")
+    assert cli(capsys, *advised)[0] == 0
+    assert cli(capsys, "report", "again")[0] == 0

@@ -82,16 +82,26 @@ def report_exit(folder: Path, summary: RunSummary) -> int:
             return EXIT_OK
         print(f"inconclusive (exit 3): {one_line(problem)}.", file=sys.stderr)  # as simlab run ended it
         return EXIT_INFRA
+    from simlab.report.redo import imported_redo
+
     done = summary.completeness
+    run = one_line(summary.run_id)
     what = (
-        f"no trial of run {one_line(summary.run_id)} finished: there is nothing to judge"
+        f"no trial of run {run} finished: there is nothing to judge"
+        if not summary.trials + summary.ungraded
+        else f"none of the {summary.ungraded} stored trials of run {run} is graded: there is nothing to judge"
         if not summary.trials
-        else f"the figures stand for the {summary.trials} trials played, "
-        f"not for run {one_line(summary.run_id)}"
+        else f"the figures stand for the {summary.trials} graded trials stored, not for run {run}"
+        if summary.ungraded
+        else f"the figures stand for the {summary.trials} trials played, not for run {run}"
     )
     print(f"inconclusive (exit 3): {one_line(state.line)}; {what}", file=sys.stderr)
-    command = (RunStore(folder).read_manifest() or {}).get("command")
-    if done is not None and done.planned is not None and done.finished < done.planned and command:
+    manifest = RunStore(folder).read_manifest()
+    command = (manifest or {}).get("command")
+    redo = imported_redo(manifest)
+    if redo is not None:  # its trials were imported, not played: no --run-id finishes it
+        print(f"{one_line(redo)}.", file=sys.stderr)
+    elif done is not None and done.planned is not None and done.finished < done.planned and command:
         from simlab.cli.run_cmd import resume_command
 
         print(f"finish it with: {resume_command(command, folder.name)}", file=sys.stderr)

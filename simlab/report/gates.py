@@ -184,10 +184,16 @@ def run_budget(summary: RunSummary) -> float:
 def over_budget(summary: RunSummary, manifest: Mapping[str, Any] | None = None) -> str | None:
     """The line ``simlab run`` and ``simlab report`` both end a run with when its infrastructure
     errors are over its own budget (``run_budget``): a run that mostly could not be played is no
-    result. None when within."""
+    result. None when within. The way out is the run's origin's (``report/redo.py``): a played run
+    is played again with its --run-id, an imported one is imported or graded again."""
+    from simlab.report.redo import imported_redo
+
     problem = error_budget_problem(summary, run_budget(summary))
     if problem is None:
         return None
+    redo = imported_redo(manifest)
+    if redo is not None:
+        return f"incomplete: {problem}; {redo}"
     return (
         f"incomplete: {problem}. Fix the cause and re-run the same command with --run-id "
         f"{summary.run_id}: trials that ended in an error are played again"

@@ -136,3 +136,33 @@ def test_an_imported_run_cut_short_is_imported_again_not_resumed(project, capsys
     advised = _advice(text, "simlab import openai")
     assert cli(capsys, *advised)[0] == 0
     assert cli(capsys, "report", "again")[0] == 0
+
+
+# -- a part of a suite, not accepted by name ------------------------------------------------------
+
+NIGHTLY = "suites/nightly.yaml"
+
+
+@pytest.mark.parametrize(
+    "part",
+    [
+        ["--trials", "2"],
+        ["scenarios/retail/refund-damaged-card.yaml", "scenarios/retail/store-credit-refused.yaml"],
+    ],
+)
+def test_a_regression_check_on_a_part_of_a_suite_not_accepted_is_inconclusive_as_its_report_is(
+    pinned_demo_project, capsys, part
+):
+    """A run of a part of its suite (fewer trials, fewer scenarios) without --partial-ok: its report
+    is inconclusive (exit 3), and so is a regression check that holds it as either run; accepted
+    by name, both decide."""
+    assert main(["run", "--suite", NIGHTLY, "--run-id", "base", "--no-progress"]) == 0
+    assert main(["run", "--suite", NIGHTLY, "--run-id", "part", "--no-progress", *part]) == 3
+    assert cli(capsys, "report", "part")[0] == 3
+    code, text = cli(capsys, "compare", "base", "part", "--fail-on-regression")
+    assert code == 3 and "the candidate run: partial:" in text and "--partial-ok" in text, text
+    code, text = cli(capsys, "compare", "part", "base", "--fail-on-regression")
+    assert code == 3 and "the base run: partial:" in text, text
+    main(["run", "--suite", NIGHTLY, "--run-id", "ok", "--no-progress", "--partial-ok", *part])  # its gates'
+    assert cli(capsys, "report", "ok")[0] == 0
+    assert cli(capsys, "compare", "base", "ok", "--fail-on-regression")[0] == 0

@@ -53,9 +53,23 @@ def run_state(
     phrases = state_phrases(done, mixed)
     judged = not phrases
     if done is not None and partial:
-        phrases.append(partial if partial_ok else f"{partial}, not accepted with --partial-ok")
+        phrases.append(partial_phrase(partial, partial_ok))
         judged = judged and partial_ok
     return RunState(" · ".join(phrases) or None, judged)
+
+
+def partial_phrase(partial: str, partial_ok: bool) -> str:
+    """The part of its suite a run played, in words: said as it is when accepted by name, else
+    with why it leaves the run unjudged."""
+    return partial if partial_ok else f"{partial}, not accepted with --partial-ok"
+
+
+def unaccepted_part(done: Completeness | None) -> str | None:
+    """The phrase of a run that played a part of its suite not accepted with ``--partial-ok``
+    (its report is then inconclusive), or None."""
+    if done is None or not done.partial or done.partial_ok:
+        return None
+    return partial_phrase(done.partial, False)
 
 
 def state_phrases(done: Completeness | None, mixed: Sequence[str] = ()) -> list[str]:

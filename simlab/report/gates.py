@@ -22,7 +22,7 @@ from typing import Any
 
 from simlab.errors import EXIT_GATE_FAILED, EXIT_INFRA, EXIT_OK
 from simlab.report.compare_runs import compare, uncompared
-from simlab.report.completeness import state_phrases
+from simlab.report.completeness import state_phrases, unaccepted_part
 from simlab.results.figures import DatasetScore, Rate, RunSummary, ScenarioFigures, SuiteFigures
 from simlab.results.power import gate_fail_chance, power_k, rate_at, trials_needed
 from simlab.results.summary import extend_curves
@@ -201,12 +201,14 @@ def over_budget(summary: RunSummary, manifest: Mapping[str, Any] | None = None) 
 
 
 def run_problems(summary: RunSummary) -> list[str]:
-    """Why a run cannot stand for its own plan, whatever its figures: not whole
-    (``completeness_problems``), infrastructure errors over its own budget (``run_budget``), or
-    unjudged trials it does not allow. A regression check holds both its runs to this (``compare
-    --fail-on-regression``, a ``no_regression_vs`` gate's baseline)."""
+    """Why a run cannot stand for its own plan, whatever its figures, as its report says it: not
+    whole (``completeness_problems``), a part of its suite not accepted with --partial-ok,
+    infrastructure errors over its own budget (``run_budget``), or unjudged trials it does not
+    allow. A regression check holds both its runs to this (``compare --fail-on-regression``, a
+    ``no_regression_vs`` gate's baseline)."""
     problems = completeness_problems(summary)
     for problem in (
+        unaccepted_part(summary.completeness),
         ungraded_problem(summary),
         error_budget_problem(summary, run_budget(summary)),
         unjudged_problem(summary),

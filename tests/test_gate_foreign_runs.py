@@ -166,3 +166,57 @@ def test_a_regression_check_on_a_part_of_a_suite_not_accepted_is_inconclusive_as
     main(["run", "--suite", NIGHTLY, "--run-id", "ok", "--no-progress", "--partial-ok", *part])  # its gates'
     assert cli(capsys, "report", "ok")[0] == 0
     assert cli(capsys, "compare", "base", "ok", "--fail-on-regression")[0] == 0
+
+
+# -- a resumed run ------------------------------------------------------------------------------
+
+DOWN = '''
+import httpx
+
+from examples.retail_agents import careful_agent
+
+
+def agent(inp):
+    """The careful agent, whose own model provider drops every fourth seed's connection."""
+    if inp.seed % 4 == 0:
+        raise httpx.RemoteProtocolError("server disconnected")
+    return careful_agent(inp)
+
+
+agent.uses_models = False
+'''
+
+
+def test_a_resumed_run_is_held_to_the_error_budget_of_the_command_that_resumed_it(
+    pinned_demo_project, capsys
+):
+    """The error budget is a reporting setting, as allow_unjudged is: the latest command's. A run
+    played under a budget of 50 % and resumed under the default 10 % is over it (25 % of its trials
+    errors, played again and failing again): the resume, its report and a comparison all say so."""
+    project = pinned_demo_project
+    (project / "agents_down.py").write_text(DOWN)
+    config = project / "simlab.yaml"
+    default = config.read_text()
+    play = [
+        "run",
+        "--run-id",
+        "r",
+        "--no-progress",
+        "--agent",
+        "python:agents_down:agent",
+        "--trials",
+        "4",
+        "scenarios/retail/refund-damaged-card.yaml",
+        "scenarios/retail/store-credit-refused.yaml",
+    ]
+    config.write_text(default + "\nmax_error_rate: 0.5\n")
+    assert cli(capsys, *play)[0] == 0
+    assert cli(capsys, "report", "r")[0] == 0
+    config.write_text(default)
+    code, text = cli(capsys, *play)
+    assert code == 3 and "infrastructure errors in 2 of 8 trials (25.0% > budget 10.0%)" in text, text
+    code, text = cli(capsys, "report", "r")
+    assert code == 3 and "(25.0% > budget 10.0%)" in text, text
+    assert main(["run", "--run-id", "b", "--no-progress", "--trials", "4", *play[-2:]]) == 0
+    code, text = cli(capsys, "compare", "b", "r", "--fail-on-regression", "--allow-different-pins")
+    assert code == 3 and "infrastructure errors" in text, text

@@ -348,9 +348,11 @@ def write_or_check_manifest(store: RunStore, plan: RunPlan, force: bool) -> None
         stored.pop(key, None)
         if key in plan.manifest:
             stored[key] = plan.manifest[key]
-    stored.pop("summary_evaluators", None)  # likewise the suite's summary functions
-    if plan.manifest.get("summary_evaluators"):
-        stored["summary_evaluators"] = plan.manifest["summary_evaluators"]
+    # likewise the suite's summary functions, and the error budget every report holds the run to
+    for key in ("summary_evaluators", "max_error_rate"):
+        stored.pop(key, None)
+        if key in plan.manifest:  # manifest_for writes each only when set
+            stored[key] = plan.manifest[key]
     if stored.get("run_id") != plan.run_id:  # a run folder copied or renamed, resumed under its name:
         named = stored.setdefault("run_ids", [])  # the trials it adds name it (runner/identity.py)
         if plan.run_id not in named:

@@ -220,3 +220,44 @@ def test_a_resumed_run_is_held_to_the_error_budget_of_the_command_that_resumed_i
     assert main(["run", "--run-id", "b", "--no-progress", "--trials", "4", *play[-2:]]) == 0
     code, text = cli(capsys, "compare", "b", "r", "--fail-on-regression", "--allow-different-pins")
     assert code == 3 and "infrastructure errors" in text, text
+
+
+# -- a run judged again by another judge --------------------------------------------------------
+
+
+def test_a_run_judged_again_by_another_judge_is_not_the_suites_nor_comparable_with_its_runs(
+    pinned_demo_project, capsys
+):
+    """``simlab grade --rejudge --judge OTHER`` replaces every judge check with OTHER's: run.json
+    says so (``pins.judge``), so a gate of a suite that names the first judge is inconclusive and a
+    comparison with a run of the first judge refuses, as for a run played with ``--judge OTHER``."""
+    from simlab.llm.fakes import register_fake, unregister_fake
+
+    project = pinned_demo_project
+    strict = register_fake(
+        "strict-judge", lambda messages, tools=None, **_: '{"verdict": "no", "reason": "rude"}'
+    )
+    lenient = register_fake(
+        "lenient-judge", lambda messages, tools=None, **_: '{"verdict": "yes", "reason": "ok"}'
+    )
+    text = (project / NIGHTLY).read_text().replace("allow_unjudged: [rubric]", f"judge: {strict}")
+    (project / "suites/judged.yaml").write_text(
+        text[: text.index("gates:")] + 'gates:\n  - "success >= 0.9"\n'
+    )
+    suite = "suites/judged.yaml"
+    try:
+        assert (
+            main(["run", "--suite", suite, "--run-id", "r", "--no-progress"]) == 1
+        )  # the strict judge fails it
+        assert main(["run", "--suite", suite, "--run-id", "other", "--no-progress"]) == 1
+        assert cli(capsys, "grade", "r", "--rejudge", "--judge", lenient)[0] == 0
+        code, text = cli(capsys, "gate", "r", "--suite", suite)
+        assert code == 3 and "the run's judge is not the one suite" in text, text
+        assert simlab.load_run("r", project=project).gate(suite).exit_code == 3
+        code, text = cli(capsys, "compare", "other", "r", "--fail-on-regression")
+        assert code == 2 and "judge:" in text, text
+        assert cli(capsys, "grade", "r", "--rejudge", "--judge", strict)[0] == 0  # the suite's judge again
+        assert cli(capsys, "gate", "r", "--suite", suite)[0] == 1
+    finally:
+        unregister_fake("strict-judge")
+        unregister_fake("lenient-judge")

@@ -7,9 +7,13 @@ import argparse
 import json
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from simlab.cli.argtypes import add_json, add_run
 from simlab.inert import one_line
+
+if TYPE_CHECKING:
+    from simlab.runner.store import RunStore
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -50,6 +54,8 @@ def run(args: argparse.Namespace) -> int:
     try:
         store.repair_torn_tail()
         report = regrade(store, Path(config.personas), judge=judge, rejudge=args.rejudge)
+        if args.rejudge and args.judge:  # judged again by the judge named: the run's judge now
+            _pin_judge(store, args.judge)
     finally:
         store.unlock()
     err = sys.stderr
@@ -80,3 +86,18 @@ def run(args: argparse.Namespace) -> int:
     else:
         print_report(summary, report_console())
     return 0
+
+
+def _pin_judge(store: RunStore, judge_ref: str) -> None:
+    """After ``--rejudge --judge``: every judge check is the judge's that ``judge_ref`` names, so run.json
+    pins it (``pins.judge``, as ``simlab run --judge`` would have): a gate of a suite that names
+    another judge, and a comparison with a run of another, see that its verdicts are not theirs."""
+    from simlab.runner.prepare import judge_pin_of
+
+    manifest = store.read_manifest()
+    if manifest is None or not isinstance(manifest.get("pins"), dict):
+        return
+    pin = judge_pin_of(judge_ref)
+    if manifest["pins"].get("judge") != pin:
+        manifest["pins"]["judge"] = pin
+        store.write_manifest(manifest)

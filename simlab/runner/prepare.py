@@ -425,6 +425,13 @@ def _judge_pin(judge: JudgeSpec | None) -> str | dict[str, Any] | None:
     return safe_settings(pin) if isinstance(pin, dict) else pin
 
 
+def judge_pin_of(ref: JudgeSpec | str | dict[str, Any] | None) -> Any:
+    """``pins.judge`` of the judge ``ref`` names (a spec, a model string, a pinned mapping), as
+    ``pins_of`` writes it: what ``simlab grade --rejudge`` records when it judged with another."""
+    spec = ref if isinstance(ref, JudgeSpec) or ref is None else JudgeSpec.model_validate(ref)
+    return mask_tree(_judge_pin(spec or None))
+
+
 def pins_of(plan: RunPlan, trials: dict[str, int]) -> dict[str, Any]:
     """The pins of a run, credentials masked (``redact.mask_tree``): a password in an ``api_base``
     URL is not a pin, and two runs that differ only in it compare equal."""

@@ -261,3 +261,35 @@ def test_a_run_judged_again_by_another_judge_is_not_the_suites_nor_comparable_wi
     finally:
         unregister_fake("strict-judge")
         unregister_fake("lenient-judge")
+
+
+# -- a run re-graded with another version of its scenario files ---------------------------------
+
+
+def test_a_run_re_graded_with_another_version_of_its_scenarios_is_not_the_suites_nor_comparable(
+    pinned_demo_project, capsys
+):
+    """``simlab grade`` grades with the scenario files as they are: a run re-graded while they
+    said something else (here: lookup_order forbidden), then put back, holds the verdicts of the
+    other version. run.json says which version graded it, so the gate is inconclusive (it said
+    FAIL, exit 1, on an agent that did everything the suite asks) and a comparison with a run
+    graded with the suite's files refuses (it said 'regressed beyond noise', exit 1, with 0 of 40
+    trials differing)."""
+    project = pinned_demo_project
+    assert main(["run", "--suite", NIGHTLY, "--run-id", "base", "--no-progress"]) == 0
+    assert main(["run", "--suite", NIGHTLY, "--run-id", "n", "--no-progress"]) == 0
+    files = sorted((project / "scenarios/retail").glob("*.yaml"))
+    kept = {path: path.read_text() for path in files}
+    for path, text in kept.items():
+        path.write_text(text.replace("  forbidden:\n", "  forbidden:\n    - lookup_order\n", 1))
+    assert cli(capsys, "grade", "n")[0] == 0
+    for path, text in kept.items():
+        path.write_text(text)  # the suite's files are the ones the run played again
+    code, text = cli(capsys, "gate", "n", "--suite", NIGHTLY)
+    assert code == 3 and "graded with" in text, text
+    assert simlab.load_run("n", project=project).gate(NIGHTLY).exit_code == 3
+    code, text = cli(capsys, "compare", "base", "n", "--fail-on-regression")
+    assert code == 2 and "graded with another version" in text, text
+    assert cli(capsys, "grade", "n")[0] == 0  # graded again with the files it played: the suite's run again
+    assert cli(capsys, "gate", "n", "--suite", NIGHTLY)[0] == 0
+    assert cli(capsys, "compare", "base", "n", "--fail-on-regression")[0] == 0

@@ -42,10 +42,14 @@ def pin_conflicts(base: dict[str, Any], cand: dict[str, Any], by_design: Collect
             problems.append(f"{key}: base {base.get(key)!r}, candidate {cand.get(key)!r}")
     base_s, cand_s = base.get("scenarios", {}), cand.get("scenarios", {})
     for sid in sorted(set(base_s) & set(cand_s)):
-        if base_s[sid].get("sha256") != cand_s[sid].get("sha256"):
-            problems.append(f"scenario {sid}: file changed between the runs")
-        if base_s[sid].get("persona_sha256") != cand_s[sid].get("persona_sha256"):
-            problems.append(f"scenario {sid}: persona file changed between the runs")
+        for key, what in (("sha256", "file"), ("persona_sha256", "persona file")):
+            one, two = base_s[sid].get(key), cand_s[sid].get(key)
+            if one != two:
+                problems.append(f"scenario {sid}: {what} changed between the runs")
+            elif base_s[sid].get(f"graded_{key}", one) != cand_s[sid].get(f"graded_{key}", two):
+                problems.append(  # the same file played, not the same graded (runner/regrade.pin_graded)
+                    f"scenario {sid}: graded with another version of its {what} in one run (simlab grade)"
+                )
     return problems
 
 

@@ -32,6 +32,7 @@ from simlab.runner.suite_plan import (
     partial_text,
     plan_shortfall,
     recorded_suite,
+    regraded_files,
     run_plan,
     suite_state,
 )
@@ -452,9 +453,10 @@ def gate_run(
     own = recorded is not None and recorded[0] == suite.id
     plan = recorded[1] if own and recorded else None
     changed: list[str] = []
+    regraded: list[str] = []
     if suite_path is not None and suite.scenarios:
         plan, files = suite_state(suite_path, root)
-        changed = changed_files(manifest, files)
+        changed, regraded = changed_files(manifest, files), regraded_files(manifest, files)
     partial_ok = own and bool((manifest or {}).get("partial_ok"))
     unknown = plan is None and bool(suite.scenarios)
     report = evaluate(summary, suite, load_baseline=load_baseline, suite_plan=plan, partial_ok=partial_ok)
@@ -471,6 +473,13 @@ def gate_run(
             f"{len(changed)} of the suite's scenarios changed since the run: "
             f"{', '.join(changed[:4])}{more} are not the version the run played (its run.json pins each "
             "file's sha256); play the suite again"
+        )
+    if regraded:
+        more = f" and {len(regraded) - 4} more" if len(regraded) > 4 else ""
+        report.problems.append(
+            f"{len(regraded)} of the suite's scenarios were graded with another version of their files "
+            f"than the suite's: {', '.join(regraded[:4])}{more} (simlab grade, run.json's graded_sha256); "
+            "grade the run again with the suite's files"
         )
     return report
 

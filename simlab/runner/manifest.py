@@ -24,13 +24,17 @@ class _Part(BaseModel):
 
 class ScenarioPin(_Part):
     """``pins.scenarios[id]``: the file a scenario came from (relative to the project), its hash, its
-    persona's, and the trials planned."""
+    persona's, and the trials planned; the hashes of the files its trials were re-graded with
+    when they are not the ones played."""
 
     path: str | None = None
     sha256: str | None = None
     persona: str | None = None
     persona_sha256: str | None = None
     trials: int = 0
+    # the files `simlab grade` last graded the trials with, when not the ones played (runner/regrade)
+    graded_sha256: str | None = None
+    graded_persona_sha256: str | None = None
 
 
 class CodePin(_Part):

@@ -89,10 +89,41 @@ def regrade(
             out.flush()
             os.fsync(out.fileno())
         replace_trials(tmp, store.trials_path, index)
+        pin_graded(store, scenarios)
     finally:
         tmp.unlink(missing_ok=True)  # nothing half-written is left beside the trials
         index.discard()
     return report
+
+
+GRADED_KEYS = (("sha256", "graded_sha256"), ("persona_sha256", "graded_persona_sha256"))
+
+
+def pin_graded(store: RunStore, scenarios: dict[str, LoadedScenario]) -> None:
+    """Record in run.json, per scenario, the scenario and persona files its trials were just graded
+    with when they are not the ones played (``graded_sha256``, ``graded_persona_sha256``; removed
+    when they are): a gate holds them to the suite's files and a comparison to the other run's
+    (``suite_plan.regraded_files``, ``compare_runs.pin_conflicts``), since the verdicts are theirs."""
+    manifest = store.read_manifest()
+    pinned = ((manifest or {}).get("pins") or {}).get("scenarios")
+    if manifest is None or not isinstance(pinned, dict):
+        return
+    changed = False
+    for sid, loaded in scenarios.items():
+        pin = pinned.get(sid)
+        if not isinstance(pin, dict):
+            continue
+        for key, graded in GRADED_KEYS:
+            now = loaded.sha256 if key == "sha256" else loaded.persona_sha256
+            want = None if pin.get(key) == now else now
+            if pin.get(graded) != want:
+                changed = True
+                if want is None:
+                    pin.pop(graded, None)
+                else:
+                    pin[graded] = want
+    if changed:
+        store.write_manifest(manifest)
 
 
 async def _regrade_all(  # noqa: PLR0913 - private: the pass over one run's records

@@ -64,6 +64,29 @@ def changed_files(manifest: Mapping[str, Any] | None, files: Mapping[str, Mappin
     return changed
 
 
+def regraded_files(manifest: Mapping[str, Any] | None, files: Mapping[str, Mapping[str, Any]]) -> list[str]:
+    """The suite's scenarios whose trials the run played with the files as they are now, but were
+    re-graded (``simlab grade``) with another version of the scenario or persona file (run.json's
+    ``graded_sha256``, ``graded_persona_sha256``): their verdicts are that version's. One phrase
+    each; a file changed since the run is ``changed_files``'s."""
+    pinned = ((manifest or {}).get("pins") or {}).get("scenarios")
+    if not isinstance(pinned, Mapping):
+        return []
+    out: list[str] = []
+    for sid, now in files.items():
+        pin = pinned.get(sid)
+        if not isinstance(pin, Mapping):
+            continue
+        what = [
+            label
+            for key, label in (("sha256", "scenario"), ("persona_sha256", "persona"))
+            if pin.get(key) == now.get(key) and pin.get(f"graded_{key}", pin.get(key)) != now.get(key)
+        ]
+        if what:
+            out.append(f"{sid} ({' and '.join(what)} file)")
+    return out
+
+
 def pin_suite(
     manifest: dict[str, Any],
     notes: list[str],

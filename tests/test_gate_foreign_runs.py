@@ -293,3 +293,15 @@ def test_a_run_re_graded_with_another_version_of_its_scenarios_is_not_the_suites
     assert cli(capsys, "grade", "n")[0] == 0  # graded again with the files it played: the suite's run again
     assert cli(capsys, "gate", "n", "--suite", NIGHTLY)[0] == 0
     assert cli(capsys, "compare", "base", "n", "--fail-on-regression")[0] == 0
+
+
+def test_an_error_budget_that_is_no_share_is_a_clear_error_naming_the_file(project, capsys):
+    folder = write_run(project, "odd", 1, budget=None)
+    manifest = json.loads((folder / "run.json").read_text())
+    manifest["max_error_rate"] = "lots"
+    (folder / "run.json").write_text(json.dumps(manifest))
+    write_run(project, "base", 0, budget=None)
+    for argv in (["report", "odd"], ["compare", "base", "odd", "--fail-on-regression"]):
+        code, text = cli(capsys, *argv)
+        assert code == 3 and "odd/run.json: max_error_rate: 'lots' is not a share from 0 to 1" in text, text
+        assert "Traceback" not in text

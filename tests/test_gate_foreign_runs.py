@@ -305,3 +305,30 @@ def test_an_error_budget_that_is_no_share_is_a_clear_error_naming_the_file(proje
         code, text = cli(capsys, *argv)
         assert code == 3 and "odd/run.json: max_error_rate: 'lots' is not a share from 0 to 1" in text, text
         assert "Traceback" not in text
+
+
+# -- a suite that names no simulator: the project's is the suite's ------------------------------
+
+
+def test_a_run_with_another_simulator_than_the_project_gives_a_suite_that_names_none_is_not_its_run(
+    pinned_demo_project, capsys
+):
+    """A suite that names no simulator is played with the project's (simlab.yaml: rules). A run
+    played over it with --simulator scripted is another test, as compare says (exit 2): its gate
+    is inconclusive (it said FAIL, exit 1, on the scripted users' verdicts), on every surface."""
+    project = pinned_demo_project
+    text = (
+        (project / NIGHTLY).read_text().replace("simulator: rules\n", "").replace("retail-nightly", "nosim")
+    )
+    (project / "suites/nosim.yaml").write_text(text)
+    suite = "suites/nosim.yaml"
+    assert main(["run", "--suite", suite, "--run-id", "own", "--no-progress"]) == 0
+    assert (
+        main(["run", "--suite", suite, "--run-id", "other", "--no-progress", "--simulator", "scripted"]) != 0
+    )
+    assert cli(capsys, "compare", "own", "other", "--fail-on-regression")[0] == 2
+    code, text = cli(capsys, "gate", "other", "--suite", suite)
+    assert code == 3 and "the run's simulator is not the one suite 'nosim' names" in text, text
+    assert simlab.load_run("other", project=project).gate(suite).exit_code == 3
+    assert cli(capsys, "gate", "own", "--suite", suite)[0] == 0
+    assert simlab.load_run("own", project=project).gate(suite).exit_code == 0

@@ -464,7 +464,7 @@ def gate_run(
         report.problems.append(
             f"the plan of suite {suite.id!r} is unknown here, so this run cannot be held to it"
         )
-    for problem in (_graders_problem(manifest, suite), *_players_problems(manifest, suite)):
+    for problem in (_graders_problem(manifest, suite), *_players_problems(manifest, suite, root)):
         if problem:
             report.problems.append(problem)
     if changed:
@@ -484,22 +484,30 @@ def gate_run(
     return report
 
 
-def _players_problems(manifest: Mapping[str, Any] | None, suite: Suite) -> list[str]:
-    """Why the run's simulated user or judge is not the one the suite names (its ``simulator:`` or
-    ``judge:``, against the run's pins; a suite that names none accepts the project's): a run played
-    with ``--simulator`` or ``--judge`` over the suite's is another test, whose verdicts cannot stand
-    for the suite's (``--allow-same-family`` alone changes no player)."""
+def _players_problems(manifest: Mapping[str, Any] | None, suite: Suite, root: Path) -> list[str]:
+    """Why the run's simulated user or judge is not the one the suite plays with: its own
+    ``simulator:`` or ``judge:``, else (a suite of scenarios, played) the project's in
+    ``simlab.yaml`` under ``root``, as ``simlab run --suite`` picks them; against the run's pins. A
+    run played with ``--simulator`` or ``--judge`` over them is another test, whose verdicts cannot
+    stand for the suite's (``--allow-same-family`` alone changes no player). A suite of no
+    scenarios (gates on graded production traces) plays nothing: only what it names is held."""
     from simlab.redact import mask_tree, safe_settings
+    from simlab.specs import SimulatorSpec, load_config
 
     pins = (manifest or {}).get("pins") or {}
     problems = []
-    if suite.simulator is not None:
-        wanted = mask_tree(safe_settings(suite.simulator.model_dump(mode="json", exclude_none=True)))
+    simulator, judge_spec = suite.simulator, suite.judge
+    if suite.scenarios:
+        config = load_config(root / "simlab.yaml")
+        simulator = simulator or config.simulator or SimulatorSpec()
+        judge_spec = judge_spec or config.judge
+    if simulator is not None:
+        wanted = mask_tree(safe_settings(simulator.model_dump(mode="json", exclude_none=True)))
         pinned = pins.get("simulator")
         if _without_same_family(pinned) != _without_same_family(wanted):
             problems.append(_player_problem("simulator", suite.id, wanted, pinned))
-    if suite.judge is not None:
-        judge = suite.judge.pin()
+    if suite.scenarios or judge_spec is not None:
+        judge = judge_spec.pin() if judge_spec is not None else None
         wanted_judge = mask_tree(safe_settings(judge) if isinstance(judge, dict) else judge)
         if pins.get("judge") != wanted_judge:
             problems.append(_player_problem("judge", suite.id, wanted_judge, pins.get("judge")))

@@ -332,3 +332,43 @@ def test_a_run_with_another_simulator_than_the_project_gives_a_suite_that_names_
     assert simlab.load_run("other", project=project).gate(suite).exit_code == 3
     assert cli(capsys, "gate", "own", "--suite", suite)[0] == 0
     assert simlab.load_run("own", project=project).gate(suite).exit_code == 0
+
+
+# -- a merged run is finished through its shards, never with --run-id ---------------------------
+
+
+def test_a_merged_run_missing_a_shard_is_finished_through_its_shards_not_with_run_id(
+    pinned_demo_project, capsys
+):
+    shard = ["run", "--suite", NIGHTLY, "--no-progress", "--shard"]
+    assert main([*shard, "1/2", "--run-id", "sh1"]) == 0
+    assert main(["merge", "m", "sh1"]) == 0
+    code, text = cli(capsys, "report", "m")
+    assert code == 3 and "incomplete: 20 of 40 planned trials" in text, text
+    assert "--run-id m" not in text, text  # simlab merge has no --run-id, and m exists
+    assert "--shard" in text and "simlab merge NEW sh1" in text, text
+    code, text = cli(capsys, "gate", "m", "--suite", NIGHTLY)
+    assert code == 3, text
+    assert main([*shard, "2/2", "--run-id", "sh2"]) == 0  # the missing shard played
+    assert cli(capsys, "merge", "whole", "sh1", "sh2")[0] == 0
+    assert cli(capsys, "report", "whole")[0] == 0
+
+
+def test_a_merged_run_over_its_error_budget_resumes_its_shards_not_itself(pinned_demo_project, capsys):
+    (pinned_demo_project / "agents_down.py").write_text(DOWN)
+    play = [
+        "run",
+        "--no-progress",
+        "--agent",
+        "python:agents_down:agent",
+        "--trials",
+        "4",
+        "scenarios/retail/refund-damaged-card.yaml",
+        "scenarios/retail/store-credit-refused.yaml",
+    ]
+    assert main([*play, "--shard", "1/2", "--run-id", "d1"]) in (0, 3)
+    assert main([*play, "--shard", "2/2", "--run-id", "d2"]) in (0, 3)
+    assert main(["merge", "dm", "d1", "d2"]) == 0
+    code, text = cli(capsys, "report", "dm")
+    assert code == 3 and "infrastructure errors in 2 of 8 trials" in text, text
+    assert "--run-id dm" not in text and "simlab merge NEW d1 d2" in text and "--shard" in text, text

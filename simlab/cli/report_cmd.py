@@ -82,7 +82,7 @@ def report_exit(folder: Path, summary: RunSummary) -> int:
             return EXIT_OK
         print(f"inconclusive (exit 3): {one_line(problem)}.", file=sys.stderr)  # as simlab run ended it
         return EXIT_INFRA
-    from simlab.report.redo import imported_redo
+    from simlab.report.redo import redo_advice
 
     done = summary.completeness
     run = one_line(summary.run_id)
@@ -98,8 +98,8 @@ def report_exit(folder: Path, summary: RunSummary) -> int:
     print(f"inconclusive (exit 3): {one_line(state.line)}; {what}", file=sys.stderr)
     manifest = RunStore(folder).read_manifest()
     command = (manifest or {}).get("command")
-    redo = imported_redo(manifest)
-    if redo is not None:  # its trials were imported, not played: no --run-id finishes it
+    redo = redo_advice(manifest, errors=False)
+    if redo is not None:  # imported or merged: no --run-id of its own finishes it
         print(f"{one_line(redo)}.", file=sys.stderr)
     elif done is not None and done.planned is not None and done.finished < done.planned and command:
         from simlab.cli.run_cmd import resume_command

@@ -186,13 +186,14 @@ def over_budget(summary: RunSummary, manifest: Mapping[str, Any] | None = None) 
     """The line ``simlab run`` and ``simlab report`` both end a run with when its infrastructure
     errors are over its own budget (``run_budget``): a run that mostly could not be played is no
     result. None when within. The way out is the run's origin's (``report/redo.py``): a played run
-    is played again with its --run-id, an imported one is imported or graded again."""
-    from simlab.report.redo import imported_redo
+    is played again with its --run-id, an imported one imported or graded again, a merged one
+    merged again from its shards."""
+    from simlab.report.redo import redo_advice
 
     problem = error_budget_problem(summary, run_budget(summary))
     if problem is None:
         return None
-    redo = imported_redo(manifest)
+    redo = redo_advice(manifest, errors=True)
     if redo is not None:
         return f"incomplete: {problem}; {redo}"
     return (

@@ -1,11 +1,14 @@
-"""How to redo an imported run, said from its recorded origin (run.json's ``observed``, and
-``grade_traces`` for a graded sample), never guessed from its id or its trials.
+"""How to finish or redo a run that was not played by one ``simlab run``, said from its recorded
+origin (run.json's ``observed``, ``grade_traces`` for a graded sample, ``merged_from`` for merged
+shards), never guessed from its id or its trials.
 
 Why not ``--run-id``: a played run is finished or played again by its own command with its run id
-(trials that ended in an error are played again); an imported run's trials were never played, so
-no ``--run-id`` plays them, and the commands that made it refuse a folder that holds a run. What
-redoes it is the command that made it (run.json keeps it) under a new name: ``simlab import`` from
-the fixed source, or ``simlab grade-traces`` from the imported run once the judge or rules are fixed.
+(trials that ended in an error are played again). An imported run's trials were never played, so
+no ``--run-id`` plays them; a merged run's were played by its shards, each under its own run id;
+and the commands that made them (``simlab import``, ``grade-traces``, ``merge``) refuse a folder
+that holds a run. What redoes one is its own command (run.json keeps it) under a new name:
+``simlab import`` from the fixed source, ``simlab grade-traces`` once the judge or rules are fixed,
+``simlab merge`` once its shards are finished.
 """
 
 from __future__ import annotations
@@ -15,6 +18,43 @@ from collections.abc import Mapping
 from typing import Any
 
 NEW = "NEW"  # the new name the advice leaves to the user
+
+
+def redo_advice(manifest: Mapping[str, Any] | None, *, errors: bool) -> str | None:
+    """The sentence that says how to finish (``errors`` False: trials are missing) or redo
+    (``errors``: too many ended in an error) a run that was imported or merged, or None for a run
+    played by one ``simlab run`` (its ``--run-id`` advice stands)."""
+    return imported_redo(manifest) or merged_redo(manifest, errors=errors)
+
+
+def merged_redo(manifest: Mapping[str, Any] | None, *, errors: bool) -> str | None:
+    """How to finish or redo a run merged from shards (run.json's ``merged_from``): through its
+    shards, each resumed by its own command, then merged again under a new name; None otherwise."""
+    merged = (manifest or {}).get("merged_from")
+    if not isinstance(merged, list) or not merged:
+        return None
+    assert manifest is not None
+    shards = [str(s.get("run_id") or s.get("folder")) for s in merged if isinstance(s, Mapping)]
+    command = [str(word) for word in manifest.get("command") or []]
+    if command[:2] == ["simlab", "merge"] and len(command) > 3:
+        words = ["simlab", "merge", NEW, *command[3:]]
+    else:
+        words = ["simlab", "merge", NEW, *shards]
+    named = ", ".join(shards)
+    if errors:
+        return (
+            f"the run merges shards ({named}), which no --run-id of its own plays again: fix the cause, "
+            "resume each shard with its own command (simlab run … --shard I/N --run-id SHARD: its trials "
+            "that ended in an error are played again), then merge them again under a new name: "
+            + shlex.join(words)
+        )
+    return (
+        f"the run merges shards ({named}) that do not hold its whole plan, and no --run-id of its own "
+        "finishes it: finish each shard and play the missing ones (simlab run … --shard I/N, the "
+        "shards' own command), then merge them all again under a new name: "
+        + shlex.join(words)
+        + " (with the shards played now)"
+    )
 
 
 def imported_redo(manifest: Mapping[str, Any] | None) -> str | None:

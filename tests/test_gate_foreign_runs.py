@@ -372,3 +372,38 @@ def test_a_merged_run_over_its_error_budget_resumes_its_shards_not_itself(pinned
     code, text = cli(capsys, "report", "dm")
     assert code == 3 and "infrastructure errors in 2 of 8 trials" in text, text
     assert "--run-id dm" not in text and "simlab merge NEW d1 d2" in text and "--shard" in text, text
+
+
+# -- a suite's error budget and the run's own ----------------------------------------------------
+
+
+def test_a_gate_never_decides_a_run_its_own_report_calls_no_result(pinned_demo_project, capsys):
+    """simlab.yaml sets an error budget of 1 % and the suite names none: the run is played under
+    1 % (run.json), its report is inconclusive with 1 error in 40 trials, and so is its gate (it
+    held the run to the suite default of 5 % and said 'all gates held', exit 0)."""
+    project = pinned_demo_project
+    (project / "agents_rare.py").write_text(DOWN.replace("inp.seed % 4 == 0", "inp.seed % 20 == 0"))
+    config = project / "simlab.yaml"
+    config.write_text(config.read_text() + "\nmax_error_rate: 0.01\n")
+    text = (
+        (project / NIGHTLY).read_text().replace("max_error_rate: 0.05\n", "").replace("retail-nightly", "nb")
+    )
+    (project / "suites/nb.yaml").write_text(
+        text[: text.index("gates:")] + 'gates:\n  - "policy_violations == 0"\n'
+    )
+    suite = "suites/nb.yaml"
+    run = [
+        "run",
+        "--suite",
+        suite,
+        "--run-id",
+        "rare",
+        "--no-progress",
+        "--agent",
+        "python:agents_rare:agent",
+    ]
+    code, text = cli(capsys, *run)
+    assert code == 3 and "infrastructure errors in 1 of 40 trials (2.5% > budget 1.0%)" in text, text
+    assert cli(capsys, "report", "rare")[0] == 3
+    assert cli(capsys, "gate", "rare", "--suite", suite)[0] == 3
+    assert simlab.load_run("rare", project=project).gate(suite).exit_code == 3

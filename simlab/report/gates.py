@@ -4,13 +4,14 @@ One rule, decided here (``decide``) for every entry point (``simlab gate``, ``ru
 ``compare --fail-on-regression``, ``simlab.Run.gate``): a run that cannot stand for the suite's
 plan is inconclusive (3) whatever its figures, a failed gate included: the run is incomplete, not
 the suite's plan (scenarios, trials per scenario; a part accepted with ``--partial-ok`` is said,
-not refused), played another version of a scenario or persona file than the suite's now (each
-file's sha256 in ``run.json``), was graded without the graders the suite adds, mixes
+not refused), played or was graded with another version of a scenario or persona file than the
+suite's now (each file's sha256 in ``run.json``), was graded without the graders the suite adds,
+or with another simulator or judge than the suite's (or the project's, where it names none), mixes
 configurations or code, has no manifest, has trials not graded, has infrastructure errors over the
-suite's budget, or has unjudged trials (a hard check did not run, of a kind the suite does not
-allow to stay unjudged). On a run that can stand for it, a failed gate is 1 even when another gate
-is undefined (pass^k with n < k, an unknown cost, a suite-wide figure some scenario does not
-define); an undefined gate alone is 3.
+suite's budget (or the run's own, where stricter: ``gate_budget``), or has unjudged trials (a hard
+check did not run, of a kind the suite does not allow to stay unjudged). On a run that can stand
+for it, a failed gate is 1 even when another gate is undefined (pass^k with n < k, an unknown
+cost, a suite-wide figure some scenario does not define); an undefined gate alone is 3.
 """
 
 from __future__ import annotations
@@ -182,6 +183,14 @@ def run_budget(summary: RunSummary) -> float:
     return RUN_MAX_ERROR_RATE if summary.max_error_rate is None else summary.max_error_rate
 
 
+def gate_budget(summary: RunSummary, suite: Suite) -> float:
+    """The error budget a suite's gates hold a run to: the suite's (``max_error_rate``, default
+    ``SUITE_MAX_ERROR_RATE``), or the run's own (``run_budget``) where that is stricter, so no gate
+    decides a run its own report calls no result (a project budget of 1 % the run was played under)."""
+    own = SUITE_MAX_ERROR_RATE if suite.max_error_rate is None else suite.max_error_rate
+    return min(own, run_budget(summary))
+
+
 def over_budget(summary: RunSummary, manifest: Mapping[str, Any] | None = None) -> str | None:
     """The line ``simlab run`` and ``simlab report`` both end a run with when its infrastructure
     errors are over its own budget (``run_budget``): a run that mostly could not be played is no
@@ -304,9 +313,7 @@ def evaluate(
     report.problems.extend(completeness_problems(summary))
     if suite_plan is not None:
         report.problems.extend(_plan_problems(summary, suite, suite_plan, partial_ok, report))
-    problem = error_budget_problem(
-        summary, SUITE_MAX_ERROR_RATE if suite.max_error_rate is None else suite.max_error_rate
-    )
+    problem = error_budget_problem(summary, gate_budget(summary, suite))
     if problem:
         report.problems.append(problem)
     for problem in (ungraded_problem(summary), unjudged_problem(summary)):

@@ -138,3 +138,53 @@ async def hangs_on_its_own(inp: Any) -> str:
                             messages=[{"role": "user", "content": "hello"}])
     await asyncio.Event().wait()
     return "never"
+
+
+async def hangs_beside_an_idle_client_task(inp: Any) -> str:
+    """A Python agent that leaves a request of its model client in flight in a task of its own (a
+    warm-up whose answer it never waits for: the provider holds the connection open, as a pooled
+    keep-alive does), then hangs in its own code: its failure, not its provider's."""
+    import asyncio
+
+    warm_up = asyncio.create_task(_client().chat.completions.create(
+        model=MODEL, messages=[{"role": "user", "content": "warm up"}]))
+    _KEPT.add(warm_up)
+    await asyncio.Event().wait()
+    return "never"
+
+
+async def waits_on_its_model_in_a_task(inp: Any) -> str:
+    """A Python agent that awaits its model's answer through tasks of its own (a task awaited, a
+    gather, an asyncio.wait, a TaskGroup, a queue a task of its own fills): the turn waits on its
+    provider."""
+    import asyncio
+
+    async def ask() -> str:
+        answer = await _client().chat.completions.create(model=MODEL, messages=[{"role": "user", "content": "hi"}])
+        return str(answer.choices[0].message.content)
+
+    async def own() -> None:  # the agent's own step, done: the turn then waits on the model only
+        return None
+
+    how = inp.context.get("how", "task")
+    if how == "channel":  # a task of its own asks, the turn reads its answer from a queue
+        answers: asyncio.Queue[str] = asyncio.Queue()
+
+        async def produce() -> None:
+            await answers.put(await ask())
+
+        _KEPT.add(asyncio.create_task(produce()))
+        return await answers.get()
+    if how == "gather":
+        return str((await asyncio.gather(own(), ask()))[1])
+    if how == "wait":
+        done, _ = await asyncio.wait({asyncio.create_task(ask())})
+        return str(done.pop().result())
+    if how == "taskgroup":
+        async with asyncio.TaskGroup() as group:
+            asked = group.create_task(ask())
+        return asked.result()
+    return await asyncio.create_task(ask())
+
+
+_KEPT: set[Any] = set()  # the tasks these agents leave running (asyncio keeps only weak references)

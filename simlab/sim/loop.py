@@ -253,30 +253,30 @@ class _Conversation:
         if limit is None:
             return await self.t.agent.respond(inp)
         loop = asyncio.get_running_loop()
-        with TurnWatch() as watch:
-            try:
-                async with asyncio.timeout(None) as clock:
-                    task = asyncio.current_task()
-                    deadline = loop.call_at(loop.time() + limit, _expire, watch, task, clock)
-                    try:
-                        return await self.t.agent.respond(inp)
-                    finally:
-                        deadline.cancel()
-            except TimeoutError:
-                if not clock.expired():
-                    raise  # the agent's own TimeoutError: its crash
-                if watch.waiting is not None:
-                    raise ModelError(
-                        ModelErrorKind.TIMEOUT,
-                        f"the agent's model did not answer within the turn's bound of {limit:g} s "
-                        f"(limits.max_turn_seconds): the turn was waiting on its {watch.waiting} client; "
-                        "a slow or hung provider, not the agent (raise the bound if its answers take longer)",
-                        role="agent",
-                        model=f"{watch.waiting} client",
-                    ) from None
-                raise StopTrial(
-                    "budget_exceeded", f"{AGENT_TURN_TIMEOUT} {limit:g} s (limits.max_turn_seconds)"
+        watch = TurnWatch()
+        try:
+            async with asyncio.timeout(None) as clock:
+                task = asyncio.current_task()
+                deadline = loop.call_at(loop.time() + limit, _expire, watch, task, clock)
+                try:
+                    return await self.t.agent.respond(inp)
+                finally:
+                    deadline.cancel()
+        except TimeoutError:
+            if not clock.expired():
+                raise  # the agent's own TimeoutError: its crash
+            if watch.waiting is not None:
+                raise ModelError(
+                    ModelErrorKind.TIMEOUT,
+                    f"the agent's model did not answer within the turn's bound of {limit:g} s "
+                    f"(limits.max_turn_seconds): the turn was waiting on its {watch.waiting} client; "
+                    "a slow or hung provider, not the agent (raise the bound if its answers take longer)",
+                    role="agent",
+                    model=f"{watch.waiting} client",
                 ) from None
+            raise StopTrial(
+                "budget_exceeded", f"{AGENT_TURN_TIMEOUT} {limit:g} s (limits.max_turn_seconds)"
+            ) from None
 
     async def probe_first_step(self) -> None:
         """The single-step check's probe (``sim/probe.py``): the agent's first decision on a throwaway

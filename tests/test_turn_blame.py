@@ -1,0 +1,94 @@
+"""Whose fault is an agent turn that ran past ``limits.max_turn_seconds`` (``sim/turn_wait.py``)?
+The blame follows what the turn was really waiting on, through the tasks it awaits: its provider's
+when that is a model request, the agent's when it hangs in its own code, however many requests of
+its model client sit idle in other tasks meanwhile. A real provider on 127.0.0.1
+(``tests/rough_provider.py``) that never answers; the clock is virtual (a hang reaches the bound at
+once)."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from simlab.graders.base import GradeContext
+from simlab.graders.grade import grade
+from simlab.sim.loop import Trial, run_trial
+from simlab.sim.simulators import RulesSimulator
+from simlab.specs import Limits
+from simlab.transcript.blame import diagnose
+from tests.framework_play import BY_ID, DOMAINS, agent_of
+from tests.rough_provider import RoughServer, Step
+
+KEY = "sk-turn-blame-secret-0123456789"
+
+
+@pytest.fixture(scope="module")
+def rough() -> Iterator[RoughServer]:
+    with RoughServer() as server:
+        yield server
+
+
+@pytest.fixture
+def provider(rough: RoughServer, monkeypatch: pytest.MonkeyPatch, virtual_time: None) -> RoughServer:
+    rough.script.clear()
+    rough.requests.clear()
+    rough.default = Step("hang")  # a provider that never answers
+    monkeypatch.setenv("SIMLAB_T_ROUGH_URL", rough.base)
+    monkeypatch.setenv("OPENAI_API_KEY", KEY)
+    return rough
+
+
+def play(python: str, context: dict[str, Any] | None = None) -> tuple[Any, str, str | None]:
+    """One trial of refund-damaged-card whose agent is ``tests.rough_agents:<python>``."""
+    entry = BY_ID["refund-damaged-card"]
+    spec = entry.spec.model_copy(update={"max_turns": 2, "agent_context": context or {}})
+    domain = DOMAINS[spec.id]
+
+    async def trial() -> tuple[Any, str, str | None]:
+        transcript = await run_trial(
+            Trial(
+                run_id="blame",
+                unit_id=f"{spec.id}#1",
+                trial=1,
+                seed=1,
+                scenario=spec,
+                persona=entry.persona,
+                domain=domain,
+                initial_state=domain.build_state(spec.initial_state),
+                agent=agent_of({"python": f"tests.rough_agents:{python}"}),
+                simulator=RulesSimulator(),
+                limits=Limits(max_turn_seconds=30.0),
+            )
+        )
+        graded = await grade(GradeContext(transcript, spec, domain, persona=entry.persona), use_judges=False)
+        return transcript, graded.verdict, diagnose(transcript, graded.checks, graded.verdict).blame
+
+    transcript, verdict, blame = asyncio.run(trial())
+    assert KEY not in transcript.model_dump_json()
+    return transcript, verdict, blame
+
+
+def test_an_agent_hung_in_its_own_code_beside_an_idle_client_request_is_the_agents_fail(
+    provider: RoughServer,
+) -> None:
+    transcript, verdict, blame = play("hangs_beside_an_idle_client_task")
+    assert (transcript.termination.reason.value, verdict, blame) == ("budget_exceeded", "fail", "agent"), (
+        transcript.termination
+    )
+    assert "max_turn_seconds" in transcript.termination.detail
+    assert not [e for e in transcript.events if e.type == "error"]
+
+
+@pytest.mark.parametrize("how", ["task", "gather", "wait", "taskgroup", "channel"])
+def test_an_agent_waiting_on_its_model_through_its_own_tasks_is_its_providers_error(
+    provider: RoughServer, how: str
+) -> None:
+    transcript, verdict, blame = play("waits_on_its_model_in_a_task", {"how": how})
+    assert (transcript.termination.reason.value, verdict, blame) == ("error", "error", "provider"), (
+        transcript.termination
+    )
+    [error] = [e for e in transcript.events if e.type == "error"]
+    assert error.kind == "timeout" and "waiting on its openai client" in error.message

@@ -8,6 +8,7 @@ LiteLLM. The clients' own retries are off: the tests never wait for a back-off.
     agent: {pydantic_ai: tests.rough_agents:pydantic_ai}           # OpenAIChatModel
     agent: {langgraph: tests.rough_agents:langgraph}               # a node calling litellm, a ToolNode
     agent: {langgraph: tests.rough_agents:langgraph_stream}        # the same, streamed
+    agent: {langgraph: tests.rough_agents:langgraph_sync}          # the same, a plain function node
 """
 
 from __future__ import annotations
@@ -62,7 +63,7 @@ def pydantic_ai(tools: list[Any]) -> Any:
                  instructions=PROMPT)
 
 
-def _graph(tools: list[Any], stream: bool) -> Any:
+def _graph(tools: list[Any], stream: bool, sync: bool = False) -> Any:
     import litellm
     from langchain_core.messages import AIMessage
     from langchain_core.utils.function_calling import convert_to_openai_tool
@@ -91,6 +92,15 @@ def _graph(tools: list[Any], stream: bool) -> Any:
         if stream:
             parts = [part async for part in answer]
             answer = litellm.stream_chunk_builder(parts, messages=messages)
+        return reply(answer)
+
+    def agent_sync(state: MessagesState) -> dict[str, Any]:  # LangGraph runs it in a thread of its pool
+        messages = [{"role": "system", "content": PROMPT}] + [chat(m) for m in state["messages"]]
+        return reply(litellm.completion(
+            model=f"openai/{MODEL}", api_base=os.environ["SIMLAB_T_ROUGH_URL"],
+            api_key=os.environ["OPENAI_API_KEY"], messages=messages, tools=schemas, num_retries=0))
+
+    def reply(answer: Any) -> dict[str, Any]:
         message = answer.choices[0].message
         calls, invalid = [], []
         for call in message.tool_calls or []:  # as langchain-openai parses them
@@ -105,7 +115,7 @@ def _graph(tools: list[Any], stream: bool) -> Any:
         return {"messages": [AIMessage(message.content or "", tool_calls=calls, invalid_tool_calls=invalid)]}
 
     graph = StateGraph(MessagesState)
-    graph.add_node("agent", agent)
+    graph.add_node("agent", agent_sync if sync else agent)
     graph.add_node("tools", ToolNode(tools))
     graph.add_edge(START, "agent")
     graph.add_conditional_edges("agent", tools_condition)
@@ -119,6 +129,11 @@ def langgraph(tools: list[Any]) -> Any:
 
 def langgraph_stream(tools: list[Any]) -> Any:
     return _graph(tools, stream=True)
+
+
+def langgraph_sync(tools: list[Any]) -> Any:
+    """The same graph whose model node is a plain function (LangGraph runs it in a thread)."""
+    return _graph(tools, stream=False, sync=True)
 
 
 
@@ -185,6 +200,18 @@ async def waits_on_its_model_in_a_task(inp: Any) -> str:
             asked = group.create_task(ask())
         return asked.result()
     return await asyncio.create_task(ask())
+
+
+async def asks_in_a_thread(inp: Any) -> str:
+    """A Python agent that asks its model through the openai client's blocking API, in a thread."""
+    import asyncio
+
+    from openai import OpenAI
+
+    client = OpenAI(base_url=os.environ["SIMLAB_T_ROUGH_URL"], max_retries=0, api_key=os.environ["OPENAI_API_KEY"])
+    answer = await asyncio.to_thread(client.chat.completions.create, model=MODEL,
+                                     messages=[{"role": "user", "content": "hello"}])
+    return str(answer.choices[0].message.content)
 
 
 _KEPT: set[Any] = set()  # the tasks these agents leave running (asyncio keeps only weak references)

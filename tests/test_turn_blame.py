@@ -21,6 +21,7 @@ from simlab.specs import Limits
 from simlab.transcript.blame import diagnose
 from tests.framework_play import BY_ID, DOMAINS, agent_of
 from tests.rough_provider import RoughServer, Step
+from tests.virtual_time import VirtualTimeLoop
 
 KEY = "sk-turn-blame-secret-0123456789"
 
@@ -41,8 +42,30 @@ def provider(rough: RoughServer, monkeypatch: pytest.MonkeyPatch, virtual_time: 
     return rough
 
 
-def play(python: str, context: dict[str, Any] | None = None) -> tuple[Any, str, str | None]:
-    """One trial of refund-damaged-card whose agent is ``tests.rough_agents:<python>``."""
+class AskedLoop(VirtualTimeLoop):
+    """A virtual clock that a job in a thread holds only until the provider has the request (then
+    the job hangs on the provider: the clock may jump to the turn's bound)."""
+
+    def __init__(self, server: RoughServer) -> None:
+        self.server = server
+        super().__init__()
+
+    @property  # type: ignore[override]
+    def busy(self) -> int:
+        return 0 if self.server.requests else self._busy
+
+    @busy.setter
+    def busy(self, value: int) -> None:
+        self._busy = value
+
+
+def play(
+    agent: str, context: dict[str, Any] | None = None, server: RoughServer | None = None
+) -> tuple[Any, str, str | None]:
+    """One trial of refund-damaged-card whose agent is ``tests.rough_agents:<agent>`` (a Python
+    agent, or ``<framework>:<attr>``); with ``server``, its hanging requests are answered when it ends."""
+    kind, _, ref = agent.rpartition(":")
+    kind = kind or "python"
     entry = BY_ID["refund-damaged-card"]
     spec = entry.spec.model_copy(update={"max_turns": 2, "agent_context": context or {}})
     domain = DOMAINS[spec.id]
@@ -58,15 +81,21 @@ def play(python: str, context: dict[str, Any] | None = None) -> tuple[Any, str, 
                 persona=entry.persona,
                 domain=domain,
                 initial_state=domain.build_state(spec.initial_state),
-                agent=agent_of({"python": f"tests.rough_agents:{python}"}),
+                agent=agent_of({kind: f"tests.rough_agents:{ref}"}),
                 simulator=RulesSimulator(),
                 limits=Limits(max_turn_seconds=30.0),
             )
         )
+        if server is not None:
+            server.release()  # the thread's request ends, so the loop's executor can shut down
         graded = await grade(GradeContext(transcript, spec, domain, persona=entry.persona), use_judges=False)
         return transcript, graded.verdict, diagnose(transcript, graded.checks, graded.verdict).blame
 
-    transcript, verdict, blame = asyncio.run(trial())
+    if server is None:
+        transcript, verdict, blame = asyncio.run(trial())
+    else:
+        with asyncio.Runner(loop_factory=lambda: AskedLoop(server)) as runner:
+            transcript, verdict, blame = runner.run(trial())
     assert KEY not in transcript.model_dump_json()
     return transcript, verdict, blame
 
@@ -92,3 +121,15 @@ def test_an_agent_waiting_on_its_model_through_its_own_tasks_is_its_providers_er
     )
     [error] = [e for e in transcript.events if e.type == "error"]
     assert error.kind == "timeout" and "waiting on its openai client" in error.message
+
+
+@pytest.mark.parametrize("agent", ["asks_in_a_thread", "langgraph:langgraph_sync"])
+def test_an_agent_waiting_on_its_model_in_a_thread_is_its_providers_error(
+    provider: RoughServer, agent: str
+) -> None:
+    transcript, verdict, blame = play(agent, server=provider)
+    assert (transcript.termination.reason.value, verdict, blame) == ("error", "error", "provider"), (
+        transcript.termination
+    )
+    [error] = [e for e in transcript.events if e.type == "error"]
+    assert error.kind == "timeout" and "max_turn_seconds" in error.message, error.message

@@ -265,3 +265,16 @@ def test_a_rate_limited_run_is_inconclusive_and_the_key_is_nowhere(project: Path
     stored = "".join(p.read_text(errors="replace") for p in (project / "transcripts").rglob("*") if p.is_file())
     assert KEY not in stored and KEY not in said.out and KEY not in said.err
     assert provider.requests and {k.lower(): v for k, v in provider.requests[0]["headers"].items()}["authorization"] == f"Bearer {KEY}"
+
+
+@pytest.mark.parametrize("kind", sorted(AGENTS))
+async def test_a_model_not_found_that_echoes_the_key_keeps_it_out_of_the_trial(provider: RoughServer,
+                                                                              kind: str) -> None:
+    """A 404 for a model the agent names is the agent's own configuration (a crash, its fail); the
+    key the provider echoes in it is masked in the trial's ending and its error (``play`` asserts)."""
+    said = {"error": {"message": f"The model `team-model` does not exist or key {KEY} has no access to it",
+                      "type": "invalid_request_error", "code": "model_not_found", "param": None}}
+    transcript, verdict, blame = await play(kind, [Step("status", status=404, body=said)], provider)
+    assert (transcript.termination.reason.value, verdict, blame) == ("agent_error", "fail", "agent"), \
+        transcript.termination
+    assert "does not exist" in transcript.termination.detail and "***" in transcript.termination.detail

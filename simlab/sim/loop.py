@@ -17,6 +17,7 @@ from pydantic import BaseModel
 from simlab.env.domain import Domain, Environment
 from simlab.llm.agent_errors import provider_failure
 from simlab.llm.types import ModelError, ModelErrorKind
+from simlab.redact import scrub
 from simlab.sim.agent_io import Agent, AgentInput, AgentReply
 from simlab.sim.simulators.base import Simulator, SimView
 from simlab.sim.tool_handle import StopTrial, ToolHandle
@@ -221,12 +222,9 @@ class _Conversation:
             failure = provider_failure(exc)  # ... unless its own model client failed (llm/agent_errors.py)
             if failure is not None:
                 self._model_failed(failure, "agent")
-            self.events.append(
-                ErrorEvent(
-                    turn=self.turn, source="agent", kind="crash", message=f"{type(exc).__name__}: {exc}"
-                )
-            )
-            raise _End(R.AGENT_ERROR, f"the agent raised {type(exc).__name__}: {exc}") from None
+            said = scrub(f"{type(exc).__name__}: {exc}")  # a provider's error may echo the agent's key
+            self.events.append(ErrorEvent(turn=self.turn, source="agent", kind="crash", message=said))
+            raise _End(R.AGENT_ERROR, f"the agent raised {said}") from None
         self._check_reply_size(reply.text)
         self.events.append(AgentMessage(turn=self.turn, text=reply.text))
         self.messages.append({"role": "assistant", "content": reply.text})

@@ -64,40 +64,45 @@ def play(
 ) -> tuple[Any, str, str | None]:
     """One trial of refund-damaged-card whose agent is ``tests.rough_agents:<agent>`` (a Python
     agent, or ``<framework>:<attr>``); with ``server``, its hanging requests are answered when it ends."""
+    trial = one_trial(agent, context, server)
+    if server is None:
+        transcript, verdict, blame = asyncio.run(trial)
+    else:
+        with asyncio.Runner(loop_factory=lambda: AskedLoop(server)) as runner:
+            transcript, verdict, blame = runner.run(trial)
+    assert KEY not in transcript.model_dump_json()
+    return transcript, verdict, blame
+
+
+async def one_trial(
+    agent: str, context: dict[str, Any] | None = None, server: RoughServer | None = None
+) -> tuple[Any, str, str | None]:
+    """That trial played (with ``server``: its hanging requests answered when it ends), graded:
+    (transcript, verdict, blame)."""
     kind, _, ref = agent.rpartition(":")
     kind = kind or "python"
     entry = BY_ID["refund-damaged-card"]
     spec = entry.spec.model_copy(update={"max_turns": 2, "agent_context": context or {}})
     domain = DOMAINS[spec.id]
-
-    async def trial() -> tuple[Any, str, str | None]:
-        transcript = await run_trial(
-            Trial(
-                run_id="blame",
-                unit_id=f"{spec.id}#1",
-                trial=1,
-                seed=1,
-                scenario=spec,
-                persona=entry.persona,
-                domain=domain,
-                initial_state=domain.build_state(spec.initial_state),
-                agent=agent_of({kind: f"tests.rough_agents:{ref}"}),
-                simulator=RulesSimulator(),
-                limits=Limits(max_turn_seconds=30.0),
-            )
+    transcript = await run_trial(
+        Trial(
+            run_id="blame",
+            unit_id=f"{spec.id}#1",
+            trial=1,
+            seed=1,
+            scenario=spec,
+            persona=entry.persona,
+            domain=domain,
+            initial_state=domain.build_state(spec.initial_state),
+            agent=agent_of({kind: f"tests.rough_agents:{ref}"}),
+            simulator=RulesSimulator(),
+            limits=Limits(max_turn_seconds=30.0),
         )
-        if server is not None:
-            server.release()  # the thread's request ends, so the loop's executor can shut down
-        graded = await grade(GradeContext(transcript, spec, domain, persona=entry.persona), use_judges=False)
-        return transcript, graded.verdict, diagnose(transcript, graded.checks, graded.verdict).blame
-
-    if server is None:
-        transcript, verdict, blame = asyncio.run(trial())
-    else:
-        with asyncio.Runner(loop_factory=lambda: AskedLoop(server)) as runner:
-            transcript, verdict, blame = runner.run(trial())
-    assert KEY not in transcript.model_dump_json()
-    return transcript, verdict, blame
+    )
+    if server is not None:
+        server.release()  # the thread's request ends, so the loop's executor can shut down
+    graded = await grade(GradeContext(transcript, spec, domain, persona=entry.persona), use_judges=False)
+    return transcript, graded.verdict, diagnose(transcript, graded.checks, graded.verdict).blame
 
 
 def test_an_agent_hung_in_its_own_code_beside_an_idle_client_request_is_the_agents_fail(
@@ -133,3 +138,18 @@ def test_an_agent_waiting_on_its_model_in_a_thread_is_its_providers_error(
     )
     [error] = [e for e in transcript.events if e.type == "error"]
     assert error.kind == "timeout" and "max_turn_seconds" in error.message, error.message
+
+
+def test_trials_side_by_side_each_get_their_own_blame(provider: RoughServer) -> None:
+    """One loop, two trials: one agent waits on its hung provider, the other hangs in its own code;
+    the first's request in flight is no part of what the second waited on."""
+
+    async def both() -> list[tuple[Any, str, str | None]]:
+        return await asyncio.gather(
+            one_trial("waits_on_its_model_in_a_task", {"how": "channel"}),
+            one_trial("hangs_beside_an_idle_client_task"),
+        )
+
+    (waited, *waited_verdict), (hung, *hung_verdict) = asyncio.run(both())
+    assert (waited.termination.reason.value, *waited_verdict) == ("error", "error", "provider")
+    assert (hung.termination.reason.value, *hung_verdict) == ("budget_exceeded", "fail", "agent")

@@ -56,6 +56,7 @@ _REACH = 4  # how many references from a done-callback to the future it resolves
 _REACH_LOCALS = 8  # and from a task's frame to it (its sending end, the channel's state, the waiting
 # receiver's event and the futures waiting on it)
 _VISITS = 20_000  # the objects read from one task at most
+_BUDGET = 200_000  # and in all, for one turn: reading them holds up the loop (every trial's clock)
 
 
 class TurnWatch:
@@ -73,6 +74,7 @@ def waiting_on(task: asyncio.Future[Any]) -> str | None:
     """The model client (a ``MODEL_CLIENTS`` prefix) this task is waiting on, through the tasks and
     threads it awaits, or None."""
     others: list[asyncio.Future[Any]] | None = None  # the loop's other tasks, read once if needed
+    budget = [_BUDGET]  # the objects the whole search may still read (it holds up the loop)
     seen: set[int] = set()
     todo: list[Any] = [task]
     while todo:
@@ -94,24 +96,28 @@ def waiting_on(task: asyncio.Future[Any]) -> str | None:
                 todo.extend([current] if current is not None else [])  # an awaited task: its own
                 continue
             seen.add(id(current))
-        if others is None:
+        if others is None:  # the tasks in a model client's code first: they are what may be blamed
             others = [t for t in asyncio.all_tasks(current.get_loop()) if not t.done()]
-        todo.extend(_resolvers(current, others))
+            others.sort(key=lambda t: _client(_frames(t.get_coro())) is None)
+        todo.extend(_resolvers(current, others, budget))
     return None
 
 
-def _resolvers(future: asyncio.Future[Any], tasks: list[asyncio.Future[Any]]) -> Iterator[Any]:
+def _resolvers(future: asyncio.Future[Any], tasks: list[asyncio.Future[Any]], budget: list[int]) -> list[Any]:
     """What will resolve ``future``: a gather's children, the tasks whose done-callbacks lead to it
-    (``asyncio.wait``, a ``TaskGroup``, ``shield``), the tasks whose suspended frames hold it (the
-    sending end of a channel the turn reads), and the thread running the job it wraps."""
-    yield from getattr(future, "_children", None) or ()  # asyncio.gather
+    (``asyncio.wait``, a ``TaskGroup``, ``shield``), the thread running the job it wraps; failing
+    those, the tasks whose suspended frames hold it (the sending end of a channel the turn reads)."""
+    found: list[Any] = list(getattr(future, "_children", None) or ())  # asyncio.gather
     for task in tasks:
         callbacks = [callback for callback, _ in getattr(task, "_callbacks", None) or ()]
-        if _holds(callbacks, future, _REACH) or _holds(_locals(task), future, _REACH_LOCALS):
-            yield task
+        if _holds(callbacks, future, _REACH, budget):
+            found.append(task)
     for callback, _ in getattr(future, "_callbacks", None) or ():  # wrap_future: it cancels its source
-        for job in _found(callback, concurrent.futures.Future, _REACH):
-            yield from _threads_of(job)
+        for job in _found(callback, concurrent.futures.Future, _REACH, budget):
+            found.extend(_threads_of(job))
+    if not found:
+        found = [task for task in tasks if _holds(_locals(task), future, _REACH_LOCALS, budget)]
+    return found
 
 
 def _locals(task: asyncio.Future[Any]) -> list[Any]:
@@ -170,15 +176,16 @@ def _thread_frames(thread: threading.Thread) -> Iterator[FrameType]:
         frame = frame.f_back
 
 
-def _holds(value: Any, target: Any, depth: int) -> bool:
-    return any(found is target for found in _found(value, type(target), depth))
+def _holds(value: Any, target: Any, depth: int, budget: list[int]) -> bool:
+    return any(found is target for found in _found(value, type(target), depth, budget))
 
 
-def _found(value: Any, kind: type, depth: int) -> Iterator[Any]:
+def _found(value: Any, kind: type, depth: int, budget: list[int]) -> Iterator[Any]:
     """The objects of ``kind`` that ``value`` leads to in at most ``depth`` references (at most
-    ``_VISITS`` objects read), through what a callback or a frame holds (closure cells, a bound
-    method's object, a partial's arguments, containers, an object's attributes and slots), never
-    through modules, classes, a function's globals, or another task, coroutine or frame."""
+    ``_VISITS`` objects read, and what is left of ``budget``), through what a callback or a frame
+    holds (closure cells, a bound method's object, a partial's arguments, containers, an object's
+    attributes and slots), never through modules, classes, a function's globals, or another task,
+    coroutine or frame."""
     layer, seen = [value], {id(value)}
     for _ in range(depth + 1):
         following: list[Any] = []
@@ -187,8 +194,9 @@ def _found(value: Any, kind: type, depth: int) -> Iterator[Any]:
                 yield item
                 continue
             for inner in _held(item):
-                if id(inner) not in seen and len(seen) < _VISITS:
+                if id(inner) not in seen and len(seen) < _VISITS and budget[0] > 0:
                     seen.add(id(inner))
+                    budget[0] -= 1
                     following.append(inner)
         layer = following
 

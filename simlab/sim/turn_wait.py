@@ -73,7 +73,7 @@ class TurnWatch:
 def waiting_on(task: asyncio.Future[Any]) -> str | None:
     """The model client (a ``MODEL_CLIENTS`` prefix) this task is waiting on, through the tasks and
     threads it awaits, or None."""
-    others: list[asyncio.Future[Any]] | None = None  # the loop's other tasks, read once if needed
+    others: list[asyncio.Task[Any]] | None = None  # the loop's other tasks, read once if needed
     budget = [_BUDGET]  # the objects the whole search may still read (it holds up the loop)
     seen: set[int] = set()
     todo: list[Any] = [task]
@@ -103,7 +103,7 @@ def waiting_on(task: asyncio.Future[Any]) -> str | None:
     return None
 
 
-def _resolvers(future: asyncio.Future[Any], tasks: list[asyncio.Future[Any]], budget: list[int]) -> list[Any]:
+def _resolvers(future: asyncio.Future[Any], tasks: list[asyncio.Task[Any]], budget: list[int]) -> list[Any]:
     """What will resolve ``future``: a gather's children, the tasks whose done-callbacks lead to it
     (``asyncio.wait``, a ``TaskGroup``, ``shield``), the thread running the job it wraps; failing
     those, the tasks whose suspended frames hold it (the sending end of a channel the turn reads)."""

@@ -170,8 +170,8 @@ async def hangs_beside_an_idle_client_task(inp: Any) -> str:
 
 async def waits_on_its_model_in_a_task(inp: Any) -> str:
     """A Python agent that awaits its model's answer through tasks of its own (a task awaited, a
-    gather, an asyncio.wait, a TaskGroup, a queue a task of its own fills): the turn waits on its
-    provider."""
+    gather, an asyncio.wait, a wait_for, a shield, a TaskGroup, a queue a task of its own fills):
+    the turn waits on its provider."""
     import asyncio
 
     async def ask() -> str:
@@ -195,6 +195,10 @@ async def waits_on_its_model_in_a_task(inp: Any) -> str:
     if how == "wait":
         done, _ = await asyncio.wait({asyncio.create_task(ask())})
         return str(done.pop().result())
+    if how == "wait_for":  # a bound of its own, longer than the turn's
+        return await asyncio.wait_for(ask(), timeout=3600)
+    if how == "shield":
+        return await asyncio.shield(asyncio.create_task(ask()))
     if how == "taskgroup":
         async with asyncio.TaskGroup() as group:
             asked = group.create_task(ask())

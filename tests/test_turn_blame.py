@@ -116,7 +116,7 @@ def test_an_agent_hung_in_its_own_code_beside_an_idle_client_request_is_the_agen
     assert not [e for e in transcript.events if e.type == "error"]
 
 
-@pytest.mark.parametrize("how", ["task", "gather", "wait", "taskgroup", "channel"])
+@pytest.mark.parametrize("how", ["task", "gather", "wait", "wait_for", "shield", "taskgroup", "channel"])
 def test_an_agent_waiting_on_its_model_through_its_own_tasks_is_its_providers_error(
     provider: RoughServer, how: str
 ) -> None:

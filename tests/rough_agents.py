@@ -219,3 +219,10 @@ async def asks_in_a_thread(inp: Any) -> str:
 
 
 _KEPT: set[Any] = set()  # the tasks these agents leave running (asyncio keeps only weak references)
+
+
+async def streams_with_openai(inp: Any) -> str:
+    """A Python agent that streams its model's answer through the openai client."""
+    stream = await _client().chat.completions.create(model=MODEL, stream=True,
+                                                     messages=[{"role": "user", "content": "hello"}])
+    return "".join([chunk.choices[0].delta.content or "" async for chunk in stream if chunk.choices])

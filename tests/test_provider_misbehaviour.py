@@ -278,3 +278,24 @@ async def test_a_model_not_found_that_echoes_the_key_keeps_it_out_of_the_trial(p
     assert (transcript.termination.reason.value, verdict, blame) == ("agent_error", "fail", "agent"), \
         transcript.termination
     assert "does not exist" in transcript.termination.detail and "***" in transcript.termination.detail
+
+
+STREAM_ERROR = Step("raw", headers={"Content-Type": "text/event-stream"}, raw=(  # OpenAI's own error event
+    b'data: {"id": "c", "object": "chat.completion.chunk", "created": 1, "model": "team-model", "choices": '
+    b'[{"index": 0, "delta": {"role": "assistant", "content": "Let me"}, "finish_reason": null}]}\n\n'
+    b'data: {"error": {"message": "The server had an error while processing your request. Sorry about that!", '
+    b'"type": "server_error", "param": null, "code": null}}\n\n'))
+
+
+@pytest.mark.parametrize("kind", ["openai_stream", "langgraph_stream"])
+async def test_an_error_event_mid_stream_is_the_providers_error(provider: RoughServer, kind: str) -> None:
+    """A stream that answers 200, then sends the provider's error event: the provider's failure
+    (openai's client raises its bare ``APIError``, with no status), not the agent's crash."""
+    AGENTS["openai_stream"] = {"python": "tests.rough_agents:streams_with_openai"}
+    try:
+        transcript, verdict, blame = await play(kind, [STREAM_ERROR], provider)
+    finally:
+        del AGENTS["openai_stream"]
+    assert (transcript.termination.reason.value, verdict, blame) == ("error", "error", "provider"), \
+        transcript.termination
+    assert "Sorry about that" in transcript.termination.detail

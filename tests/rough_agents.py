@@ -226,3 +226,31 @@ async def streams_with_openai(inp: Any) -> str:
     stream = await _client().chat.completions.create(model=MODEL, stream=True,
                                                      messages=[{"role": "user", "content": "hello"}])
     return "".join([chunk.choices[0].delta.content or "" async for chunk in stream if chunk.choices])
+
+
+def langgraph_hangs_after_its_model(tools: list[Any]) -> Any:
+    """A LangGraph agent whose model node asks its model (LiteLLM, which keeps tasks of its own
+    after the call) and whose next node hangs in the team's own code: the agent's failure."""
+    import asyncio
+
+    import litellm
+    from langchain_core.messages import AIMessage
+    from langgraph.graph import END, START, MessagesState, StateGraph
+
+    async def agent(state: MessagesState) -> dict[str, Any]:
+        answer = await litellm.acompletion(
+            model=f"openai/{MODEL}", api_base=os.environ["SIMLAB_T_ROUGH_URL"], num_retries=0,
+            api_key=os.environ["OPENAI_API_KEY"], messages=[{"role": "user", "content": "hello"}])
+        return {"messages": [AIMessage(answer.choices[0].message.content or "")]}
+
+    async def review(state: MessagesState) -> dict[str, Any]:
+        await asyncio.Event().wait()  # the team's own step, waiting for something that never comes
+        return {}
+
+    graph = StateGraph(MessagesState)
+    graph.add_node("agent", agent)
+    graph.add_node("review", review)
+    graph.add_edge(START, "agent")
+    graph.add_edge("agent", "review")
+    graph.add_edge("review", END)
+    return graph.compile()

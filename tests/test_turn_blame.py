@@ -42,17 +42,19 @@ def provider(rough: RoughServer, monkeypatch: pytest.MonkeyPatch, virtual_time: 
     return rough
 
 
-class AskedLoop(VirtualTimeLoop):
-    """A virtual clock that a job in a thread holds only until the provider has the request (then
+class HeldLoop(VirtualTimeLoop):
+    """A virtual clock held until the provider has sent ``answers`` answers (they reach the agent
+    before time may jump), which a job in a thread holds only until the provider has a request (then
     the job hangs on the provider: the clock may jump to the turn's bound)."""
 
-    def __init__(self, server: RoughServer) -> None:
+    def __init__(self, server: RoughServer, answers: int) -> None:
         self.server = server
+        self.answers = answers
         super().__init__()
 
     @property  # type: ignore[override]
     def busy(self) -> int:
-        return 0 if self.server.requests else self._busy
+        return (self.server.sent < self.answers) + (0 if self.server.requests else self._busy)
 
     @busy.setter
     def busy(self, value: int) -> None:
@@ -60,7 +62,7 @@ class AskedLoop(VirtualTimeLoop):
 
 
 def play(
-    agent: str, context: dict[str, Any] | None = None, server: RoughServer | None = None
+    agent: str, context: dict[str, Any] | None = None, server: RoughServer | None = None, answers: int = 0
 ) -> tuple[Any, str, str | None]:
     """One trial of refund-damaged-card whose agent is ``tests.rough_agents:<agent>`` (a Python
     agent, or ``<framework>:<attr>``); with ``server``, its hanging requests are answered when it ends."""
@@ -68,7 +70,7 @@ def play(
     if server is None:
         transcript, verdict, blame = asyncio.run(trial)
     else:
-        with asyncio.Runner(loop_factory=lambda: AskedLoop(server)) as runner:
+        with asyncio.Runner(loop_factory=lambda: HeldLoop(server, answers)) as runner:
             transcript, verdict, blame = runner.run(trial)
     assert KEY not in transcript.model_dump_json()
     return transcript, verdict, blame
@@ -105,10 +107,15 @@ async def one_trial(
     return transcript, graded.verdict, diagnose(transcript, graded.checks, graded.verdict).blame
 
 
+@pytest.mark.parametrize(
+    "agent", ["hangs_beside_an_idle_client_task", "langgraph:langgraph_hangs_after_its_model"]
+)
 def test_an_agent_hung_in_its_own_code_beside_an_idle_client_request_is_the_agents_fail(
-    provider: RoughServer,
+    provider: RoughServer, agent: str
 ) -> None:
-    transcript, verdict, blame = play("hangs_beside_an_idle_client_task")
+    answers = 1 if agent.startswith("langgraph") else 0  # its model node's request is answered
+    provider.script[:] = [Step()] * answers  # the others never are (the Python agent's warm-up)
+    transcript, verdict, blame = play(agent, server=provider, answers=answers)
     assert (transcript.termination.reason.value, verdict, blame) == ("budget_exceeded", "fail", "agent"), (
         transcript.termination
     )

@@ -9,10 +9,12 @@ At the deadline, before anything is cancelled, the blame follows what the turn's
 waiting on: its chain of awaits, then the future it is suspended on and whatever will resolve it
 (a task it awaits, the children of a ``gather``, the tasks an ``asyncio.wait`` or a ``TaskGroup``
 waits for: a task whose done-callbacks lead to that future; a job handed to a thread, whose frames
-are read), and so on. A frame of a model client's code (``openai``, ``litellm``, ``anthropic``…)
-on that path means the turn was waiting on its provider. A client's request merely in flight in
-some other task (a warm-up never awaited, a pooled connection kept alive) is not what the turn
-waited on: an agent hung in its own code beside it is the agent's failure.
+are read; failing those, a task whose frames hold the future: the sending end of a channel the turn
+reads, as pydantic-ai's graph runs), and so on. A frame of a model client's code (``openai``,
+``litellm``, ``anthropic``…) on that path means the turn was waiting on its provider. A client's
+request merely in flight in some other task (a warm-up never awaited, a pooled connection kept
+alive, LiteLLM's own tasks after a call) is not what the turn waited on: an agent hung in its own
+code beside it is the agent's failure.
 """
 
 from __future__ import annotations

@@ -70,6 +70,11 @@ class RoughServer:
         with self._sent:
             return self._sent.wait_for(lambda: self.sent >= count, timeout)
 
+    def release(self) -> None:
+        """Answer every ``hang`` now waiting (their connections are closed); later ones hang again."""
+        released, self._released = self._released, threading.Event()
+        released.set()
+
     def start(self) -> RoughServer:
         server = self
 
@@ -114,7 +119,7 @@ class RoughServer:
 
     def _serve(self, handler: BaseHTTPRequestHandler, body: dict[str, Any], step: Step, number: int) -> None:
         if step.kind == "hang":
-            self._released.wait()
+            self._released.wait()  # the event of when it came: release() swaps in a new one
             _close(handler)
             return
         if step.kind == "raw":

@@ -265,3 +265,37 @@ def test_a_rate_limited_run_is_inconclusive_and_the_key_is_nowhere(project: Path
     stored = "".join(p.read_text(errors="replace") for p in (project / "transcripts").rglob("*") if p.is_file())
     assert KEY not in stored and KEY not in said.out and KEY not in said.err
     assert provider.requests and {k.lower(): v for k, v in provider.requests[0]["headers"].items()}["authorization"] == f"Bearer {KEY}"
+
+
+@pytest.mark.parametrize("kind", sorted(AGENTS))
+async def test_a_model_not_found_that_echoes_the_key_keeps_it_out_of_the_trial(provider: RoughServer,
+                                                                              kind: str) -> None:
+    """A 404 for a model the agent names is the agent's own configuration (a crash, its fail); the
+    key the provider echoes in it is masked in the trial's ending and its error (``play`` asserts)."""
+    said = {"error": {"message": f"The model `team-model` does not exist or key {KEY} has no access to it",
+                      "type": "invalid_request_error", "code": "model_not_found", "param": None}}
+    transcript, verdict, blame = await play(kind, [Step("status", status=404, body=said)], provider)
+    assert (transcript.termination.reason.value, verdict, blame) == ("agent_error", "fail", "agent"), \
+        transcript.termination
+    assert "does not exist" in transcript.termination.detail and "***" in transcript.termination.detail
+
+
+STREAM_ERROR = Step("raw", headers={"Content-Type": "text/event-stream"}, raw=(  # OpenAI's own error event
+    b'data: {"id": "c", "object": "chat.completion.chunk", "created": 1, "model": "team-model", "choices": '
+    b'[{"index": 0, "delta": {"role": "assistant", "content": "Let me"}, "finish_reason": null}]}\n\n'
+    b'data: {"error": {"message": "The server had an error while processing your request. Sorry about that!", '
+    b'"type": "server_error", "param": null, "code": null}}\n\n'))
+
+
+@pytest.mark.parametrize("kind", ["openai_stream", "langgraph_stream"])
+async def test_an_error_event_mid_stream_is_the_providers_error(provider: RoughServer, kind: str) -> None:
+    """A stream that answers 200, then sends the provider's error event: the provider's failure
+    (openai's client raises its bare ``APIError``, with no status), not the agent's crash."""
+    AGENTS["openai_stream"] = {"python": "tests.rough_agents:streams_with_openai"}
+    try:
+        transcript, verdict, blame = await play(kind, [STREAM_ERROR], provider)
+    finally:
+        del AGENTS["openai_stream"]
+    assert (transcript.termination.reason.value, verdict, blame) == ("error", "error", "provider"), \
+        transcript.termination
+    assert "Sorry about that" in transcript.termination.detail

@@ -1,6 +1,6 @@
-"""The task factory a turn's watch (``sim/turn_wait.py``) puts on the running loop is the run's only:
-a trial played in a user's own loop gives the loop back with the user's factory, every task made
-meanwhile still goes through it, and nested or concurrent watches keep seeing their tasks."""
+"""A trial played in a user's own loop leaves the loop's task factory alone: a turn's bound and what
+it waited on (``sim/turn_wait.py``) take no factory of their own, every task made meanwhile goes
+through the user's, and the loop keeps it after the trial."""
 
 from __future__ import annotations
 
@@ -10,7 +10,6 @@ from typing import Any
 from simlab.sim.agent_io import AgentInput, AgentReply
 from simlab.sim.loop import Trial, run_trial
 from simlab.sim.simulators import RulesSimulator
-from simlab.sim.turn_wait import TurnWatch
 from simlab.specs import Limits
 from tests.framework_play import BY_ID, DOMAINS, agent_of
 
@@ -52,36 +51,5 @@ async def test_a_trial_in_a_users_loop_gives_the_loop_back_with_the_users_factor
         after = asyncio.create_task(asyncio.sleep(0), name="after")
         await after
         assert MADE[-1] is after
-    finally:
-        loop.set_task_factory(None)
-
-
-async def test_nested_and_concurrent_watches_see_their_tasks_and_restore_the_factory_once() -> None:
-    loop = asyncio.get_running_loop()
-    MADE.clear()
-    loop.set_task_factory(users_factory)
-    first_done, second_started = asyncio.Event(), asyncio.Event()
-    seen: dict[str, bool] = {}
-
-    async def turn(name: str, leave_first: bool) -> None:
-        with TurnWatch() as watch:
-            if leave_first:
-                await second_started.wait()
-            else:
-                second_started.set()
-                await first_done.wait()  # the first turn's watch has ended: this one still sees
-            task = asyncio.create_task(asyncio.sleep(0), name=name)
-            with TurnWatch() as inner:  # a nested watch sees its own tasks, not the outer's
-                nested = asyncio.create_task(asyncio.sleep(0), name=f"{name}-nested")
-            await asyncio.gather(task, nested)
-            seen[name] = task in watch.tasks and nested in inner.tasks and nested not in watch.tasks
-        if leave_first:
-            first_done.set()
-
-    try:
-        await asyncio.gather(turn("first", True), turn("second", False))
-        assert seen == {"first": True, "second": True}
-        assert loop.get_task_factory() is users_factory
-        assert {"first", "second", "first-nested", "second-nested"} <= {t.get_name() for t in MADE}
     finally:
         loop.set_task_factory(None)

@@ -19,7 +19,8 @@ from one of ``CLIENTS``) is placed by its HTTP status, else by its class names:
 - an answer that is no completion (a proxy's HTML page or an error payload sent with 200, a
   completion without choices: pydantic-ai's ``ModelInvalidResponseError`` and
   ``ModelEmptyResponseError``, openai's ``APIResponseValidationError``, the Agents SDK's
-  ``ModelBehaviorError`` that says "possible provider error payload"): TRANSIENT.
+  ``ModelBehaviorError`` that says "possible provider error payload"), or an error event inside a
+  stream answered 200 (openai's bare ``APIError``, with no status): TRANSIENT.
 
 Anything else the agent raises (its own ``ValueError``, a provider's 400 for a request the agent
 built badly, a validation error of its output) is the agent's: ``provider_failure`` returns None.
@@ -83,6 +84,9 @@ _TRANSIENT_NAMES = (
 _INVALID_ANSWER_NAMES = ("ModelInvalidResponseError", "ModelEmptyResponseError", "APIResponseValidationError")
 # the Agents SDK raises ModelBehaviorError for the model's mistakes too; this one it says is the provider's
 _PROVIDER_PAYLOAD = "possible provider error payload"
+# the openai client raises its bare APIError (no status) for one thing only: the error event a
+# provider sends inside a stream it answered 200 ("The server had an error while processing…")
+_STREAM_ERRORS = ("openai.APIError", "openai._exceptions.APIError")
 _TIMEOUT_NAMES = ("Timeout", "DeadlineExceeded")
 _AUTH_NAMES = ("AuthenticationError", "PermissionDenied", "Unauthenticated", "Unauthorized", "Forbidden")
 _NEVER_CONNECTED = (
@@ -159,6 +163,8 @@ def _kind(error: BaseException, chain: list[BaseException]) -> ModelErrorKind | 
     if any(n in _INVALID_ANSWER_NAMES for n in names) or (
         "ModelBehaviorError" in names and _PROVIDER_PAYLOAD in str(error)
     ):
+        return ModelErrorKind.TRANSIENT
+    if status is None and f"{type(error).__module__}.{names[0]}" in _STREAM_ERRORS:
         return ModelErrorKind.TRANSIENT
     if status is None and any(t in n for n in names for t in _TRANSIENT_NAMES):
         never = any(type(e).__name__ in _NEVER_CONNECTED for e in chain)

@@ -17,6 +17,7 @@ from pydantic import BaseModel
 from simlab.env.domain import Domain, Environment
 from simlab.llm.agent_errors import provider_failure
 from simlab.llm.types import ModelError, ModelErrorKind
+from simlab.redact import scrub
 from simlab.sim.agent_io import Agent, AgentInput, AgentReply
 from simlab.sim.simulators.base import Simulator, SimView
 from simlab.sim.tool_handle import StopTrial, ToolHandle
@@ -221,12 +222,9 @@ class _Conversation:
             failure = provider_failure(exc)  # ... unless its own model client failed (llm/agent_errors.py)
             if failure is not None:
                 self._model_failed(failure, "agent")
-            self.events.append(
-                ErrorEvent(
-                    turn=self.turn, source="agent", kind="crash", message=f"{type(exc).__name__}: {exc}"
-                )
-            )
-            raise _End(R.AGENT_ERROR, f"the agent raised {type(exc).__name__}: {exc}") from None
+            said = scrub(f"{type(exc).__name__}: {exc}")  # a provider's error may echo the agent's key
+            self.events.append(ErrorEvent(turn=self.turn, source="agent", kind="crash", message=said))
+            raise _End(R.AGENT_ERROR, f"the agent raised {said}") from None
         self._check_reply_size(reply.text)
         self.events.append(AgentMessage(turn=self.turn, text=reply.text))
         self.messages.append({"role": "assistant", "content": reply.text})
@@ -253,30 +251,30 @@ class _Conversation:
         if limit is None:
             return await self.t.agent.respond(inp)
         loop = asyncio.get_running_loop()
-        with TurnWatch() as watch:
-            try:
-                async with asyncio.timeout(None) as clock:
-                    task = asyncio.current_task()
-                    deadline = loop.call_at(loop.time() + limit, _expire, watch, task, clock)
-                    try:
-                        return await self.t.agent.respond(inp)
-                    finally:
-                        deadline.cancel()
-            except TimeoutError:
-                if not clock.expired():
-                    raise  # the agent's own TimeoutError: its crash
-                if watch.waiting is not None:
-                    raise ModelError(
-                        ModelErrorKind.TIMEOUT,
-                        f"the agent's model did not answer within the turn's bound of {limit:g} s "
-                        f"(limits.max_turn_seconds): the turn was waiting on its {watch.waiting} client; "
-                        "a slow or hung provider, not the agent (raise the bound if its answers take longer)",
-                        role="agent",
-                        model=f"{watch.waiting} client",
-                    ) from None
-                raise StopTrial(
-                    "budget_exceeded", f"{AGENT_TURN_TIMEOUT} {limit:g} s (limits.max_turn_seconds)"
+        watch = TurnWatch()
+        try:
+            async with asyncio.timeout(None) as clock:
+                task = asyncio.current_task()
+                deadline = loop.call_at(loop.time() + limit, _expire, watch, task, clock)
+                try:
+                    return await self.t.agent.respond(inp)
+                finally:
+                    deadline.cancel()
+        except TimeoutError:
+            if not clock.expired():
+                raise  # the agent's own TimeoutError: its crash
+            if watch.waiting is not None:
+                raise ModelError(
+                    ModelErrorKind.TIMEOUT,
+                    f"the agent's model did not answer within the turn's bound of {limit:g} s "
+                    f"(limits.max_turn_seconds): the turn was waiting on its {watch.waiting} client; "
+                    "a slow or hung provider, not the agent (raise the bound if its answers take longer)",
+                    role="agent",
+                    model=f"{watch.waiting} client",
                 ) from None
+            raise StopTrial(
+                "budget_exceeded", f"{AGENT_TURN_TIMEOUT} {limit:g} s (limits.max_turn_seconds)"
+            ) from None
 
     async def probe_first_step(self) -> None:
         """The single-step check's probe (``sim/probe.py``): the agent's first decision on a throwaway

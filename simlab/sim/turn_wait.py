@@ -5,23 +5,35 @@ provider's when the agent sat waiting for its model's answer (a provider slower 
 ``Retry-After`` longer than the turn): an agent's provider failing is infrastructure, never the
 agent's regression (``llm/agent_errors.py`` says the same of the errors a client raises).
 
-At the deadline, before anything is cancelled, every task of the turn is read where it is
-suspended: the turn's own task and the tasks started inside it (a framework runs its nodes, its
-model requests and its tools in tasks of its own; they are known by a context variable they
-inherit, registered by a task factory on the loop, put there while a watch is active and taken off
-when the last one ends: the loop, a user's included, gets its own factory back). A task suspended
-inside a model client's code (``openai``, ``litellm``, ``anthropic``…) means the turn was waiting
-on its provider.
+At the deadline, before anything is cancelled, the blame follows what the turn's task was really
+waiting on: its chain of awaits, then the future it is suspended on and whatever will resolve it
+(a task it awaits, the children of a ``gather``, the tasks an ``asyncio.wait`` or a ``TaskGroup``
+waits for: a task whose done-callbacks lead to that future; a job handed to a thread, whose frames
+are read; failing those, a task whose frames hold the future: the sending end of a channel the turn
+reads, as pydantic-ai's graph runs), and so on. A frame of a model client's code (``openai``,
+``litellm``, ``anthropic``…) on that path means the turn was waiting on its provider. A client's
+request merely in flight in some other task (a warm-up never awaited, a pooled connection kept
+alive, LiteLLM's own tasks after a call) is not what the turn waited on: an agent hung in its own
+code beside it is the agent's failure.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextvars
+import concurrent.futures
 import gc
-import weakref
-from collections.abc import Iterator
-from types import FrameType
+import sys
+import threading
+from collections.abc import Iterable, Iterator
+from types import (
+    AsyncGeneratorType,
+    CoroutineType,
+    FrameType,
+    FunctionType,
+    GeneratorType,
+    MethodType,
+    ModuleType,
+)
 from typing import Any
 
 __all__ = ["MODEL_CLIENTS", "TurnWatch", "waiting_on"]
@@ -41,87 +53,86 @@ MODEL_CLIENTS = (
 )
 _SHOWN = {"agents.run_internal.model_retry": "Agents SDK model retry"}  # the name an error gives it
 _IDLE = ("logging", "worker", "callback")  # a client's background tasks that sit in its code, idle
-_TURN: contextvars.ContextVar[TurnWatch | None] = contextvars.ContextVar("simlab_turn", default=None)
-_WATCHED: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Installed] = weakref.WeakKeyDictionary()
+_REACH = 4  # how many references from a done-callback to the future it resolves (a closure's cell,
+# a bound method's object and its __dict__, a partial's arguments)
+_REACH_LOCALS = 8  # and from a task's frame to it (its sending end, the channel's state, the waiting
+# receiver's event and the futures waiting on it)
+_VISITS = 20_000  # the objects read from one task at most
+_BUDGET = 200_000  # and in all, for one turn: reading them holds up the loop (every trial's clock)
 
 
 class TurnWatch:
-    """The tasks of one agent turn, and what they waited on when its bound ran out."""
+    """What one agent turn waited on when its bound ran out."""
 
     def __init__(self) -> None:
-        self.tasks: weakref.WeakSet[asyncio.Future[Any]] = weakref.WeakSet()
-        self.waiting: str | None = None  # the model client a task of the turn was suspended in
-
-    def __enter__(self) -> TurnWatch:
-        self._loop = asyncio.get_running_loop()
-        _watch_tasks(self._loop)
-        self._token = _TURN.set(self)
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        _TURN.reset(self._token)
-        _unwatch_tasks(self._loop)
+        self.waiting: str | None = None  # the model client the turn was waiting on
 
     def observe(self, task: asyncio.Task[Any] | None) -> None:
-        """Read the turn's tasks where they are suspended (call it before cancelling them)."""
-        tasks = [task] if task is not None else []
-        self.waiting = waiting_on(tasks + [t for t in list(self.tasks) if not t.done()])
+        """Read what the turn's task waits on (call it before cancelling it)."""
+        self.waiting = waiting_on(task) if task is not None else None
 
 
-class _Installed:
-    """simlab's factory on one loop: the factory it replaced, and how many watches are active."""
-
-    def __init__(self, factory: Any, previous: Any) -> None:
-        self.factory = factory
-        self.previous = previous
-        self.active = 0
-
-
-def _watch_tasks(loop: asyncio.AbstractEventLoop) -> None:
-    """A task factory that registers each task started inside a turn with that turn's watch; it
-    hands the making of the task to the loop's own factory, if it had one."""
-    installed = _WATCHED.get(loop)
-    if installed is None:
-        previous = loop.get_task_factory()
-
-        def factory(loop: asyncio.AbstractEventLoop, coro: Any, **kwargs: Any) -> Any:
-            if previous is not None:
-                task = previous(loop, coro, **kwargs)
-            else:
-                task = asyncio.Task(coro, loop=loop, **kwargs)
-            context = kwargs.get("context")
-            watch = context.get(_TURN) if context is not None else _TURN.get()
-            if watch is not None:
-                watch.tasks.add(task)
-            return task
-
-        loop.set_task_factory(factory)
-        installed = _WATCHED[loop] = _Installed(factory, previous)
-    installed.active += 1
-
-
-def _unwatch_tasks(loop: asyncio.AbstractEventLoop) -> None:
-    """One watch of this loop ended; the last one gives the loop its own factory back (unless
-    someone put another in the meantime: theirs stays)."""
-    installed = _WATCHED.get(loop)
-    if installed is None:
-        return
-    installed.active -= 1
-    if installed.active > 0:
-        return
-    del _WATCHED[loop]
-    if loop.get_task_factory() is installed.factory:
-        loop.set_task_factory(installed.previous)
+def waiting_on(task: asyncio.Future[Any]) -> str | None:
+    """The model client (a ``MODEL_CLIENTS`` prefix) this task is waiting on, through the tasks and
+    threads it awaits, or None."""
+    others: list[asyncio.Task[Any]] | None = None  # the loop's other tasks, read once if needed
+    budget = [_BUDGET]  # the objects the whole search may still read (it holds up the loop)
+    seen: set[int] = set()
+    todo: list[Any] = [task]
+    while todo:
+        current = todo.pop()
+        if id(current) in seen:
+            continue
+        seen.add(id(current))
+        if isinstance(current, threading.Thread):
+            client = _client(_thread_frames(current))
+            if client is not None:
+                return client
+            continue
+        if isinstance(current, asyncio.Task):
+            client = _client(_frames(current.get_coro()))
+            if client is not None:
+                return client
+            current = getattr(current, "_fut_waiter", None)  # the future it is suspended on
+            if current is None or isinstance(current, asyncio.Task) or id(current) in seen:
+                todo.extend([current] if current is not None else [])  # an awaited task: its own
+                continue
+            seen.add(id(current))
+        if others is None:  # the tasks in a model client's code first: they are what may be blamed
+            others = [t for t in asyncio.all_tasks(current.get_loop()) if not t.done()]
+            others.sort(key=lambda t: _client(_frames(t.get_coro())) is None)
+        todo.extend(_resolvers(current, others, budget))
+    return None
 
 
-def waiting_on(tasks: list[Any]) -> str | None:
-    """The model client (a ``MODEL_CLIENTS`` prefix) one of these tasks is suspended in, or None."""
+def _resolvers(future: asyncio.Future[Any], tasks: list[asyncio.Task[Any]], budget: list[int]) -> list[Any]:
+    """What will resolve ``future``: a gather's children, the tasks whose done-callbacks lead to it
+    (``asyncio.wait``, a ``TaskGroup``, ``shield``), the thread running the job it wraps; failing
+    those, the tasks whose suspended frames hold it (the sending end of a channel the turn reads)."""
+    found: list[Any] = list(getattr(future, "_children", None) or ())  # asyncio.gather
     for task in tasks:
-        for frame in _frames(task.get_coro()):
-            module = str(frame.f_globals.get("__name__") or "")
-            client = next((c for c in MODEL_CLIENTS if module == c or module.startswith(c + ".")), None)
-            if client is not None and not any(word in module for word in _IDLE):
-                return _SHOWN.get(client, client)
+        callbacks = [callback for callback, _ in getattr(task, "_callbacks", None) or ()]
+        if _holds(callbacks, future, _REACH, budget):
+            found.append(task)
+    for callback, _ in getattr(future, "_callbacks", None) or ():  # wrap_future: it cancels its source
+        for job in _found(callback, concurrent.futures.Future, _REACH, budget):
+            found.extend(_threads_of(job))
+    if not found:
+        found = [task for task in tasks if _holds(_locals(task), future, _REACH_LOCALS, budget)]
+    return found
+
+
+def _locals(task: asyncio.Future[Any]) -> list[Any]:
+    get_coro = getattr(task, "get_coro", None)
+    return [value for frame in _frames(get_coro() if get_coro else None) for value in frame.f_locals.values()]
+
+
+def _client(frames: Iterable[FrameType]) -> str | None:
+    for frame in frames:
+        module = str(frame.f_globals.get("__name__") or "")
+        client = next((c for c in MODEL_CLIENTS if module == c or module.startswith(c + ".")), None)
+        if client is not None and not any(word in module for word in _IDLE):
+            return _SHOWN.get(client, client)
     return None
 
 
@@ -144,3 +155,83 @@ def _frames(awaitable: Any) -> Iterator[FrameType]:
 
 def _first(value: Any, names: tuple[str, ...]) -> Any:
     return next((getattr(value, n) for n in names if getattr(value, n, None) is not None), None)
+
+
+def _threads_of(job: concurrent.futures.Future[Any]) -> Iterator[threading.Thread]:
+    """The threads of an executor running ``job`` (a ``concurrent.futures`` work item's future)."""
+    stacks = sys._current_frames()
+    for thread in threading.enumerate():
+        frame = stacks.get(thread.ident or -1)
+        while frame is not None:
+            module = frame.f_globals.get("__name__")
+            if frame.f_code.co_name == "run" and module == "concurrent.futures.thread":
+                if getattr(frame.f_locals.get("self"), "future", None) is job:
+                    yield thread
+                break
+            frame = frame.f_back
+
+
+def _thread_frames(thread: threading.Thread) -> Iterator[FrameType]:
+    frame = sys._current_frames().get(thread.ident or -1)
+    while frame is not None:
+        yield frame
+        frame = frame.f_back
+
+
+def _holds(value: Any, target: Any, depth: int, budget: list[int]) -> bool:
+    return any(found is target for found in _found(value, type(target), depth, budget))
+
+
+def _found(value: Any, kind: type, depth: int, budget: list[int]) -> Iterator[Any]:
+    """The objects of ``kind`` that ``value`` leads to in at most ``depth`` references (at most
+    ``_VISITS`` objects read, and what is left of ``budget``), through what a callback or a frame
+    holds (closure cells, a bound method's object, a partial's arguments, containers, an object's
+    attributes and slots), never through modules, classes, a function's globals, or another task,
+    coroutine or frame."""
+    layer, seen = [value], {id(value)}
+    for _ in range(depth + 1):
+        following: list[Any] = []
+        for item in layer:
+            if isinstance(item, kind) and item is not value:
+                yield item
+                continue
+            for inner in _held(item):
+                if id(inner) not in seen and len(seen) < _VISITS and budget[0] > 0:
+                    seen.add(id(inner))
+                    budget[0] -= 1
+                    following.append(inner)
+        layer = following
+
+
+_OPAQUE = (
+    ModuleType,
+    type,
+    str,
+    bytes,
+    int,
+    float,
+    FrameType,
+    CoroutineType,
+    GeneratorType,
+    AsyncGeneratorType,
+    asyncio.Task,
+    threading.Thread,
+)
+
+
+def _held(value: Any) -> list[Any]:
+    if value is None or isinstance(value, _OPAQUE):
+        return []
+    if isinstance(value, FunctionType):
+        return [c.cell_contents for c in value.__closure__ or () if _filled(c)]
+    if isinstance(value, MethodType):
+        return [value.__self__, value.__func__]
+    return [v for v in gc.get_referents(value) if not isinstance(v, (ModuleType, type))]
+
+
+def _filled(cell: Any) -> bool:
+    try:
+        cell.cell_contents  # noqa: B018
+    except ValueError:
+        return False
+    return True

@@ -177,6 +177,46 @@ def test_bad_otlp_and_bad_options_are_clear_errors(project: Path, capsys):
     assert "a run is already there; write under a new run id" in capsys.readouterr().err
 
 
+def test_messages_cut_short_by_an_attribute_length_limit_are_a_clear_error(project: Path, capsys):
+    """The SDK's attribute length limit (OTEL_ATTRIBUTE_VALUE_LENGTH_LIMIT) cuts gen_ai.input.messages
+    short: the JSON no longer parses. Before, such a call read as no message at all, and the import
+    said "imported 1 conversations (1 user turns…)" of a conversation of two, exit 0."""
+    source = genai_trace_file(project / "spans.json", max_attribute_length=300)
+    values = [a["value"].get("stringValue", "") for line in [json.loads(source.read_text())]
+              for s in line["resourceSpans"][0]["scopeSpans"][0]["spans"] for a in s["attributes"]
+              if a["key"] == "gen_ai.input.messages"]
+    assert values and max(len(v) for v in values) == 300  # the SDK cut them
+    assert main(["import", "otlp", str(source), "--run-id", "cut"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: {source}: span \"chat gpt-4o\" (trace "), err
+    assert "gen_ai.input.messages: not a JSON array of messages but 300 characters of JSON cut short" in err
+    assert "OTEL_ATTRIBUTE_VALUE_LENGTH_LIMIT" in err and "Traceback" not in err
+    assert "dana@example.com" not in err  # the value itself is never shown: the import would mask it
+    assert not (project / "transcripts" / "cut").exists()
+    assert main(["import", "otlp", str(genai_trace_file(project / "whole.json", 4096)), "--run-id", "w"]) == 0
+
+
+@pytest.mark.parametrize(("edit", "says"), [
+    (lambda span: span["attributes"][0].update(value={"intValue": "abc"}), 'intValue "abc" is not an integer'),
+    (lambda span: span.update(endTimeUnixNano="NaN"), 'endTimeUnixNano "NaN" is not an integer'),
+    (lambda span: span.update(status="ERROR"), 'status holds "ERROR", not an object'),
+    (lambda span: span.update(events=7), "events holds 7, not a list"),
+    (lambda span: span["attributes"][0].update(value={"arrayValue": {"values": True}}),
+     "arrayValue holds true, not a list of values"),
+    (lambda span: span["attributes"][0].update(value={"doubleValue": "many"}), 'doubleValue "many" is not a number'),
+])
+def test_values_the_otlp_json_mapping_does_not_allow_are_clear_errors(project: Path, capsys, edit, says: str):
+    """Each crashed the import with an internal error (int(), iteration, .get on a string)."""
+    source = genai_trace_file(project / "spans.json")
+    document = json.loads(source.read_text())
+    edit(document["resourceSpans"][0]["scopeSpans"][0]["spans"][0])
+    source.write_text(json.dumps(document))
+    assert main(["import", "otlp", str(source), "--run-id", "bad"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: {source}: not OTLP JSON as an exporter writes it: span "), err
+    assert says in err and "internal error" not in err and "Traceback" not in err
+
+
 def test_a_reused_call_id_is_made_unique_and_each_result_pairs_with_its_own_call(project: Path):
     """A local model answering "call_0" in every reply: each call keeps its own result."""
     from simlab.graders.policy import calls_of

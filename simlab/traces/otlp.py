@@ -122,8 +122,19 @@ def read_otlp(path: Path, notes: list[str] | None = None) -> list[Conversation]:
             "gen_ai.conversation.id or session.id on them or their parents, and no model call in their "
             "trace, or several conversations in it): left out"
         )
-    found = [_conversation(path, key, members) for key, members in conversations.items()]
-    return [c for c in found if c.messages or c.calls]
+    found = [
+        c for c in (_conversation(path, key, m) for key, m in conversations.items()) if c.messages or c.calls
+    ]
+    hidden = [c for c in found if c.hidden_outputs and any(m.get("role") == "user" for m in c.messages)]
+    if hidden and notes is not None:
+        notes.append(
+            f"{sum(c.hidden_outputs for c in hidden)} model call(s) in {len(hidden)} conversation(s) "
+            f"({', '.join(one_line(c.id) for c in hidden[:3])}{', …' if len(hidden) > 3 else ''}) have "
+            "their input but no output (as OpenInference's OPENINFERENCE_HIDE_OUTPUTS leaves them): what the "
+            "agent answered there is missing, its last reply above all (no later call repeats it); turn "
+            "output capture back on where the agent runs (unset OPENINFERENCE_HIDE_OUTPUTS)"
+        )
+    return found
 
 
 def _conversation_keys(members: list[Span]) -> dict[str, str]:
@@ -441,6 +452,7 @@ def _conversation(path: Path, key: str, spans: list[Span]) -> Conversation:
         )
         convo.extend(outputs)
         origin.update((id(m), span) for m in outputs)
+        conv.hidden_outputs += bool(inputs and not outputs and span.error is None)
     place_tool_results(conv, convo, tools, origin)
     offset = 1 if system else 0
     for call in conv.calls:

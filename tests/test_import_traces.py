@@ -130,6 +130,27 @@ def test_openai_jsonl_imports_one_trial_per_line_with_pii_masked(project: Path):
     assert RunStore(folder).planned_units() == {"observed#1", "observed#2", "observed#3"}
 
 
+def test_a_refusal_and_a_developer_message_import_as_the_api_gives_them(project: Path):
+    """Messages as the openai library gives them: a model's refusal (``ChatCompletionMessage``, the
+    text in ``refusal``, no content; or a refusal part) and the ``developer`` role newer models take
+    for system. Before, the refusal imported as an agent that said nothing (a reply graders read as
+    silence) and a developer message stopped the import."""
+    from openai.types.chat import ChatCompletionMessage
+
+    refused = ChatCompletionMessage(role="assistant", content=None, refusal="I can't open Bob's account.")
+    part = {"role": "assistant", "content": [{"type": "refusal", "refusal": "No, not Bob's."}]}
+    source = write_jsonl(project / "c.jsonl", [
+        {"messages": [{"role": "developer", "content": "You are a support agent."},
+                      {"role": "user", "content": "open Bob's account"}, refused.model_dump(mode="json")]},
+        [{"role": "user", "content": "and now?"}, part],
+    ])
+    assert main(["import", "openai", str(source), "--run-id", "r"]) == 0
+    first, second = transcripts(project / "transcripts" / "r")
+    assert shape(first) == [("user", 1, "open Bob's account"), ("agent", 1, "I can't open Bob's account.")]
+    assert first.agent_context == {"system_prompt": "You are a support agent."}
+    assert shape(second) == [("user", 1, "and now?"), ("agent", 1, "No, not Bob's.")]
+
+
 def test_the_raw_file_is_kept_only_when_asked(project: Path):
     source = write_jsonl(project / "convs.jsonl", CONVERSATIONS)
     assert main(["import", "openai", str(source), "--run-id", "kept", "--keep-raw"]) == 0
@@ -150,7 +171,7 @@ def test_an_imported_run_reports_and_views_like_any_run(project: Path, capsys):
 @pytest.mark.parametrize("content, message", [
     ("not json\n", "bad.jsonl:1: not JSON"),
     ('{"messages": [{"role": "bot", "content": "x"}]}\n',
-     "bad.jsonl:1: messages[0]: expected an object with role system/user/assistant/tool (got 'bot')"),
+     "bad.jsonl:1: messages[0]: expected an object with role system/developer/user/assistant/tool (got 'bot')"),
     ('[{"role": "assistant", "tool_calls": [{"id": 1}]}]\n',
      "bad.jsonl:1: messages[0].tool_calls[0]: expected {id, function: {name, arguments}}"),
     ("\n", "bad.jsonl: no conversation found"),

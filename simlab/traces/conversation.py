@@ -58,7 +58,7 @@ class Conversation:
         None  # unknown unless the source has times (OTLP spans do; OpenAI JSONL does not)
     )
     redactions: int = 0
-    hidden_outputs: int = 0  # model calls whose input was recorded and whose output was not
+    hidden: dict[str, int] = field(default_factory=dict)  # input/output -> calls with that side unrecorded
 
 
 def has_content(t: Transcript) -> bool:

@@ -125,16 +125,33 @@ def read_otlp(path: Path, notes: list[str] | None = None) -> list[Conversation]:
     found = [
         c for c in (_conversation(path, key, m) for key, m in conversations.items()) if c.messages or c.calls
     ]
-    hidden = [c for c in found if c.hidden_outputs and any(m.get("role") == "user" for m in c.messages)]
-    if hidden and notes is not None:
-        notes.append(
-            f"{sum(c.hidden_outputs for c in hidden)} model call(s) in {len(hidden)} conversation(s) "
-            f"({', '.join(one_line(c.id) for c in hidden[:3])}{', …' if len(hidden) > 3 else ''}) have "
-            "their input but no output (as OpenInference's OPENINFERENCE_HIDE_OUTPUTS leaves them): what the "
-            "agent answered there is missing, its last reply above all (no later call repeats it); turn "
-            "output capture back on where the agent runs (unset OPENINFERENCE_HIDE_OUTPUTS)"
-        )
+    if notes is not None:
+        notes.extend(_hidden_notes(found))
     return found
+
+
+def _hidden_notes(found: list[Conversation]) -> list[str]:
+    """What a conversation misses when one side of its model calls was not recorded (OpenInference
+    hides either side on request): each is said, never imported as if nothing were missing."""
+    out = []
+    for side, other, lost, flag in (
+        (
+            "output",
+            "input",
+            "the agent's replies there (its last one above all: no later call repeats it)",
+            "OPENINFERENCE_HIDE_OUTPUTS",
+        ),
+        ("input", "output", "the user's messages and the tools' results", "OPENINFERENCE_HIDE_INPUTS"),
+    ):
+        hidden = [c for c in found if c.hidden.get(side)]
+        if hidden:
+            names = ", ".join(one_line(c.id) for c in hidden[:3]) + (", …" if len(hidden) > 3 else "")
+            out.append(
+                f"{sum(c.hidden[side] for c in hidden)} model call(s) in {len(hidden)} conversation(s) "
+                f"({names}) have their {other} but no {side} (as OpenInference's {flag} leaves them): "
+                f"{lost} are missing; turn {side} capture back on where the agent runs (unset {flag})"
+            )
+    return out
 
 
 def _conversation_keys(members: list[Span]) -> dict[str, str]:
@@ -452,7 +469,9 @@ def _conversation(path: Path, key: str, spans: list[Span]) -> Conversation:
         )
         convo.extend(outputs)
         origin.update((id(m), span) for m in outputs)
-        conv.hidden_outputs += bool(inputs and not outputs and span.error is None)
+        if span.error is None and bool(inputs) != bool(outputs):  # one side recorded, not the other
+            side = "output" if inputs else "input"
+            conv.hidden[side] = conv.hidden.get(side, 0) + 1
     place_tool_results(conv, convo, tools, origin)
     offset = 1 if system else 0
     for call in conv.calls:

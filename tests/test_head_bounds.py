@@ -23,7 +23,7 @@ from simlab.runner.heads_index import HEADS
 from simlab.runner.heads_tail import scan_heads
 from simlab.runner.lines import parse_head
 from simlab.transcript.head import INT64
-from simlab.transcript.model import MAX_TOKENS, Usage
+from simlab.transcript.model import MAX_COST_USD, MAX_TOKENS, Usage
 from simlab.transcript.row import record_head
 from tests.support import played_demo
 
@@ -151,3 +151,40 @@ def test_a_sum_of_counts_beyond_the_bound_is_unknown(demo_run: Path) -> None:
     record.transcript.events += [ModelCall(turn=1, role="agent", model="m", usage=big)] * 2
     row = record_head(record).row
     assert row.agent_input_tokens is None and row.agent_output_tokens == 4
+
+
+@pytest.mark.parametrize(("cost", "shown"), [(-100.0, "-100.0"), (float("nan"), "NaN"), (1e300, "1e+300"),
+                                             (True, "true"), ("5", "")])
+def test_a_record_with_a_cost_no_call_can_have_is_a_clear_error(
+    demo_run: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+    cost: object, shown: str,
+) -> None:
+    """The same rule for a call's cost (transcript/model.CostUsd): before, -100 was a total of
+    $-100.0000, 1e300 a figure of 300 digits, true $1.00 and "5" $5.00."""
+    def spoil(record: dict) -> dict:
+        usage = {"input_tokens": 5, "output_tokens": 1, "cost_usd": cost}
+        record["transcript"]["events"].append({"type": "model_call", "turn": 1, "role": "agent", "model": "m",
+                                               "usage": usage})
+        del record["head"]
+        return record
+
+    folder = edited(demo_run, tmp_path / "record", spoil)
+    monkeypatch.chdir(folder.parents[1])
+    assert main(["report", demo_run.name]) == 3
+    err = capsys.readouterr().err
+    assert "trials.jsonl:1:" in err and "model_call.usage.cost_usd" in err and shown in err, err
+    assert not (folder / "summary.json").exists()
+
+
+@pytest.mark.parametrize("cost", [-100.0, 1e300, True, "5", MAX_COST_USD * 2])
+def test_a_head_with_a_cost_no_call_can_have_is_recomputed(demo_run: Path, tmp_path: Path, cost: object) -> None:
+    def spoil(record: dict) -> dict:
+        record["head"]["row"]["agent_cost_usd"] = record["head"]["row"]["cost_usd"] = cost
+        return record
+
+    folder = edited(demo_run, tmp_path / "head", spoil)
+    [(_, _, head, _, _), *_] = scan_heads(folder / "trials.jsonl")
+    [(_, _, want, _, _), *_] = scan_heads(demo_run / "trials.jsonl")
+    assert head == want and head.row.cost_usd == 0.0
+    assert build(folder) == build(demo_run, write=False)
+    assert (Usage(cost_usd=MAX_COST_USD) + Usage(cost_usd=1.0)).cost_usd is None  # a sum beyond: unknown

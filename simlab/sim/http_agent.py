@@ -33,7 +33,7 @@ from simlab.sim.tool_handle import StopTrial
 from simlab.specs.http_agent import TOOLS_URL_HEADER, HttpAgentSpec, expand_env, fill
 from simlab.specs.statepath import parse_path
 from simlab.transcript import ModelCall, Pin, Usage
-from simlab.transcript.model import token_count
+from simlab.transcript.model import cost_usd, token_count
 
 __all__ = ["AgentReplyError", "HttpAgent", "SESSION_HEADER"]
 
@@ -285,7 +285,7 @@ class HttpAgent:
             inp, out = 0, 0
         price = self.spec.price
         if price is not None and inp is not None and out is not None:
-            cost: float | None = (inp * price["input"] + out * price["output"]) / 1_000_000
+            cost: float | None = cost_usd((inp * price["input"] + out * price["output"]) / 1_000_000)
         else:
             cost = 0.0 if declared_none else None
         return Usage(

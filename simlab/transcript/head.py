@@ -22,7 +22,7 @@ from typing import Annotated, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, Strict, StringConstraints
 
-from simlab.transcript.model import TokenCount
+from simlab.transcript.model import CostUsd, TokenCount
 
 HEAD_VERSION: Final = (
     3  # 2: unjudged and errored checks, tool_errors without invalid calls; 3: blame (blame.py)
@@ -81,16 +81,16 @@ class TrialFigures(BaseModel):
     agent_input_tokens: TokenCount | None = None
     agent_output_tokens: TokenCount | None = None
     agent_cached_tokens: TokenCount | None = None
-    agent_cost_usd: float | None = None
+    agent_cost_usd: CostUsd | None = None
     simulator_input_tokens: TokenCount | None = None
     simulator_output_tokens: TokenCount | None = None
     simulator_cached_tokens: TokenCount | None = None
-    simulator_cost_usd: float | None = None
+    simulator_cost_usd: CostUsd | None = None
     judge_input_tokens: TokenCount | None = None
     judge_output_tokens: TokenCount | None = None
     judge_cached_tokens: TokenCount | None = None
-    judge_cost_usd: float | None = None
-    cost_usd: float | None = Field(None, description="Agent plus simulator; None when either is unknown.")
+    judge_cost_usd: CostUsd | None = None
+    cost_usd: CostUsd | None = Field(None, description="Agent plus simulator; None when either is unknown.")
     judge_calls: Int64 = 0
     retries: Int64 = 0
     retry_wait_s: float = 0.0

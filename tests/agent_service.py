@@ -79,6 +79,7 @@ class AgentService:
     tool_log: list[Any] = field(default_factory=list)  # (tool, arguments, is_error, text) as the agent saw them
     refused: list[str] = field(default_factory=list)
     conversations: dict[str, list[dict[str, str]]] = field(default_factory=dict)  # rest: per conversation id
+    usage: dict[str, Any] = field(default_factory=dict)  # the chat answers' usage, over the zero counts
 
     def __post_init__(self) -> None:
         self._validator = _Validator()
@@ -144,7 +145,7 @@ class AgentService:
         return JSONResponse({
             "id": "chatcmpl-svc", "object": "chat.completion", "created": int(time.time()), "model": body["model"],
             "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": text}}],
-            "usage": {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0},
+            "usage": {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0, **self.usage},
         })
 
     async def _rest(self, request: Request) -> JSONResponse:

@@ -11,7 +11,7 @@ from google.protobuf.json_format import MessageToDict
 from opentelemetry import trace
 from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 from opentelemetry.sdk.resources import Resource
-from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace import SpanLimits, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import Status, StatusCode
@@ -25,9 +25,9 @@ def _text(text: str) -> dict[str, Any]:
     return {"type": "text", "content": text}
 
 
-def _provider(service: str) -> tuple[TracerProvider, InMemorySpanExporter]:
+def _provider(service: str, limits: SpanLimits | None = None) -> tuple[TracerProvider, InMemorySpanExporter]:
     exporter = InMemorySpanExporter()
-    provider = TracerProvider(resource=Resource.create({"service.name": service}))
+    provider = TracerProvider(resource=Resource.create({"service.name": service}), span_limits=limits)
     provider.add_span_processor(SimpleSpanProcessor(exporter))
     return provider, exporter
 
@@ -37,10 +37,12 @@ def _write(exporter: InMemorySpanExporter, path: Path) -> Path:
     return path
 
 
-def genai_trace_file(path: Path) -> Path:
+def genai_trace_file(path: Path, max_attribute_length: int | None = None) -> Path:
     """One conversation of two turns, each turn its own trace, joined by gen_ai.conversation.id. Turn 1
-    looks up an order; turn 2 refunds it without checking the refund policy and with a failing tool."""
-    provider, exporter = _provider("support-bot")
+    looks up an order; turn 2 refunds it without checking the refund policy and with a failing tool.
+    ``max_attribute_length``: the SDK's own limit on an attribute's length (SpanLimits, what
+    OTEL_ATTRIBUTE_VALUE_LENGTH_LIMIT sets), which cuts longer values short."""
+    provider, exporter = _provider("support-bot", SpanLimits(max_attribute_length=max_attribute_length))
     tracer = provider.get_tracer("agent")
     system = json.dumps([_text("You are a retail support agent.")])
     user1 = _parts("user", _text("my order A123 arrived broken, mail me at dana@example.com"))

@@ -41,6 +41,7 @@ def svc(service: AgentService) -> AgentService:
     service.tool_log.clear()
     service.refused.clear()
     service.fail_next.clear()
+    service.usage.clear()
     return service
 
 
@@ -239,6 +240,18 @@ def test_a_503_then_an_answer_is_retried(svc: AgentService, project: Path, llm_s
     assert judged_pass(record) and len(llm_sleeps) == 1
     first = next(e for e in record["transcript"]["events"] if e["type"] == "model_call")
     assert first["role"] == "agent" and first["usage"]["retries"] == 1 and first["error"] is None
+
+
+@pytest.mark.parametrize("prompt", [2**70, -3, True, 5.0, "12"])
+def test_a_token_count_no_call_can_have_is_unknown(svc: AgentService, project: Path, prompt: Any) -> None:
+    """An agent service's usage goes through transcript/model.token_count, as a provider's does:
+    2**70 stopped the run with an internal error (the head's int64 bound), -3 and true were kept."""
+    svc.usage.update(prompt_tokens=prompt, completion_tokens=7)
+    assert run("tokens", http_agent(f"{svc.base}/careful/v1", uses_models=True)) == 0
+    [record] = records("tokens")
+    usage = [e["usage"] for e in record["transcript"]["events"] if e["type"] == "model_call"]
+    assert usage and all(u["input_tokens"] is None and u["output_tokens"] == 7 for u in usage), usage
+    assert record["head"]["row"]["agent_input_tokens"] is None
 
 
 def test_a_transient_failure_after_the_agent_acted_is_not_retried(svc: AgentService, project: Path,

@@ -62,6 +62,29 @@ def test_traces_without_content_say_so_and_how_to_turn_capture_on(project: Path,
     assert not any(e.text for e in t.events if isinstance(e, UserMessage | AgentMessage))
 
 
+def test_model_outputs_hidden_by_openinference_are_said_missing(project: Path, capsys):
+    """OPENINFERENCE_HIDE_OUTPUTS (written by openinference-instrumentation-openai itself): each
+    call's input is there, its output is not. The later calls' inputs give back every reply but the
+    last ("You are welcome."), which the import dropped without a word before."""
+    [t], err = imported(project, "openinference_hidden_outputs.jsonl", capsys)
+    assert users(t) == ["where is my order A123?", "thanks!"] and calls(t) == ["lookup_order"]
+    assert [e.text for e in t.events if isinstance(e, AgentMessage)] == ["Order A123 was delivered yesterday."]
+    assert "note: 3 model call(s) in 1 conversation(s) (chat-1) have their input but no output" in err, err
+    assert "its last one above all" in err and "OPENINFERENCE_HIDE_OUTPUTS" in err
+    shutil.copy(FIXTURES / "openinference_openai.jsonl", project / "shown.jsonl")  # outputs shown
+    assert main(["import", "otlp", "shown.jsonl", "--run-id", "shown"]) == 0
+    assert "no output" not in capsys.readouterr().err
+
+
+def test_model_inputs_hidden_by_openinference_are_said_missing(project: Path, capsys):
+    """OPENINFERENCE_HIDE_INPUTS: the user's messages and the tools' results are in no call's
+    output. Before, a conversation of no user turn and a call without result came in, exit 0."""
+    [t], err = imported(project, "openinference_hidden_inputs.jsonl", capsys)
+    assert users(t) == [] and calls(t) == ["lookup_order"]
+    assert "note: 3 model call(s) in 1 conversation(s) (chat-1) have their output but no input" in err, err
+    assert "the user's messages and the tools' results are missing" in err and "OPENINFERENCE_HIDE_INPUTS" in err
+
+
 def test_adk_traces_without_content_keep_their_tool_calls_once_each(project: Path, capsys):
     [t], _ = imported(project, "adk_default.jsonl", capsys)
     assert calls(t) == ADK_CALLS

@@ -130,6 +130,27 @@ def test_openai_jsonl_imports_one_trial_per_line_with_pii_masked(project: Path):
     assert RunStore(folder).planned_units() == {"observed#1", "observed#2", "observed#3"}
 
 
+def test_a_refusal_and_a_developer_message_import_as_the_api_gives_them(project: Path):
+    """Messages as the openai library gives them: a model's refusal (``ChatCompletionMessage``, the
+    text in ``refusal``, no content; or a refusal part) and the ``developer`` role newer models take
+    for system. Before, the refusal imported as an agent that said nothing (a reply graders read as
+    silence) and a developer message stopped the import."""
+    from openai.types.chat import ChatCompletionMessage
+
+    refused = ChatCompletionMessage(role="assistant", content=None, refusal="I can't open Bob's account.")
+    part = {"role": "assistant", "content": [{"type": "refusal", "refusal": "No, not Bob's."}]}
+    source = write_jsonl(project / "c.jsonl", [
+        {"messages": [{"role": "developer", "content": "You are a support agent."},
+                      {"role": "user", "content": "open Bob's account"}, refused.model_dump(mode="json")]},
+        [{"role": "user", "content": "and now?"}, part],
+    ])
+    assert main(["import", "openai", str(source), "--run-id", "r"]) == 0
+    first, second = transcripts(project / "transcripts" / "r")
+    assert shape(first) == [("user", 1, "open Bob's account"), ("agent", 1, "I can't open Bob's account.")]
+    assert first.agent_context == {"system_prompt": "You are a support agent."}
+    assert shape(second) == [("user", 1, "and now?"), ("agent", 1, "No, not Bob's.")]
+
+
 def test_the_raw_file_is_kept_only_when_asked(project: Path):
     source = write_jsonl(project / "convs.jsonl", CONVERSATIONS)
     assert main(["import", "openai", str(source), "--run-id", "kept", "--keep-raw"]) == 0
@@ -150,7 +171,7 @@ def test_an_imported_run_reports_and_views_like_any_run(project: Path, capsys):
 @pytest.mark.parametrize("content, message", [
     ("not json\n", "bad.jsonl:1: not JSON"),
     ('{"messages": [{"role": "bot", "content": "x"}]}\n',
-     "bad.jsonl:1: messages[0]: expected an object with role system/user/assistant/tool (got 'bot')"),
+     "bad.jsonl:1: messages[0]: expected an object with role system/developer/user/assistant/tool (got 'bot')"),
     ('[{"role": "assistant", "tool_calls": [{"id": 1}]}]\n',
      "bad.jsonl:1: messages[0].tool_calls[0]: expected {id, function: {name, arguments}}"),
     ("\n", "bad.jsonl: no conversation found"),
@@ -175,6 +196,46 @@ def test_bad_otlp_and_bad_options_are_clear_errors(project: Path, capsys):
     assert main(["import", "openai", "c.jsonl", "--run-id", "a"]) == 0
     assert main(["import", "openai", "c.jsonl", "--run-id", "a"]) == 2
     assert "a run is already there; write under a new run id" in capsys.readouterr().err
+
+
+def test_messages_cut_short_by_an_attribute_length_limit_are_a_clear_error(project: Path, capsys):
+    """The SDK's attribute length limit (OTEL_ATTRIBUTE_VALUE_LENGTH_LIMIT) cuts gen_ai.input.messages
+    short: the JSON no longer parses. Before, such a call read as no message at all, and the import
+    said "imported 1 conversations (1 user turns…)" of a conversation of two, exit 0."""
+    source = genai_trace_file(project / "spans.json", max_attribute_length=300)
+    values = [a["value"].get("stringValue", "") for line in [json.loads(source.read_text())]
+              for s in line["resourceSpans"][0]["scopeSpans"][0]["spans"] for a in s["attributes"]
+              if a["key"] == "gen_ai.input.messages"]
+    assert values and max(len(v) for v in values) == 300  # the SDK cut them
+    assert main(["import", "otlp", str(source), "--run-id", "cut"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: {source}: span \"chat gpt-4o\" (trace "), err
+    assert "gen_ai.input.messages: not a JSON array of messages but 300 characters of JSON cut short" in err
+    assert "OTEL_ATTRIBUTE_VALUE_LENGTH_LIMIT" in err and "Traceback" not in err
+    assert "dana@example.com" not in err  # the value itself is never shown: the import would mask it
+    assert not (project / "transcripts" / "cut").exists()
+    assert main(["import", "otlp", str(genai_trace_file(project / "whole.json", 4096)), "--run-id", "w"]) == 0
+
+
+@pytest.mark.parametrize(("edit", "says"), [
+    (lambda span: span["attributes"][0].update(value={"intValue": "abc"}), 'intValue "abc" is not an integer'),
+    (lambda span: span.update(endTimeUnixNano="NaN"), 'endTimeUnixNano "NaN" is not an integer'),
+    (lambda span: span.update(status="ERROR"), 'status holds "ERROR", not an object'),
+    (lambda span: span.update(events=7), "events holds 7, not a list"),
+    (lambda span: span["attributes"][0].update(value={"arrayValue": {"values": True}}),
+     "arrayValue holds true, not a list of values"),
+    (lambda span: span["attributes"][0].update(value={"doubleValue": "many"}), 'doubleValue "many" is not a number'),
+])
+def test_values_the_otlp_json_mapping_does_not_allow_are_clear_errors(project: Path, capsys, edit, says: str):
+    """Each crashed the import with an internal error (int(), iteration, .get on a string)."""
+    source = genai_trace_file(project / "spans.json")
+    document = json.loads(source.read_text())
+    edit(document["resourceSpans"][0]["scopeSpans"][0]["spans"][0])
+    source.write_text(json.dumps(document))
+    assert main(["import", "otlp", str(source), "--run-id", "bad"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: {source}: not OTLP JSON as an exporter writes it: span "), err
+    assert says in err and "internal error" not in err and "Traceback" not in err
 
 
 def test_a_reused_call_id_is_made_unique_and_each_result_pairs_with_its_own_call(project: Path):

@@ -65,7 +65,7 @@ DEFECTS = [
      "error", 18, "expect.expected_actions.0.args.order_id", "only in the user's goal"),
     ("never-reveal value needed",
      [(ACTION, EMAIL), (NEVER, "  never_reveal: {backup_email: dana.private@example.org}\n")],
-     "error", 18, "expect.expected_actions.0.args.to", "only user.never_reveal.backup_email holds"),
+     "error", 18, "expect.expected_actions.0.args.to", "needs a value only user.never_reveal.backup_email holds"),
     ("wrong expected state", [(STATE, STATE.replace("49.90", "59.90"))],
      "error", 16, "expect.state.0", "refunds[order_id=A123].amount: expected 59.9, got 49.9"),
     ("expected action that fails on replay",
@@ -146,6 +146,31 @@ def test_each_planted_defect_is_found_at_its_file_line_and_field(
     assert found, f"{name}: no line {prefix}…{says}… in\n" + "\n".join(err)
     assert "; fix: " in found[0]
     assert code == (2 if severity == "error" else 0), err
+
+
+SECRET_MAIL = "dana.private@example.org"
+NEEDS_SECRET = (ACTION, ACTION + "    - {tool: send_email, args: {to: Dana.Private@example.org, subject: refund,"
+                                 " body: 'sent to  dana.private@EXAMPLE.org'}}\n")  # as an argument, and inside one
+
+
+@pytest.mark.parametrize(("never", "field"), [
+    ("{backup_email: dana.private@example.org}", "user.never_reveal.backup_email"),
+    ("[a pin, dana.private@example.org]", "user.never_reveal item 2"),  # the list form: the value is its key
+])
+@pytest.mark.parametrize("command", [["lint"], ["validate", "--deep"]])
+def test_a_never_reveal_value_is_named_by_its_field_never_printed(
+        project: Path, capsys, command: list[str], never: str, field: str) -> None:
+    """Before, lint said "send_email needs 'dana.private@example.org', which only
+    user.never_reveal.backup_email holds": the scenario's secret on the screen and in CI logs (and
+    in the field's name, for the list form)."""
+    (project / "scenarios" / "planted.yaml").write_text(_planted([NEEDS_SECRET, (NEVER, f"  never_reveal: {never}\n")]))
+    assert main(command) == 2
+    out, err = capsys.readouterr()
+    lines = err.splitlines()
+    assert any(f"expect.expected_actions.1.args.to: send_email needs a value only {field} holds (not shown"
+               in line for line in lines), err
+    assert any("expect.expected_actions.1.args.body: " in line and f"<{field}>" in line for line in lines), err
+    assert SECRET_MAIL not in (out + err).casefold(), err
 
 
 def test_validate_deep_runs_lint_and_plain_validate_does_not(project: Path, capsys) -> None:

@@ -14,7 +14,7 @@ from simlab.redact import map_strings, scrub
 from simlab.sim.agent_io import AgentInput, AgentReply
 from simlab.sim.tool_handle import StopTrial
 from simlab.transcript import ModelCall, Pin, Usage
-from simlab.transcript.model import token_count
+from simlab.transcript.model import cost_usd, token_count
 
 __all__ = ["FrameworkAgent", "TrialContext", "require", "usage_of"]
 
@@ -142,7 +142,9 @@ def usage_of(
     input_tokens, output_tokens = token_count(input_tokens), token_count(output_tokens)
     cost = None
     if price is not None and input_tokens is not None and output_tokens is not None:
-        cost = (input_tokens * price.get("input", 0.0) + output_tokens * price.get("output", 0.0)) / 1_000_000
+        cost = cost_usd(
+            (input_tokens * price.get("input", 0.0) + output_tokens * price.get("output", 0.0)) / 1_000_000
+        )
     return Usage(
         input_tokens=input_tokens,
         output_tokens=output_tokens,

@@ -29,7 +29,7 @@ from simlab.env.domain import Domain
 from simlab.env.history import HistoryError, start_state
 from simlab.graders.comparators import as_number
 from simlab.graders.lint_phrases import example, matches_anything, required_text
-from simlab.graders.lint_values import Pool, agent_pool, choices_of, explore, secret_pool, user_pool
+from simlab.graders.lint_values import Pool, Secrets, agent_pool, choices_of, explore, secret_pool, user_pool
 from simlab.graders.paths import MISSING, PathError
 from simlab.graders.state import Replay, assertion_label, check_assertion, replay_actions
 from simlab.specs.loader import LoadedScenario
@@ -73,10 +73,18 @@ class Lint:
         return f"{self.entry.path}:{line_for(self.entry.lines, loc) or 1}: {'.'.join(map(str, loc))}"
 
     def error(self, loc: tuple[Any, ...], message: str, fix: str) -> None:
-        self.found.append(Finding("error", self.at(*loc), message, fix))
+        self.found.append(Finding("error", self.at(*loc), *self._shown(message, fix)))
 
     def warn(self, loc: tuple[Any, ...], message: str, fix: str) -> None:
-        self.found.append(Finding("warning", self.at(*loc), message, fix))
+        self.found.append(Finding("warning", self.at(*loc), *self._shown(message, fix)))
+
+    def _shown(self, message: str, fix: str) -> tuple[str, str]:
+        return self.secrets.hide(message), self.secrets.hide(fix)
+
+    @cached_property
+    def secrets(self) -> Secrets:
+        """The user's never_reveal values: no finding prints one (each is named by its field)."""
+        return Secrets(self.scenario)
 
     @cached_property
     def replay(self) -> Replay:
@@ -162,7 +170,7 @@ def _values(lint: Lint) -> None:
             for i, c in enumerate(expect.trajectory.calls)
             if not isinstance(c, str)
         ]
-    secrets = secret_pool(lint.scenario)
+    secrets = secret_pool(lint.scenario)  # a value only they hold is named, never shown
     for loc, call, index in calls:
         tool = lint.domain.tool(call.tool)
         if tool is None:
@@ -177,11 +185,10 @@ def _values(lint: Lint) -> None:
                     continue
                 where = (*loc, "args", name)
                 if secrets.has(leaf):
-                    holder = next(k for k, v in lint.scenario.user.never_reveal.items() if _holds(v, leaf))
                     lint.error(
                         where,
-                        f"{call.tool} needs {leaf!r}, which only user.never_reveal.{holder} holds: "
-                        "the user must never say it and no READ tool shows it",
+                        f"{call.tool} needs a value only {lint.secrets.name(leaf)} holds (not shown: "
+                        "the scenario's secret): the user must never say it and no READ tool shows it",
                         "make it readable from the state (initial_state) or known to the agent "
                         "(agent_context), or move it to user.known_facts if the user may say it",
                     )
@@ -223,12 +230,6 @@ def _scalars(value: Any) -> list[Any]:
     if isinstance(value, list):
         return [leaf for v in value for leaf in _scalars(v)]
     return [value]
-
-
-def _holds(value: Any, leaf: Any) -> bool:
-    pool = Pool()
-    pool.add(value)
-    return pool.has(leaf)
 
 
 def _nobody(lint: Lint) -> str:

@@ -141,6 +141,54 @@ def secret_pool(scenario: Scenario) -> Pool:
     return pool
 
 
+class Secrets:
+    """A scenario's ``never_reveal`` values, which lint names and never prints: ``name`` says which
+    field holds a value, ``hide`` puts that name in place of every value a text holds (any case,
+    any spacing), so no finding, whatever check wrote it, shows a secret."""
+
+    def __init__(self, scenario: Scenario) -> None:
+        self.fields: list[tuple[str, Any]] = []
+        found: list[tuple[str, str]] = []
+        for i, (key, value) in enumerate(scenario.user.never_reveal.items()):
+            # a value given in the list form is its own key: the name must not say it either
+            name = f"user.never_reveal.{key}" if key != str(value) else f"user.never_reveal item {i + 1}"
+            self.fields.append((name, value))
+            found += [(str(leaf), name) for leaf, is_key in leaves(value) if not is_key and _shown(leaf)]
+        found.sort(key=lambda item: len(item[0]), reverse=True)  # a longer value before one inside it
+        self._names = {_norm(text): name for text, name in reversed(found)}
+        self._pattern = (
+            re.compile("|".join(_literal(text) for text, _ in found), re.IGNORECASE) if found else None
+        )
+
+    def name(self, leaf: Any) -> str:
+        """The field that holds ``leaf`` (a value of it, or inside it)."""
+        for name, value in self.fields:
+            pool = Pool()
+            pool.add(value)
+            if pool.has(leaf):
+                return name
+        return "user.never_reveal"
+
+    def hide(self, text: str) -> str:
+        if self._pattern is None:
+            return text
+        names = self._names
+        return self._pattern.sub(lambda m: f"<{names.get(_norm(m.group()), 'user.never_reveal')}>", text)
+
+
+def _shown(leaf: Any) -> bool:
+    return not isinstance(leaf, bool) and leaf is not None and str(leaf).strip() != ""
+
+
+def _literal(text: str) -> str:
+    """``text`` as a pattern: any run of spaces for its spaces, no word cut at its ends."""
+    words = text.split()
+    body = r"\s+".join(re.escape(part) for part in words)
+    start = r"(?<!\w)" if re.match(r"\w", words[0]) else ""
+    end = r"(?!\w)" if re.search(r"\w$", words[-1]) else ""
+    return start + body + end
+
+
 def explore(
     domain: Domain,
     state: BaseModel,

@@ -22,7 +22,7 @@ from simlab.llm.retry import RetryPolicy, RetryStats, Sleep, call_with_retries, 
 from simlab.llm.types import ChatResult, Message, ModelError, ModelErrorKind, ToolCallRequest
 from simlab.redact import mask_url, safe_settings, scrub, secret_values
 from simlab.transcript import Pin, Usage
-from simlab.transcript.model import token_count
+from simlab.transcript.model import cost_usd, token_count
 
 log = logging.getLogger("simlab.llm")
 
@@ -251,10 +251,13 @@ class LiteLLMModel:
         price (a local server may serve any weights under ``openai/gpt-4o-mini``)."""
         if self.price is None or usage.input_tokens is None or usage.output_tokens is None:
             return None
-        return (
-            usage.input_tokens * self.price.get("input", 0.0)
-            + usage.output_tokens * self.price.get("output", 0.0)
-        ) / 1_000_000
+        return cost_usd(
+            (
+                usage.input_tokens * self.price.get("input", 0.0)
+                + usage.output_tokens * self.price.get("output", 0.0)
+            )
+            / 1_000_000
+        )
 
     def _endpoint(self) -> str:
         return mask_url(self.api_base) if self.api_base else f"the {self.model.split('/', 1)[0]} provider"
@@ -377,7 +380,7 @@ def _cost(response: Any, model: str, litellm: Any) -> float | None:
             value = litellm.completion_cost(completion_response=response, model=model)
         except Exception:  # unpriced or custom model
             _UNPRICED.add(model)
-    return float(value) if value is not None else None
+    return cost_usd(value)  # None: unpriced, or a figure no call can cost
 
 
 def _usage(response: Any, model: str, litellm: Any) -> Usage:

@@ -298,8 +298,11 @@ def record_of(raw: dict[str, Any], path: Path, number: int) -> TrialRecord:
     except ValidationError as exc:
         first = exc.errors()[0]
         where = ".".join(str(p) for p in first["loc"])
+        value = first.get("input")
+        scalar = value is None or isinstance(value, (bool, int, float))  # as the file writes it
+        shown = f" is {json.dumps(value)[:40]}" if scalar else ""
         raise LineError(
-            f"{path}:{number}: trial {raw['unit_id']!r} is not a valid trial record ({where}: "
+            f"{path}:{number}: trial {raw['unit_id']!r} is not a valid trial record ({where}{shown}: "
             f"{first['msg']}); the file was edited or corrupted; {FIX}"
         ) from None
 

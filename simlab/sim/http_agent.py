@@ -33,6 +33,7 @@ from simlab.sim.tool_handle import StopTrial
 from simlab.specs.http_agent import TOOLS_URL_HEADER, HttpAgentSpec, expand_env, fill
 from simlab.specs.statepath import parse_path
 from simlab.transcript import ModelCall, Pin, Usage
+from simlab.transcript.model import cost_usd, token_count
 
 __all__ = ["AgentReplyError", "HttpAgent", "SESSION_HEADER"]
 
@@ -275,13 +276,16 @@ class HttpAgent:
         return content, usage if isinstance(usage, dict) else None
 
     def _usage(self, reported: dict[str, Any] | None, stats: RetryStats, elapsed: float) -> Usage:
-        tokens = [reported.get(k) if reported else None for k in ("prompt_tokens", "completion_tokens")]
-        known = all(isinstance(t, int) for t in tokens)
+        # each count as a provider's is read (transcript/model.token_count): one no call can have is unknown
+        inp, out = (
+            token_count(reported.get(k)) if reported else None for k in ("prompt_tokens", "completion_tokens")
+        )
         declared_none = self.spec.uses_models is False
-        inp, out = (tokens[0], tokens[1]) if known else ((0, 0) if declared_none else (None, None))
+        if (inp is None or out is None) and declared_none:
+            inp, out = 0, 0
         price = self.spec.price
         if price is not None and inp is not None and out is not None:
-            cost: float | None = (inp * price["input"] + out * price["output"]) / 1_000_000
+            cost: float | None = cost_usd((inp * price["input"] + out * price["output"]) / 1_000_000)
         else:
             cost = 0.0 if declared_none else None
         return Usage(

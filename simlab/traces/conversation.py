@@ -58,6 +58,7 @@ class Conversation:
         None  # unknown unless the source has times (OTLP spans do; OpenAI JSONL does not)
     )
     redactions: int = 0
+    hidden: dict[str, int] = field(default_factory=dict)  # input/output -> calls with that side unrecorded
 
 
 def has_content(t: Transcript) -> bool:
@@ -77,16 +78,24 @@ def read_source(path: Path, expected: str) -> str:
 
 
 def text_of(content: Any) -> str:
-    """A message's text: a string, or the text parts of a list of parts."""
+    """A message's text: a string, or the text parts of a list of parts (a refusal part's refusal
+    included: the Chat Completions API's ``{"type": "refusal", "refusal": …}``)."""
     if content is None:
         return ""
     if isinstance(content, str):
         return content
     if isinstance(content, list):
         return "".join(
-            str(p.get("text", p.get("content", ""))) if isinstance(p, dict) else str(p) for p in content
+            str(p.get("text", p.get("content", p.get("refusal", "")))) if isinstance(p, dict) else str(p)
+            for p in content
         )
     return str(content)
+
+
+def reply_of(message: dict[str, Any]) -> str:
+    """What an assistant message said: its content, else its ``refusal`` (the Chat Completions
+    API gives a model's refusal there, with no content)."""
+    return text_of(message.get("content")) or text_of(message.get("refusal"))
 
 
 def _result(text: str) -> Any:
@@ -113,7 +122,7 @@ def to_transcript(
             call = pending.pop(0)
             events.append(ModelCall(turn=turn, role="agent", model=call.model or "unknown", usage=call.usage))
         role = message.get("role")
-        if role == "system":
+        if role in ("system", "developer"):  # developer: the system message of newer OpenAI models
             context.setdefault("system_prompt", text_of(message.get("content")))
         elif role == "user":
             users += 1
@@ -143,7 +152,7 @@ def to_transcript(
                         arguments=parsed if isinstance(parsed, dict) else None,
                     )
                 )
-            text = text_of(message.get("content"))
+            text = reply_of(message)
             if text or not message.get("tool_calls"):
                 events.append(AgentMessage(turn=turn, text=text))
         elif role == "tool":

@@ -3,7 +3,8 @@
 A line is a JSON list of chat messages, or an object with ``messages`` and optionally ``id``,
 ``model``, ``feedback`` (anything; negative when it is a number below 0, ``false``, or says
 down/bad/negative) and ``error``. Messages are ``{role, content}`` with ``tool_calls`` on the
-assistant's and ``tool_call_id`` on a tool's (the Chat Completions shape); a tool message may say
+assistant's and ``tool_call_id`` on a tool's (the Chat Completions shape; a ``developer`` message is
+a system message, an assistant's ``refusal`` is what it said); a tool message may say
 ``"is_error": true``.
 """
 
@@ -16,7 +17,7 @@ from typing import Any
 from simlab.errors import SpecError
 from simlab.traces.conversation import Conversation, read_source
 
-ROLES = ("system", "user", "assistant", "tool")
+ROLES = ("system", "developer", "user", "assistant", "tool")  # developer: newer models' system
 
 
 def is_negative(feedback: Any) -> bool:

@@ -32,6 +32,7 @@ from simlab.errors import SpecError
 from simlab.inert import one_line
 from simlab.traces.conversation import Conversation, SeenCall, read_source, text_of
 from simlab.traces.openai_jsonl import is_negative
+from simlab.traces.otlp_json import ShapeError, attributes_of, each, object_of, shown, whole
 from simlab.traces.otlp_logs import LogRecord, content_from_logs, log_records
 from simlab.traces.otlp_tools import ToolRun, place_tool_results, seen_at, tool_name
 from simlab.transcript import Usage
@@ -68,33 +69,6 @@ class Span:
     parent_id: str = ""
 
 
-def value_of(value: Any) -> Any:
-    """An OTLP ``AnyValue`` as plain data (intValue comes as a string in JSON: int64)."""
-    if not isinstance(value, dict):
-        return value
-    if "stringValue" in value:
-        return value["stringValue"]
-    if "intValue" in value:
-        return int(value["intValue"])
-    if "doubleValue" in value:
-        return float(value["doubleValue"])
-    if "boolValue" in value:
-        return bool(value["boolValue"])
-    if "arrayValue" in value:
-        return [value_of(v) for v in (value["arrayValue"] or {}).get("values", [])]
-    if "kvlistValue" in value:
-        return attributes_of((value["kvlistValue"] or {}).get("values", []))
-    if "bytesValue" in value:
-        return value["bytesValue"]
-    return None
-
-
-def attributes_of(items: Any) -> dict[str, Any]:
-    return {
-        str(a["key"]): value_of(a.get("value")) for a in items or [] if isinstance(a, dict) and "key" in a
-    }
-
-
 def read_otlp(path: Path, notes: list[str] | None = None) -> list[Conversation]:
     """Every conversation in an OTLP JSON file; errors name the file (and line) and what is wrong.
     ``notes``: what the file holds that is no conversation's (tool spans no conversation claims)."""
@@ -109,8 +83,14 @@ def read_otlp(path: Path, notes: list[str] | None = None) -> list[Conversation]:
             raise SpecError(
                 f"{where}: not OTLP JSON: expected an object with 'resourceSpans' (a list) or 'resourceLogs'"
             )
-        spans.extend(_spans(where, document))
-        records.extend(log_records(where, document))
+        try:
+            spans.extend(_spans(where, document))
+            records.extend(log_records(where, document))
+        except ShapeError as exc:
+            raise SpecError(
+                f"{where}: not OTLP JSON as an exporter writes it: {exc}; export the spans again "
+                "(an OpenTelemetry file exporter, or the collector's) or fix that value"
+            ) from None
     if not spans:
         raise SpecError(f"{path}: no spans found (expected OTLP JSON: resourceSpans → scopeSpans → spans)")
     _content_from_logs(spans, records)
@@ -142,8 +122,36 @@ def read_otlp(path: Path, notes: list[str] | None = None) -> list[Conversation]:
             "gen_ai.conversation.id or session.id on them or their parents, and no model call in their "
             "trace, or several conversations in it): left out"
         )
-    found = [_conversation(path, key, members) for key, members in conversations.items()]
-    return [c for c in found if c.messages or c.calls]
+    found = [
+        c for c in (_conversation(path, key, m) for key, m in conversations.items()) if c.messages or c.calls
+    ]
+    if notes is not None:
+        notes.extend(_hidden_notes(found))
+    return found
+
+
+def _hidden_notes(found: list[Conversation]) -> list[str]:
+    """What a conversation misses when one side of its model calls was not recorded (OpenInference
+    hides either side on request): each is said, never imported as if nothing were missing."""
+    out = []
+    for side, other, lost, flag in (
+        (
+            "output",
+            "input",
+            "the agent's replies there (its last one above all: no later call repeats it)",
+            "OPENINFERENCE_HIDE_OUTPUTS",
+        ),
+        ("input", "output", "the user's messages and the tools' results", "OPENINFERENCE_HIDE_INPUTS"),
+    ):
+        hidden = [c for c in found if c.hidden.get(side)]
+        if hidden:
+            names = ", ".join(one_line(c.id) for c in hidden[:3]) + (", …" if len(hidden) > 3 else "")
+            out.append(
+                f"{sum(c.hidden[side] for c in hidden)} model call(s) in {len(hidden)} conversation(s) "
+                f"({names}) have their {other} but no {side} (as OpenInference's {flag} leaves them): "
+                f"{lost} are missing; turn {side} capture back on where the agent runs (unset {flag})"
+            )
+    return out
 
 
 def _conversation_keys(members: list[Span]) -> dict[str, str]:
@@ -201,33 +209,36 @@ def _spans(where: str, document: dict[str, Any]) -> list[Span]:
     if not isinstance(document.get("resourceSpans", []), list):
         raise SpecError(f"{where}: not OTLP JSON: 'resourceSpans' must be a list")
     out = []
-    for resource_spans in document.get("resourceSpans") or []:
-        resource = attributes_of(((resource_spans or {}).get("resource") or {}).get("attributes"))
-        for scope in (resource_spans or {}).get("scopeSpans") or []:
-            for raw in (scope or {}).get("spans") or []:
+    for resource_spans in each(document.get("resourceSpans"), "resourceSpans"):
+        found = object_of(object_of(resource_spans, "resourceSpans").get("resource"), "resource")
+        resource = attributes_of(found.get("attributes"))
+        for scope in each(resource_spans.get("scopeSpans"), "scopeSpans"):
+            for raw in each(object_of(scope, "scopeSpans").get("spans"), "spans"):
                 if not isinstance(raw, dict) or not raw.get("traceId"):
                     raise SpecError(f"{where}: a span without traceId")
-                status = raw.get("status") or {}
-                failed = status.get("code") in ("STATUS_CODE_ERROR", 2)
-                out.append(
-                    Span(
-                        trace_id=str(raw["traceId"]),
-                        span_id=str(raw.get("spanId", "")),
-                        name=str(raw.get("name", "")),
-                        start=int(raw.get("startTimeUnixNano") or 0),
-                        end=int(raw.get("endTimeUnixNano") or 0),
-                        attributes=attributes_of(raw.get("attributes")),
-                        resource=resource,
-                        error=(status.get("message") or "error status") if failed else None,
-                        events=[
-                            {"name": e.get("name"), "attributes": attributes_of(e.get("attributes"))}
-                            for e in raw.get("events") or []
-                            if isinstance(e, dict)
-                        ],
-                        parent_id=str(raw.get("parentSpanId") or ""),
-                    )
-                )
+                try:
+                    out.append(_span(raw, resource))
+                except ShapeError as exc:
+                    raise ShapeError(f"span {shown(raw.get('name'))}: {exc}") from None
     return out
+
+
+def _span(raw: dict[str, Any], resource: dict[str, Any]) -> Span:
+    status = object_of(raw.get("status"), "status")
+    failed = status.get("code") in ("STATUS_CODE_ERROR", 2)
+    events = [object_of(e, "events") for e in each(raw.get("events"), "events")]
+    return Span(
+        trace_id=str(raw["traceId"]),
+        span_id=str(raw.get("spanId", "")),
+        name=str(raw.get("name", "")),
+        start=whole(raw.get("startTimeUnixNano") or 0, "startTimeUnixNano"),
+        end=whole(raw.get("endTimeUnixNano") or 0, "endTimeUnixNano"),
+        attributes=attributes_of(raw.get("attributes")),
+        resource=resource,
+        error=(status.get("message") or "error status") if failed else None,
+        events=[{"name": e.get("name"), "attributes": attributes_of(e.get("attributes"))} for e in events],
+        parent_id=str(raw.get("parentSpanId") or ""),
+    )
 
 
 def _kind(span: Span) -> str | None:
@@ -269,9 +280,25 @@ def genai_messages(value: Any) -> list[dict[str, Any]]:
     """GenAI semconv messages (role + parts) as chat messages; chat-format messages pass through.
     Parts in Gemini's shape (``function_call`` / ``function_response`` / ``text`` keys, no ``type``)
     are read too. A message that only answers tool calls (ADK sends function responses as role
-    ``user``) gives tool messages and no turn."""
+    ``user``) gives tool messages and no turn. A value that is no list of messages (a JSON string cut
+    short by an attribute length limit reads as no message at all) is a ``ShapeError``."""
     out: list[dict[str, Any]] = []
-    for message in _json(value) or []:
+    data = _json(value)
+    if data is None:
+        return out
+    if not isinstance(data, list):  # its text is not shown: it may hold what the import masks
+        cut = isinstance(data, str) and data.lstrip().startswith(("[", "{"))
+        what = "text that is not JSON" if isinstance(data, str) else f"a JSON {type(data).__name__}"
+        raise ShapeError(
+            (
+                f"not a JSON array of messages but {len(data)} characters of JSON cut short (an "
+                "attribute length limit, such as OTEL_ATTRIBUTE_VALUE_LENGTH_LIMIT or a collector's "
+                "truncate processor, dropped the rest)"
+            )
+            if cut
+            else f"not a JSON array of messages but {what}"
+        )
+    for message in data:
         if not isinstance(message, dict):
             continue
         if "parts" not in message:
@@ -281,7 +308,7 @@ def genai_messages(value: Any) -> list[dict[str, Any]]:
         texts: list[str] = []
         calls: list[dict[str, Any]] = []
         responses: list[dict[str, Any]] = []
-        for part in message.get("parts") or []:
+        for part in each(message.get("parts"), "a message's parts"):
             _read_part(part if isinstance(part, dict) else {}, texts, calls, responses)
         out.extend(responses)
         if role == "tool" or (responses and not texts and not calls):
@@ -375,7 +402,7 @@ def _chat_io(span: Span) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     a = span.attributes
     if any(k.startswith("llm.input_messages.") or k.startswith("llm.output_messages.") for k in a):
         return openinference_messages(a, "input"), openinference_messages(a, "output")
-    inputs = genai_messages(a.get("gen_ai.input.messages"))
+    inputs = _messages(span, "gen_ai.input.messages")
     system = a.get("gen_ai.system_instructions")
     if system is not None and not any(m.get("role") == "system" for m in inputs):
         parts = _json(system)
@@ -385,7 +412,14 @@ def _chat_io(span: Span) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
             else str(parts)
         )
         inputs.insert(0, {"role": "system", "content": text})
-    return inputs, genai_messages(a.get("gen_ai.output.messages"))
+    return inputs, _messages(span, "gen_ai.output.messages")
+
+
+def _messages(span: Span, key: str) -> list[dict[str, Any]]:
+    try:
+        return genai_messages(span.attributes.get(key))
+    except ShapeError as exc:
+        raise ShapeError(f"span {shown(span.name)} (trace {span.trace_id}): {key}: {exc}") from None
 
 
 def _conversation(path: Path, key: str, spans: list[Span]) -> Conversation:
@@ -408,7 +442,13 @@ def _conversation(path: Path, key: str, spans: list[Span]) -> Conversation:
             conv.error = f"{span.name}: {span.error}"
         if kind != "chat":
             continue
-        inputs, outputs = _chat_io(span)
+        try:
+            inputs, outputs = _chat_io(span)
+        except ShapeError as exc:  # a call's messages lost: the conversation would be another one
+            raise SpecError(
+                f"{path}: {exc}; export the spans again with the whole value (raise or lift the limit), "
+                "or leave that conversation out of the file"
+            ) from None
         system = system or next((m for m in inputs if m.get("role") == "system"), None)
         rest = [m for m in inputs if m.get("role") != "system" and not quotes_another_agent(m)]
         before = len(convo)
@@ -429,6 +469,9 @@ def _conversation(path: Path, key: str, spans: list[Span]) -> Conversation:
         )
         convo.extend(outputs)
         origin.update((id(m), span) for m in outputs)
+        if span.error is None and bool(inputs) != bool(outputs):  # one side recorded, not the other
+            side = "output" if inputs else "input"
+            conv.hidden[side] = conv.hidden.get(side, 0) + 1
     place_tool_results(conv, convo, tools, origin)
     offset = 1 if system else 0
     for call in conv.calls:

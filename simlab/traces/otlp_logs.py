@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from simlab.errors import SpecError
+from simlab.traces.otlp_json import attributes_of, each, object_of, value_of
 
 CONTENT_KEYS = ("gen_ai.input.messages", "gen_ai.output.messages", "gen_ai.system_instructions")
 _INPUT_EVENTS = {
@@ -38,15 +39,13 @@ class LogRecord:
 
 def log_records(where: str, document: dict[str, Any]) -> list[LogRecord]:
     """The log records of one OTLP JSON document tied to a span (others say nothing about a call)."""
-    from simlab.traces.otlp import attributes_of, value_of
-
     resource_logs = document.get("resourceLogs") or []
     if not isinstance(resource_logs, list):
         raise SpecError(f"{where}: not OTLP JSON: 'resourceLogs' must be a list")
     out = []
     for resource in resource_logs:
-        for scope in (resource or {}).get("scopeLogs") or []:
-            for raw in (scope or {}).get("logRecords") or []:
+        for scope in each(object_of(resource, "resourceLogs").get("scopeLogs"), "scopeLogs"):
+            for raw in each(object_of(scope, "scopeLogs").get("logRecords"), "logRecords"):
                 if not isinstance(raw, dict) or not raw.get("spanId"):
                     continue
                 attributes = attributes_of(raw.get("attributes"))

@@ -20,7 +20,9 @@ from __future__ import annotations
 
 from typing import Annotated, Final, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints
+from pydantic import BaseModel, ConfigDict, Field, Strict, StringConstraints
+
+from simlab.transcript.model import CostUsd, TokenCount
 
 HEAD_VERSION: Final = (
     3  # 2: unjudged and errored checks, tool_errors without invalid calls; 3: blame (blame.py)
@@ -30,8 +32,11 @@ REASON_CHARS = 240  # of an errored check's reason kept in the head (the cause a
 INT64 = (-(2**63), 2**63 - 1)
 # every integer of a head: a column of results.parquet is int64, so a larger number (a token count
 # of 2**70) is corrupt input: such a head does not validate, and a line whose record gives one is
-# an error naming file, line and field (runner/lines.head_of)
-Int64 = Annotated[int, Field(ge=INT64[0], le=INT64[1])]
+# an error naming file, line and field (runner/lines.head_of); a JSON integer, never a bool, a float
+# or a string (pydantic's lax mode read ``true`` as 1)
+Int64 = Annotated[int, Strict(), Field(ge=INT64[0], le=INT64[1])]
+# a role's tokens in a trial: a plausible count, as each call's (transcript/model.TokenCount), so a
+# head holding a negative or absurd count is not trusted; row.record_head makes a sum beyond it unknown
 
 
 class TrialFigures(BaseModel):
@@ -73,19 +78,19 @@ class TrialFigures(BaseModel):
     duration_s: float | None = Field(
         0.0, description="Seconds of the trial; None when unknown (left out of sums)."
     )
-    agent_input_tokens: Int64 | None = None
-    agent_output_tokens: Int64 | None = None
-    agent_cached_tokens: Int64 | None = None
-    agent_cost_usd: float | None = None
-    simulator_input_tokens: Int64 | None = None
-    simulator_output_tokens: Int64 | None = None
-    simulator_cached_tokens: Int64 | None = None
-    simulator_cost_usd: float | None = None
-    judge_input_tokens: Int64 | None = None
-    judge_output_tokens: Int64 | None = None
-    judge_cached_tokens: Int64 | None = None
-    judge_cost_usd: float | None = None
-    cost_usd: float | None = Field(None, description="Agent plus simulator; None when either is unknown.")
+    agent_input_tokens: TokenCount | None = None
+    agent_output_tokens: TokenCount | None = None
+    agent_cached_tokens: TokenCount | None = None
+    agent_cost_usd: CostUsd | None = None
+    simulator_input_tokens: TokenCount | None = None
+    simulator_output_tokens: TokenCount | None = None
+    simulator_cached_tokens: TokenCount | None = None
+    simulator_cost_usd: CostUsd | None = None
+    judge_input_tokens: TokenCount | None = None
+    judge_output_tokens: TokenCount | None = None
+    judge_cached_tokens: TokenCount | None = None
+    judge_cost_usd: CostUsd | None = None
+    cost_usd: CostUsd | None = Field(None, description="Agent plus simulator; None when either is unknown.")
     judge_calls: Int64 = 0
     retries: Int64 = 0
     retry_wait_s: float = 0.0

@@ -12,7 +12,7 @@ from collections.abc import Iterable
 from enum import Enum
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, Strict
 
 from simlab.transcript.checks import Check
 from simlab.transcript.framework_events import GraphState, GraphStep, Handoff, PendingToolCall
@@ -28,12 +28,33 @@ class _Model(BaseModel):
 
 
 MAX_TOKENS = 10**12  # more tokens than any call could hold: a provider's count beyond it is corrupt
+# the one definition of a plausible token count: an integer (not a bool, a float or a string) from 0
+# to MAX_TOKENS. What a provider or a framework reports goes through ``token_count`` (anything else is
+# unknown); a stored ``Usage`` (trials.jsonl, a cache entry, triage.json) holding anything else does
+# not validate, so a reader of a hand-edited line says file, line and field (runner/lines.record_of)
+TokenCount = Annotated[int, Strict(), Field(ge=0, le=MAX_TOKENS)]
+
+
+MAX_COST_USD = 1e9  # more than any call could cost (10^12 tokens at $1,000 a million): beyond is corrupt
+# the one definition of a plausible cost: a finite number (not a bool or a string) from 0 to
+# MAX_COST_USD; what a provider or a price gives goes through ``cost_usd``, a stored one must fit
+CostUsd = Annotated[float, Strict(), Field(ge=0, le=MAX_COST_USD, allow_inf_nan=False)]
+
+
+def cost_usd(value: Any) -> float | None:
+    """A cost as a provider, LiteLLM or a stated price gave it, or None (unknown) when it is not a
+    plausible cost (``CostUsd``): not a number, negative, not finite or beyond ``MAX_COST_USD``. A
+    sum of costs beyond the bound is unknown too."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= MAX_COST_USD:
+        return None  # NaN fails the comparison too
+    return float(value)
 
 
 def token_count(value: Any) -> int | None:
     """A token count as a provider or a framework reported it, or None (unknown) when it is not a
-    plausible count: not an integer, negative, or beyond ``MAX_TOKENS`` (a hostile or broken
-    server's figure is no figure; stored as it came, it would overflow every report's int64)."""
+    plausible count (``TokenCount``): not an integer, negative, or beyond ``MAX_TOKENS`` (a hostile
+    or broken server's figure is no figure; stored as it came, it would overflow every report's
+    int64). A sum of counts beyond the bound is unknown too."""
     if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_TOKENS:
         return None
     return value
@@ -42,10 +63,14 @@ def token_count(value: Any) -> int | None:
 class Usage(_Model):
     """What one model call (or a sum of them) cost. ``None`` means unknown, never zero."""
 
-    input_tokens: int | None = Field(None, description="Prompt tokens; None when the provider did not say.")
-    output_tokens: int | None = Field(None, description="Completion tokens; None when unknown.")
-    cached_tokens: int | None = Field(None, description="Prompt tokens served from the provider cache.")
-    cost_usd: float | None = Field(None, description="Cost in USD; None when the price is unknown.")
+    input_tokens: TokenCount | None = Field(
+        None, description="Prompt tokens; None when the provider did not say."
+    )
+    output_tokens: TokenCount | None = Field(None, description="Completion tokens; None when unknown.")
+    cached_tokens: TokenCount | None = Field(
+        None, description="Prompt tokens served from the provider cache."
+    )
+    cost_usd: CostUsd | None = Field(None, description="Cost in USD; None when the price is unknown.")
     latency_s: float = Field(0.0, description="Wall-clock seconds of the call, retries included.")
     retries: int = Field(0, description="How many times the call was retried after a transient error.")
     retry_wait_s: float = Field(0.0, description="Seconds spent waiting between retries.")
@@ -55,7 +80,7 @@ class Usage(_Model):
         exclude_if=lambda v: not v,
         description="Served from simlab's response cache (--cache): cost 0, no call made.",
     )
-    original_cost_usd: float | None = Field(
+    original_cost_usd: CostUsd | None = Field(
         None,
         exclude_if=lambda v: v is None,
         description="A cached answer's cost when it was first bought (for reference; None otherwise).",
@@ -74,10 +99,10 @@ class Usage(_Model):
             return None if a is None or b is None else a + b
 
         return Usage(
-            input_tokens=add(self.input_tokens, other.input_tokens),
-            output_tokens=add(self.output_tokens, other.output_tokens),
-            cached_tokens=add(self.cached_tokens, other.cached_tokens),
-            cost_usd=add(self.cost_usd, other.cost_usd),
+            input_tokens=token_count(add(self.input_tokens, other.input_tokens)),
+            output_tokens=token_count(add(self.output_tokens, other.output_tokens)),
+            cached_tokens=token_count(add(self.cached_tokens, other.cached_tokens)),
+            cost_usd=cost_usd(add(self.cost_usd, other.cost_usd)),
             latency_s=self.latency_s + other.latency_s,
             retries=self.retries + other.retries,
             retry_wait_s=self.retry_wait_s + other.retry_wait_s,

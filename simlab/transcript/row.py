@@ -17,7 +17,15 @@ from simlab.transcript.blame import diagnose
 from simlab.transcript.checks import Check
 from simlab.transcript.counts import tool_counts
 from simlab.transcript.head import CHECK_COLUMN, REASON_CHARS, TrialFigures, TrialHead
-from simlab.transcript.model import Pin, Transcript, TrialRecord, Usage, spends_nothing_unseen
+from simlab.transcript.model import (
+    Pin,
+    Transcript,
+    TrialRecord,
+    Usage,
+    cost_usd,
+    spends_nothing_unseen,
+    token_count,
+)
 
 ROLES = ("agent", "simulator", "judge")
 USAGE_FIELDS = ("input_tokens", "output_tokens", "cached_tokens", "cost_usd")
@@ -49,12 +57,12 @@ class _RoleUsage:
         self.cost_usd: float | None = 0.0
         self.latency_s = self.retry_wait_s = 0.0
 
-    def add(self, usage: Usage) -> None:
+    def add(self, usage: Usage) -> None:  # a sum of tokens beyond a count's bound is unknown
         self.calls += 1
-        self.input_tokens = _plus(self.input_tokens, usage.input_tokens)
-        self.output_tokens = _plus(self.output_tokens, usage.output_tokens)
-        self.cached_tokens = _plus(self.cached_tokens, usage.cached_tokens)
-        self.cost_usd = _plus(self.cost_usd, usage.cost_usd)
+        self.input_tokens = token_count(_plus(self.input_tokens, usage.input_tokens))
+        self.output_tokens = token_count(_plus(self.output_tokens, usage.output_tokens))
+        self.cached_tokens = token_count(_plus(self.cached_tokens, usage.cached_tokens))
+        self.cost_usd = cost_usd(_plus(self.cost_usd, usage.cost_usd))
         self.latency_s += usage.latency_s or 0.0
         self.retries += usage.retries or 0
         self.retry_wait_s += usage.retry_wait_s or 0.0
@@ -151,7 +159,7 @@ def _usage_columns(t: Transcript, usage: dict[str, _RoleUsage]) -> dict[str, Any
             zero = 0 if pin is not None and _known_zero(pin) else None
             for f in USAGE_FIELDS:
                 row[f"{name}_{f}"] = zero
-    row["cost_usd"] = _plus(row["agent_cost_usd"], row["simulator_cost_usd"])
+    row["cost_usd"] = cost_usd(_plus(row["agent_cost_usd"], row["simulator_cost_usd"]))
     row["judge_calls"] = usage["judge"].calls if "judge" in usage else 0
     row["retries"] = sum(a.retries for a in usage.values())
     row["retry_wait_s"] = sum(a.retry_wait_s for a in usage.values())

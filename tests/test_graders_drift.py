@@ -267,3 +267,19 @@ def test_unknown_identifiers_of_a_line():
 
     scn = scenario(user={"goal": "Store b=2 for order A123.", "known_facts": {"email": "dana@example.com"}})
     assert unknown_identifiers(scn, "order A123, mail dana@example.com, account ZX-9001 and ZX-9001") == ["ZX-9001"]
+
+
+@pytest.mark.parametrize("signal", ["stop", "give_up", "transfer"])
+def test_a_user_that_ends_before_the_agent_answered_once_drifted_whatever_the_scenario_expects(signal):
+    """Without an expected write too (a question, a refusal): a trial the agent never had a turn in is
+    no pass of its, and no fail of its either."""
+    events = [UserMessage(turn=1, text="Please store b=2."), Signal(turn=1, role="user", signal=signal)]
+    check = grade(events)["drift:premature_stop"]
+    assert check.status == "fail" and check.event == 1 and "before the agent had answered once" in check.reason
+    assert verdict_of(transcript(events), [check]) == "invalid"
+    answered = [events[0], AgentMessage(turn=1, text="Which value?"), UserMessage(turn=2, text="2"),
+                Signal(turn=2, role="user", signal=signal)]
+    assert "drift:premature_stop" not in grade(answered)  # nothing expected of the agent: no check
+    line = f"Please store b=2. ###{signal.upper()}###"
+    scripted = grade(events, simulator="scripted", user={"opening": line, "script": [line]})
+    assert scripted["drift:premature_stop"].status == "pass"  # its one line said so: it played its script

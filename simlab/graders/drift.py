@@ -25,6 +25,10 @@ passing when in doubt (a false alarm would hide an agent's real result). Decisio
   line (it played its script through) or ran out of lines (``script_ended``, or a stop with no line
   in records written before that reason existed); a replayed user stopped where its recording did
   (a turn up to the one the agent diverged at, or any with ``--divergence never``).
+  Whatever the scenario expects: a user that stopped, gave up or asked for a human before the agent
+  had answered once (after a scenario's history) drifted, unless it played its script through: the
+  agent never had a turn, so the trial is neither its pass nor its fail. A user that gives up on, or
+  asks past, an agent that did answer reacts to it: not drift (the state check judges the outcome).
 - accepted_rejected (only with reject_phrases): an agent sentence offering or reporting a rejected
   outcome, answered by the user with agreement (yes/ok/sure/fine/that works/thanks…, or a stop) and
   no refusal. Ambiguous offers are skipped: "A or B", or a later question about something else
@@ -291,22 +295,34 @@ def _agent_ended(ctx: GradeContext, stop: int) -> str | None:
     return None
 
 
+_ENDS = {"stop": "stopped", "give_up": "gave up", "transfer": "asked for a human"}
+
+
+def _unanswered(ctx: GradeContext, end: int) -> bool:
+    """Whether the user's signal at ``end`` came before the agent answered once (a scenario's history
+    was not this agent's answer): the agent never had a turn."""
+    start = ctx.transcript.history_events
+    return not any(isinstance(e, AgentMessage) for e in ctx.transcript.events[start:end])
+
+
 def _premature_stop(ctx: GradeContext) -> Check | None:
     tools, any_write = _needs_write(ctx)
-    if not tools and not any_write:
-        return None
     events = ctx.transcript.events
-    stop = next(
-        (
-            i
-            for i, e in enumerate(events)
-            if isinstance(e, Signal) and e.role == "user" and e.signal == "stop"
-        ),
-        None,
-    )
-    if stop is None:
+    end = next((i for i, e in enumerate(events) if isinstance(e, Signal) and e.role == "user"), None)
+    unanswered = end is not None and _unanswered(ctx, end)
+    if not tools and not any_write and not unanswered:
+        return None
+    if end is None:
         return _check(ctx, "premature_stop", [], "the user did not stop the conversation")
-    turn = events[stop].turn
+    signal, turn = events[end], events[end].turn
+    assert isinstance(signal, Signal)
+    if unanswered:  # whatever it asked for, the agent was never tested: the user's doing
+        played = _played_through(ctx, turn)
+        found = [(end, f"turn {turn}: the user {_ENDS[signal.signal]} before the agent had answered once")]
+        return _check(ctx, "premature_stop", [] if played else found, played or "")
+    if signal.signal != "stop":  # giving up on, or asking past, an agent that answered: its reaction
+        return _check(ctx, "premature_stop", [], f"the user {_ENDS[signal.signal]} after the agent's answers")
+    stop = end
     ended = _agent_ended(ctx, stop) or _played_through(ctx, turn)
     if ended:
         return _check(ctx, "premature_stop", [], ended)

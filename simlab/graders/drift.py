@@ -34,7 +34,9 @@ passing when in doubt (a false alarm would hide an agent's real result). Decisio
   no refusal. Ambiguous offers are skipped: "A or B", or a later question about something else
   that the user's "yes" may answer (unless the user names the rejected thing).
 - role_swap: a user message written as the assistant ("Assistant:", "As an AI", "How can I help
-  you", "I'm here to help", …).
+  you", "I'm here to help", …). Not the agent's own words quoted back, in quotation marks or after
+  "you said" ("You said 'I have processed your request' but nothing changed"): a reaction to the
+  agent's failure, not the user speaking as the assistant.
 """
 
 from __future__ import annotations
@@ -453,12 +455,45 @@ def _assistant_phrase(text: str) -> str | None:
     return hit.group(0).strip() if hit else None
 
 
+# A user quoting the agent back ("You said 'I have processed your request' but nothing changed") reacts
+# to the agent's failure: the phrase the agent said, in quotation marks or after "you said".
+_QUOTED = re.compile(r""""[^"]+"|“[^”]+”|‘[^’]+’|(?<!\w)'.+?'(?!\w)""")
+_REPORTED = re.compile(
+    r"\byou(?:'ve| have)?\s+(?:(?:keep|kept)\s+saying|said|say|wrote|claimed|told\s+me|promised)"
+    r"(?:\s+that)?[\s:,]*$",
+    re.I,
+)
+
+
+def _fold(text: str) -> str:
+    return " ".join(text.casefold().replace("’", "'").split())
+
+
+def _quotes_agent(text: str, hit: re.Match[str], said: str) -> bool:
+    """Whether ``hit`` quotes what the agent said (``said``: its messages so far, folded)."""
+    if _fold(hit.group(0)) not in said:
+        return False
+    inside = any(q.start() < hit.start() and hit.end() <= q.end() for q in _QUOTED.finditer(text))
+    return inside or _REPORTED.search(text[: hit.start()]) is not None
+
+
+def _swapped(text: str, said: str) -> str | None:
+    """The first assistant phrase of ``text`` that is not the agent's own words quoted back."""
+    if _assistant_phrase(text) is None:  # the common case, cached
+        return None
+    hit = next((m for m in _ROLE_SWAP.finditer(text) if not _quotes_agent(text, m, said)), None)
+    return hit.group(0).strip() if hit else None
+
+
 def _role_swap(ctx: GradeContext) -> Check:
-    found = [
-        (i, f"turn {m.turn}: the user spoke as the assistant ({hit!r})")
-        for i, m in _user_messages(ctx)
-        if (hit := _assistant_phrase(m.text)) is not None
-    ]
+    found, said = [], []
+    for i, event in enumerate(ctx.transcript.events):
+        if isinstance(event, AgentMessage):
+            said.append(_fold(event.text))
+        elif i >= ctx.transcript.history_events and isinstance(event, UserMessage):
+            hit = _swapped(event.text, "\n".join(said))
+            if hit is not None:
+                found.append((i, f"turn {event.turn}: the user spoke as the assistant ({hit!r})"))
     return _check(ctx, "role_swap", found, "the user never spoke as the assistant")
 
 

@@ -326,3 +326,28 @@ def test_a_user_that_ends_before_the_agent_answered_once_is_the_users_drift_on_e
     assert {(r.verdict, r.failure_mode) for r in RunIndex(info).read_all()} == {
         ("invalid", "user: drift premature_stop")
     }
+
+
+# -- the trial's token budget is crossed by the simulated user's own model call ------------------
+
+
+async def test_a_token_budget_the_simulated_users_model_crosses_is_not_the_agents_failure():
+    """The agent spends nothing (a Python agent that declares no model); the LLM user's second
+    answer is 1,000 tokens long and crosses ``limits.max_tokens``: the user's side, as its wall time is,
+    never the agent's ``budget_exceeded`` (which blamed the agent at the simulator's model call)."""
+    from simlab.llm.fakes import FunctionModel
+    from simlab.sim.agents import PythonAgent
+    from simlab.sim.loop import run_trial
+    from simlab.sim.simulators.llm import LLMSimulator
+    from simlab.specs import Limits
+    from tests.support import make_trial
+
+    def user(messages, tools):  # type: ignore[no-untyped-def]
+        turns = sum(m["role"] == "assistant" for m in messages)
+        return {"text": "and c=3 too", "usage": {"input_tokens": 10, "output_tokens": 1000 if turns > 1 else 5}}
+
+    simulator = LLMSimulator(FunctionModel(user, model="fake/user"))
+    trial = make_trial(PythonAgent(lambda inp: "Which key?", "t:asks"), simulator, limits=Limits(max_tokens=500))
+    t = await run_trial(trial)
+    _ended_by_the_user(t)
+    assert "500" in t.termination.detail and t.events[-1].type == "error"

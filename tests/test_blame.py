@@ -132,3 +132,34 @@ def test_every_drift_kind_is_the_users_fault_at_its_message(kind: str) -> None:
     fault = diagnose(t, checks, verdict)
     assert verdict == "invalid" and fault is not None
     assert (fault.blame, fault.event, fault.mode) == ("user", 4, f"user: drift {kind}")
+
+
+# a judge's checks are the judge's whatever their kind: the drift judge's are kind ``drift``, the ADK
+# judge's kind ``custom``; a malformed answer or no judge model is the judge's, never the lab's
+JUDGED = [
+    ("drift_llm:persona", "drift", "drift_llm", "judge: drift drift_llm:persona"),
+    ("drift_llm:kept_secrets", "drift", None, "judge: drift drift_llm:kept_secrets"),  # before Check.grader
+    ("adk:final_response_match_v2", "custom", "adk_judge", "judge: custom adk:final_response_match_v#"),
+]
+
+
+@pytest.mark.parametrize(("name", "kind", "grader", "mode"), JUDGED)
+@pytest.mark.parametrize(("status", "verdict", "what"), [("error", "error", "could not be decided"),
+                                                         ("not_run", "unjudged", "did not run")])
+def test_a_judges_check_of_any_kind_that_was_not_decided_is_the_judges(
+    name: str, kind: str, grader: str | None, mode: str, status: str, verdict: str, what: str
+) -> None:
+    checks = [check(name, kind, status, grader=grader), check("refund issued", "state", "pass")]
+    t = transcript(*CHAT)
+    assert verdict_of(t, checks) == verdict
+    fault = diagnose(t, checks, verdict)
+    assert fault is not None and (fault.blame, fault.mode) == ("judge", f"{mode} {what}")
+
+
+def test_the_judge_graders_blame_knows_are_the_registered_judges() -> None:
+    import simlab.adk.judge  # noqa: F401  (registers adk_judge)
+    from simlab.graders.registry import BUILTINS, registered
+    from simlab.transcript.blame import JUDGE_GRADERS
+
+    judges = {name for name in (*BUILTINS, "adk_judge") if (info := registered(name)) is not None and info.judge}
+    assert set(JUDGE_GRADERS) == judges

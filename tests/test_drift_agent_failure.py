@@ -258,3 +258,96 @@ async def test_a_user_whose_turn_crosses_the_wall_time_is_not_the_agents_failure
     clock = Clock()
     trial = make_trial(PythonAgent(kv_agent, "t:kv"), _SlowUser(clock), limits=Limits(max_seconds=20))
     _ended_by_the_user(await run_trial(trial, clock=clock))
+
+
+# -- the user ends the conversation before the agent has answered once ---------------------------
+
+
+class _EndsAtOnce:
+    """A simulated user that ends the conversation in its first message (an LLM user that emits
+    ###GIVE_UP### or ###TRANSFER### at once): the agent never gets a turn."""
+
+    def __init__(self, signal: str) -> None:
+        self.signal = signal
+
+    def pin(self):  # type: ignore[no-untyped-def]
+        from simlab.transcript import Pin
+
+        return Pin(kind="python", ref=f"tests:ends-at-once-{self.signal}")
+
+    async def next_message(self, view):  # type: ignore[no-untyped-def]
+        from simlab import UserTurn
+
+        return UserTurn("my order A123 arrived broken. never mind, get me a human", signal=self.signal)
+
+
+@pytest.mark.parametrize(("signal", "termination"), [("give_up", "user_gave_up"), ("transfer", "agent_transferred")])
+def test_a_user_that_ends_before_the_agent_answered_once_is_the_users_drift_on_every_surface(
+    retail, capsys, signal, termination
+):
+    import xml.etree.ElementTree as ET
+
+    import simlab
+    from simlab.tui.data import RunIndex, find_run
+
+    run = simlab.run(
+        "scenarios/retail/refund-damaged-card.yaml",
+        agent="python:examples.retail_agents:careful_agent",
+        simulator=_EndsAtOnce(signal),
+        trials=2,
+        run_id=signal,
+        project=retail,
+    )
+    heads = _heads(retail, signal)
+    assert [h["termination"] for h in heads] == [termination] * 2
+    # the agent never spoke: not its fail, and not a valid trial of pass^k
+    assert [(h["verdict"], h["blame"], h["failure_mode"]) for h in heads] == [
+        ("invalid", "user", "user: drift premature_stop")
+    ] * 2, heads
+    figures = run.summary.scenarios["refund-damaged-card"]
+    assert (figures.n, figures.invalid, figures.passes, figures.valid.success.n) == (2, 2, 0, 0)
+    capsys.readouterr()
+    assert main(["report", signal, "--json"]) == 0
+    summary = json.loads(capsys.readouterr().out)
+    assert summary["scenarios"]["refund-damaged-card"]["invalid"] == 2
+    assert summary["suite"]["valid"]["success"]["n"] == 0
+    from simlab.report.build import build
+    from simlab.report.digest import digest
+    from simlab.report.gates import GateReport
+    from simlab.report.junit import junit_xml
+
+    folder = retail / "transcripts" / signal
+    built = build(folder, write=False)
+    xml = ET.fromstring(junit_xml(built, GateReport(), "s", digest(folder)))  # type: ignore[arg-type]
+    case = xml.find(".//testcase[@name='refund-damaged-card']")
+    assert case is not None and case.find("skipped") is not None and case.find("failure") is None
+    info = find_run(retail / "transcripts", signal)
+    assert info is not None
+    assert {(r.verdict, r.failure_mode) for r in RunIndex(info).read_all()} == {
+        ("invalid", "user: drift premature_stop")
+    }
+
+
+# -- the trial's token budget is crossed by the simulated user's own model call ------------------
+
+
+async def test_a_token_budget_the_simulated_users_model_crosses_is_not_the_agents_failure():
+    """The agent spends nothing (a Python agent that declares no model); the LLM user's second
+    answer is 1,000 tokens long and crosses ``limits.max_tokens``: the user's side, as its wall time is,
+    never the agent's ``budget_exceeded`` (which blamed the agent at the simulator's model call)."""
+    from simlab.llm.fakes import FunctionModel
+    from simlab.sim.agents import PythonAgent
+    from simlab.sim.loop import run_trial
+    from simlab.sim.simulators.llm import LLMSimulator
+    from simlab.specs import Limits
+    from tests.support import make_trial
+
+    def user(messages, tools):  # type: ignore[no-untyped-def]
+        turns = sum(m["role"] == "assistant" for m in messages)
+        return {"text": "and c=3 too", "usage": {"input_tokens": 10, "output_tokens": 1000 if turns > 1 else 5}}
+
+    simulator = LLMSimulator(FunctionModel(user, model="fake/user"))
+    trial = make_trial(PythonAgent(lambda inp: "Which key?", "t:asks"), simulator, limits=Limits(max_tokens=500))
+    t = await run_trial(trial)
+    _ended_by_the_user(t)
+    assert "500" in t.termination.detail and t.events[-1].type == "error"

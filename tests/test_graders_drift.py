@@ -267,3 +267,53 @@ def test_unknown_identifiers_of_a_line():
 
     scn = scenario(user={"goal": "Store b=2 for order A123.", "known_facts": {"email": "dana@example.com"}})
     assert unknown_identifiers(scn, "order A123, mail dana@example.com, account ZX-9001 and ZX-9001") == ["ZX-9001"]
+
+
+@pytest.mark.parametrize("signal", ["stop", "give_up", "transfer"])
+def test_a_user_that_ends_before_the_agent_answered_once_drifted_whatever_the_scenario_expects(signal):
+    """Without an expected write too (a question, a refusal): a trial the agent never had a turn in is
+    no pass of its, and no fail of its either."""
+    events = [UserMessage(turn=1, text="Please store b=2."), Signal(turn=1, role="user", signal=signal)]
+    check = grade(events)["drift:premature_stop"]
+    assert check.status == "fail" and check.event == 1 and "before the agent had answered once" in check.reason
+    assert verdict_of(transcript(events), [check]) == "invalid"
+    answered = [events[0], AgentMessage(turn=1, text="Which value?"), UserMessage(turn=2, text="2"),
+                Signal(turn=2, role="user", signal=signal)]
+    assert "drift:premature_stop" not in grade(answered)  # nothing expected of the agent: no check
+    line = f"Please store b=2. ###{signal.upper()}###"
+    scripted = grade(events, simulator="scripted", user={"opening": line, "script": [line]})
+    assert scripted["drift:premature_stop"].status == "pass"  # its one line said so: it played its script
+
+
+QUOTES = [  # an agent that failed, and a user that quotes it back: the agent's failure, not the user's drift
+    ("I have processed your request, b is stored.", 'You said "I have processed your request" but nothing changed.'),
+    ("How can I help you?", "You keep saying 'how can I help you'. I told you: store b=2."),
+    ("I'd be happy to help you with that!", "“I'd be happy to help you” — then help me: store b=2."),
+    ("Let me look up your order.", "you said let me look up your order ten minutes ago. store b=2."),
+]
+
+
+@pytest.mark.parametrize(("agent", "user"), QUOTES)
+def test_a_user_quoting_the_agent_does_not_speak_as_the_assistant(agent: str, user: str) -> None:
+    events = [UserMessage(turn=1, text="Please store b=2."), AgentMessage(turn=1, text=agent),
+              UserMessage(turn=2, text=user)]
+    check = grade(events)["drift:role_swap"]
+    assert check.status == "pass", check.reason
+    assert verdict_of(transcript(events), [check, _state_failed()]) == "fail"
+
+
+def _state_failed() -> Any:
+    from simlab.transcript import Check
+
+    return Check(name="items.b equals '2'", kind="state", status="fail")
+
+
+@pytest.mark.parametrize("user", [
+    '"How can I help you today?"',  # the whole message in quotes, not what the agent said: the user's drift
+    "Assistant: How can I help you?",  # a role label after a quote-free start
+    'You said "done". How can I help you today?',  # the phrase outside the quote
+])
+def test_quoting_is_no_cover_for_speaking_as_the_assistant(user: str) -> None:
+    events = [UserMessage(turn=1, text="Please store b=2."), AgentMessage(turn=1, text="Done."),
+              UserMessage(turn=2, text=user)]
+    assert grade(events)["drift:role_swap"].status == "fail"

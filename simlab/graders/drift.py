@@ -25,12 +25,18 @@ passing when in doubt (a false alarm would hide an agent's real result). Decisio
   line (it played its script through) or ran out of lines (``script_ended``, or a stop with no line
   in records written before that reason existed); a replayed user stopped where its recording did
   (a turn up to the one the agent diverged at, or any with ``--divergence never``).
+  Whatever the scenario expects: a user that stopped, gave up or asked for a human before the agent
+  had answered once (after a scenario's history) drifted, unless it played its script through: the
+  agent never had a turn, so the trial is neither its pass nor its fail. A user that gives up on, or
+  asks past, an agent that did answer reacts to it: not drift (the state check judges the outcome).
 - accepted_rejected (only with reject_phrases): an agent sentence offering or reporting a rejected
   outcome, answered by the user with agreement (yes/ok/sure/fine/that works/thanks…, or a stop) and
   no refusal. Ambiguous offers are skipped: "A or B", or a later question about something else
   that the user's "yes" may answer (unless the user names the rejected thing).
 - role_swap: a user message written as the assistant ("Assistant:", "As an AI", "How can I help
-  you", "I'm here to help", …).
+  you", "I'm here to help", …). Not the agent's own words quoted back, in quotation marks or after
+  "you said" ("You said 'I have processed your request' but nothing changed"): a reaction to the
+  agent's failure, not the user speaking as the assistant.
 """
 
 from __future__ import annotations
@@ -291,22 +297,34 @@ def _agent_ended(ctx: GradeContext, stop: int) -> str | None:
     return None
 
 
+_ENDS = {"stop": "stopped", "give_up": "gave up", "transfer": "asked for a human"}
+
+
+def _unanswered(ctx: GradeContext, end: int) -> bool:
+    """Whether the user's signal at ``end`` came before the agent answered once (a scenario's history
+    was not this agent's answer): the agent never had a turn."""
+    start = ctx.transcript.history_events
+    return not any(isinstance(e, AgentMessage) for e in ctx.transcript.events[start:end])
+
+
 def _premature_stop(ctx: GradeContext) -> Check | None:
     tools, any_write = _needs_write(ctx)
-    if not tools and not any_write:
-        return None
     events = ctx.transcript.events
-    stop = next(
-        (
-            i
-            for i, e in enumerate(events)
-            if isinstance(e, Signal) and e.role == "user" and e.signal == "stop"
-        ),
-        None,
-    )
-    if stop is None:
+    end = next((i for i, e in enumerate(events) if isinstance(e, Signal) and e.role == "user"), None)
+    unanswered = end is not None and _unanswered(ctx, end)
+    if not tools and not any_write and not unanswered:
+        return None
+    if end is None:
         return _check(ctx, "premature_stop", [], "the user did not stop the conversation")
-    turn = events[stop].turn
+    signal, turn = events[end], events[end].turn
+    assert isinstance(signal, Signal)
+    if unanswered:  # whatever it asked for, the agent was never tested: the user's doing
+        played = _played_through(ctx, turn)
+        found = [(end, f"turn {turn}: the user {_ENDS[signal.signal]} before the agent had answered once")]
+        return _check(ctx, "premature_stop", [] if played else found, played or "")
+    if signal.signal != "stop":  # giving up on, or asking past, an agent that answered: its reaction
+        return _check(ctx, "premature_stop", [], f"the user {_ENDS[signal.signal]} after the agent's answers")
+    stop = end
     ended = _agent_ended(ctx, stop) or _played_through(ctx, turn)
     if ended:
         return _check(ctx, "premature_stop", [], ended)
@@ -437,12 +455,45 @@ def _assistant_phrase(text: str) -> str | None:
     return hit.group(0).strip() if hit else None
 
 
+# A user quoting the agent back ("You said 'I have processed your request' but nothing changed") reacts
+# to the agent's failure: the phrase the agent said, in quotation marks or after "you said".
+_QUOTED = re.compile(r""""[^"]+"|“[^”]+”|‘[^’]+’|(?<!\w)'.+?'(?!\w)""")
+_REPORTED = re.compile(
+    r"\byou(?:'ve| have)?\s+(?:(?:keep|kept)\s+saying|said|say|wrote|claimed|told\s+me|promised)"
+    r"(?:\s+that)?[\s:,]*$",
+    re.I,
+)
+
+
+def _fold(text: str) -> str:
+    return " ".join(text.casefold().replace("’", "'").split())
+
+
+def _quotes_agent(text: str, hit: re.Match[str], said: str) -> bool:
+    """Whether ``hit`` quotes what the agent said (``said``: its messages so far, folded)."""
+    if _fold(hit.group(0)) not in said:
+        return False
+    inside = any(q.start() < hit.start() and hit.end() <= q.end() for q in _QUOTED.finditer(text))
+    return inside or _REPORTED.search(text[: hit.start()]) is not None
+
+
+def _swapped(text: str, said: str) -> str | None:
+    """The first assistant phrase of ``text`` that is not the agent's own words quoted back."""
+    if _assistant_phrase(text) is None:  # the common case, cached
+        return None
+    hit = next((m for m in _ROLE_SWAP.finditer(text) if not _quotes_agent(text, m, said)), None)
+    return hit.group(0).strip() if hit else None
+
+
 def _role_swap(ctx: GradeContext) -> Check:
-    found = [
-        (i, f"turn {m.turn}: the user spoke as the assistant ({hit!r})")
-        for i, m in _user_messages(ctx)
-        if (hit := _assistant_phrase(m.text)) is not None
-    ]
+    found, said = [], []
+    for i, event in enumerate(ctx.transcript.events):
+        if isinstance(event, AgentMessage):
+            said.append(_fold(event.text))
+        elif i >= ctx.transcript.history_events and isinstance(event, UserMessage):
+            hit = _swapped(event.text, "\n".join(said))
+            if hit is not None:
+                found.append((i, f"turn {event.turn}: the user spoke as the assistant ({hit!r})"))
     return _check(ctx, "role_swap", found, "the user never spoke as the assistant")
 
 

@@ -23,12 +23,11 @@ from simlab.runner.heads_index import IndexBuilder, replace_trials
 from simlab.runner.store import RunStore, clean_leftovers, encode_record, temp_path
 from simlab.specs import GraderUse, LoadedScenario, load_personas, load_scenarios
 from simlab.transcript import ModelCall, TrialRecord
+from simlab.transcript.blame import judge_decides
 from simlab.transcript.checks import Check
 
 if TYPE_CHECKING:
     from simlab.llm.types import ChatModel
-
-LEGACY_JUDGE_KINDS = ("rubric", "groundedness")
 
 
 @dataclass
@@ -44,7 +43,7 @@ def _is_judge_check(check: Check, judges: frozenset[str]) -> bool:
     written before graders were registered names none: its kind and name tell."""
     if check.grader is not None:
         return check.grader in judges
-    return check.kind in LEGACY_JUDGE_KINDS or check.name.startswith("drift_llm:")
+    return judge_decides(check)
 
 
 def suite_graders(manifest: dict[str, Any]) -> list[GraderUse]:

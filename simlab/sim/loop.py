@@ -115,6 +115,16 @@ class _Conversation:
             "or its code, not the agent)",
         )
 
+    def user_overspent(self, detail: str) -> _End:
+        """A token or cost budget crossed by the simulated user's own model call, while it was making
+        its turn: the user's side, as its wall time is, never the agent's budget."""
+        self.events.append(ErrorEvent(turn=self.turn, source="simulator", kind="budget", message=detail))
+        return _End(
+            R.ERROR,
+            f"{detail}, crossed by the simulated user's model while it was answering (its spend, not the "
+            "agent's)",
+        )
+
     def _check_budget(self) -> None:
         usage = self.events[-1].usage
         self.tokens += (usage.input_tokens or 0) + (usage.output_tokens or 0)
@@ -341,7 +351,11 @@ async def _run(conv: _Conversation, trial: Trial, clock: Callable[[], float]) ->
     except _End as end:
         termination = Termination(reason=end.reason, detail=end.detail, turn=conv.turn)
     except StopTrial as stop:
-        termination = Termination(reason=R(stop.reason), detail=stop.detail, turn=conv.turn)
+        if stop.reason == R.BUDGET_EXCEEDED.value and conv.speaking == "simulator":
+            overspent = conv.user_overspent(stop.detail)
+            termination = Termination(reason=overspent.reason, detail=overspent.detail, turn=conv.turn)
+        else:
+            termination = Termination(reason=R(stop.reason), detail=stop.detail, turn=conv.turn)
     except TimeoutError:
         if conv.speaking == "simulator":
             overran = conv.user_overran(trial.limits.max_seconds)

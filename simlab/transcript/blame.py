@@ -19,8 +19,8 @@ the agent crashed, hung past its turn limit or looped      ``agent``     where i
 ``invalid``: the simulated user drifted                    ``user``      the drifting message
 ``fail``: a hard check failed                              ``agent``     the earliest step the
                                                                          failing hard checks point at
-``error``: a hard check could not be decided               ``judge`` (a judge's kind), else ``lab``
-``unjudged``: a hard check did not run                     ``judge`` (a judge's kind), else ``lab``
+``error``: a hard check could not be decided               ``judge`` (a judge's check), else ``lab``
+``unjudged``: a hard check did not run                     ``judge`` (a judge's check), else ``lab``
 =========================================================  ============  ===========================
 
 A scenario's injected tool faults (``faults:``) test the agent: a failure after one is the agent's.
@@ -28,6 +28,9 @@ Where a failing check names no event, the step is found from the transcript: a s
 at the last write whose arguments name a part of the failing path (the write that put the wrong
 value), else at the agent's last message (where the expected write was due); a loop points at its
 first repeated call; anything else at the agent's last message.
+
+A judge's check (``judge_decides``) is one of a judge's kind or given by one of simlab's judge
+graders (the drift judge's are kind ``drift``): a malformed answer or no judge model is the judge's.
 
 A **failure mode** is the trial's signature: blame, the deciding check's kind and name (numbers
 replaced by ``#``, so the same rule on other orders is one mode), and the tool at the faulty step.
@@ -43,7 +46,11 @@ from simlab.transcript.checks import Check
 from simlab.transcript.model import AgentMessage, ErrorEvent, ToolCall, ToolResult, Transcript
 
 BLAMES: Final = ("agent", "user", "tool", "provider", "judge", "lab")
-JUDGE_KINDS: Final = frozenset({"rubric", "groundedness"})  # kinds of check a judge model decides
+JUDGE_KINDS: Final = frozenset({"rubric", "groundedness"})  # kinds of check only a judge model decides
+# simlab's graders that ask the judge model (``@grader(..., judge=True)``), whatever the kind of their
+# checks: the drift judge's are ``drift``, the ADK judge's ``custom`` (tests/test_blame.py keeps this
+# equal to the registry's)
+JUDGE_GRADERS: Final = frozenset({"rubric", "groundedness", "drift_llm", "adk_judge"})
 MODEL_SOURCES: Final = frozenset(
     {"agent", "simulator", "judge"}
 )  # ErrorEvent.source of a role's model or service
@@ -115,7 +122,7 @@ def diagnose(transcript: Transcript, checks: list[Check], verdict: str | None) -
         undecided = [c for c in hard if c.status == status]
         if undecided:
             check = undecided[0]
-            blame = "judge" if check.kind in JUDGE_KINDS else "lab"
+            blame = "judge" if judge_decides(check) else "lab"
             what = "could not be decided" if status == "error" else "did not run"
             return _at(
                 transcript,
@@ -134,6 +141,14 @@ def diagnose(transcript: Transcript, checks: list[Check], verdict: str | None) -
             f"lab: {verdict} without a failing hard check",
         )
     )
+
+
+def judge_decides(check: Check) -> bool:
+    """Whether a judge model decides ``check``: its kind is a judge's, or one of simlab's judge graders
+    gave it (a check stored before ``Check.grader`` existed: the drift judge's by its name)."""
+    if check.kind in JUDGE_KINDS or check.grader in JUDGE_GRADERS:
+        return True
+    return check.grader is None and check.name.startswith("drift_llm:")
 
 
 def _infra(transcript: Transcript) -> Fault:

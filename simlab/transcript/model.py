@@ -195,7 +195,8 @@ class ErrorEvent(_Model):
     source: str = Field(description="Where it broke: agent, simulator, judge, tool, lab.")
     kind: str = Field(
         description="auth | bad_request | not_found | transient | context_window | timeout | crash"
-        " | read_wrote | invalid_state | bad_result | empty_message"
+        " | read_wrote | invalid_state | bad_result | empty_message | budget (the simulated user's model"
+        " crossed the trial's token or cost limit)"
     )
     message: str
 

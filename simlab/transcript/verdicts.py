@@ -149,6 +149,10 @@ DRIFT_NOTES: tuple[str, ...] = (
     "A user that stops right after the agent claimed the work was done (any tense, in English, Spanish, "
     "French or German: `graders/claims.py`) or refused it did not stop early: the agent ended the "
     "conversation, and the state check judges the outcome.",
+    "A user that stops, gives up or asks for a human before the agent has answered once drifted, whatever "
+    "the scenario expects (unless it played its script through): the agent never had a turn, so the trial is "
+    "neither its pass nor its fail. A user that gives up on an agent that did answer, or quotes its words "
+    "back, reacts to the agent: not drift.",
 )
 
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import os
+import threading
 from typing import Any
 
 MODEL = "team-model"
@@ -228,6 +229,9 @@ async def streams_with_openai(inp: Any) -> str:
     return "".join([chunk.choices[0].delta.content or "" async for chunk in stream if chunk.choices])
 
 
+REVIEWING = threading.Event()  # set when langgraph_hangs_after_its_model reaches its own hanging step
+
+
 def langgraph_hangs_after_its_model(tools: list[Any]) -> Any:
     """A LangGraph agent whose model node asks its model (LiteLLM, which keeps tasks of its own
     after the call) and whose next node hangs in the team's own code: the agent's failure."""
@@ -244,6 +248,7 @@ def langgraph_hangs_after_its_model(tools: list[Any]) -> Any:
         return {"messages": [AIMessage(answer.choices[0].message.content or "")]}
 
     async def review(state: MessagesState) -> dict[str, Any]:
+        REVIEWING.set()  # its model's answer is in: a test's clock may run on
         await asyncio.Event().wait()  # the team's own step, waiting for something that never comes
         return {}
 

@@ -117,6 +117,20 @@ def test_agent_crash_is_the_agents_failure_not_an_infrastructure_error():
     assert any(isinstance(e, ErrorEvent) and e.source == "agent" and "boom" in e.message for e in t.events)
 
 
+class _LeakySimulator(RulesSimulator):
+    """A simulator object whose own model call fails with an error that echoes its key."""
+
+    async def next_message(self, view):  # type: ignore[no-untyped-def]
+        raise RuntimeError("auth failed for key sk-simulatorsecret1234 (Authorization: Bearer abcdef123456)")
+
+
+def test_a_simulator_crash_keeps_its_key_out_of_the_trial():
+    t = run(make_trial(PythonAgent(silent_agent, "t:silent"), _LeakySimulator()))
+    said = [t.termination.detail, *(e.message for e in t.events if isinstance(e, ErrorEvent))]
+    assert "auth failed" in said[0] and len(said) == 2, said
+    assert all("simulatorsecret" not in s and "abcdef123456" not in s for s in said), said
+
+
 def test_wall_time_budget(virtual_time):  # the 5 s sleep passes at once on the virtual clock
     async def slow(inp):
         await asyncio.sleep(5)

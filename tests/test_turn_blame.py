@@ -8,7 +8,7 @@ once)."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
@@ -19,6 +19,7 @@ from simlab.sim.loop import Trial, run_trial
 from simlab.sim.simulators import RulesSimulator
 from simlab.specs import Limits
 from simlab.transcript.blame import diagnose
+from tests import rough_agents
 from tests.framework_play import BY_ID, DOMAINS, agent_of
 from tests.rough_provider import RoughServer, Step
 from tests.virtual_time import VirtualTimeLoop
@@ -47,14 +48,16 @@ class HeldLoop(VirtualTimeLoop):
     before time may jump), which a job in a thread holds only until the provider has a request (then
     the job hangs on the provider: the clock may jump to the turn's bound)."""
 
-    def __init__(self, server: RoughServer, answers: int) -> None:
+    def __init__(self, server: RoughServer, answers: int, ready: Callable[[], bool] = lambda: True) -> None:
         self.server = server
         self.answers = answers
+        self.ready = ready  # and until the agent has taken them in (the answer read is not yet the agent's)
         super().__init__()
 
     @property  # type: ignore[override]
     def busy(self) -> int:
-        return (self.server.sent < self.answers) + (0 if self.server.requests else self._busy)
+        held = self.server.sent < self.answers or not self.ready()
+        return held + (0 if self.server.requests else self._busy)
 
     @busy.setter
     def busy(self, value: int) -> None:
@@ -62,7 +65,11 @@ class HeldLoop(VirtualTimeLoop):
 
 
 def play(
-    agent: str, context: dict[str, Any] | None = None, server: RoughServer | None = None, answers: int = 0
+    agent: str,
+    context: dict[str, Any] | None = None,
+    server: RoughServer | None = None,
+    answers: int = 0,
+    ready: Callable[[], bool] = lambda: True,
 ) -> tuple[Any, str, str | None]:
     """One trial of refund-damaged-card whose agent is ``tests.rough_agents:<agent>`` (a Python
     agent, or ``<framework>:<attr>``); with ``server``, its hanging requests are answered when it ends."""
@@ -70,7 +77,7 @@ def play(
     if server is None:
         transcript, verdict, blame = asyncio.run(trial)
     else:
-        with asyncio.Runner(loop_factory=lambda: HeldLoop(server, answers)) as runner:
+        with asyncio.Runner(loop_factory=lambda: HeldLoop(server, answers, ready)) as runner:
             transcript, verdict, blame = runner.run(trial)
     assert KEY not in transcript.model_dump_json()
     return transcript, verdict, blame
@@ -115,7 +122,9 @@ def test_an_agent_hung_in_its_own_code_beside_an_idle_client_request_is_the_agen
 ) -> None:
     answers = 1 if agent.startswith("langgraph") else 0  # its model node's request is answered
     provider.script[:] = [Step()] * answers  # the others never are (the Python agent's warm-up)
-    transcript, verdict, blame = play(agent, server=provider, answers=answers)
+    rough_agents.REVIEWING.clear()
+    ready = rough_agents.REVIEWING.is_set if answers else lambda: True  # the answer reached its node
+    transcript, verdict, blame = play(agent, server=provider, answers=answers, ready=ready)
     assert (transcript.termination.reason.value, verdict, blame) == ("budget_exceeded", "fail", "agent"), (
         transcript.termination
     )

@@ -27,11 +27,12 @@ class _Selector(selectors.DefaultSelector):  # type: ignore[misc, valid-type]
         self.loop: VirtualTimeLoop | None = None
 
     def select(self, timeout: float | None = None) -> list[Any]:
-        events = super().select(0)
         loop = self.loop
+        busy = loop is not None and loop.busy  # read before polling: what made it idle is then in the poll
+        events = super().select(0)
         if events or timeout == 0 or loop is None:
             return events
-        if loop.busy or timeout is None:  # a thread will answer (or only I/O can wake us): wait for real
+        if busy or timeout is None:  # a thread will answer (or only I/O can wake us): wait for real
             return super().select(None if timeout is None else 0.05)
         loop.advance(timeout)
         return []

@@ -184,7 +184,7 @@ class _Conversation:
             raise
         except Exception as exc:  # the simulator's own code (a user's simulator object): blamed there
             self.speaking = None
-            detail = f"{type(exc).__name__}: {exc}"
+            detail = scrub(f"{type(exc).__name__}: {exc}")  # its error may echo a key, as an agent's may
             self.events.append(ErrorEvent(turn=self.turn, source="simulator", kind="crash", message=detail))
             raise _End(R.ERROR, f"the simulator crashed: {detail}") from exc
         self.speaking = None

@@ -271,8 +271,9 @@ def test_an_agent_that_calls_no_served_tool_is_not_judged_on_state_or_trajectory
     assert "state was not run: the agent service called none of the served tools" in report
     [record] = records("silent")
     assert calls(record) == []
-    blind = [c for c in record["checks"] if c["kind"] in ("state", "trajectory")]
-    assert len(blind) >= 5 and all(c["status"] == "not_run" for c in blind)
+    blind = [c for c in record["checks"] if c["kind"] in ("state", "trajectory", "policy")]
+    assert {c["kind"] for c in blind} == {"state", "trajectory", "policy"}  # forbidden calls unseen: no pass
+    assert len(blind) >= 9 and all(c["status"] == "not_run" for c in blind), blind
     assert all("called none of the tools simlab served it" in c["reason"] for c in blind)
     assert record["verdict"] != "pass"
     # a Python agent that calls no tool is still judged: the state says what it did

@@ -112,6 +112,23 @@ def test_a_conversation_without_content_under_empty_rules_is_unjudged(project: P
     assert "verdicts: unjudged 1" in err and "1 of 1 traces carry no message content" in err
 
 
+@pytest.mark.parametrize(("name", "side"), [("openinference_hidden_outputs.jsonl", "output"),
+                                            ("openinference_hidden_inputs.jsonl", "input")])
+def test_a_conversation_with_hidden_inputs_or_outputs_is_unjudged_never_passed(
+        project: Path, capsys, name: str, side: str):
+    """Part of what was said is missing (the agent's last reply, or the user's words): its text is not
+    judged on the rest, and the trial has no verdict; the same rules pass it with everything recorded."""
+    imported(project, name, capsys)
+    record, _ = graded(project, "", capsys)
+    checks = {c.name: c for c in record.checks}
+    assert record.verdict == "unjudged", record.checks
+    assert checks["message_content"].status == "not_run" and checks["message_content"].hard
+    assert f"3 model call(s)' {side} unrecorded" in checks["message_content"].reason
+    shutil.rmtree(project / "transcripts")
+    imported(project, "openinference_openai.jsonl", capsys)
+    assert graded(project, "", capsys)[0].verdict == "pass"
+
+
 def test_adk_event_only_content_is_read_from_the_log_records(project: Path, capsys):
     [t], err = imported(project, "adk_event_only.jsonl", capsys)
     assert "no message content" not in err

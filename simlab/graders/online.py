@@ -82,6 +82,19 @@ def draw(unit_id: str, seed: int) -> float:
     return int(hashlib.sha256(f"{seed}:{unit_id}".encode()).hexdigest()[:16], 16) / 2**64
 
 
+def hidden_content(t: Transcript) -> str | None:
+    """Why the text of an observed trial cannot be judged though some of it is there (the source left
+    model calls' input or output unrecorded: OpenInference's OPENINFERENCE_HIDE_INPUTS/OUTPUTS), or None."""
+    hidden = t.observed.hidden if t.observed is not None else {}
+    sides = [f"{n} model call(s)' {side}" for side, n in sorted(hidden.items()) if n]
+    if not sides:
+        return None
+    return (
+        f"not run: the trace left {' and '.join(sides)} unrecorded, so part of what was said is missing "
+        "(`simlab import` says how to record it)"
+    )
+
+
 def picked_by(unit_id: str, flags: list[str], sampling: Sampling) -> str | None:
     """``flag``, ``sample`` or None (not graded)."""
     if flags:
@@ -121,8 +134,12 @@ class OnlineGrader:
         )
 
     async def grade(self, t: Transcript, flags: list[str], by: str) -> Graded:
-        content = has_content(t)
+        hidden = hidden_content(t)
+        content = has_content(t) and hidden is None
         expect, skipped = (self.expect, self.skipped) if content else (self.textless, self.textless_skipped)
+        if hidden is not None:  # part of what was said is missing: no text check may judge the rest
+            said = {"reason": hidden}
+            skipped = [c.model_copy(update=said) if c.reason == NO_CONTENT else c for c in skipped]
         memo = self.memo if content else self.textless_memo
         scenario = self.scenario_for(t, expect)
         if "graders" not in memo:

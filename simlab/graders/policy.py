@@ -43,6 +43,7 @@ from simlab.graders.comparators import ComparatorError, as_number, call_matches,
 from simlab.graders.confirm import ask_kind, builtin, merge, stance
 from simlab.graders.paths import MISSING, PathError, resolve
 from simlab.graders.registry import grader
+from simlab.graders.served import unless_tools_unseen
 from simlab.specs.base import COMPARISONS
 from simlab.specs.expect import LIMIT, CallSpec, Expect, Rule
 from simlab.transcript import (
@@ -572,7 +573,7 @@ def grade_policy(ctx: GradeContext) -> list[Check]:
     checks = _forbidden(ctx, calls)
     for rule in expect.rules:
         checks.extend(_rule_checks(ctx, rule, calls, initial))
-    return _unique(checks)
+    return unless_tools_unseen(ctx, _unique(checks))  # no call seen is no proof of none made
 
 
 @grader("policy", kind="policy")

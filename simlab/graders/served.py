@@ -1,7 +1,8 @@
 """Agents that run outside simlab (an HTTP service, pin kind ``http``) act on the world through the
 tools simlab serves them, or through tools of their own that simlab cannot see. When such an agent
-called none of the served tools, the final state and the trajectory say nothing of what it did:
-the state and trajectory checks are then ``not_run`` with that reason, never passed. An agent
+called none of the served tools, the final state, the trajectory and the policy over its calls say
+nothing of what it did: the state, trajectory and policy checks are then ``not_run`` with that
+reason, never passed (a forbidden tool it may have called through tools of its own is not seen). An agent
 that ran tools of its own (a LangGraph tool node with the team's tools: ``ToolCall.outside``) is
 judged on its trajectory, which simlab saw, but not on the final state, which those tools never
 touched."""
@@ -30,7 +31,7 @@ def tools_unseen(transcript: Transcript, *, state: bool = False) -> str | None:
         return None
     return (
         f"not run: the {transcript.agent.kind} agent called none of the tools simlab served it, so the final "
-        "state and the trajectory say nothing of what it did (it may act through tools of its own)"
+        "state, the trajectory and its calls say nothing of what it did (it may act through tools of its own)"
     )
 
 

@@ -14,6 +14,7 @@ _WHY_UNJUDGED = {
     # issue 15: an agent service that used none of the tools simlab served it (graders/served.py)
     "state": "was not run: the agent service called none of the served tools",
     "trajectory": "was not run: the agent service called none of the served tools",
+    "policy": "was not run: the agent service called none of the served tools",
 }
 
 

@@ -201,6 +201,7 @@ def to_transcript(
             negative_feedback=conv.negative_feedback,
             error=conv.error,
             redactions=conv.redactions,
+            hidden=dict(conv.hidden),
         ),
         started_at=conv.started_at,
         duration_s=conv.duration_s,

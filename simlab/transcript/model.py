@@ -289,6 +289,11 @@ class ObservedFrom(_Model):
     )
     error: str | None = Field(None, description="An error the source recorded (a span with error status).")
     redactions: int = Field(0, description="How many PII matches were masked before the trial was written.")
+    hidden: dict[str, int] = Field(
+        default_factory=dict,
+        description="Model calls whose input or output the source left unrecorded, by side (input, output): "
+        "what was said there is missing, so the text cannot be judged.",
+    )
 
 
 class ReplayInfo(_Model):

@@ -80,12 +80,15 @@ class AgentService:
     refused: list[str] = field(default_factory=list)
     conversations: dict[str, list[dict[str, str]]] = field(default_factory=dict)  # rest: per conversation id
     usage: dict[str, Any] = field(default_factory=dict)  # the chat answers' usage, over the zero counts
+    hold_for_servers: int = 0  # hold each answer until requests came with this many tool servers' URLs
+    servers: set[str] = field(default_factory=set)  # the tool servers requests named (hold_for_servers)
 
     def __post_init__(self) -> None:
         self._validator = _Validator()
         self._lock = threading.Lock()
         self._ready = threading.Event()
         self._loop: asyncio.AbstractEventLoop | None = None
+        self._held: asyncio.Condition | None = None
         self._server: uvicorn.Server | None = None
         self.port = 0
 
@@ -106,6 +109,15 @@ class AgentService:
             reply: AgentReply = await asyncio.to_thread(lambda: RetailBot(inp, FAULTS[behaviour]).respond())
         return reply.text
 
+    async def _hold(self, server: str) -> None:
+        """Answer once requests came from ``hold_for_servers`` tool servers (so from that many worker
+        processes: a worker of one trial at a time cannot send a second while its first is held)."""
+        self._held = self._held or asyncio.Condition()
+        async with self._held:
+            self.servers.add(server)
+            self._held.notify_all()
+            await self._held.wait_for(lambda: len(self.servers) >= self.hold_for_servers)
+
     def _failing(self) -> int | None:
         with self._lock:
             return self.fail_next.pop(0) if self.fail_next else None
@@ -125,6 +137,8 @@ class AgentService:
         if not tools_url or body.get("metadata", {}).get("simlab_tools_url") != tools_url:
             self.refused.append("no tools URL")
             return JSONResponse({"error": {"message": "no MCP URL in header and metadata"}}, status_code=400)
+        if self.hold_for_servers:
+            await self._hold(tools_url.split("/t/")[0])
         context = json.loads(body["metadata"].get("simlab_context") or "{}")
         messages = [{"role": m["role"], "content": m["content"]} for m in body["messages"]]
         if request.path_params["behaviour"] == "lookup-then-503":  # acts, then fails like an overloaded server

@@ -42,6 +42,8 @@ def svc(service: AgentService) -> AgentService:
     service.refused.clear()
     service.fail_next.clear()
     service.usage.clear()
+    service.hold_for_servers = 0
+    service.servers.clear()
     return service
 
 
@@ -114,10 +116,13 @@ def test_a_careful_agent_service_passes_and_the_planted_defect_fails(svc: AgentS
 
 
 def test_each_worker_process_serves_its_own_trials_tools(svc: AgentService, project: Path) -> None:
-    # a child process: forking this one would fork the agent service's thread too
+    # a child process: forking this one would fork the agent service's thread too. Units go to the
+    # worker that is free: one trial at a time each (--concurrency 2 over 2 workers), and the service
+    # holds its answers until both workers' tool servers called, so neither plays them all
+    svc.hold_for_servers = 2
     done = subprocess.run([sys.executable, "-m", "simlab.cli.main", "run", "--run-id", "workers", "--agent",
                            http_agent(f"{svc.base}/careful/v1"), "--no-progress", "--trials", "4", "--workers", "2",
-                           SCENARIO], cwd=project, capture_output=True, text=True, timeout=600,
+                           "--concurrency", "2", SCENARIO], cwd=project, capture_output=True, text=True, timeout=600,
                           env={**os.environ, "PYTHONPATH": str(REPO)})
     assert done.returncode == 0, done.stderr
     played = records("workers")

@@ -150,14 +150,15 @@ def error_budget_problem(summary: RunSummary, budget: float) -> str | None:
 def ungraded_problem(summary: RunSummary) -> str | None:
     """Why the run cannot be gated because some of its trials carry no verdict at all (stored
     before they were graded: an imported run, a hand-made file), or None. Their figures are no one's:
-    a gate on the graded rest would judge a part of the run."""
+    a gate on the graded rest would judge a part of the run. The advice is the run's origin's
+    (``redo.grade_advice``)."""
+    from simlab.report.redo import grade_advice
+
     if not summary.ungraded:
         return None
     total = summary.trials + summary.ungraded
-    return (
-        f"{summary.ungraded} of {total} trials are not graded: grade them first "
-        f"(simlab grade {summary.run_id}; an imported run: simlab grade-traces)"
-    )
+    how = grade_advice(summary.run_id or "RUN", summary.pins)
+    return f"{summary.ungraded} of {total} trials are not graded: grade them first ({how})"
 
 
 def unjudged_problem(summary: RunSummary) -> str | None:

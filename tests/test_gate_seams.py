@@ -263,6 +263,7 @@ def test_a_gate_on_a_run_with_ungraded_trials_is_inconclusive(project, capsys):
     _ungrade_every_other_trial(project / "transcripts/n")
     code, text = cli(capsys, "gate", "n", "--suite", NIGHTLY)
     assert code == 3 and "20 of 40 trials are not graded" in text, text
+    assert "grade them first (simlab grade n)" in text and "grade-traces" not in text, text  # its origin's
     code, text = cli(capsys, "compare", "base", "n", "--fail-on-regression")
     assert code == 3 and "not graded" in text, text
     assert main(["grade", "n"]) == 0  # graded again: the gate decides

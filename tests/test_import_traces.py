@@ -281,3 +281,18 @@ def test_masking_is_linear_in_the_text(run: str):
     text = run * (1_000_000 // len(run)) + " write to dana@example.com"
     masked = Redactor().text(text)
     assert masked.endswith(" write to [REDACTED:email]")  # masked, after a megabyte of the worst case
+
+
+def test_a_gate_on_an_imported_run_not_graded_advises_only_grade_traces(project: Path, capsys):
+    """An imported run's trials were never played: ``simlab grade`` cannot grade them (they have no
+    scenario), ``simlab grade-traces`` does. The gate's advice is its origin's (run.json), alone."""
+    source = write_jsonl(project / "convs.jsonl", CONVERSATIONS)
+    assert main(["import", "openai", str(source), "--run-id", "prod"]) == 0
+    (project / "prod-gates.yaml").write_text(
+        'id: prod\nscenarios: []\ngates:\n  - "policy_violation_rate <= 0.1"\n'
+    )
+    capsys.readouterr()
+    assert main(["gate", "prod", "--suite", "prod-gates.yaml"]) == 3
+    text = " ".join(capsys.readouterr().out.split())
+    assert "3 of 3 trials are not graded" in text, text
+    assert "simlab grade-traces prod --rules RULES.yaml" in text and "simlab grade prod" not in text, text

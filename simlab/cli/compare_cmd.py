@@ -33,7 +33,15 @@ def configure(parser: argparse.ArgumentParser) -> None:
         "--fail-on-regression",
         action="store_true",
         help="exit 1 when the pooled success regressed beyond noise (and --margin), 3 when a "
-        "run is incomplete; without it only 'no data' (exit 3) changes the exit code",
+        "run is incomplete or the candidate did not play some of the base's scenarios; without it "
+        "only 'no data' (exit 3) changes the exit code",
+    )
+    parser.add_argument(
+        "--partial-ok",
+        action="store_true",
+        help="with --fail-on-regression: accept a candidate that played a part of the base's scenarios "
+        "(the ones it did not play are named, not compared) instead of exiting 3; a candidate played "
+        "with simlab run --partial-ok is accepted so already",
     )
     add_json(parser, "print the comparison as JSON")
 
@@ -43,7 +51,7 @@ def run(args: argparse.Namespace) -> int:
     from rich.text import Text
 
     from simlab.report.build import project_run
-    from simlab.report.compare_runs import compare, compare_exit, replays
+    from simlab.report.compare_runs import compare, compare_exit, part_accepted, replays
     from simlab.report.terminal import report_console, say
     from simlab.report.why import mode_change_lines
 
@@ -59,7 +67,9 @@ def run(args: argparse.Namespace) -> int:
     result = compare(
         base, cand, allow_different_pins=args.allow_different_pins, margin=args.margin, by_design=by_design
     )
-    code, why = compare_exit(result, base, cand, fail_on_regression=args.fail_on_regression)
+    code, why = compare_exit(
+        result, base, cand, fail_on_regression=args.fail_on_regression, partial_ok=args.partial_ok
+    )
     if args.json:
         print(result.to_json())
         return code
@@ -95,16 +105,15 @@ def run(args: argparse.Namespace) -> int:
         f"{len(paired.regressed)} regressed, {len(paired.unchanged)} unchanged"
         + (f" (sign test p = {p:.2f})" if p is not None else ""),
     )
-    for name, items in (
-        ("only in base", result.only_in_base),
-        ("only in candidate", result.only_in_candidate),
-    ):
-        if items:
-            say(console, f"{name}: {', '.join(one_line(i) for i in items)}")
+    if result.only_in_candidate:  # only in base: a warning below (compare_runs.base_only_phrase)
+        names = ", ".join(one_line(i) for i in result.only_in_candidate)
+        say(console, f"only in candidate (new, cannot regress): {names}")
     for line in result.pins_differ:
         say(console, f"warning: pins differ: {one_line(line)}", "yellow")
     for warning in result.warnings:
         say(console, f"warning: {one_line(warning)}", "yellow")
+    if result.only_in_base and part_accepted(cand, args.partial_ok):
+        say(console, "the scenarios only the base has were not compared: accepted with --partial-ok")
     for line in mode_change_lines(result):  # failure modes new, grown, shrunk, fixed (report/why.py)
         say(console, f"failure mode {line}")
     _print_first_differences(args, console)

@@ -7,19 +7,24 @@ import argparse
 import json
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from simlab.cli.argtypes import add_json, add_run
 from simlab.inert import one_line
 
 if TYPE_CHECKING:
     from simlab.runner.store import RunStore
+    from simlab.specs import JudgeSpec
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
     add_run(parser)
     parser.add_argument("--rejudge", action="store_true", help="also re-run the LLM judges (model calls)")
-    parser.add_argument("--judge", help="judge model for --rejudge (default: the run's)")
+    parser.add_argument(
+        "--judge",
+        help="judge model for --rejudge (default: the run's); a bare model keeps the endpoint "
+        "simlab.yaml gives the judge, as simlab run --judge does",
+    )
     parser.add_argument(
         "--cache",
         action="store_true",
@@ -41,8 +46,8 @@ def run(args: argparse.Namespace) -> int:
     folder = project_run(args.run)
     store = RunStore(folder)
     manifest = store.read_manifest() or {}
-    judge_ref = args.judge or manifest.get("pins", {}).get("judge")
     config = load_config(Path("simlab.yaml"))
+    judge_ref = _judge_ref(args.judge, config.judge) or manifest.get("pins", {}).get("judge")
     cache = None
     if args.rejudge and getattr(args, "cache", False):  # a re-judge asks again unless told to use the cache
         from simlab.llm.cache import ResponseCache
@@ -55,7 +60,7 @@ def run(args: argparse.Namespace) -> int:
         store.repair_torn_tail()
         report = regrade(store, Path(config.personas), judge=judge, rejudge=args.rejudge)
         if args.rejudge and args.judge:  # judged again by the judge named: the run's judge now
-            _pin_judge(store, args.judge)
+            _pin_judge(store, judge_ref)
     finally:
         store.unlock()
     err = sys.stderr
@@ -88,7 +93,21 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _pin_judge(store: RunStore, judge_ref: str) -> None:
+def _judge_ref(flag: str | None, configured: JudgeSpec | None) -> JudgeSpec | None:
+    """The judge ``--judge`` names, read as ``simlab run --judge`` reads it (``prepare.judge_flag``):
+    a bare model keeps the endpoint simlab.yaml gives the judge (api_base, api_key_env, params,
+    price), and a note on stderr says what was kept."""
+    if not flag:
+        return None
+    from simlab.runner.prepare import judge_flag
+
+    spec, notes = judge_flag(flag, configured)
+    for note in notes:
+        print(f"note: {one_line(note)}", file=sys.stderr)
+    return spec
+
+
+def _pin_judge(store: RunStore, judge_ref: Any) -> None:
     """After ``--rejudge --judge``: every judge check is the judge's that ``judge_ref`` names, so run.json
     pins it (``pins.judge``, as ``simlab run --judge`` would have): a gate of a suite that names
     another judge, and a comparison with a run of another, see that its verdicts are not theirs."""

@@ -144,6 +144,9 @@ def compare(
         for side, summary in (("base", base), ("candidate", cand))
         for w in summary.warnings
     ]
+    only_in_base = sorted(set(base.scenarios) - set(cand.scenarios))
+    if only_in_base:
+        warnings.append(base_only_phrase(only_in_base, len(rows)))
     if interval and mdd is not None and diff is not None and 0 < abs(diff) < mdd:
         warnings.append(
             f"n is too small to detect a difference of {abs(diff):.1%}: with these trial counts only "
@@ -151,7 +154,7 @@ def compare(
         )
     return Comparison(
         pins_differ=conflicts,
-        only_in_base=sorted(set(base.scenarios) - set(cand.scenarios)),
+        only_in_base=only_in_base,
         only_in_candidate=sorted(set(cand.scenarios) - set(base.scenarios)),
         scenarios=rows,
         pooled=PooledChange(
@@ -227,14 +230,21 @@ def _sign_test(rows: list[ScenarioChange]) -> float | None:
 
 
 def compare_exit(
-    result: Comparison, base: RunSummary, cand: RunSummary, *, fail_on_regression: bool
+    result: Comparison,
+    base: RunSummary,
+    cand: RunSummary,
+    *,
+    fail_on_regression: bool,
+    partial_ok: bool = False,
 ) -> tuple[int, str]:
     """``simlab compare``'s exit code and why: 3 when nothing could be compared (no shared scenario
     with valid trials): no data is never a pass. With ``fail_on_regression``: 1 when the pooled
     difference is a regression beyond noise (and the margin) on two runs that stand for their plans;
     3 when a run does not (``gates.run_problems``: incomplete, mixed, infrastructure errors over
-    its own budget, as its report holds it, unjudged trials it does not allow), so a drop (or its
-    absence) may be the missing or unjudged trials' doing; 0 otherwise."""
+    its own budget, as its report holds it, unjudged trials it does not allow), or when part of the
+    base was not compared (``uncompared``: scenarios the candidate did not play, unless the part is
+    accepted: ``part_accepted``), so a drop (or its absence) may be the missing trials' doing; 0
+    otherwise."""
     if result.pooled.verdict == "no data":
         return EXIT_INFRA, "no data: no shared scenario has valid trials in both runs"
     from simlab.report.gates import decide, run_problems  # gates.py imports this module
@@ -245,7 +255,7 @@ def compare_exit(
         _side_problem(side, summary, p)
         for side, summary in (("base", base), ("candidate", cand))
         for p in run_problems(summary)
-    ] + uncompared(result)
+    ] + uncompared(result, partial_ok=part_accepted(cand, partial_ok))
     code = decide(problems, ["fail" if result.pooled.verdict == "regressed" else "pass"])
     if problems:
         return code, "inconclusive: " + "; ".join(problems[:2])
@@ -254,18 +264,44 @@ def compare_exit(
     return code, f"{result.pooled.verdict}: no regression beyond noise"
 
 
-def uncompared(result: Comparison) -> list[str]:
-    """The shared scenarios that have no valid trial on a side, so nothing was compared there: the
-    pooled difference leaves them out (one phrase for them all; empty when every one was compared)."""
+def part_accepted(cand: RunSummary, partial_ok: bool) -> bool:
+    """Whether the user accepted by name that the candidate plays a part of the base's scenarios:
+    ``compare --partial-ok``, or the candidate was played as a part of its suite with ``simlab run
+    --partial-ok`` (as its own gates judge only that part)."""
+    return partial_ok or bool(cand.completeness is not None and cand.completeness.partial_ok)
+
+
+def uncompared(result: Comparison, *, partial_ok: bool = False) -> list[str]:
+    """What of the base the regression check could not look at, so its verdict leaves it out: the
+    shared scenarios that have no valid trial on a side, and the scenarios only the base has (the
+    candidate did not play them), unless that part is accepted by name (``partial_ok``: ``compare
+    --partial-ok``, a gated run played with ``--partial-ok``). Empty when all of the base was compared.
+    Scenarios only the candidate has cannot regress: never a reason here."""
     rows = [
         f"{row.scenario} ({'base' if not row.base.n else 'candidate'} has no valid trial)"
         for row in result.scenarios
         if not row.base.n or not row.candidate.n
     ]
-    if not rows:
-        return []
-    more = f" and {len(rows) - 4} more" if len(rows) > 4 else ""
-    return [f"{len(rows)} shared scenarios were not compared: {', '.join(rows[:4])}{more}"]
+    problems = []
+    if rows:
+        more = f" and {len(rows) - 4} more" if len(rows) > 4 else ""
+        problems.append(f"{len(rows)} shared scenarios were not compared: {', '.join(rows[:4])}{more}")
+    if result.only_in_base and not partial_ok:
+        problems.append(
+            base_only_phrase(result.only_in_base, len(result.scenarios))
+            + ": compare a run of the same scenarios, or accept the part by name (--partial-ok)"
+        )
+    return problems
+
+
+def base_only_phrase(names: list[str], shared: int) -> str:
+    """The one wording of the scenarios only the base run has (``names``; ``shared``: how many both
+    have): none of them was compared; the terminal, the JSON's warnings and a gate all say it so."""
+    more = f" and {len(names) - 4} more" if len(names) > 4 else ""
+    return (
+        f"{len(names)} of the base run's {len(names) + shared} scenarios were not "
+        f"compared (the candidate did not play them): {', '.join(names[:4])}{more}"
+    )
 
 
 def _side_problem(side: str, summary: RunSummary, problem: str) -> str:

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from simlab.errors import EXIT_GATE_FAILED, EXIT_INFRA, EXIT_OK
-from simlab.report.compare_runs import compare, uncompared
+from simlab.report.compare_runs import base_only_phrase, compare, uncompared
 from simlab.report.completeness import state_phrases, unaccepted_part
 from simlab.results.figures import DatasetScore, Rate, RunSummary, ScenarioFigures, SuiteFigures
 from simlab.results.power import gate_fail_chance, power_k, rate_at, trials_needed
@@ -150,14 +150,15 @@ def error_budget_problem(summary: RunSummary, budget: float) -> str | None:
 def ungraded_problem(summary: RunSummary) -> str | None:
     """Why the run cannot be gated because some of its trials carry no verdict at all (stored
     before they were graded: an imported run, a hand-made file), or None. Their figures are no one's:
-    a gate on the graded rest would judge a part of the run."""
+    a gate on the graded rest would judge a part of the run. The advice is the run's origin's
+    (``redo.grade_advice``)."""
+    from simlab.report.redo import grade_advice
+
     if not summary.ungraded:
         return None
     total = summary.trials + summary.ungraded
-    return (
-        f"{summary.ungraded} of {total} trials are not graded: grade them first "
-        f"(simlab grade {summary.run_id}; an imported run: simlab grade-traces)"
-    )
+    how = grade_advice(summary.run_id or "RUN", summary.pins)
+    return f"{summary.ungraded} of {total} trials are not graded: grade them first ({how})"
 
 
 def unjudged_problem(summary: RunSummary) -> str | None:
@@ -326,7 +327,7 @@ def evaluate(
             extend_curves(summary, int(metric[5:]))
     for gate in suite.gates:
         if gate.no_regression_vs:
-            report.results.append(_no_regression(gate, summary, load_baseline))
+            report.results.append(_no_regression(gate, summary, load_baseline, partial_ok))
         elif gate.scope == "each":
             for sid, figures in summary.scenarios.items():
                 report.results.append(_threshold(gate, figures, sid, {}))
@@ -590,7 +591,13 @@ def completeness_problems(summary: RunSummary) -> list[str]:
     return state_phrases(summary.completeness, summary.mixed_pins)
 
 
-def _no_regression(gate: Gate, summary: RunSummary, load_baseline: Callable[[str], RunSummary]) -> GateResult:
+def _no_regression(
+    gate: Gate, summary: RunSummary, load_baseline: Callable[[str], RunSummary], partial_ok: bool = False
+) -> GateResult:
+    """The gated run against its baseline, as ``compare --fail-on-regression`` decides it (the
+    baseline held to ``run_problems``, what was not compared: ``uncompared``); ``partial_ok``: the
+    gated run is a part of its suite accepted by name, so the baseline's other scenarios may be
+    left out, and the reason says they were."""
     from simlab.errors import SimlabError
 
     assert gate.no_regression_vs is not None
@@ -599,7 +606,8 @@ def _no_regression(gate: Gate, summary: RunSummary, load_baseline: Callable[[str
         result = compare(baseline, summary, margin=gate.margin)
     except SimlabError as exc:
         return GateResult(gate.label, "inconclusive", None, str(exc).splitlines()[0])
-    problems = run_problems(baseline) + uncompared(result)  # the gated run's own: the report's
+    # the gated run's own problems are the report's; the baseline's and what was not compared, here
+    problems = run_problems(baseline) + uncompared(result, partial_ok=partial_ok)
     if problems:
         return GateResult(
             gate.label,
@@ -616,5 +624,10 @@ def _no_regression(gate: Gate, summary: RunSummary, load_baseline: Callable[[str
         f"success changed by {interval} vs {gate.no_regression_vs}: "
         + ("the drop is beyond noise" if regressed else "no regression beyond noise")
         + (f" (margin {gate.margin:g})" if gate.margin else "")
+        + (
+            f"; {base_only_phrase(result.only_in_base, len(result.scenarios))}, accepted with --partial-ok"
+            if result.only_in_base
+            else ""
+        )
     )
     return GateResult(gate.label, "fail" if regressed else "pass", pooled.difference, reason)

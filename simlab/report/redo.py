@@ -27,6 +27,17 @@ def redo_advice(manifest: Mapping[str, Any] | None, *, errors: bool) -> str | No
     return imported_redo(manifest) or merged_redo(manifest, errors=errors)
 
 
+def grade_advice(run_id: str, pins: Mapping[str, Any]) -> str:
+    """The command that grades a run's trials not graded, by its recorded origin (its pins, as
+    run.json and its summary keep them): an imported run (its agent observed, ``simlab import``)
+    has no scenario that ``simlab grade`` could grade by, so ``simlab grade-traces`` with a rules
+    file grades it (as a new run); any other run is graded in place by ``simlab grade``."""
+    agent = pins.get("agent")
+    if isinstance(agent, Mapping) and agent.get("kind") == "observed":
+        return shlex.join(["simlab", "grade-traces", run_id, "--rules", "RULES.yaml"])
+    return shlex.join(["simlab", "grade", run_id])
+
+
 def merged_redo(manifest: Mapping[str, Any] | None, *, errors: bool) -> str | None:
     """How to finish or redo a run merged from shards (run.json's ``merged_from``): through its
     shards, each resumed by its own command, then merged again under a new name; None otherwise."""

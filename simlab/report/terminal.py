@@ -97,18 +97,11 @@ def print_report(summary: RunSummary, console: Console, *, view: str = "raw", to
     )
     for warning in summary.warnings:
         say(console, f"warning: {one_line(warning)}", "yellow")
-    if summary.ungraded:
-        imported = (
-            isinstance(summary.pins.get("agent"), dict) and summary.pins["agent"].get("kind") == "observed"
-        )
-        how = (
-            "grade-traces {} --rules RULES.yaml" if imported else "grade {}"
-        )  # an imported run: production traces
-        say(
-            console,
-            f"{summary.ungraded} trials are not graded: run `simlab {how.format(one_line(summary.run_id))}`",
-            "yellow",
-        )
+    if summary.ungraded:  # the command of its origin: an imported run's is grade-traces (report/redo)
+        from simlab.report.redo import grade_advice
+
+        how = grade_advice(one_line(summary.run_id or "RUN"), summary.pins)
+        say(console, f"{summary.ungraded} trials are not graded: run `{how}`", "yellow")
     for line in _headline(suite, max_k):
         say(console, line)
     console.print(_scenario_table(summary, max_k, view, console.width))

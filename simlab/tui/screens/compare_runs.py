@@ -88,9 +88,9 @@ class RunCompareScreen(Screen):
             text.append("\nwarning: pins differ: ", "yellow").append(literal(line))
         for warning in c.warnings:
             text.append("\nwarning: ", "yellow").append(literal(warning))
-        for name, items in (("only in base", c.only_in_base), ("only in candidate", c.only_in_candidate)):
-            if items:
-                text.append(f"\n{name}: ", "dim").append(literal(", ".join(items)))
+        if c.only_in_candidate:  # only in base: a warning above (compare_runs.base_only_phrase)
+            text.append("\nonly in candidate (new, cannot regress): ", "dim")
+            text.append(literal(", ".join(c.only_in_candidate)))
         head.update(text)
         table = self.query_one("#compare-scenarios", DataTable)
         table.clear(columns=True)

@@ -219,6 +219,15 @@ async def asks_in_a_thread(inp: Any) -> str:
     return str(answer.choices[0].message.content)
 
 
+def asks_synchronously(inp: Any) -> str:
+    """A plain ``def`` agent that asks its model through the openai client's blocking API."""
+    from openai import OpenAI
+
+    client = OpenAI(base_url=os.environ["SIMLAB_T_ROUGH_URL"], max_retries=0, api_key=os.environ["OPENAI_API_KEY"])
+    answer = client.chat.completions.create(model=MODEL, messages=[{"role": "user", "content": "hello"}])
+    return str(answer.choices[0].message.content)
+
+
 _KEPT: set[Any] = set()  # the tasks these agents leave running (asyncio keeps only weak references)
 
 

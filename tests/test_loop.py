@@ -5,6 +5,8 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+import pytest
+
 from simlab.llm.types import ChatResult, ModelError, ModelErrorKind, ToolCallRequest
 from simlab.sim.agents import AgentReply, LLMAgent, PythonAgent
 from simlab.sim.loop import run_trial
@@ -159,6 +161,36 @@ def test_a_hung_agent_turn_ends_at_the_default_turn_limit(virtual_time):
     assert t.termination.reason.value == "agent_error" and "my backend" in t.termination.detail
 
 
+def test_a_hung_synchronous_agent_ends_its_trial_at_the_turn_limit(virtual_time):
+    """A plain ``def`` agent that never returns (blocked, or busy in a loop) is cut off at
+    ``max_turn_seconds`` as a hung async agent is: the agent's failure, named; the loop never waits
+    for its thread, and a tool call it makes once the trial is over is refused, never recorded."""
+    import threading
+
+    from tests.virtual_time import wait_on_the_test
+
+    release, finished = threading.Event(), threading.Event()
+    after: list[Any] = []
+
+    def hung(inp):
+        try:
+            wait_on_the_test(release)  # returns only once the test saw the trial end
+            inp.tools.call("set_item", key="late", value="1")
+        except BaseException as exc:  # what the late call met
+            after.append(exc)
+            raise
+        finally:
+            finished.set()
+
+    t = run(make_trial(PythonAgent(hung, "t:hung_sync"), RulesSimulator(), limits=Limits(max_turn_seconds=5)))
+    release.set()
+    finished.wait()
+    assert t.termination.reason.value == "budget_exceeded" and t.termination.turn == 1
+    assert [type(e).__name__ for e in after] == ["StopTrial"]
+    assert "the agent's turn ran over 5 s (limits.max_turn_seconds)" in t.termination.detail
+    assert "late" not in t.final_state["items"]
+
+
 class FakeChat:
     """A minimal ChatModel for the loop tests; the llm package's own doubles are tested there."""
 
@@ -274,3 +306,31 @@ async def test_the_wall_time_limit_is_checked_between_tool_calls() -> None:
     transcript = await run_trial(trial, clock=clock)
     assert transcript.termination.reason == TerminationReason.BUDGET_EXCEEDED
     assert sum(e.type == "tool_call" for e in transcript.events) == 3  # the third call crossed 25 s
+
+
+@pytest.mark.slow  # a child process
+def test_simlab_run_with_a_hung_synchronous_agent_returns_and_exits(tmp_path: Any) -> None:
+    """End to end: ``simlab run`` whose ``def`` agent blocks for good ends the trial at
+    ``max_turn_seconds`` as the agent's failure, and the process exits (the stuck thread is left)."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    from tests.support import REPO, write_project
+
+    write_project(tmp_path, scenarios=1, trials=1, agent="python:agent.py:hung")
+    (tmp_path / "agent.py").write_text("import threading\n\n\ndef hung(inp):\n    threading.Event().wait()\n")
+    config = tmp_path / "simlab.yaml"
+    config.write_text(config.read_text() + "limits:\n  max_turn_seconds: 0.2\n")
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    done = subprocess.run(  # the timeout guards a stuck child only: the run ends at its turn's bound
+        [sys.executable, "-m", "simlab.cli.main", "run", "--run-id", "k", "--no-progress"],
+        cwd=tmp_path, env=env, capture_output=True, timeout=120,
+    )
+    assert done.returncode == 0, done.stderr.decode()
+    [line] = (tmp_path / "transcripts" / "k" / "trials.jsonl").read_text().splitlines()
+    record = json.loads(line)
+    termination = record["transcript"]["termination"]
+    assert (record["verdict"], termination["reason"], termination["turn"]) == ("fail", "budget_exceeded", 1)
+    assert "the agent's turn ran over 0.2 s (limits.max_turn_seconds)" in termination["detail"]

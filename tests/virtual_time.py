@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import selectors
+import threading
 from collections.abc import Callable
 from typing import Any
 
@@ -44,7 +45,11 @@ class VirtualTimeLoop(asyncio.SelectorEventLoop):
         super().__init__(selector)
         selector.loop = self
         self.now = 0.0
-        self.busy = 0  # jobs handed to threads and not back yet
+        self.jobs: set[object] = set()  # jobs handed to threads, not back yet and not set aside
+
+    @property
+    def busy(self) -> int:
+        return len(self.jobs)
 
     def time(self) -> float:
         return self.now
@@ -53,14 +58,34 @@ class VirtualTimeLoop(asyncio.SelectorEventLoop):
         self.now += max(0.0, seconds)
 
     def run_in_executor(self, executor: Any, func: Callable[..., Any], *args: Any) -> asyncio.Future[Any]:
-        self.busy += 1
-        future = super().run_in_executor(executor, func, *args)
+        job = object()
+        self.jobs.add(job)
 
-        def back(_: Any) -> None:
-            self.busy -= 1
+        def work() -> Any:
+            _job.current = (self, job)
+            try:
+                return func(*args)
+            finally:
+                _job.current = None
 
-        future.add_done_callback(back)
+        future = super().run_in_executor(executor, work)
+        future.add_done_callback(lambda _: self.jobs.discard(job))
         return future
+
+
+_job = threading.local()  # the (loop, job) a thread is working on
+
+
+def wait_on_the_test(release: threading.Event) -> None:
+    """Block the job this thread runs for a virtual-time loop until ``release`` is set, and tell the
+    loop not to wait for it: its time may jump meanwhile (a thread hung for good, as the loop sees
+    it). Raises when not called on such a job (code run on the loop's own thread blocks the loop)."""
+    current = getattr(_job, "current", None)
+    if current is None:
+        raise RuntimeError("not on a thread running a job for the virtual-time loop")
+    loop, job = current
+    loop.call_soon_threadsafe(loop.jobs.discard, job)
+    release.wait()
 
 
 class VirtualTimePolicy(asyncio.DefaultEventLoopPolicy):  # type: ignore[misc, valid-type]

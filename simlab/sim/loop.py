@@ -86,8 +86,17 @@ class _Conversation:
         self.cost = 0.0
         self.started = clock()
         self.speaking: str | None = None  # "simulator" while the simulated user makes its turn
+        self.over = False  # the trial ended: nothing more is recorded or run (``end``)
+
+    def end(self) -> None:
+        """No more events and no more tool calls: a sync agent's thread cut off at its bound runs on
+        (Python cannot stop it), but what it does now is refused, never recorded."""
+        self.over = True
+        self.tools.close()
 
     def record(self, event: Any) -> None:
+        if self.over:  # a sync agent's abandoned thread, run on after its turn was cut off
+            raise StopTrial("budget_exceeded", "the trial is over: its agent turn was cut off")
         self.events.append(event)
         if isinstance(event, ModelCall):
             self._check_budget()
@@ -95,8 +104,8 @@ class _Conversation:
 
     def check_clock(self) -> None:
         """The wall-time limit, checked between steps: ``asyncio.timeout`` cannot stop synchronous
-        work (a sync agent, a tool, the simulator matching a long reply), but the next step sees
-        the clock."""
+        work on the loop (a tool an async agent calls, the simulator matching a long reply), but the
+        next step sees the clock. A sync agent runs on a thread of its own, cut off at its bound."""
         limit = self.t.limits.max_seconds
         if limit is not None and self.clock() - self.started > limit:
             if self.speaking == "simulator":
@@ -340,6 +349,7 @@ async def run_trial(trial: Trial, *, clock: Callable[[], float] = time.monotonic
     try:
         return await _run(conv, trial, clock)
     finally:  # conv ↔ tools (whose record callback is conv's) is a cycle: break it, so a trial's
+        conv.end()  # (also when it raised)
         del conv.tools  # states and events are freed when it ends, not at the next full GC pass
 
 
@@ -366,6 +376,7 @@ async def _run(conv: _Conversation, trial: Trial, clock: Callable[[], float]) ->
                 turn=conv.turn,
                 detail=f"wall time over the limit of {trial.limits.max_seconds} s",
             )
+    conv.end()  # before the final state is read
     return trial_transcript(
         trial,
         events=conv.events,

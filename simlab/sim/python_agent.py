@@ -1,5 +1,7 @@
 """A Python callable as the agent under test: ``python:module:attr`` (or ``python:path/to/file.py:attr``),
-sync or async, taking one ``AgentInput`` and returning the reply text or an ``AgentReply``."""
+sync or async, taking one ``AgentInput`` and returning the reply text or an ``AgentReply``. A sync
+one runs on a thread of its own (``sim/agent_thread.py``): a turn that hangs there is cut off at its
+bound as an async one is, and the loop's other trials go on meanwhile."""
 
 from __future__ import annotations
 
@@ -10,6 +12,7 @@ from typing import Any
 from simlab.errors import SpecError
 from simlab.imports import RefError, load_callable
 from simlab.sim.agent_io import AgentInput, AgentReply
+from simlab.sim.agent_thread import call_on_thread
 from simlab.transcript import Pin
 
 __all__ = ["PythonAgent", "load_python_agent"]
@@ -19,6 +22,11 @@ class PythonAgent:
     def __init__(self, func: Callable[[AgentInput], Any], ref: str):
         self.func = func
         self.ref = ref
+        # an ``async def`` (or an object whose __call__ is one) runs on the loop; anything else is
+        # called on a thread, and an awaitable it returns is awaited on the loop
+        self.is_async = inspect.iscoroutinefunction(func) or inspect.iscoroutinefunction(
+            getattr(func, "__call__", None)  # noqa: B004 - an object's async __call__
+        )
 
     def pin(self) -> Pin:
         """``uses_models = False`` on the callable declares that it spends no tokens we cannot see."""
@@ -28,7 +36,7 @@ class PythonAgent:
         )
 
     async def respond(self, inp: AgentInput) -> AgentReply:
-        value = self.func(inp)
+        value = self.func(inp) if self.is_async else await call_on_thread(self.func, inp)
         if inspect.isawaitable(value):
             value = await value
         if isinstance(value, AgentReply):

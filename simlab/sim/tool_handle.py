@@ -68,6 +68,16 @@ class ToolHandle:
         self._next_id = 0  # calls made in the trial
         self._ids: set[str] = set()  # call ids recorded in the trial
         self._schemas: list[dict[str, Any]] | None = None
+        self._closed = False
+
+    def close(self) -> None:
+        """The trial is over: a call made now (a sync agent's abandoned thread, run on) is refused
+        with ``StopTrial``, before it runs or is recorded."""
+        self._closed = True
+
+    def _refuse_when_closed(self) -> None:
+        if self._closed:
+            raise StopTrial("budget_exceeded", "the trial is over: its agent turn was cut off")
 
     def start_turn(self, turn: int) -> None:
         """A new user message: the same call again after it is a fresh attempt, not a loop."""
@@ -101,8 +111,10 @@ class ToolHandle:
         return self._run(tool, arguments, call_id)
 
     def _run(self, name: str, arguments: dict[str, Any] | str | None, call_id: str | None) -> ToolReply:
+        self._refuse_when_closed()
         call_id = self._own_id(call_id)
         outcome = self._env.execute(name, arguments)
+        self._refuse_when_closed()  # it ran while the trial ended: nothing of it is recorded
         self._record(
             ToolCall(
                 turn=self.turn,
@@ -149,6 +161,7 @@ class ToolHandle:
         """Record a call the agent's framework answered itself without running it (an unknown
         tool, arguments its validation refused): an invalid call with the framework's message, seen
         by the efficiency and loop checks like any other; the domain never ran it."""
+        self._refuse_when_closed()
         call_id = self._own_id(call_id)
         raw, parsed = _raw_and_parsed(arguments)
         self._record(
@@ -173,6 +186,7 @@ class ToolHandle:
         """Record a call the agent ran through a tool of its own (a framework's tool node holding the
         team's tools, not the domain's): the trajectory and policy checks see it, the domain never
         ran it (``ToolCall.outside``), so its state says nothing of it."""
+        self._refuse_when_closed()
         call_id = self._own_id(call_id)
         raw, parsed = _raw_and_parsed(arguments)
         self._record(

@@ -158,9 +158,13 @@ def _first(value: Any, names: tuple[str, ...]) -> Any:
 
 
 def _threads_of(job: concurrent.futures.Future[Any]) -> Iterator[threading.Thread]:
-    """The threads of an executor running ``job`` (a ``concurrent.futures`` work item's future)."""
+    """The threads running ``job`` (a ``concurrent.futures`` work item's future): an executor's, or
+    the thread a sync agent's turn runs on."""
     stacks = sys._current_frames()
     for thread in threading.enumerate():
+        if getattr(thread, "job", None) is job:  # a sync agent's own thread (sim/agent_thread.py)
+            yield thread
+            continue
         frame = stacks.get(thread.ident or -1)
         while frame is not None:
             module = frame.f_globals.get("__name__")

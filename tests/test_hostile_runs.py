@@ -52,6 +52,14 @@ def trials(root: Path, run: str) -> Path:
     return root / "transcripts" / run / "trials.jsonl"
 
 
+def plan_lines(root: Path) -> list[str]:
+    """The full run's lines in plan order: trials finish, and are stored, in any order, and the
+    corpus's expected texts name the unit on line 1 (kv-0#1)."""
+    lines = trials(root, "full").read_text().splitlines(keepends=True)
+    rows = [json.loads(line)["head"]["row"] for line in lines]
+    return [line for _, line in sorted(zip([(r["scenario_id"], r["trial"]) for r in rows], lines))]
+
+
 def new_run(root: Path, name: str, text: str | bytes, manifest_from: str | None = "full") -> str:
     folder = root / "transcripts" / name
     folder.mkdir()
@@ -76,7 +84,7 @@ def duplicated_identically(root: Path) -> str:  # one shard's file concatenated 
 
 
 def duplicated_differently(root: Path) -> str:  # overlapping shards that played a unit differently
-    lines = trials(root, "full").read_text().splitlines(keepends=True)
+    lines = plan_lines(root)
     other = json.loads(lines[0])
     other["verdict"] = "fail" if other["verdict"] == "pass" else "pass"
     return new_run(root, "dup-diff", "".join(lines) + json.dumps(other) + "\n")
@@ -101,7 +109,7 @@ def mixed_pins(root: Path) -> str:  # resumed with --force over other pins
 
 def head_only(root: Path) -> str:  # lines stripped down to their heads
     heads = []
-    for line in trials(root, "full").read_text().splitlines():
+    for line in plan_lines(root):
         raw = json.loads(line)
         heads.append(json.dumps({"schema_version": raw["schema_version"], "unit_id": raw["unit_id"],
                                  "head": raw["head"]}, separators=(",", ":")))
@@ -109,7 +117,7 @@ def head_only(root: Path) -> str:  # lines stripped down to their heads
 
 
 def another_plan(root: Path) -> str:  # a trial of another run's plan mixed in
-    lines = trials(root, "full").read_text().splitlines(keepends=True)
+    lines = plan_lines(root)
     first = json.loads(lines[0])
     foreign = lines[0].replace('"kv-0#1"', '"kv-0#9"').replace('"trial":1,', '"trial":9,') \
         .replace(f'"seed":{first["transcript"]["seed"]},', f'"seed":{derive_seed(0, "kv-0", 9)},')
@@ -123,9 +131,9 @@ def another_run(root: Path) -> str:  # every trial played by another run (and an
 
 
 def one_line_everywhere(root: Path) -> str:  # one trial's line copied under every unit id
-    first = json.loads(trials(root, "full").read_text().splitlines()[0])
+    first = json.loads(plan_lines(root)[0])
     out = []
-    for line in trials(root, "full").read_text().splitlines():
+    for line in plan_lines(root):
         unit = json.loads(line)["unit_id"]
         copy = json.loads(json.dumps(first))
         copy["unit_id"] = copy["head"]["row"]["unit_id"] = unit

@@ -33,9 +33,13 @@ def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 def cut(project: Path, keep: int) -> None:
-    """Run ``r`` holding only its first ``keep`` trials, as a run killed mid-way leaves it."""
+    """Run ``r`` holding only its first ``keep`` trials in plan order, as a run killed mid-way leaves
+    it (trials are stored as they finish, in any order: sorted, the kept ones are known)."""
     path = project / "transcripts/r/trials.jsonl"
-    path.write_bytes(b"".join(path.read_bytes().splitlines(keepends=True)[:keep]))
+    lines = path.read_bytes().splitlines(keepends=True)
+    rows = [json.loads(line)["head"]["row"] for line in lines]
+    ordered = [line for _, line in sorted(zip([(r["scenario_id"], r["trial"]) for r in rows], lines))]
+    path.write_bytes(b"".join(ordered[:keep]))
 
 
 def test_a_whole_run_reports_exit_0_with_no_completeness_line(project: Path, capsys) -> None:

@@ -296,6 +296,33 @@ async def test_drift_judge_aspects_and_secret_names_only() -> None:
     assert len(out.calls) == 4
 
 
+@pytest.mark.parametrize(
+    ("reason", "place", "verdict"),
+    [
+        ("the user invented an order id at #4 after the agent's #3", 4, "fail"),  # the user's message
+        ("the user's lines #4 and #0 invent facts", 0, "invalid"),  # the earliest cited user message
+        ("the agent's reply #3 shows it", None, "invalid"),  # an agent event places no user drift
+        ("#99 invents an id", None, "invalid"),  # no such event
+        ("the user invented an order id", None, "invalid"),  # unplaced: counted from the start
+    ],
+)
+async def test_a_drift_judges_cited_user_message_places_the_drift(reason: str, place: int | None,
+                                                                   verdict: str) -> None:
+    """An agent's policy breach (event 1) before the user's drift is the agent's fail: the drift
+    judge's check points at the user message its reason cites, as the deterministic drift checks
+    point at theirs; unplaced, a drift counts from the start (invalid)."""
+    from simlab.transcript import Check
+
+    answer = json.dumps({"verdict": "no", "reason": reason})
+    out = await grade_drift_llm(ctx(FunctionModel(lambda m, t: answer, role="judge"), rubric=[]),
+                                aspects=["no_invented_facts"])
+    [check] = out.checks
+    assert (check.status, check.event) == ("fail", place)
+    assert check.turn == (None if place is None else transcript().events[place].turn)
+    breach = Check(name="forbidden(set_item)", kind="policy", status="fail", hard=True, event=1, turn=1)
+    assert verdict_of(transcript(), [breach, check]) == verdict
+
+
 async def test_drift_judge_without_judge_or_secrets() -> None:
     out = await grade_drift_llm(ctx(None, rubric=[]))
     assert {c.status for c in out.checks} == {"not_run"} and len(out.checks) == 4

@@ -153,6 +153,9 @@ DRIFT_NOTES: tuple[str, ...] = (
     "the scenario expects (unless it played its script through): the agent never had a turn, so the trial is "
     "neither its pass nor its fail. A user that gives up on an agent that did answer, or quotes its words "
     "back, reacts to the agent: not drift.",
+    "A drift judge's failing answer (`drift_llm:*`) is placed at the earliest user message its reason cites "
+    "by `#index`, so that an agent's policy breach before it is still the agent's fail; a reason that cites "
+    "no user message places the drift at the start.",
 )
 
 

@@ -40,14 +40,17 @@ def virtual_time():
     (``tests/virtual_time.py``): timeouts then depend on what waits, never on the machine's speed."""
     import asyncio
 
-    from tests.virtual_time import VirtualTimePolicy
+    from simlab.sim import agent_thread
+    from tests.virtual_time import VirtualTimePolicy, wait_for_turn
 
-    previous = asyncio.get_event_loop_policy()
+    previous, waited = asyncio.get_event_loop_policy(), agent_thread.wait_for_turn
     asyncio.set_event_loop_policy(VirtualTimePolicy())
+    agent_thread.wait_for_turn = wait_for_turn
     try:
         yield
     finally:
         asyncio.set_event_loop_policy(previous)
+        agent_thread.wait_for_turn = waited
 
 
 @pytest.fixture

@@ -82,10 +82,6 @@ def test_a_run_with_misbehaving_tools_finishes(tmp_path, monkeypatch):
     write_project(tmp_path, scenarios=2, trials=2, agent=agent)
     for path in (tmp_path / "scenarios").glob("*.yaml"):
         path.write_text(path.read_text().replace("tests.support:KV", "tests.fixtures.hostile.helpers:BAD"))
-    # one trial at a time: a sync agent runs on a thread of its own, and the helpers' hung-tool
-    # signal (SPINNING) is one flag for the whole process, read by whichever call waits
-    config = tmp_path / "simlab.yaml"
-    config.write_text(config.read_text().replace("concurrency: 4", "concurrency: 1"))
     monkeypatch.chdir(tmp_path)
     # every trial is played; each is an error (the domain's tools are to blame), so the run is inconclusive
     assert main(["run", "--run-id", "bad", "--no-progress"]) == 3

@@ -191,6 +191,54 @@ def test_a_hung_synchronous_agent_ends_its_trial_at_the_turn_limit(virtual_time)
     assert "late" not in t.final_state["items"]
 
 
+def test_a_hung_synchronous_agent_ends_at_its_trials_wall_clock_when_that_comes_first(virtual_time):
+    """``limits.max_seconds`` cuts off a sync agent's hung turn as it cuts off the trial: the
+    trial's budget, named by its wall clock, not by the turn's bound."""
+    import threading
+
+    from tests.virtual_time import wait_on_the_test
+
+    release = threading.Event()
+
+    def hung(inp):
+        wait_on_the_test(release)
+
+    limits = Limits(max_turn_seconds=300, max_seconds=10)
+    t = run(make_trial(PythonAgent(hung, "t:hung_sync"), RulesSimulator(), limits=limits))
+    release.set()
+    assert (t.termination.reason.value, t.termination.turn) == ("budget_exceeded", 1)
+    assert t.termination.detail == "wall time over the limit of 10.0 s"
+
+
+def test_sync_agents_take_their_turns_one_at_a_time_on_one_thread() -> None:
+    """The loop waits for a sync agent's turn, as when it ran on the loop: the turns of trials in
+    flight never overlap (an agent's module state is not shared between threads at once, and a run
+    of such agents plays in the same order every time), and they run on the same thread, so an
+    object bound to the thread that made it (a sqlite3 connection) serves every turn."""
+    import sqlite3
+    import threading
+
+    inside, most, threads = [0], [0], set()
+    store: dict[str, sqlite3.Connection] = {}
+
+    def agent(inp):
+        inside[0] += 1
+        most[0] = max(most[0], inside[0])
+        threads.add(threading.get_ident())
+        db = store.setdefault("db", sqlite3.connect(":memory:"))  # made on the first turn's thread
+        db.execute("select 1")
+        inside[0] -= 1
+        return storing_agent(inp)
+
+    async def many():
+        trials = [make_trial(PythonAgent(agent, "t:sync"), RulesSimulator()) for _ in range(6)]
+        return await asyncio.gather(*(run_trial(t) for t in trials))
+
+    transcripts = asyncio.run(many())
+    assert {t.termination.reason.value for t in transcripts} == {"goal_reached"}
+    assert most[0] == 1 and len(threads) == 1 and threading.get_ident() not in threads
+
+
 class FakeChat:
     """A minimal ChatModel for the loop tests; the llm package's own doubles are tested there."""
 

@@ -59,6 +59,10 @@ class HeldLoop(VirtualTimeLoop):
         held = self.server.sent < self.answers or not self.ready()
         return held + (0 if self.server.requests else len(self.jobs))
 
+    def turn_hung(self, job: object) -> bool:
+        """A sync agent's turn hangs on the provider once the provider has its request."""
+        return not self.busy and bool(self.server.requests)
+
 
 def play(
     agent: str,

@@ -1,24 +1,30 @@
-"""A synchronous agent's turn on a thread of its own, so that the event loop stays free and the
-turn's bound (``limits.max_turn_seconds``, ``limits.max_seconds``) can cut off a ``def`` agent that
-hangs (blocked, or busy in a loop) as it cuts off an async one.
+"""A synchronous agent's turn on a thread, so that the turn's bound (``limits.max_turn_seconds``,
+``limits.max_seconds``) can cut off a ``def`` agent that hangs (blocked, or busy in a loop) as it
+cuts off an async one.
 
-Python cannot kill a thread: a hung one is abandoned. The threads are daemons, never joined (not a
-``ThreadPoolExecutor``'s, which the interpreter and ``asyncio.run`` wait for at exit), so a thread
-stuck for good never keeps a run from returning or the process from exiting. A thread is reused
-while it behaves (a hand-over costs a few microseconds; starting a thread, ~0.1 ms)."""
+The loop waits for the turn, as it waited when the agent ran on it: one sync turn at a time, the
+trials' order and interleaving as before (a demo run stores its trials in the same order each time),
+and the same thread turn after turn while the agent behaves, so an object bound to the thread that
+made it (a ``sqlite3`` connection made in a turn) keeps working; one made when the agent's module
+was imported belongs to the main thread. The wait ends at the bound: Python cannot kill a thread, so a
+hung one is abandoned. The threads are daemons, never joined (not a ``ThreadPoolExecutor``'s,
+which the interpreter and ``asyncio.run`` wait for at exit), so a thread stuck for good never keeps
+a run from returning or the process from exiting."""
 
 from __future__ import annotations
 
 import asyncio
 import concurrent.futures
 import contextvars
+import math
 import os
 import queue
 import threading
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["AgentThreads", "call_on_thread"]
+__all__ = ["TURN_BOUND", "AgentThreads", "TurnBound", "TurnCutOff", "run_bounded", "wait_for_turn"]
 
 
 class _AgentThread(threading.Thread):
@@ -79,8 +85,46 @@ _THREADS = AgentThreads()
 os.register_at_fork(after_in_child=_THREADS.forget)
 
 
-async def call_on_thread(func: Callable[..., Any], *args: Any) -> Any:
-    """``func(*args)`` on an agent thread, in a copy of the caller's context; cancelling the await
-    abandons the thread (it runs on, its result dropped)."""
-    context = contextvars.copy_context()
-    return await asyncio.get_running_loop().run_in_executor(_THREADS, context.run, func, *args)
+@dataclass(frozen=True)
+class TurnBound:
+    """When the agent's turn must end, in the loop's time: its own bound and its trial's."""
+
+    turn: float = math.inf  # limits.max_turn_seconds from the turn's start
+    trial: float = math.inf  # limits.max_seconds from the trial's start
+
+
+TURN_BOUND: contextvars.ContextVar[TurnBound | None] = contextvars.ContextVar(
+    "simlab_turn_bound", default=None
+)
+
+
+class TurnCutOff(Exception):
+    """A sync agent's turn ran past its bound (``by_trial``: the trial's, else the turn's); ``job``
+    is what its thread still runs (``sim/turn_wait.thread_waiting`` reads what it waits on)."""
+
+    def __init__(self, job: concurrent.futures.Future[Any], *, by_trial: bool) -> None:
+        super().__init__("the agent's turn ran past its bound")
+        self.job = job
+        self.by_trial = by_trial
+
+
+def wait_for_turn(job: concurrent.futures.Future[Any], seconds: float | None) -> bool:
+    """Whether ``job`` finished within ``seconds`` (None: no bound). Tests put an event of theirs
+    in its place (``tests/virtual_time.py``): a hang is decided by what they saw, not by a clock."""
+    done, _ = concurrent.futures.wait([job], timeout=seconds)
+    return bool(done)
+
+
+def run_bounded(func: Callable[..., Any], *args: Any) -> Any:
+    """``func(*args)`` on the agent thread in a copy of the caller's context, the caller's thread
+    waiting for it until the turn's bound (``TURN_BOUND``); past it, ``TurnCutOff`` and the thread
+    is abandoned (it runs on, its result dropped). Without a bound, called where it is."""
+    bound = TURN_BOUND.get()
+    if bound is None:
+        return func(*args)
+    now = asyncio.get_running_loop().time()
+    left = min(bound.turn, bound.trial) - now
+    job = _THREADS.submit(contextvars.copy_context().run, func, *args)
+    if not wait_for_turn(job, None if math.isinf(left) else max(0.0, left)):
+        raise TurnCutOff(job, by_trial=bound.trial < bound.turn)
+    return job.result()

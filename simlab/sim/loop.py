@@ -6,6 +6,7 @@ Pure: built objects in, a transcript out. No files, no globals; the clock is inj
 from __future__ import annotations
 
 import asyncio
+import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -19,9 +20,10 @@ from simlab.llm.agent_errors import provider_failure
 from simlab.llm.types import ModelError, ModelErrorKind
 from simlab.redact import scrub
 from simlab.sim.agent_io import Agent, AgentInput, AgentReply
+from simlab.sim.agent_thread import TURN_BOUND, TurnBound, TurnCutOff
 from simlab.sim.simulators.base import Simulator, SimView
 from simlab.sim.tool_handle import StopTrial, ToolHandle
-from simlab.sim.turn_wait import TurnWatch
+from simlab.sim.turn_wait import TurnWatch, thread_waiting
 from simlab.specs import Limits, Persona, Scenario
 from simlab.transcript import (
     AgentMessage,
@@ -87,6 +89,7 @@ class _Conversation:
         self.started = clock()
         self.speaking: str | None = None  # "simulator" while the simulated user makes its turn
         self.over = False  # the trial ended: nothing more is recorded or run (``end``)
+        self.deadline: float | None = None  # the loop's time at which limits.max_seconds runs out
 
     def end(self) -> None:
         """No more events and no more tool calls: a sync agent's thread cut off at its bound runs on
@@ -265,8 +268,28 @@ class _Conversation:
 
     async def _respond(self, inp: AgentInput) -> AgentReply:
         """The agent's turn, cut off at ``limits.max_turn_seconds``: a hung agent's failure, named;
-        a turn that sat waiting on its own model's answer is its provider's (``sim/turn_wait.py``)."""
+        a turn that sat waiting on its own model's answer is its provider's (``sim/turn_wait.py``).
+        A sync agent's turn, which the loop waits for, learns its bounds from ``TURN_BOUND``."""
         limit = self.t.limits.max_turn_seconds
+        loop = asyncio.get_running_loop()
+        bound = TurnBound(
+            turn=math.inf if limit is None else loop.time() + limit,
+            trial=math.inf if self.deadline is None else self.deadline,
+        )
+        token = TURN_BOUND.set(bound)
+        try:
+            return await self._respond_within(inp, limit)
+        except TurnCutOff as cut:
+            if cut.by_trial:  # the trial's wall clock, as its asyncio.timeout says it
+                raise StopTrial(
+                    "budget_exceeded", f"wall time over the limit of {self.t.limits.max_seconds} s"
+                ) from None
+            assert limit is not None
+            raise self._cut_off(limit, thread_waiting(cut.job)) from None
+        finally:
+            TURN_BOUND.reset(token)
+
+    async def _respond_within(self, inp: AgentInput, limit: float | None) -> AgentReply:
         if limit is None:
             return await self.t.agent.respond(inp)
         loop = asyncio.get_running_loop()
@@ -282,18 +305,22 @@ class _Conversation:
         except TimeoutError:
             if not clock.expired():
                 raise  # the agent's own TimeoutError: its crash
-            if watch.waiting is not None:
-                raise ModelError(
-                    ModelErrorKind.TIMEOUT,
-                    f"the agent's model did not answer within the turn's bound of {limit:g} s "
-                    f"(limits.max_turn_seconds): the turn was waiting on its {watch.waiting} client; "
-                    "a slow or hung provider, not the agent (raise the bound if its answers take longer)",
-                    role="agent",
-                    model=f"{watch.waiting} client",
-                ) from None
-            raise StopTrial(
-                "budget_exceeded", f"{AGENT_TURN_TIMEOUT} {limit:g} s (limits.max_turn_seconds)"
-            ) from None
+            raise self._cut_off(limit, watch.waiting) from None
+
+    @staticmethod
+    def _cut_off(limit: float, waiting: str | None) -> BaseException:
+        """The turn ran past its bound: the provider's timeout when it waited on its model client,
+        else the agent's failure."""
+        if waiting is not None:
+            return ModelError(
+                ModelErrorKind.TIMEOUT,
+                f"the agent's model did not answer within the turn's bound of {limit:g} s "
+                f"(limits.max_turn_seconds): the turn was waiting on its {waiting} client; "
+                "a slow or hung provider, not the agent (raise the bound if its answers take longer)",
+                role="agent",
+                model=f"{waiting} client",
+            )
+        return StopTrial("budget_exceeded", f"{AGENT_TURN_TIMEOUT} {limit:g} s (limits.max_turn_seconds)")
 
     async def probe_first_step(self) -> None:
         """The single-step check's probe (``sim/probe.py``): the agent's first decision on a throwaway
@@ -355,6 +382,8 @@ async def run_trial(trial: Trial, *, clock: Callable[[], float] = time.monotonic
 
 async def _run(conv: _Conversation, trial: Trial, clock: Callable[[], float]) -> Transcript:
     started_at = datetime.now(UTC).isoformat(timespec="seconds")
+    if trial.limits.max_seconds is not None:
+        conv.deadline = asyncio.get_running_loop().time() + trial.limits.max_seconds
     try:
         async with asyncio.timeout(trial.limits.max_seconds):
             await conv.play()

@@ -1,7 +1,7 @@
 """A Python callable as the agent under test: ``python:module:attr`` (or ``python:path/to/file.py:attr``),
 sync or async, taking one ``AgentInput`` and returning the reply text or an ``AgentReply``. A sync
-one runs on a thread of its own (``sim/agent_thread.py``): a turn that hangs there is cut off at its
-bound as an async one is, and the loop's other trials go on meanwhile."""
+one runs on a thread while the loop waits for it (``sim/agent_thread.py``): a turn that hangs there
+is cut off at its bound as an async one is."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from typing import Any
 from simlab.errors import SpecError
 from simlab.imports import RefError, load_callable
 from simlab.sim.agent_io import AgentInput, AgentReply
-from simlab.sim.agent_thread import call_on_thread
+from simlab.sim.agent_thread import run_bounded
 from simlab.transcript import Pin
 
 __all__ = ["PythonAgent", "load_python_agent"]
@@ -23,7 +23,7 @@ class PythonAgent:
         self.func = func
         self.ref = ref
         # an ``async def`` (or an object whose __call__ is one) runs on the loop; anything else is
-        # called on a thread, and an awaitable it returns is awaited on the loop
+        # called on the agent thread, the loop waiting for it; an awaitable it returns is awaited
         self.is_async = inspect.iscoroutinefunction(func) or inspect.iscoroutinefunction(
             getattr(func, "__call__", None)  # noqa: B004 - an object's async __call__
         )
@@ -36,7 +36,7 @@ class PythonAgent:
         )
 
     async def respond(self, inp: AgentInput) -> AgentReply:
-        value = self.func(inp) if self.is_async else await call_on_thread(self.func, inp)
+        value = self.func(inp) if self.is_async else run_bounded(self.func, inp)
         if inspect.isawaitable(value):
             value = await value
         if isinstance(value, AgentReply):

@@ -36,7 +36,7 @@ from types import (
 )
 from typing import Any
 
-__all__ = ["MODEL_CLIENTS", "TurnWatch", "waiting_on"]
+__all__ = ["MODEL_CLIENTS", "TurnWatch", "thread_waiting", "waiting_on"]
 
 # module prefixes of model clients: a frame of one of them, suspended, is a request in flight (or
 # its retry's wait: the clients' own, and the Agents SDK's retries of a model call)
@@ -102,6 +102,16 @@ def waiting_on(task: asyncio.Future[Any]) -> str | None:
             others = [t for t in asyncio.all_tasks(current.get_loop()) if not t.done()]
             others.sort(key=lambda t: _client(_frames(t.get_coro())) is None)
         todo.extend(_resolvers(current, others, budget))
+    return None
+
+
+def thread_waiting(job: concurrent.futures.Future[Any]) -> str | None:
+    """The model client (a ``MODEL_CLIENTS`` prefix) the thread running ``job`` is in, or None: a
+    sync agent's turn cut off while its blocking client waited for the model's answer."""
+    for thread in _threads_of(job):
+        client = _client(_thread_frames(thread))
+        if client is not None:
+            return client
     return None
 
 

@@ -119,27 +119,28 @@ def unjudgeable(summary: Any, figures: Any) -> list[str]:
 
 
 def _failed_trials(run: Any, scenario: str) -> list[str]:
+    """The scenario's trials that did not pass, the first ``SHOWN`` in plan order (as every report
+    names them: not in the order they were stored), each with its failing hard checks."""
     from simlab.inert import one_line
+    from simlab.results.modes import plan_order
     from simlab.transcript.verdicts import passes, verdict_label
 
-    out: list[str] = []
-    shown = 0
+    found: list[tuple[tuple[str, int, str], list[str]]] = []
     allowed = run.summary.unjudged.allowed_kinds  # the one rule of what passed, as the figures apply it
     for record in run.transcripts():
         not_run = [c.kind for c in record.checks if c.hard and c.status == "not_run"]
-        if record.transcript.scenario_id != scenario or passes(record.verdict, not_run, allowed):
-            continue
-        shown += 1
-        if shown > SHOWN:
+        t = record.transcript
+        if t.scenario_id != scenario or passes(record.verdict, not_run, allowed):
             continue
         failing = [c for c in record.checks if c.hard and c.status in ("fail", "error", "not_run")]
-        out.append(
-            f"  {one_line(record.unit_id)} {verdict_label(record.verdict)} "
-            f"({record.transcript.termination.reason.value})"
-        )
-        out.extend(f"    {c.status} {one_line(c.name)}: {one_line(c.reason)}" for c in failing[:6])
-    if shown > SHOWN:
-        out.append(f"  … and {shown - SHOWN} more trials that did not pass")
+        ending = t.termination.reason.value
+        said = [f"  {one_line(record.unit_id)} {verdict_label(record.verdict)} ({ending})"]
+        said += [f"    {c.status} {one_line(c.name)}: {one_line(c.reason)}" for c in failing[:6]]
+        found.append((plan_order(t.scenario_id, t.trial, record.unit_id), said))
+    found.sort(key=lambda item: item[0])
+    out = [line for _, said in found[:SHOWN] for line in said]
+    if len(found) > SHOWN:
+        out.append(f"  … and {len(found) - SHOWN} more trials that did not pass")
     return out
 
 

@@ -8,12 +8,14 @@ pass are read and parsed whole, so a run of 100,000 passing trials costs what th
 
 from __future__ import annotations
 
+import bisect
 from collections.abc import Collection
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from simlab.inert import one_line
+from simlab.results.modes import plan_order
 from simlab.runner.heads_read import read_line
 from simlab.runner.heads_tail import scan_heads
 from simlab.runner.lines import ReadNotes, parse_record
@@ -47,7 +49,9 @@ class Digest:
     path: Path
     seconds: dict[str, float] = field(default_factory=dict)  # scenario → summed known trial durations
     unknown_seconds: dict[str, int] = field(default_factory=dict)  # scenario → trials of unknown duration
-    failed: dict[str, list[FailedTrial]] = field(default_factory=dict)  # scenario → the first few
+    failed: dict[str, list[FailedTrial]] = field(
+        default_factory=dict
+    )  # scenario → its first few (plan order)
     not_passed: dict[str, int] = field(default_factory=dict)  # scenario → all that did not pass
     # every trial's cost and duration, when asked for (``heads``: the HTML's distributions); not the
     # heads themselves, which at 100,000 trials would hold the report's memory several times over
@@ -78,7 +82,8 @@ def digest(
     manifest = store.read_manifest()
     notes = ReadNotes(store.trials_path, plan=store.planned_units(manifest) if manifest is not None else None)
     out = Digest(store.trials_path)
-    modes: set[str | None] = set()
+    few: dict[str, list[_Kept]] = {}  # scenario → its first ``keep`` trials that did not pass
+    firsts: dict[str, _Kept] = {}  # failure mode → its first trial: reports link to it
     for number, _, head, offset, length in scan_heads(store.trials_path, notes):
         row = head.row
         sid, duration = row.scenario_id, row.duration_s
@@ -91,14 +96,47 @@ def digest(
         if row.verdict is None or passes(row.verdict, [kind for _, kind in head.unjudged], allowed):
             continue  # the one rule of what passed (verdicts.passes); ungraded trials have no verdict to show
         out.not_passed[sid] = out.not_passed.get(sid, 0) + 1
-        kept = out.failed.setdefault(sid, [])
-        first_of_mode = row.failure_mode is not None and row.failure_mode not in modes
-        modes.add(row.failure_mode)
-        if len(kept) >= keep and not first_of_mode:  # a mode's first trial is kept: reports link to it
-            continue
-        raw = parse_record(read_line(store.trials_path, offset, length), store.trials_path, number)
-        kept.append(FailedTrial(head, line=number, reasons=reasons_of(raw), record=raw if records else None))
+        kept = _Kept(plan_order(sid, row.trial, row.unit_id), number, head, offset, length)
+        _keep_first(few.setdefault(sid, []), kept, keep)
+        mode = row.failure_mode
+        if mode is not None and (mode not in firsts or kept.order < firsts[mode].order):
+            firsts[mode] = kept
+    for kept in firsts.values():  # a mode's first trial is named even past the scenario's first few
+        chosen = few.setdefault(kept.order[0], [])
+        if all(k.line != kept.line for k in chosen):
+            chosen.append(kept)
+    for sid in sorted(few):
+        out.failed[sid] = [_failed(store.trials_path, k, records) for k in sorted(few[sid], key=_by_order)]
     return out
+
+
+@dataclass(frozen=True)
+class _Kept:
+    """A trial that did not pass, named by a report: where it stands in the plan, and its line."""
+
+    order: tuple[str, int, str]
+    line: int
+    head: TrialHead
+    offset: int
+    length: int
+
+
+def _by_order(kept: _Kept) -> tuple[str, int, str]:
+    return kept.order
+
+
+def _keep_first(chosen: list[_Kept], kept: _Kept, keep: int) -> None:
+    """Keep in ``chosen`` (sorted) the first ``keep`` trials in plan order: trials are stored in the
+    order they finished, and a merge stores shards one after another."""
+    if keep <= 0 or (len(chosen) >= keep and chosen[-1].order <= kept.order):
+        return
+    bisect.insort(chosen, kept, key=_by_order)
+    del chosen[keep:]
+
+
+def _failed(path: Path, kept: _Kept, records: bool) -> FailedTrial:
+    raw = parse_record(read_line(path, kept.offset, kept.length), path, kept.line)
+    return FailedTrial(kept.head, line=kept.line, reasons=reasons_of(raw), record=raw if records else None)
 
 
 def reasons_of(raw: dict[str, Any]) -> list[str]:

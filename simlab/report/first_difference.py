@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from simlab.results.modes import plan_order
 from simlab.runner.store import RunStore
 from simlab.transcript import AgentMessage, Signal, ToolCall, Transcript, UserMessage
 
@@ -111,10 +112,13 @@ def first_difference(base: Transcript, candidate: Transcript) -> Difference | No
 
 
 def trial_differences(base: Path, candidate: Path) -> list[tuple[str, Difference | None]]:
-    """For each unit in both runs (in the candidate's order): where the two first differ."""
+    """For each unit in both runs, in plan order (``results/modes.plan_order``: not the order the
+    trials were stored in): where the two first differ."""
     recorded = {r.unit_id: r.transcript for r in RunStore(base).records()}
     out = []
     for record in RunStore(candidate).records():
         if record.unit_id in recorded:
-            out.append((record.unit_id, first_difference(recorded[record.unit_id], record.transcript)))
-    return out
+            t = record.transcript
+            difference = first_difference(recorded[record.unit_id], t)
+            out.append((plan_order(t.scenario_id, t.trial, record.unit_id), record.unit_id, difference))
+    return [(unit, difference) for _, unit, difference in sorted(out, key=lambda item: item[0])]

@@ -13,8 +13,18 @@ from typing import Any
 from simlab.results.figures import FailureMode
 from simlab.results.stats import mean_defined, pass_hat_k
 
+__all__ = ["TOP_MODES", "WEIGHT_KS", "failure_modes", "plan_order"]
+
 TOP_MODES = 20  # modes kept in summary.json; the rest are counted (RunSummary.failure_modes_more)
 WEIGHT_KS = (1, 2, 3, 5, 8)  # the k's a mode's weight is given at, with the largest k of the run
+
+
+def plan_order(scenario_id: str, trial: int | None, unit_id: str) -> tuple[str, int, str]:
+    """Where a trial stands in its run's plan: by scenario, then trial number. The trial a mode is
+    read by (its representative) is its first in plan order, not in the order trials were stored
+    (they finish in any order, and a merge of shards stores them otherwise): every reader of the
+    same trials names the same one."""
+    return (scenario_id, trial if trial is not None else 0, unit_id)
 
 
 def failure_modes(
@@ -22,7 +32,7 @@ def failure_modes(
 ) -> tuple[list[FailureMode], int]:
     """(the top modes, how many more there are) from the summary's rows (``frames.collect``,
     already judged: an unjudged trial counted as a pass is a pass); ``counts``: scenario → (passes,
-    trials)."""
+    trials; ``trial``, the trial's number, where known)."""
     groups: dict[str, list[dict[str, Any]]] = {}
     for r in rows:
         if r.get("fault") is not None and r["verdict"] != "pass":
@@ -39,7 +49,7 @@ def failure_modes(
 def _mode(
     name: str, members: list[dict[str, Any]], counts: dict[str, tuple[int, int]], ks: list[int]
 ) -> FailureMode:
-    first = members[0]
+    first = min(members, key=lambda r: plan_order(r["scenario_id"], r.get("trial"), r["fault"][2]))
     _, blame, unit_id, turn, event = first["fault"]
     verdicts: dict[str, int] = {}
     gained: dict[str, int] = {}  # scenario → passes gained

@@ -294,8 +294,14 @@ class _Graded:
             self.verdicts,
             self.col("scenario_id"),
         )
+        trials = self.results.columns["trial"]
         return [
-            {"fault": self.results.fault(n), "verdict": verdicts[i], "scenario_id": scenarios[i]}
+            {
+                "fault": self.results.fault(n),
+                "verdict": verdicts[i],
+                "scenario_id": scenarios[i],
+                "trial": trials[n],
+            }
             for i, n in self.positions()
             if modes[n] is not None and verdicts[i] != "pass"
         ]

@@ -210,6 +210,26 @@ def test_a_hung_synchronous_agent_ends_at_its_trials_wall_clock_when_that_comes_
     assert t.termination.detail == "wall time over the limit of 10.0 s"
 
 
+def test_a_sync_agent_hung_in_the_probe_of_its_first_step_is_cut_off_too(virtual_time):
+    """``expect.first_tool_call`` asks the agent for its first step before the turn: that probe is
+    held to the turn's bound as the turn is (a hung agent there hung the whole run)."""
+    import threading
+
+    from tests.virtual_time import wait_on_the_test
+
+    release = threading.Event()
+
+    def hung(inp):
+        wait_on_the_test(release)
+
+    scn = scenario(expect={"first_tool_call": {"tool": "set_item", "args": {"key": "b"}}})
+    t = run(make_trial(PythonAgent(hung, "t:hung_sync"), RulesSimulator(), scn=scn,
+                       limits=Limits(max_turn_seconds=5)))
+    release.set()
+    assert (t.termination.reason.value, t.termination.turn) == ("budget_exceeded", 1)
+    assert "the agent's turn ran over 5 s (limits.max_turn_seconds)" in t.termination.detail
+
+
 def test_sync_agents_take_their_turns_one_at_a_time_on_one_thread() -> None:
     """The loop waits for a sync agent's turn, as when it ran on the loop: the turns of trials in
     flight never overlap (an agent's module state is not shared between threads at once, and a run

@@ -8,10 +8,10 @@ from __future__ import annotations
 import asyncio
 import math
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any, cast, get_args
+from typing import Any, TypeVar, cast, get_args
 
 from pydantic import BaseModel
 
@@ -19,7 +19,7 @@ from simlab.env.domain import Domain, Environment
 from simlab.llm.agent_errors import provider_failure
 from simlab.llm.types import ModelError, ModelErrorKind
 from simlab.redact import scrub
-from simlab.sim.agent_io import Agent, AgentInput, AgentReply
+from simlab.sim.agent_io import Agent, AgentInput
 from simlab.sim.agent_thread import TURN_BOUND, TurnBound, TurnCutOff
 from simlab.sim.simulators.base import Simulator, SimView
 from simlab.sim.tool_handle import StopTrial, ToolHandle
@@ -39,6 +39,7 @@ from simlab.transcript.blame import AGENT_TURN_TIMEOUT
 from simlab.transcript.model import Role
 
 R = TerminationReason
+T = TypeVar("T")
 SHOWN_OF_LONG_REPLY = 2_000  # characters kept of a reply over limits.max_reply_bytes
 
 
@@ -233,7 +234,7 @@ class _Conversation:
         try:
             if self.turn == 1 and self.t.scenario.expect.first_tool_call is not None:
                 await self.probe_first_step()
-            reply = await self._respond(inp)
+            reply = await self._bounded(lambda: self.t.agent.respond(inp))
         except ModelError as exc:
             self._model_failed(exc, "agent")
         except (StopTrial, _End, asyncio.CancelledError, KeyboardInterrupt):
@@ -266,10 +267,11 @@ class _Conversation:
         self.events.append(ErrorEvent(turn=self.turn, source="agent", kind="crash", message=said))
         raise _End(R.AGENT_ERROR, said)
 
-    async def _respond(self, inp: AgentInput) -> AgentReply:
-        """The agent's turn, cut off at ``limits.max_turn_seconds``: a hung agent's failure, named;
-        a turn that sat waiting on its own model's answer is its provider's (``sim/turn_wait.py``).
-        A sync agent's turn, which the loop waits for, learns its bounds from ``TURN_BOUND``."""
+    async def _bounded(self, turn: Callable[[], Awaitable[T]]) -> T:
+        """The agent's turn (or the probe of its first step), cut off at ``limits.max_turn_seconds``:
+        a hung agent's failure, named; a turn that sat waiting on its own model's answer is its
+        provider's (``sim/turn_wait.py``). A sync agent's turn, which the loop waits for, learns its
+        bounds from ``TURN_BOUND``."""
         limit = self.t.limits.max_turn_seconds
         loop = asyncio.get_running_loop()
         bound = TurnBound(
@@ -278,7 +280,7 @@ class _Conversation:
         )
         token = TURN_BOUND.set(bound)
         try:
-            return await self._respond_within(inp, limit)
+            return await self._within(turn, limit)
         except TurnCutOff as cut:
             if cut.by_trial:  # the trial's wall clock, as its asyncio.timeout says it
                 raise StopTrial(
@@ -289,9 +291,9 @@ class _Conversation:
         finally:
             TURN_BOUND.reset(token)
 
-    async def _respond_within(self, inp: AgentInput, limit: float | None) -> AgentReply:
+    async def _within(self, turn: Callable[[], Awaitable[T]], limit: float | None) -> T:
         if limit is None:
-            return await self.t.agent.respond(inp)
+            return await turn()
         loop = asyncio.get_running_loop()
         watch = TurnWatch()
         try:
@@ -299,7 +301,7 @@ class _Conversation:
                 task = asyncio.current_task()
                 deadline = loop.call_at(loop.time() + limit, _expire, watch, task, clock)
                 try:
-                    return await self.t.agent.respond(inp)
+                    return await turn()
                 finally:
                     deadline.cancel()
         except TimeoutError:
@@ -337,7 +339,7 @@ class _Conversation:
             memory={},
             record=self.record,
         )
-        self.events.append(await probe_first_step(self.t.agent, probe))
+        self.events.append(await self._bounded(lambda: probe_first_step(self.t.agent, probe)))
 
     def _model_failed(self, exc: ModelError, source: Role) -> None:
         role = cast(Role, exc.role) if exc.role in get_args(Role) else source

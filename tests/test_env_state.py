@@ -8,6 +8,7 @@ from pydantic import BaseModel, ConfigDict
 
 from simlab.env import WRITE, Domain, Environment, tool
 from tests.fixtures.hostile.helpers import BAD
+from tests.support import KV, KVState
 
 pytestmark = pytest.mark.usefixtures("tool_timeouts_without_a_clock")  # BAD's tools run under a 0.2 s limit
 
@@ -68,3 +69,36 @@ def test_an_arbitrary_typed_field_written_in_one_trial_stays_in_that_trial():
         assert env.execute("add", {"x": f"t{trial}"}).ok
         assert env.state.ledger.entries == [f"t{trial}"]
     assert shared.ledger.entries == []
+
+
+def test_a_call_still_running_when_the_trial_ends_changes_nothing():
+    """A sync agent's thread abandoned at its bound may be inside a tool when the trial's final
+    state is read: once the environment is frozen, that call commits nothing (it did before, after
+    the handle's last refusal)."""
+    import threading
+
+    entered, release = threading.Event(), threading.Event()
+
+    @tool(WRITE)
+    def slow_set(state: KVState, key: str) -> dict:
+        """Store ``key`` once the test lets it.
+
+        Args:
+            key: The item's key.
+        """
+        entered.set()
+        release.wait()
+        state.items[key] = "late"
+        return {"ok": True}
+
+    domain = Domain(name="kv-slow", state_model=KVState, tools=[slow_set], policy=KV.policy)
+    env = Environment(domain, domain.build_state({}))
+    outcome: list = []
+    worker = threading.Thread(target=lambda: outcome.append(env.execute("slow_set", {"key": "x"})))
+    worker.start()
+    entered.wait()
+    env.freeze()  # the trial ends while the call runs
+    release.set()
+    worker.join()
+    assert "x" not in env.state.items
+    assert not outcome[0].ok and "the trial is over" in outcome[0].error

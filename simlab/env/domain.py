@@ -155,6 +155,14 @@ class Environment:
         self._initial = (
             _copy_state(state, shares_nothing=True) if any(f.kind == "stale" for f in faults) else None
         )
+        self._commit = threading.Lock()  # a write's new state replaces the state under it
+        self._frozen = False  # the trial is over (``freeze``): no call changes the state any more
+
+    def freeze(self) -> None:
+        """The trial is over and its final state is read: a call still running (a sync agent's
+        thread abandoned at its bound) changes nothing now, even one that was past its checks."""
+        with self._commit:
+            self._frozen = True
 
     def tool_schemas(self) -> list[dict[str, Any]]:
         """A fresh copy of the domain's tool schemas (derived once per domain: pydantic's schema
@@ -204,7 +212,10 @@ class Environment:
                 return failed(
                     f"tool left an invalid state: {describe_validation_error(exc)}", "invalid_state"
                 )
-        self.state = working
+        with self._commit:
+            if self._frozen:
+                return failed("the trial is over: this call changed nothing", None)
+            self.state = working
         return ToolOutcome(name, arguments, raw, spec.access, ok=True, result=data)
 
     def _inject(

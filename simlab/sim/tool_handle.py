@@ -72,8 +72,9 @@ class ToolHandle:
 
     def close(self) -> None:
         """The trial is over: a call made now (a sync agent's abandoned thread, run on) is refused
-        with ``StopTrial``, before it runs or is recorded."""
+        with ``StopTrial``, before it runs or is recorded, and one still running changes no state."""
         self._closed = True
+        self._env.freeze()
 
     def _refuse_when_closed(self) -> None:
         if self._closed:

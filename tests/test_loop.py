@@ -402,3 +402,43 @@ def test_simlab_run_with_a_hung_synchronous_agent_returns_and_exits(tmp_path: An
     termination = record["transcript"]["termination"]
     assert (record["verdict"], termination["reason"], termination["turn"]) == ("fail", "budget_exceeded", 1)
     assert "the agent's turn ran over 0.2 s (limits.max_turn_seconds)" in termination["detail"]
+
+
+@pytest.mark.slow  # a child process
+@pytest.mark.parametrize("workers", [[], ["--workers", "2"]])
+def test_ctrl_c_stops_a_run_whose_sync_agent_hangs(tmp_path: Any, workers: list[str]) -> None:
+    """One Ctrl-C ends ``simlab run`` while its ``def`` agents hang far from their bound (the loop
+    waits for a sync turn, yet looks for a request to stop: asyncio's own, or a worker's SIGTERM):
+    exit 130, the run resumable, no traceback; before, it waited out the turn's bound."""
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    from tests.support import REPO, write_project
+
+    write_project(tmp_path, scenarios=2, trials=2, agent="python:agent.py:hung")
+    (tmp_path / "agent.py").write_text(
+        "import pathlib, threading\n\n\ndef hung(inp):\n"
+        "    pathlib.Path(f'hung-{threading.get_ident()}').touch()\n    threading.Event().wait()\n"
+    )
+    config = tmp_path / "simlab.yaml"
+    config.write_text(config.read_text() + "limits:\n  max_turn_seconds: 3600\n")
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    child = subprocess.Popen(
+        [sys.executable, "-m", "simlab.cli.main", "run", "--run-id", "k", "--no-progress", *workers],
+        cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    )
+    try:
+        while not list(tmp_path.glob("hung-*")) and child.poll() is None:  # a turn has begun to hang
+            try:
+                child.wait(timeout=0.05)
+            except subprocess.TimeoutExpired:
+                pass
+        child.send_signal(signal.SIGINT)
+        _, err = child.communicate(timeout=120)  # guards a stuck child only
+    finally:
+        child.kill()
+    text = err.decode()
+    assert child.returncode == 130, text
+    assert "Traceback" not in text and "interrupted: finished trials are saved" in text

@@ -19,12 +19,15 @@ import contextvars
 import math
 import os
 import queue
+import signal
+import socket
 import threading
+import weakref
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["TURN_BOUND", "AgentThreads", "TurnBound", "TurnCutOff", "run_bounded", "wait_for_turn"]
+__all__ = ["POLL_S", "TURN_BOUND", "AgentThreads", "TurnBound", "TurnCutOff", "run_bounded", "wait_for_turn"]
 
 
 class _AgentThread(threading.Thread):
@@ -115,16 +118,47 @@ def wait_for_turn(job: concurrent.futures.Future[Any], seconds: float | None) ->
     return bool(done)
 
 
+POLL_S = 0.1  # how often the waiting loop looks for a request to stop (Ctrl-C, a worker's SIGTERM)
+_STOPS = frozenset({signal.SIGINT, signal.SIGTERM})
+
+
 def run_bounded(func: Callable[..., Any], *args: Any) -> Any:
     """``func(*args)`` on the agent thread in a copy of the caller's context, the caller's thread
     waiting for it until the turn's bound (``TURN_BOUND``); past it, ``TurnCutOff`` and the thread
-    is abandoned (it runs on, its result dropped). Without a bound, called where it is."""
+    is abandoned (it runs on, its result dropped), as it is on a request to stop the run, which
+    ends the turn as cancelled. Without a bound, called where it is."""
     bound = TURN_BOUND.get()
     if bound is None:
         return func(*args)
-    now = asyncio.get_running_loop().time()
-    left = min(bound.turn, bound.trial) - now
+    loop = asyncio.get_running_loop()
+    if loop in _STOPPED:  # asked during another trial's turn: the loop has not stopped this one yet
+        raise asyncio.CancelledError("the run was asked to stop")
+    end = min(bound.turn, bound.trial)
+    asked = {task for task in asyncio.all_tasks(loop) if task.cancelling()}
     job = _THREADS.submit(contextvars.copy_context().run, func, *args)
-    if not wait_for_turn(job, None if math.isinf(left) else max(0.0, left)):
-        raise TurnCutOff(job, by_trial=bound.trial < bound.turn)
+    while not wait_for_turn(job, max(0.0, min(end - loop.time(), POLL_S))):
+        if end - loop.time() <= 0:
+            raise TurnCutOff(job, by_trial=bound.trial < bound.turn)
+        if _stop_requested(loop, asked):
+            _STOPPED.add(loop)
+            raise asyncio.CancelledError("the run was asked to stop during a sync agent's turn")
     return job.result()
+
+
+_STOPPED: weakref.WeakSet[asyncio.AbstractEventLoop] = weakref.WeakSet()  # loops asked to stop
+
+
+def _stop_requested(loop: asyncio.AbstractEventLoop, asked: set[asyncio.Task[Any]]) -> bool:
+    """Whether the run was asked to stop while the loop waited: nothing runs on the loop then, so a
+    task asked to cancel meanwhile was asked by a signal handler (``asyncio.run``'s Ctrl-C), and a
+    stop signal for the loop's own handlers (a worker's SIGTERM) waits in its self-pipe, unread."""
+    if any(task.cancelling() and task not in asked for task in asyncio.all_tasks(loop)):
+        return True
+    pipe = getattr(loop, "_ssock", None)  # a selector loop's self-pipe: a signal writes its number there
+    if not isinstance(pipe, socket.socket):
+        return False
+    try:
+        pending = pipe.recv(4096, socket.MSG_PEEK)
+    except OSError:  # nothing there (the socket does not block)
+        return False
+    return any(byte in _STOPS for byte in pending)

@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextvars
+import functools
 import math
 import os
 import queue
@@ -114,8 +115,11 @@ class TurnCutOff(Exception):
 def wait_for_turn(job: concurrent.futures.Future[Any], seconds: float | None) -> bool:
     """Whether ``job`` finished within ``seconds`` (None: no bound). Tests put an event of theirs
     in its place (``tests/virtual_time.py``): a hang is decided by what they saw, not by a clock."""
-    done, _ = concurrent.futures.wait([job], timeout=seconds)
-    return bool(done)
+    try:
+        job.exception(timeout=seconds)  # waits on the job's own condition (the cheapest wait)
+    except concurrent.futures.TimeoutError:
+        return False
+    return True
 
 
 POLL_S = 0.1  # how often the waiting loop looks for a request to stop (Ctrl-C, a worker's SIGTERM)
@@ -134,12 +138,13 @@ def run_bounded(func: Callable[..., Any], *args: Any) -> Any:
     if loop in _STOPPED:  # asked during another trial's turn: the loop has not stopped this one yet
         raise asyncio.CancelledError("the run was asked to stop")
     end = min(bound.turn, bound.trial)
-    asked = {task for task in asyncio.all_tasks(loop) if task.cancelling()}
+    main = _main_task()
+    asked = main.cancelling() if main is not None else 0
     job = _THREADS.submit(contextvars.copy_context().run, func, *args)
     while not wait_for_turn(job, max(0.0, min(end - loop.time(), POLL_S))):
         if end - loop.time() <= 0:
             raise TurnCutOff(job, by_trial=bound.trial < bound.turn)
-        if _stop_requested(loop, asked):
+        if (main is not None and main.cancelling() > asked) or _stop_signal_waits(loop):
             _STOPPED.add(loop)
             raise asyncio.CancelledError("the run was asked to stop during a sync agent's turn")
     return job.result()
@@ -148,13 +153,19 @@ def run_bounded(func: Callable[..., Any], *args: Any) -> Any:
 _STOPPED: weakref.WeakSet[asyncio.AbstractEventLoop] = weakref.WeakSet()  # loops asked to stop
 
 
-def _stop_requested(loop: asyncio.AbstractEventLoop, asked: set[asyncio.Task[Any]]) -> bool:
-    """Whether the run was asked to stop while the loop waited: nothing runs on the loop then, so a
-    task asked to cancel meanwhile was asked by a signal handler (``asyncio.run``'s Ctrl-C), and a
-    stop signal for the loop's own handlers (a worker's SIGTERM) waits in its self-pipe, unread."""
-    if any(task.cancelling() and task not in asked for task in asyncio.all_tasks(loop)):
-        return True
-    pipe = getattr(loop, "_ssock", None)  # a selector loop's self-pipe: a signal writes its number there
+def _main_task() -> asyncio.Task[Any] | None:
+    """The task ``asyncio.run`` cancels on Ctrl-C (its handler holds it), or None. Nothing runs on
+    the loop while it waits for a sync turn, so that task asked to cancel meanwhile was asked by
+    the handler: the run is to stop."""
+    handler = signal.getsignal(signal.SIGINT)
+    task = handler.keywords.get("main_task") if isinstance(handler, functools.partial) else None
+    return task if isinstance(task, asyncio.Task) else None
+
+
+def _stop_signal_waits(loop: asyncio.AbstractEventLoop) -> bool:
+    """Whether a stop signal for the loop's own handlers (a worker's SIGTERM) waits in the loop's
+    self-pipe, unread (a selector loop's: a signal writes its number there)."""
+    pipe = getattr(loop, "_ssock", None)
     if not isinstance(pipe, socket.socket):
         return False
     try:

@@ -138,7 +138,7 @@ def run_bounded(func: Callable[..., Any], *args: Any) -> Any:
     if loop in _STOPPED:  # asked during another trial's turn: the loop has not stopped this one yet
         raise asyncio.CancelledError("the run was asked to stop")
     end = min(bound.turn, bound.trial)
-    main = _main_task()
+    main = _main_task(loop)
     asked = main.cancelling() if main is not None else 0
     job = _THREADS.submit(contextvars.copy_context().run, func, *args)
     while not wait_for_turn(job, max(0.0, min(end - loop.time(), POLL_S))):
@@ -153,13 +153,13 @@ def run_bounded(func: Callable[..., Any], *args: Any) -> Any:
 _STOPPED: weakref.WeakSet[asyncio.AbstractEventLoop] = weakref.WeakSet()  # loops asked to stop
 
 
-def _main_task() -> asyncio.Task[Any] | None:
-    """The task ``asyncio.run`` cancels on Ctrl-C (its handler holds it), or None. Nothing runs on
-    the loop while it waits for a sync turn, so that task asked to cancel meanwhile was asked by
-    the handler: the run is to stop."""
+def _main_task(loop: asyncio.AbstractEventLoop) -> asyncio.Task[Any] | None:
+    """The task of ``loop`` that ``asyncio.run`` cancels on Ctrl-C (its handler holds it), or None.
+    Nothing runs on the loop while it waits for a sync turn, so that task asked to cancel
+    meanwhile was asked by the handler: the run is to stop."""
     handler = signal.getsignal(signal.SIGINT)
     task = handler.keywords.get("main_task") if isinstance(handler, functools.partial) else None
-    return task if isinstance(task, asyncio.Task) else None
+    return task if isinstance(task, asyncio.Task) and task.get_loop() is loop else None
 
 
 def _stop_signal_waits(loop: asyncio.AbstractEventLoop) -> bool:

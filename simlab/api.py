@@ -18,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
@@ -36,10 +37,21 @@ if TYPE_CHECKING:  # the heavy or deep parts load when used
     from simlab.sim.simulators.base import Simulator
     from simlab.transcript import Pin, TrialRecord
 
-__all__ = ["Run", "arun", "load_run", "run"]
+__all__ = ["RegressionCheck", "Run", "arun", "load_run", "run"]
 
 ReportFormat = Literal["markdown", "json", "csv"]
 _T = TypeVar("_T")
+
+
+@dataclass(frozen=True)
+class RegressionCheck:
+    """``simlab compare --fail-on-regression`` from Python: ``exit_code`` 0 (no regression beyond
+    noise), 1 (regressed), 3 (inconclusive: a run that does not stand for its plan, or base
+    scenarios the candidate did not play); ``reason`` says which; ``comparison`` is the figures."""
+
+    exit_code: int
+    reason: str
+    comparison: Comparison
 
 
 class Run:
@@ -114,6 +126,20 @@ class Run:
             margin=margin,
             by_design=("simulator",) if replay else (),
         )
+
+    def check_regression(
+        self, other: Run, *, margin: float = 0.0, partial_ok: bool = False, allow_different_pins: bool = False
+    ) -> RegressionCheck:
+        """This run as the baseline: did ``other`` regress? Decided as ``simlab compare
+        --fail-on-regression`` decides it (each run held to its own error budget; a part of the
+        base's scenarios compared only with ``partial_ok``), never from the pooled figure alone."""
+        from simlab.report.compare_runs import compare_exit
+
+        comparison = self.compare(other, margin=margin, allow_different_pins=allow_different_pins)
+        code, reason = compare_exit(
+            comparison, self.summary, other.summary, fail_on_regression=True, partial_ok=partial_ok
+        )
+        return RegressionCheck(code, reason, comparison)
 
     def gate(self, suite: str | Path) -> GateReport:
         """The suite's gates on this run (``.exit_code``: 0 held, 1 failed, 3 inconclusive). A

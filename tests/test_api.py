@@ -61,6 +61,8 @@ SIGNATURES = {
     "load_run": "(run: str | Path | None = None, *, project: str | Path = .) -> Run",
     "Run": "(folder: str | Path, *, project: str | Path | None = None)",
     "Run.compare": "(self, other: Run, *, margin: float = 0.0, allow_different_pins: bool = False) -> Comparison",
+    "Run.check_regression": "(self, other: Run, *, margin: float = 0.0, partial_ok: bool = False, "
+                            "allow_different_pins: bool = False) -> RegressionCheck",
     "Run.gate": "(self, suite: str | Path) -> GateReport",
     "Run.report": "(self, format: ReportFormat = markdown) -> str",
     "Run.trials": "(self) -> pandas.DataFrame",
@@ -68,7 +70,7 @@ SIGNATURES = {
     "Run.transcripts": "(self) -> Iterator[TrialRecord]",
 }
 RUN_MEMBERS = {"folder", "project", "id", "manifest", "summary", "trials", "checks", "transcripts", "compare",
-               "gate", "report"}
+               "check_regression", "gate", "report"}
 
 
 def signature(name: str) -> str:
@@ -157,6 +159,15 @@ def test_a_callable_agent_compare_and_gate(project: Path) -> None:
                        project=project)
     comparison = worse.compare(base, allow_different_pins=True)
     assert comparison is not None
+    regressed = base.check_regression(worse, allow_different_pins=True)  # as compare --fail-on-regression
+    assert (regressed.exit_code, regressed.reason) == (1, "regressed beyond noise")
+    assert regressed.comparison.pooled.verdict == "regressed"
+    assert worse.check_regression(base, allow_different_pins=True).exit_code == 0
+    part = simlab.run(SCENARIOS[:1], agent="python:examples.retail_agents:flaky_agent", trials=3, run_id="part",
+                      project=project)  # a part of the base's scenarios: not a whole comparison
+    partial = base.check_regression(part, allow_different_pins=True)
+    assert partial.exit_code == 3 and partial.reason.startswith("inconclusive")
+    assert base.check_regression(part, allow_different_pins=True, partial_ok=True).exit_code in (0, 1)
     assert worse.summary.suite.raw.success.rate < base.summary.suite.raw.success.rate
     suite = project / "suites" / "api.yaml"
     suite.write_text("id: api\nscenarios: ['../scenarios/retail/refund-damaged-card.yaml',"

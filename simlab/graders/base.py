@@ -80,6 +80,11 @@ def tool_crashes(transcript: Transcript) -> list[tuple[int, str, ErrorEvent]]:
     return out
 
 
+# the checks of the agent's conduct whose failure at an agent event no later drift or crash excuses: a
+# policy rule, and a rubric item the judge's answer placed there (by the event its reason cites)
+AGENT_RULES = frozenset({"policy", "rubric"})
+
+
 def verdict_of(transcript: Transcript, checks: list[Check]) -> Verdict:
     """The trial's verdict from its checks, by the precedence rule above (``verdicts.PRECEDENCE``)."""
     if transcript.termination.reason.value == "error":
@@ -93,7 +98,8 @@ def verdict_of(transcript: Transcript, checks: list[Check]) -> Verdict:
         [start if c.event is None else c.event for c in causal] + [i for i, _, _ in crashes],
         default=len(transcript.events),
     )
-    if any(c.kind == "policy" and c.status == "fail" and c.event is not None and c.event < cut for c in hard):
+    breached = [c for c in hard if c.kind in AGENT_RULES and c.status == "fail" and c.event is not None]
+    if any(c.event is not None and c.event < cut for c in breached):
         return "fail"
     if crashes:
         return "error"

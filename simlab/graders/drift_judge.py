@@ -17,21 +17,19 @@ data without tool traffic: the judge sees what the user could see.
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Awaitable, Callable
 from typing import Any
 
 from simlab.graders.base import GradeContext, check_at
-from simlab.graders.judge import JudgeOutcome, at_least_one, judge_criterion, not_run
+from simlab.graders.judge import JudgeOutcome, at_least_one, cited_event, judge_criterion, not_run
 from simlab.graders.judge_prompt import data_rules, nonce_for, transcript_as_data
 from simlab.graders.registry import grader
 from simlab.llm.types import Message
 from simlab.specs import Persona
-from simlab.transcript import Check, ModelCall, Transcript, UserMessage
+from simlab.transcript import Check, ModelCall, UserMessage
 
-__all__ = ["ASPECTS", "cited_user_message", "drift_messages", "grade_drift_llm"]
+__all__ = ["ASPECTS", "drift_messages", "grade_drift_llm"]
 
-_CITED = re.compile(r"#(\d{1,9})\b")  # "#7", as the transcript's lines are numbered for the judge
 
 ASPECTS: dict[str, str] = {
     "persona": "Did the simulated user stay in its role as the customer and in its persona (character, "
@@ -103,16 +101,6 @@ def drift_messages(ctx: GradeContext, question: str, persona: Persona | str | No
     return [{"role": "system", "content": system}, {"role": "user", "content": user}]
 
 
-def cited_user_message(transcript: Transcript, reason: str | None) -> int | None:
-    """The earliest of the simulated user's messages that a judge's reason cites by its ``#index``,
-    or None (none cited, or no index of a user message): where the drift began, so that the
-    verdict's precedence can see what the agent did before it (an unplaced drift counts from the
-    start, and hides an agent's earlier policy breach)."""
-    cited = (int(n) for n in _CITED.findall(reason or ""))
-    events = transcript.events
-    return min((i for i in cited if i < len(events) and isinstance(events[i], UserMessage)), default=None)
-
-
 def _persona(ctx: GradeContext, persona: Persona | str | None) -> Persona | str | None:
     if persona is not None:
         return persona
@@ -154,7 +142,8 @@ async def grade_drift_llm(
             calls=calls,
         )
         status: Any = "error" if verdict is None else "pass" if verdict == "yes" else "fail"
-        place = cited_user_message(ctx.transcript, reason) if status == "fail" else None
+        # placed at the user message its reason cites, so an agent's breach before it still counts
+        place = cited_event(ctx.transcript, reason, (UserMessage,)) if status == "fail" else None
         checks.append(
             Check(
                 name=name,

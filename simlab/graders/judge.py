@@ -29,11 +29,11 @@ from typing import Any, Generic, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from simlab.graders.base import GradeContext
+from simlab.graders.base import GradeContext, check_at
 from simlab.graders.judge_prompt import data_rules, nonce_for, transcript_as_data
 from simlab.graders.registry import grader
 from simlab.llm.types import ChatModel, Message, ModelError
-from simlab.transcript import Check, ModelCall, Transcript, UserMessage
+from simlab.transcript import AgentMessage, Check, InvalidCall, ModelCall, ToolCall, Transcript, UserMessage
 from simlab.transcript.checks import CheckStatus
 from simlab.transcript.model import Role
 
@@ -44,6 +44,7 @@ __all__ = [
     "YesNo",
     "ask_json",
     "at_least_one",
+    "cited_event",
     "grade_rubric",
     "judge_criterion",
     "judge_pin",
@@ -54,6 +55,8 @@ __all__ = [
 ]
 
 NO_JUDGE = "no judge model configured"
+AGENT_EVENTS = (AgentMessage, ToolCall, InvalidCall)  # what the agent did, as a judge may cite it
+_CITED = re.compile(r"#(\d{1,9})\b")  # "#7", as the transcript's lines are numbered for a judge
 M = TypeVar("M", bound=BaseModel)
 _FENCE = re.compile(r"^```[ \t]*(?:json)?[ \t]*\n?(.*?)\n?[ \t]*```$", re.DOTALL | re.IGNORECASE)
 
@@ -395,6 +398,7 @@ async def grade_rubric(ctx: GradeContext, *, samples: int = 1, max_attempts: int
         )
         status: CheckStatus = "error" if verdict is None else "pass" if verdict == "yes" else "fail"
         score = None if verdict is None else float(verdict == "yes")
+        place = cited_event(ctx.transcript, reason, AGENT_EVENTS) if status == "fail" else None
         checks.append(
             Check(
                 name=name,
@@ -404,12 +408,22 @@ async def grade_rubric(ctx: GradeContext, *, samples: int = 1, max_attempts: int
                 score=score,
                 reason=reason,
                 details={"question": item.text, **scope, **details},
+                **check_at(ctx.transcript, place),
             )
         )
     soft = [c for c, item in zip(checks, items) if not item.hard]
     if soft:
         checks.append(_soft_score(soft))
     return JudgeOutcome(checks, calls)
+
+
+def cited_event(transcript: Transcript, reason: str | None, kinds: tuple[type, ...]) -> int | None:
+    """The earliest event of ``kinds`` that a judge's reason cites by its ``#index``, or None (none
+    cited, or none of those kinds): where a failing answer points, so that the verdict's precedence
+    can tell what came first (an unplaced check counts as the whole conversation's)."""
+    cited = (int(n) for n in _CITED.findall(reason or ""))
+    events = transcript.events
+    return min((i for i in cited if i < len(events) and isinstance(events[i], kinds)), default=None)
 
 
 def at_least_one(**counts: int) -> None:

@@ -345,6 +345,19 @@ async def test_a_rubric_breach_the_judge_places_before_the_users_drift_is_the_ag
         assert verdict_of(t, [check, drift]) == verdict, reason
 
 
+def test_an_ungrounded_reply_before_the_users_drift_is_the_agents_fail() -> None:
+    """A hard groundedness check fails at the agent's reply (#3); the user drifts after it (#4):
+    the agent's claim came first. A drift before the reply leaves the trial invalid."""
+    from simlab.transcript import Check
+
+    t = transcript()
+    ungrounded = Check(name="groundedness", kind="groundedness", status="fail", hard=True, event=3, turn=1)
+    later = Check(name="drift:invented_identifier", kind="drift", status="fail", hard=True, event=4, turn=2)
+    earlier = later.model_copy(update={"event": 0, "turn": 1})
+    assert verdict_of(t, [ungrounded, later]) == "fail"
+    assert verdict_of(t, [ungrounded, earlier]) == "invalid"
+
+
 async def test_drift_judge_without_judge_or_secrets() -> None:
     out = await grade_drift_llm(ctx(None, rubric=[]))
     assert {c.status for c in out.checks} == {"not_run"} and len(out.checks) == 4

@@ -81,8 +81,9 @@ def tool_crashes(transcript: Transcript) -> list[tuple[int, str, ErrorEvent]]:
 
 
 # the checks of the agent's conduct whose failure at an agent event no later drift or crash excuses: a
-# policy rule, and a rubric item the judge's answer placed there (by the event its reason cites)
-AGENT_RULES = frozenset({"policy", "rubric"})
+# policy rule, a rubric item the judge's answer placed there (by the event its reason cites), and
+# the groundedness of the agent's reply
+AGENT_RULES = frozenset({"policy", "rubric", "groundedness"})
 
 
 def verdict_of(transcript: Transcript, checks: list[Check]) -> Verdict:

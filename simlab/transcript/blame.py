@@ -12,8 +12,9 @@ ended in an infrastructure error (termination ``error``)   ``provider``  the err
   simulator, judge); ``tool`` when a domain tool's call
   broke it; ``user`` when the simulator's own code
   raised; ``lab`` when simlab itself did
-a hard policy (or placed rubric) check failed before any   ``agent``     the offending call
-  drift or crash
+a hard check of the agent's conduct (policy, a placed      ``agent``     the offending call
+  rubric item, groundedness) failed before any drift or
+  crash
 a domain tool crashed (``error``, ``tool_crash:TOOL``)     ``tool``      the crash
 the agent crashed, hung past its turn limit or looped      ``agent``     where its failing hard
   (``agent_failed``: ``fail`` even after a drift)                        checks point

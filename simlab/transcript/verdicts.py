@@ -111,8 +111,9 @@ PRECEDENCE: tuple[tuple[str, str, str], ...] = (
     ),
     (
         "fail",
-        "a hard policy check, or a hard rubric item whose judge cited the agent's offending step, failed at "
-        "an agent event before the user drifted and before a domain tool crashed",
+        "a hard check of the agent's conduct (a policy rule, a rubric item whose judge cited the agent's "
+        "offending step, the groundedness of its reply) failed at an agent event before the user drifted "
+        "and before a domain tool crashed",
         "what the agent did before anything else went wrong is its own, and no drift or crash hides it",
     ),
     (

@@ -151,6 +151,38 @@ def test_a_refusal_and_a_developer_message_import_as_the_api_gives_them(project:
     assert shape(second) == [("user", 1, "and now?"), ("agent", 1, "No, not Bob's.")]
 
 
+def test_custom_tool_calls_and_legacy_function_calls_import_as_calls(project: Path):
+    """Messages as the openai library gives them: a custom tool call (``type: custom``, free-text
+    ``input``) and the legacy ``function_call`` with its ``function`` result message. Before, the
+    first stopped the import with a generic error, the second with an unknown role."""
+    from openai.types.chat import ChatCompletionMessage, ChatCompletionMessageCustomToolCall
+    from openai.types.chat.chat_completion_message import FunctionCall
+
+    custom = ChatCompletionMessage(role="assistant", content=None, tool_calls=[
+        ChatCompletionMessageCustomToolCall(id="c1", type="custom",
+                                            custom={"name": "run_sql", "input": "select * from orders"})])
+    legacy = ChatCompletionMessage(role="assistant", content=None,
+                                   function_call=FunctionCall(name="lookup_order", arguments='{"order_id": "A1"}'))
+    source = write_jsonl(project / "c.jsonl", [
+        [{"role": "user", "content": "orders?"}, custom.model_dump(mode="json"),
+         {"role": "tool", "tool_call_id": "c1", "content": "[]"}, {"role": "assistant", "content": "None."}],
+        [{"role": "user", "content": "A1?"}, legacy.model_dump(mode="json"),
+         {"role": "function", "name": "lookup_order", "content": '{"status": "shipped"}'},
+         {"role": "assistant", "content": "Shipped."}],
+    ])
+    assert main(["import", "openai", str(source), "--run-id", "r"]) == 0
+    first, second = transcripts(project / "transcripts" / "r")
+    assert shape(first) == [("user", 1, "orders?"), ("tool_call", 1, "run_sql", None),
+                            ("tool_result", 1, "run_sql", True, []), ("agent", 1, "None.")]
+    [call] = [e for e in first.events if e.type == "tool_call"]
+    assert call.raw_arguments == "select * from orders"  # free text, kept as given
+    assert shape(second) == [("user", 1, "A1?"), ("tool_call", 1, "lookup_order", {"order_id": "A1"}),
+                             ("tool_result", 1, "lookup_order", True, {"status": "shipped"}),
+                             ("agent", 1, "Shipped.")]
+    calls = [e.call_id for e in second.events if e.type in ("tool_call", "tool_result")]
+    assert len(set(calls)) == 1  # the result is paired with its call
+
+
 def test_the_raw_file_is_kept_only_when_asked(project: Path):
     source = write_jsonl(project / "convs.jsonl", CONVERSATIONS)
     assert main(["import", "openai", str(source), "--run-id", "kept", "--keep-raw"]) == 0
@@ -171,7 +203,7 @@ def test_an_imported_run_reports_and_views_like_any_run(project: Path, capsys):
 @pytest.mark.parametrize("content, message", [
     ("not json\n", "bad.jsonl:1: not JSON"),
     ('{"messages": [{"role": "bot", "content": "x"}]}\n',
-     "bad.jsonl:1: messages[0]: expected an object with role system/developer/user/assistant/tool (got 'bot')"),
+     "bad.jsonl:1: messages[0]: expected an object with role system/developer/user/assistant/tool/function (got 'bot')"),
     ('[{"role": "assistant", "tool_calls": [{"id": 1}]}]\n',
      "bad.jsonl:1: messages[0].tool_calls[0]: expected {id, function: {name, arguments}}"),
     ("\n", "bad.jsonl: no conversation found"),

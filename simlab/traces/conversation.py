@@ -98,6 +98,24 @@ def reply_of(message: dict[str, Any]) -> str:
     return text_of(message.get("content")) or text_of(message.get("refusal"))
 
 
+def requests_of(message: dict[str, Any], position: int) -> list[tuple[str, str, Any]]:
+    """(id in the source, tool name, arguments as given) of each tool call an assistant message
+    makes: Chat Completions' function calls, its custom tool calls (``{"type": "custom", "custom":
+    {"name", "input"}}``: free text, kept as the raw arguments) and the legacy ``function_call``."""
+    out = []
+    for i, request in enumerate(message.get("tool_calls") or []):
+        kind = "custom" if request.get("type") == "custom" else "function"
+        body = request.get(kind) or {}
+        given = str(request.get("id") or f"call-{position}-{i}")
+        arguments = body.get("input" if kind == "custom" else "arguments")
+        out.append((given, str(body.get("name") or "unknown"), arguments))
+    legacy = message.get("function_call")
+    if isinstance(legacy, dict):
+        name = str(legacy.get("name") or "unknown")
+        out.append((f"call-{position}-function", name, legacy.get("arguments")))
+    return out
+
+
 def _result(text: str) -> Any:
     try:
         return json.loads(text)
@@ -113,6 +131,7 @@ def to_transcript(
     events: list[Any] = []
     names: dict[str, str] = {}  # transcript call id → tool name
     latest: dict[str, str] = {}  # id in the source → transcript id of the latest call with it
+    by_name: dict[str, str] = {}  # tool name → transcript id of its latest call (legacy results)
     context: dict[str, Any] = {}
     turn, users = 1, 0
     pending = sorted(conv.calls, key=lambda c: c.after)
@@ -129,15 +148,13 @@ def to_transcript(
             turn = users
             events.append(UserMessage(turn=turn, text=text_of(message.get("content"))))
         elif role == "assistant":
-            for i, request in enumerate(message.get("tool_calls") or []):
-                function = request.get("function") or {}
-                given = str(request.get("id") or f"call-{position}-{i}")
+            requests = requests_of(message, position)
+            for given, name, raw in requests:
                 # an id a source reuses (a local model's "call_0" in every reply) is made unique:
                 # graders pair each call with its result by id; a tool message answers the latest
                 call_id = given if given not in names else f"{given}~{len(names) + 1}"
                 latest[given] = call_id
-                name = str(function.get("name") or "unknown")
-                raw = function.get("arguments")
+                by_name[name] = call_id
                 raw_text = (
                     raw if isinstance(raw, str) else json.dumps(raw if raw is not None else {}, default=str)
                 )
@@ -153,8 +170,13 @@ def to_transcript(
                     )
                 )
             text = reply_of(message)
-            if text or not message.get("tool_calls"):
+            if text or not requests:
                 events.append(AgentMessage(turn=turn, text=text))
+        elif role == "function":  # the legacy result of a function_call: it names the function
+            name = str(message.get("name") or "unknown")
+            call_id = by_name.get(name, f"call-{position}-function")
+            content = text_of(message.get("content"))
+            events.append(ToolResult(turn=turn, call_id=call_id, name=name, ok=True, result=_result(content)))
         elif role == "tool":
             given = str(message.get("tool_call_id") or "")
             call_id = latest.get(given, given)

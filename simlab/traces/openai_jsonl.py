@@ -3,9 +3,10 @@
 A line is a JSON list of chat messages, or an object with ``messages`` and optionally ``id``,
 ``model``, ``feedback`` (anything; negative when it is a number below 0, ``false``, or says
 down/bad/negative) and ``error``. Messages are ``{role, content}`` with ``tool_calls`` on the
-assistant's and ``tool_call_id`` on a tool's (the Chat Completions shape; a ``developer`` message is
-a system message, an assistant's ``refusal`` is what it said); a tool message may say
-``"is_error": true``.
+assistant's (function calls, and custom tool calls whose ``input`` is free text) and
+``tool_call_id`` on a tool's (the Chat Completions shape; a ``developer`` message is a system
+message, an assistant's ``refusal`` is what it said; the legacy ``function_call`` and its
+``function`` message are a call and its result); a tool message may say ``"is_error": true``.
 """
 
 from __future__ import annotations
@@ -17,7 +18,8 @@ from typing import Any
 from simlab.errors import SpecError
 from simlab.traces.conversation import Conversation, read_source
 
-ROLES = ("system", "developer", "user", "assistant", "tool")  # developer: newer models' system
+ROLES = ("system", "developer", "user", "assistant", "tool", "function")  # developer: newer models'
+# system; function: the legacy result of an assistant's function_call
 
 
 def is_negative(feedback: Any) -> bool:
@@ -75,6 +77,15 @@ def read_openai_jsonl(path: Path) -> list[Conversation]:
     return found
 
 
+def _call_name(call: Any) -> str | None:
+    """The tool a Chat Completions tool call names (a function's or a custom tool's), or None."""
+    if not isinstance(call, dict):
+        return None
+    body = call.get("custom") if call.get("type") == "custom" else call.get("function")
+    name = body.get("name") if isinstance(body, dict) else None
+    return name if isinstance(name, str) else None
+
+
 def _conversation(data: Any, where: str, number: int) -> tuple[Conversation | None, str | None]:
     meta: dict[str, Any] = {}
     if isinstance(data, dict):
@@ -87,9 +98,18 @@ def _conversation(data: Any, where: str, number: int) -> tuple[Conversation | No
         if not isinstance(message, dict) or message.get("role") not in ROLES:
             got = message.get("role") if isinstance(message, dict) else type(message).__name__
             return None, f"messages[{i}]: expected an object with role {'/'.join(ROLES)} (got {got!r})"
-        for j, call in enumerate(message.get("tool_calls") or []):
-            if not isinstance(call, dict) or not isinstance((call.get("function") or {}).get("name"), str):
-                return None, f"messages[{i}].tool_calls[{j}]: expected {{id, function: {{name, arguments}}}}"
+        calls = message.get("tool_calls") or []
+        if not isinstance(calls, list):
+            return None, f"messages[{i}].tool_calls: expected a list of tool calls"
+        for j, call in enumerate(calls):
+            if _call_name(call) is None:
+                return None, (
+                    f"messages[{i}].tool_calls[{j}]: expected {{id, function: {{name, arguments}}}} or "
+                    "{id, type: custom, custom: {name, input}}"
+                )
+        legacy = message.get("function_call")
+        if legacy is not None and not (isinstance(legacy, dict) and isinstance(legacy.get("name"), str)):
+            return None, f"messages[{i}].function_call: expected {{name, arguments}}"
     feedback = meta.get("feedback")
     errors = {
         str(m.get("tool_call_id")): str(m.get("content") or "tool error")

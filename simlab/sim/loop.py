@@ -43,6 +43,11 @@ T = TypeVar("T")
 SHOWN_OF_LONG_REPLY = 2_000  # characters kept of a reply over limits.max_reply_bytes
 
 
+def wall_time_over(limit: float | None) -> str:
+    """How a trial that ran past ``limits.max_seconds`` ends, wherever the clock caught it."""
+    return f"wall time over the limit of {limit} s"
+
+
 @dataclass
 class Trial:
     """One work unit, fully built: what to play, who plays it, and its identity in the run."""
@@ -109,12 +114,12 @@ class _Conversation:
     def check_clock(self) -> None:
         """The wall-time limit, checked between steps: ``asyncio.timeout`` cannot stop synchronous
         work on the loop (a tool an async agent calls, the simulator matching a long reply), but the
-        next step sees the clock. A sync agent runs on a thread of its own, cut off at its bound."""
+        next step sees the clock. A sync agent's turn is cut off at its bound (``_bounded``)."""
         limit = self.t.limits.max_seconds
         if limit is not None and self.clock() - self.started > limit:
             if self.speaking == "simulator":
                 raise self.user_overran(limit)
-            raise StopTrial("budget_exceeded", f"wall time over the limit of {limit} s")
+            raise StopTrial("budget_exceeded", wall_time_over(limit))
 
     def user_overran(self, limit: float | None) -> _End:
         """The trial's wall time ran out while the simulated user was making its turn (its model's
@@ -124,7 +129,7 @@ class _Conversation:
         )
         return _End(
             R.ERROR,
-            f"wall time over the limit of {limit} s while the simulated user was answering (its model "
+            f"{wall_time_over(limit)} while the simulated user was answering (its model "
             "or its code, not the agent)",
         )
 
@@ -283,9 +288,7 @@ class _Conversation:
             return await self._within(turn, limit)
         except TurnCutOff as cut:
             if cut.by_trial:  # the trial's wall clock, as its asyncio.timeout says it
-                raise StopTrial(
-                    "budget_exceeded", f"wall time over the limit of {self.t.limits.max_seconds} s"
-                ) from None
+                raise StopTrial("budget_exceeded", wall_time_over(self.t.limits.max_seconds)) from None
             assert limit is not None
             raise self._cut_off(limit, thread_waiting(cut.job)) from None
         finally:
@@ -405,7 +408,7 @@ async def _run(conv: _Conversation, trial: Trial, clock: Callable[[], float]) ->
             termination = Termination(
                 reason=R.BUDGET_EXCEEDED,
                 turn=conv.turn,
-                detail=f"wall time over the limit of {trial.limits.max_seconds} s",
+                detail=wall_time_over(trial.limits.max_seconds),
             )
     conv.end()  # before the final state is read
     return trial_transcript(

@@ -99,8 +99,9 @@ def verdict_of(transcript: Transcript, checks: list[Check]) -> Verdict:
         [start if c.event is None else c.event for c in causal] + [i for i, _, _ in crashes],
         default=len(transcript.events),
     )
-    breached = [c for c in hard if c.kind in AGENT_RULES and c.status == "fail" and c.event is not None]
-    if any(c.event is not None and c.event < cut for c in breached):
+    if any(
+        c.kind in AGENT_RULES and c.status == "fail" and c.event is not None and c.event < cut for c in hard
+    ):
         return "fail"
     if crashes:
         return "error"

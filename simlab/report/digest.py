@@ -9,6 +9,7 @@ pass are read and parsed whole, so a run of 100,000 passing trials costs what th
 from __future__ import annotations
 
 import bisect
+import operator
 from collections.abc import Collection
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -49,9 +50,8 @@ class Digest:
     path: Path
     seconds: dict[str, float] = field(default_factory=dict)  # scenario → summed known trial durations
     unknown_seconds: dict[str, int] = field(default_factory=dict)  # scenario → trials of unknown duration
-    failed: dict[str, list[FailedTrial]] = field(
-        default_factory=dict
-    )  # scenario → its first few (plan order)
+    # scenario → its first few trials that did not pass, in plan order
+    failed: dict[str, list[FailedTrial]] = field(default_factory=dict)
     not_passed: dict[str, int] = field(default_factory=dict)  # scenario → all that did not pass
     # every trial's cost and duration, when asked for (``heads``: the HTML's distributions); not the
     # heads themselves, which at 100,000 trials would hold the report's memory several times over
@@ -106,7 +106,7 @@ def digest(
         if all(k.line != kept.line for k in chosen):
             chosen.append(kept)
     for sid in sorted(few):
-        out.failed[sid] = [_failed(store.trials_path, k, records) for k in sorted(few[sid], key=_by_order)]
+        out.failed[sid] = [_failed(store.trials_path, k, records) for k in sorted(few[sid], key=_ORDER)]
     return out
 
 
@@ -121,8 +121,7 @@ class _Kept:
     length: int
 
 
-def _by_order(kept: _Kept) -> tuple[str, int, str]:
-    return kept.order
+_ORDER = operator.attrgetter("order")
 
 
 def _keep_first(chosen: list[_Kept], kept: _Kept, keep: int) -> None:
@@ -130,7 +129,7 @@ def _keep_first(chosen: list[_Kept], kept: _Kept, keep: int) -> None:
     order they finished, and a merge stores shards one after another."""
     if keep <= 0 or (len(chosen) >= keep and chosen[-1].order <= kept.order):
         return
-    bisect.insort(chosen, kept, key=_by_order)
+    bisect.insort(chosen, kept, key=_ORDER)
     del chosen[keep:]
 
 

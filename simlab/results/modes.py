@@ -32,7 +32,7 @@ def failure_modes(
 ) -> tuple[list[FailureMode], int]:
     """(the top modes, how many more there are) from the summary's rows (``frames.collect``,
     already judged: an unjudged trial counted as a pass is a pass); ``counts``: scenario → (passes,
-    trials; ``trial``, the trial's number, where known)."""
+    trials; ``trial``: each row's trial number)."""
     groups: dict[str, list[dict[str, Any]]] = {}
     for r in rows:
         if r.get("fault") is not None and r["verdict"] != "pass":
@@ -49,7 +49,7 @@ def failure_modes(
 def _mode(
     name: str, members: list[dict[str, Any]], counts: dict[str, tuple[int, int]], ks: list[int]
 ) -> FailureMode:
-    first = min(members, key=lambda r: plan_order(r["scenario_id"], r.get("trial"), r["fault"][2]))
+    first = min(members, key=lambda r: plan_order(r["scenario_id"], r["trial"], r["fault"][2]))
     _, blame, unit_id, turn, event = first["fault"]
     verdicts: dict[str, int] = {}
     gained: dict[str, int] = {}  # scenario → passes gained

@@ -98,17 +98,26 @@ def reply_of(message: dict[str, Any]) -> str:
     return text_of(message.get("content")) or text_of(message.get("refusal"))
 
 
+def tool_request(call: Any) -> tuple[Any, Any]:
+    """(name, arguments) as a Chat Completions tool call gives them: a function call's
+    ``{function: {name, arguments}}``, or a custom tool call's ``{"type": "custom", "custom":
+    {name, input}}`` (free text, kept as the raw arguments); (None, None) when it is neither."""
+    kind = "custom" if isinstance(call, dict) and call.get("type") == "custom" else "function"
+    body = call.get(kind) if isinstance(call, dict) else None
+    if not isinstance(body, dict):
+        return None, None
+    return body.get("name"), body.get("input" if kind == "custom" else "arguments")
+
+
 def requests_of(message: dict[str, Any], position: int) -> list[tuple[str, str, Any]]:
     """(id in the source, tool name, arguments as given) of each tool call an assistant message
-    makes: Chat Completions' function calls, its custom tool calls (``{"type": "custom", "custom":
-    {"name", "input"}}``: free text, kept as the raw arguments) and the legacy ``function_call``."""
+    makes: Chat Completions' function and custom tool calls (``tool_request``) and the legacy
+    ``function_call``."""
     out = []
     for i, request in enumerate(message.get("tool_calls") or []):
-        kind = "custom" if request.get("type") == "custom" else "function"
-        body = request.get(kind) or {}
+        name, arguments = tool_request(request)
         given = str(request.get("id") or f"call-{position}-{i}")
-        arguments = body.get("input" if kind == "custom" else "arguments")
-        out.append((given, str(body.get("name") or "unknown"), arguments))
+        out.append((given, str(name or "unknown"), arguments))
     legacy = message.get("function_call")
     if isinstance(legacy, dict):
         name = str(legacy.get("name") or "unknown")

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from simlab.errors import SpecError
-from simlab.traces.conversation import Conversation, read_source
+from simlab.traces.conversation import Conversation, read_source, tool_request
 
 ROLES = ("system", "developer", "user", "assistant", "tool", "function")  # developer: newer models'
 # system; function: the legacy result of an assistant's function_call
@@ -77,15 +77,6 @@ def read_openai_jsonl(path: Path) -> list[Conversation]:
     return found
 
 
-def _call_name(call: Any) -> str | None:
-    """The tool a Chat Completions tool call names (a function's or a custom tool's), or None."""
-    if not isinstance(call, dict):
-        return None
-    body = call.get("custom") if call.get("type") == "custom" else call.get("function")
-    name = body.get("name") if isinstance(body, dict) else None
-    return name if isinstance(name, str) else None
-
-
 def _conversation(data: Any, where: str, number: int) -> tuple[Conversation | None, str | None]:
     meta: dict[str, Any] = {}
     if isinstance(data, dict):
@@ -102,7 +93,7 @@ def _conversation(data: Any, where: str, number: int) -> tuple[Conversation | No
         if not isinstance(calls, list):
             return None, f"messages[{i}].tool_calls: expected a list of tool calls"
         for j, call in enumerate(calls):
-            if _call_name(call) is None:
+            if not isinstance(tool_request(call)[0], str):
                 return None, (
                     f"messages[{i}].tool_calls[{j}]: expected {{id, function: {{name, arguments}}}} or "
                     "{id, type: custom, custom: {name, input}}"

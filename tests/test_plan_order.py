@@ -41,6 +41,14 @@ def key(line: str) -> tuple[str, int]:
     return (row["scenario_id"], row["trial"])
 
 
+def in_plan_order(lines: list[str]) -> list[str]:
+    return sorted(lines, key=key)
+
+
+def backwards(lines: list[str]) -> list[str]:  # an order a merge of shards might give
+    return sorted(lines, key=key, reverse=True)
+
+
 def readings(folder: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> dict:
     monkeypatch.chdir(folder.parents[1])
     assert main(["report", folder.name, "--json"]) in (0, 1)
@@ -59,8 +67,7 @@ def readings(folder: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.Captu
 def test_the_same_trials_stored_in_another_order_read_the_same(
     demo_run: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    ordered = readings(restored(demo_run, tmp_path / "plan", lambda ls: sorted(ls, key=key)), monkeypatch, capsys)
-    backwards = lambda ls: sorted(ls, key=key, reverse=True)  # noqa: E731 - the order a merge might give
+    ordered = readings(restored(demo_run, tmp_path / "plan", in_plan_order), monkeypatch, capsys)
     reversed_ = readings(restored(demo_run, tmp_path / "back", backwards), monkeypatch, capsys)
     assert ordered == reversed_
     assert ordered["modes"] and any("trials that did not pass" in m for m in ordered["junit"])
@@ -70,7 +77,7 @@ def test_the_same_trials_stored_in_another_order_read_the_same(
 
 
 def test_compare_names_differing_trials_in_plan_order(demo_run: Path, tmp_path: Path) -> None:
-    base = restored(demo_run, tmp_path / "a", lambda ls: sorted(ls, key=key, reverse=True))
+    base = restored(demo_run, tmp_path / "a", backwards)
     found = trial_differences(base, base)
     assert [unit for unit, _ in found] == sorted(
         (unit for unit, _ in found), key=lambda u: (u.rsplit("#", 1)[0], int(u.rsplit("#", 1)[1]))

@@ -171,8 +171,10 @@ def test_a_hung_synchronous_agent_ends_its_trial_at_the_turn_limit(virtual_time)
 
     release, finished = threading.Event(), threading.Event()
     after: list[Any] = []
+    ran_on: list[threading.Thread] = []
 
     def hung(inp):
+        ran_on.append(threading.current_thread())
         try:
             wait_on_the_test(release)  # returns only once the test saw the trial end
             inp.tools.call("set_item", key="late", value="1")
@@ -189,6 +191,8 @@ def test_a_hung_synchronous_agent_ends_its_trial_at_the_turn_limit(virtual_time)
     assert [type(e).__name__ for e in after] == ["StopTrial"]
     assert "the agent's turn ran over 5 s (limits.max_turn_seconds)" in t.termination.detail
     assert "late" not in t.final_state["items"]
+    ran_on[0].join(timeout=60)  # the timeout guards a stuck thread only
+    assert not ran_on[0].is_alive()  # abandoned, it retires once it returns: later turns keep one thread
 
 
 def test_a_hung_synchronous_agent_ends_at_its_trials_wall_clock_when_that_comes_first(virtual_time):

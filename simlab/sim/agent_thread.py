@@ -31,6 +31,9 @@ from typing import Any
 __all__ = ["POLL_S", "TURN_BOUND", "AgentThreads", "TurnBound", "TurnCutOff", "run_bounded", "wait_for_turn"]
 
 
+_ABANDONED: weakref.WeakSet[concurrent.futures.Future[Any]] = weakref.WeakSet()  # jobs cut off
+
+
 class _AgentThread(threading.Thread):
     def __init__(self, idle: queue.SimpleQueue[_AgentThread]) -> None:
         super().__init__(name="simlab-agent", daemon=True)
@@ -54,6 +57,8 @@ class _AgentThread(threading.Thread):
             except BaseException as exc:  # handed to the caller (StopTrial included)
                 error = exc
             self.job = None
+            if future in _ABANDONED:  # cut off at its bound: it retires, so that the thread which
+                return  # took over stays the one every later turn runs on
             self._idle.put(self)  # back in service only once it has returned; idle before the caller
             # hears of it, so that its next turn finds this thread and never starts one more
             if error is None:
@@ -143,8 +148,10 @@ def run_bounded(func: Callable[..., Any], *args: Any) -> Any:
     job = _THREADS.submit(contextvars.copy_context().run, func, *args)
     while not wait_for_turn(job, max(0.0, min(end - loop.time(), POLL_S))):
         if end - loop.time() <= 0:
+            _ABANDONED.add(job)
             raise TurnCutOff(job, by_trial=bound.trial < bound.turn)
         if (main is not None and main.cancelling() > asked) or _stop_signal_waits(loop):
+            _ABANDONED.add(job)
             _STOPPED.add(loop)
             raise asyncio.CancelledError("the run was asked to stop during a sync agent's turn")
     return job.result()

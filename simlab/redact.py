@@ -40,6 +40,11 @@ SECRET_SHAPES = [
     re.compile(r"()\b(?:AKIA|ASIA)[0-9A-Z]{16}\b"),
     re.compile(r"()\bAIza[0-9A-Za-z_-]{30,}"),
     re.compile(r"()\bxox[abprs]-[A-Za-z0-9-]{10,}"),
+    # "name": "value" in JSON text with a credential-looking name (a tool's arguments as a string)
+    re.compile(
+        r'(?i)("[a-z0-9_-]*(?:token|secret|passw(?:or)?d|api[_-]?key|access[_-]?key|private[_-]?key'
+        r'|credentials?)"\s*:\s*")[^"\\]{4,}'
+    ),
     # NAME=value with a credential-looking NAME: a .env file quoted in an error (one start per word)
     re.compile(
         r"(?i)(\b[a-z0-9_]*(?:key|token|secret|password|passwd|credentials?|cred)\s*=\s*[\"']?)"

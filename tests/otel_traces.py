@@ -178,3 +178,41 @@ def parallel_agents_trace_file(path: Path) -> Path:
         for span in agents.values():
             span.end()
     return _write(exporter, path)
+
+
+def no_id_trace_file(path: Path, *, tool_spans: bool) -> Path:
+    """Tool calls and their responses with ``id: null``, as the GenAI conventions allow (Gemini's
+    function calls carry no id): the policy is checked, then a refund issued, each answered in
+    order; ``tool_spans`` adds an ``execute_tool`` span for each, without ``gen_ai.tool.call.id``."""
+    provider, exporter = _provider("gemini-bot")
+    tracer = provider.get_tracer("agent")
+    user = _parts("user", _text("refund order A1"))
+    check = _parts("assistant", {"type": "tool_call", "id": None, "name": "check_refund_policy",
+                                 "arguments": {"order_id": "A1"}})
+    allowed = _parts("tool", {"type": "tool_call_response", "id": None, "response": {"allowed": True}})
+    refund = _parts("assistant", {"type": "tool_call", "id": None, "name": "issue_refund",
+                                  "arguments": {"order_id": "A1"}})
+    done = _parts("tool", {"type": "tool_call_response", "id": None, "response": {"refund_id": "R1"}})
+    reply = _parts("assistant", _text("Refunded."))
+    context = {"gen_ai.conversation.id": "gem-1"}
+
+    def chat(inputs: list[dict[str, Any]], outputs: list[dict[str, Any]]) -> None:
+        with tracer.start_as_current_span("chat gemini", attributes={
+                **context, "gen_ai.operation.name": "chat", "gen_ai.request.model": "gemini-2.5-flash",
+                "gen_ai.input.messages": json.dumps(inputs), "gen_ai.output.messages": json.dumps(outputs)}):
+            pass
+
+    def tool(name: str, result: dict[str, Any]) -> None:
+        if tool_spans:
+            with tracer.start_as_current_span(f"execute_tool {name}", attributes={
+                    **context, "gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": name,
+                    "gen_ai.tool.call.result": json.dumps(result)}):
+                pass
+
+    with tracer.start_as_current_span("invoke_agent shop", attributes=context):
+        chat([user], [check])
+        tool("check_refund_policy", {"allowed": True})
+        chat([user, check, allowed], [refund])
+        tool("issue_refund", {"refund_id": "R1"})
+        chat([user, check, allowed, refund, done], [reply])
+    return _write(exporter, path)

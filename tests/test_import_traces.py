@@ -328,3 +328,77 @@ def test_a_gate_on_an_imported_run_not_graded_advises_only_grade_traces(project:
     text = " ".join(capsys.readouterr().out.split())
     assert "3 of 3 trials are not graded" in text, text
     assert "simlab grade-traces prod --rules RULES.yaml" in text and "simlab grade prod" not in text, text
+
+
+@pytest.mark.parametrize("tool_spans", [False, True], ids=["messages", "tool spans"])
+def test_calls_and_results_without_ids_pair_in_order(project: Path, tool_spans: bool):
+    """The GenAI conventions allow a tool call and its response without an id (Gemini gives none):
+    each response answers the earliest call still unanswered. Before, every result was paired
+    with no call, so the policy rule below saw no successful check and failed a correct agent."""
+    from simlab.graders.policy import calls_of
+    from tests.otel_traces import no_id_trace_file
+
+    source = no_id_trace_file(project / "spans.json", tool_spans=tool_spans)
+    assert main(["import", "otlp", str(source), "--run-id", "prod"]) == 0
+    [t] = transcripts(project / "transcripts" / "prod")
+    pairs = [(c.call.name, c.result.name if c.result else None, c.result.result if c.result else None)
+             for c in calls_of(t)]
+    assert pairs == [("check_refund_policy", "check_refund_policy", {"allowed": True}),
+                     ("issue_refund", "issue_refund", {"refund_id": "R1"})]
+    assert all(e.call_id and e.call_id != "None" for e in t.events if e.type in ("tool_call", "tool_result"))
+    (project / "online.yaml").write_text("expect: {rules: [{before: [check_refund_policy, issue_refund]}]}\n")
+    assert main(["grade-traces", "prod", "--rules", "online.yaml", "--out", "g"]) == 0
+    [graded] = RunStore(project / "transcripts" / "g").records()
+    assert graded.verdict == "pass"
+
+
+def test_openai_results_without_ids_pair_and_a_result_of_no_call_is_said(project: Path, capsys):
+    """OpenAI messages as the library gives them, one tool message without ``tool_call_id`` (it
+    answers the earliest open call of the tool it names) and one whose id no call has (kept,
+    paired with none, and said); an audio reply's transcript is what the agent said."""
+    from openai.types.chat import ChatCompletionMessage, ChatCompletionMessageFunctionToolCall
+    from openai.types.chat.chat_completion_audio import ChatCompletionAudio
+    from openai.types.chat.chat_completion_message_function_tool_call import Function
+
+    asks = ChatCompletionMessage(role="assistant", content=None, tool_calls=[
+        ChatCompletionMessageFunctionToolCall(id="c1", type="function",
+                                              function=Function(name="lookup_order", arguments='{"order_id": "A1"}')),
+        ChatCompletionMessageFunctionToolCall(id="c2", type="function",
+                                              function=Function(name="check_stock", arguments='{}'))])
+    spoken = ChatCompletionMessage(role="assistant", content=None, audio=ChatCompletionAudio(
+        id="a1", data="UklGRg==", expires_at=0, transcript="It shipped yesterday."))
+    source = write_jsonl(project / "c.jsonl", [{"id": "conv-9", "messages": [
+        {"role": "user", "content": "A1?"}, asks.model_dump(mode="json"),
+        {"role": "tool", "name": "check_stock", "content": '{"left": 3}'},
+        {"role": "tool", "tool_call_id": "c1", "content": '{"status": "shipped"}'},
+        {"role": "tool", "tool_call_id": "zzz", "content": '{"x": 1}'},
+        spoken.model_dump(mode="json")]}])
+    assert main(["import", "openai", str(source), "--run-id", "r"]) == 0
+    assert "conversation conv-9): 1 tool result(s) answer no tool call of the conversation (zzz)" in (
+        capsys.readouterr().err)
+    [t] = transcripts(project / "transcripts" / "r")
+    from simlab.graders.policy import calls_of
+
+    assert [(c.call.name, c.result.result if c.result else None) for c in calls_of(t)] == [
+        ("lookup_order", {"status": "shipped"}), ("check_stock", {"left": 3})]
+    assert shape(t)[-1] == ("agent", 1, "It shipped yesterday.")
+
+
+def test_credentials_in_tool_arguments_are_masked_as_an_object_and_as_json_text(project: Path):
+    """Arguments given as an object hold a key and its value apart, so no pattern of one string
+    saw ``api_key`` beside its value; as JSON text, ``"token": "…"`` had no ``=`` to match."""
+    call = {"id": "c1", "type": "function", "function": {"name": "connect", "arguments": {
+        "order_id": "A1", "api_key": "plainsecretvalue1", "nested": [{"password": "hunter22x"}]}}}
+    text_call = {"id": "c2", "type": "function", "function": {
+        "name": "connect", "arguments": '{"order_id": "A2", "access_token": "tok_abcdefgh", "max_tokens": "64"}'}}
+    source = write_jsonl(project / "k.jsonl", [{"messages": [
+        {"role": "user", "content": "go"}, {"role": "assistant", "content": None, "tool_calls": [call, text_call]},
+        {"role": "assistant", "content": "done"}]}])
+    assert main(["import", "openai", str(source), "--run-id", "k"]) == 0
+    stored = (project / "transcripts" / "k" / "trials.jsonl").read_text()
+    assert not [s for s in ("plainsecretvalue1", "hunter22x", "tok_abcdefgh") if s in stored]
+    [t] = transcripts(project / "transcripts" / "k")
+    first, second = [e for e in t.events if e.type == "tool_call"]
+    assert first.arguments == {"order_id": "A1", "api_key": "[REDACTED:secret]",
+                               "nested": [{"password": "[REDACTED:secret]"}]}
+    assert second.arguments == {"order_id": "A2", "access_token": "[REDACTED:secret]", "max_tokens": "64"}

@@ -9,6 +9,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 
+from simlab.inert import one_line
 from simlab.traces.conversation import OBSERVED_SCENARIO, Conversation
 
 
@@ -99,7 +100,7 @@ def import_conversations(
         + ("; the raw file is kept in raw/" if args.keep_raw else ""),
         file=sys.stderr,
     )
-    for note in notes or []:
+    for note in [*(notes or []), *_unanswered_notes(conversations)]:
         print(f"note: {note}", file=sys.stderr)
     empty = [t for t in transcripts if not has_content(t)]
     if empty:
@@ -113,6 +114,22 @@ def import_conversations(
         f"next: simlab grade-traces {run_id} --rules RULES.yaml   (or: simlab view {run_id})", file=sys.stderr
     )
     return 0
+
+
+def _unanswered_notes(conversations: list[Conversation]) -> list[str]:
+    """Tool results that answer no call the conversation holds (``pair_results``), said by
+    conversation: no grader can pair them, so a rule on that call sees no result."""
+    out = []
+    for conv in conversations:
+        if conv.unanswered:
+            where = conv.source if conv.id in conv.source else f"{conv.source} (conversation {conv.id})"
+            shown = ", ".join(conv.unanswered[:3]) + (", …" if len(conv.unanswered) > 3 else "")
+            out.append(
+                f"{one_line(where)}: {len(conv.unanswered)} tool result(s) answer no tool call of the "
+                f"conversation ({one_line(shown)}): kept, paired with none; export the calls too, or "
+                "check each result's tool_call_id"
+            )
+    return out
 
 
 def _command(args: argparse.Namespace, fmt: str) -> list[str]:

@@ -8,6 +8,7 @@ pairing and model calls the same for all of them.
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -59,6 +60,7 @@ class Conversation:
     )
     redactions: int = 0
     hidden: dict[str, int] = field(default_factory=dict)  # input/output -> calls with that side unrecorded
+    unanswered: list[str] = field(default_factory=list)  # tool results that answer no call (pair_results)
 
 
 def has_content(t: Transcript) -> bool:
@@ -94,8 +96,11 @@ def text_of(content: Any) -> str:
 
 def reply_of(message: dict[str, Any]) -> str:
     """What an assistant message said: its content, else its ``refusal`` (the Chat Completions
-    API gives a model's refusal there, with no content)."""
-    return text_of(message.get("content")) or text_of(message.get("refusal"))
+    API gives a model's refusal there, with no content), else the transcript of its spoken reply
+    (an audio model's ``audio: {transcript, data}``, with no content)."""
+    audio = message.get("audio")
+    spoken = audio.get("transcript") if isinstance(audio, dict) else None
+    return text_of(message.get("content")) or text_of(message.get("refusal")) or text_of(spoken)
 
 
 def tool_request(call: Any) -> tuple[Any, Any]:
@@ -123,6 +128,59 @@ def requests_of(message: dict[str, Any], position: int) -> list[tuple[str, str, 
         name = str(legacy.get("name") or "unknown")
         out.append((f"call-{position}-function", name, legacy.get("arguments")))
     return out
+
+
+_NO_ID = re.compile(r"^\s*(<[^<>]*>|none|null|nil|undefined|unknown|not specified|n/a|-)?\s*$", re.IGNORECASE)
+
+
+def real_id(value: Any) -> str | None:
+    """A tool call id, or None for none or a placeholder (``"<not specified>"``, ``""``, ``"null"``)."""
+    if value is None:
+        return None
+    text = str(value)
+    return None if _NO_ID.match(text) else text
+
+
+def pair_results(messages: list[dict[str, Any]]) -> list[str]:
+    """Give each tool call without an id one of its own (``call-<message>-<index>``) and each tool
+    message without one the id of the earliest call still unanswered (of the tool the message
+    names, when it names one). A source may leave ids out: the GenAI conventions allow it, and
+    Gemini's function calls have none; without this the results were paired with nothing, and a
+    policy rule saw a call that never succeeded. A result that answers no call is kept as it is and
+    returned, to be said (``Conversation.unanswered``)."""
+    unanswered: list[str] = []
+    taken = {str(c.get("id")) for m in messages for c in _calls(m) if real_id(c.get("id")) is not None}
+    waiting: list[dict[str, Any]] = []
+    for position, message in enumerate(messages):
+        if message.get("role") == "assistant":
+            for i, call in enumerate(_calls(message)):
+                if real_id(call.get("id")) is None:
+                    given = f"call-{position}-{i}"
+                    call["id"] = given if given not in taken else f"{given}~{len(taken)}"
+                    taken.add(call["id"])
+                waiting.append(call)
+        elif message.get("role") == "tool":
+            given = real_id(message.get("tool_call_id"))
+            if given is not None:
+                same = [c for c in waiting if str(c.get("id")) == given]
+                if same:
+                    waiting.remove(same[-1])  # a reused id answers the latest call with it
+                elif given not in taken:
+                    unanswered.append(f"{given} ({message['name']})" if message.get("name") else given)
+                continue
+            name = message.get("name")
+            pick = next((c for c in waiting if not name or tool_request(c)[0] == name), None)
+            if pick is None:
+                unanswered.append(f"a result without an id ({name})" if name else "a result without an id")
+                continue
+            message["tool_call_id"] = pick["id"]
+            waiting.remove(pick)
+    return unanswered
+
+
+def _calls(message: dict[str, Any]) -> list[dict[str, Any]]:
+    calls = message.get("tool_calls") if message.get("role") == "assistant" else None
+    return [c for c in calls if isinstance(c, dict)] if isinstance(calls, list) else []
 
 
 def _result(text: str) -> Any:
@@ -188,7 +246,7 @@ def to_transcript(
             events.append(ToolResult(turn=turn, call_id=call_id, name=name, ok=True, result=_result(content)))
         elif role == "tool":
             given = str(message.get("tool_call_id") or "")
-            call_id = latest.get(given, given)
+            call_id = latest.get(given, given or f"call-{position}-result")
             error = conv.tool_errors.get(given)
             content = text_of(message.get("content"))
             name = names.get(call_id, message.get("name") or "unknown")

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from simlab.errors import SpecError
-from simlab.traces.conversation import Conversation, read_source, tool_request
+from simlab.traces.conversation import Conversation, pair_results, read_source, tool_request
 
 ROLES = ("system", "developer", "user", "assistant", "tool", "function")  # developer: newer models'
 # system; function: the legacy result of an assistant's function_call
@@ -102,6 +102,7 @@ def _conversation(data: Any, where: str, number: int) -> tuple[Conversation | No
         if legacy is not None and not (isinstance(legacy, dict) and isinstance(legacy.get("name"), str)):
             return None, f"messages[{i}].function_call: expected {{name, arguments}}"
     feedback = meta.get("feedback")
+    unanswered = pair_results(messages)
     errors = {
         str(m.get("tool_call_id")): str(m.get("content") or "tool error")
         for m in messages
@@ -117,5 +118,6 @@ def _conversation(data: Any, where: str, number: int) -> tuple[Conversation | No
         negative_feedback=is_negative(feedback),
         error=str(meta["error"]) if meta.get("error") else None,
         agent=str(meta.get("model") or ""),
+        unanswered=unanswered,
     )
     return conv, None

@@ -18,14 +18,10 @@ import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from simlab.traces.conversation import Conversation
+from simlab.traces.conversation import Conversation, pair_results, real_id
 
 if TYPE_CHECKING:
     from simlab.traces.otlp import Span
-
-_PLACEHOLDER = re.compile(
-    r"^\s*(<[^<>]*>|none|null|nil|undefined|unknown|not specified|n/a|-)?\s*$", re.IGNORECASE
-)
 
 
 @dataclass
@@ -35,14 +31,6 @@ class ToolRun:
     span: Span
     anchor: dict[str, Any] | None  # the last message before it ran (None: it ran first)
     seen: int  # how many messages the conversation had when it ran
-
-
-def real_id(value: Any) -> str | None:
-    """A tool call id, or None for none or a placeholder (``"<not specified>"``, ``""``, ``"null"``)."""
-    if value is None:
-        return None
-    text = str(value)
-    return None if _PLACEHOLDER.match(text) else text
 
 
 _HANDOFF = re.compile(r"^handoff to (.+)$")
@@ -77,6 +65,7 @@ def place_tool_results(
 ) -> None:
     """Each tool span answers one call (and gives its result when no tool message did); ``origin``:
     the model call's span whose input or output added each message (by ``id()``)."""
+    conv.unanswered += pair_results(convo)
     unique_ids(convo, origin)
     # where each requested call was made, before anything is inserted (the conversation only grew)
     made = {

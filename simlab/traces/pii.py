@@ -19,7 +19,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from simlab.redact import SECRET_SHAPES, map_strings
+from simlab.redact import SECRET_SHAPES, is_secret_name
 
 # Linear time on any text: a pattern that can start inside a long run of the characters it repeats
 # starts only where such a run starts (the look-behind), so no run is scanned once per position
@@ -82,8 +82,21 @@ class Redactor:
         return value
 
     def tree(self, value: Any) -> Any:
-        """Every string in ``value`` masked, keys included (a phone number can be a key)."""
-        return map_strings(value, self.text)
+        """Every string in ``value`` masked, keys included (a phone number can be a key), and the
+        whole value of a credential-named key (``api_key``, ``token``, ``password``: a tool's
+        arguments given as an object), which no pattern of its text alone would catch."""
+        if isinstance(value, dict):
+            out = {}
+            for key, item in value.items():
+                if isinstance(key, str) and is_secret_name(key) and isinstance(item, str) and item:
+                    self.count += 1
+                    out[self.text(key)] = "[REDACTED:secret]"
+                else:
+                    out[self.text(key) if isinstance(key, str) else key] = self.tree(item)
+            return out
+        if isinstance(value, list):
+            return [self.tree(v) for v in value]
+        return self.text(value) if isinstance(value, str) else value
 
 
 def load_pii(path: Path | None) -> PiiSpec:

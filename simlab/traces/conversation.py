@@ -155,8 +155,8 @@ def pair_results(messages: list[dict[str, Any]]) -> list[str]:
         if message.get("role") == "assistant":
             for i, call in enumerate(_calls(message)):
                 if real_id(call.get("id")) is None:
-                    given = f"call-{position}-{i}"
-                    call["id"] = given if given not in taken else f"{given}~{len(taken)}"
+                    made = f"call-{position}-{i}"
+                    call["id"] = made if made not in taken else f"{made}~{len(taken)}"
                     taken.add(call["id"])
                 waiting.append(call)
         elif message.get("role") == "tool":

@@ -61,7 +61,7 @@ def scenario_result(run: Any, scenario: str, gates: Sequence[str]) -> ScenarioRe
     each read per scenario). Not passed when a gate fails; inconclusive (not judged, whatever the
     figures) when ``unjudgeable`` says why or a gated figure is undefined (n < k, unknown cost)."""
     from simlab.inert import one_line
-    from simlab.report.gates import metric_value
+    from simlab.report.gates import OF_JUDGED, judged, metric_value
     from simlab.results.summary import extend_curves
     from simlab.specs.base import COMPARISONS
     from simlab.specs.gates import parse_gate
@@ -82,9 +82,10 @@ def scenario_result(run: Any, scenario: str, gates: Sequence[str]) -> ScenarioRe
         except ValueError as exc:  # a run-wide figure or a summary function's key: not a scenario's
             lines.append(f"gate {text}: cannot be decided for one scenario ({exc}); gate it in a suite")
             continue
-        if value is None:
+        if value is None or (metric in OF_JUDGED and not figures.valid.success.n):
             undefined = True
-            lines.append(f"gate {text}: inconclusive ({metric} is undefined: {figures.n} trials)")
+            why_not = "is undefined" if value is None else "counts no valid trial"
+            lines.append(f"gate {text}: inconclusive ({metric} {why_not}: {judged(figures)})")
         elif not COMPARISONS[op](value, bound):
             lines.append(
                 f"gate {text}: {metric} = {value:.4g} ({figures.passes} of {figures.n} trials passed)"

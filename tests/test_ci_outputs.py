@@ -140,7 +140,7 @@ def test_a_gate_on_pass_k_beyond_the_trials_writes_the_step_summary_with_pass_k_
                     "trials: 1\nallow_unjudged: [rubric]\ngates: ['pass^3 >= 0.8']\n")
     assert main(["run", "--suite", str(path), "--run-id", "one", "--no-progress"]) == 3
     text = step.read_text()
-    assert "| pass^3 \\>= 0.8 | ⚠️ inconclusive | n \\< k: too few trials |" in text
+    assert "| pass^3 \\>= 0.8 | ⚠️ inconclusive | n \\< k: too few trials \\(1 valid of 1 trials" in text
     assert "pass^2 – · pass^3 –" in text  # undefined, never 0 and never a crash
     step.unlink()
     assert main(["gate", "one", "--suite", str(path)]) == 3

@@ -161,3 +161,42 @@ def test_the_report_ends_a_run_over_its_error_budget_as_the_run_did(tmp_path, mo
         assert main(["report", "errs"]) == code, budget
         err = capsys.readouterr().err
         assert ("incomplete: infrastructure errors in 2 of 4 trials (50.0% > budget 10.0%)" in err) == (code == 3)
+
+
+LEAK = """id: leak
+title: the user gives the card number they were told to keep
+domain: retail
+persona: impatient-terse
+user:
+  goal: Get order A123 refunded to the card.
+  opening: my order A123 arrived broken. refund it.
+  known_facts: {order_id: A123, email: dana@example.com}
+  never_reveal: {card_number: "4242 4242 4242 4242"}
+  script: ["my order A123 arrived broken. refund it.", "my card is 4242 4242 4242 4242", "yes"]
+agent_context: {signed_in_customer: C-17, channel: chat}
+expect:
+  state:
+    - {path: "refunds[order_id=A123].method", equals: original_card, name: refunded to the card}
+  forbidden: [issue_store_credit]
+"""
+
+
+def test_a_count_gate_on_a_run_with_no_valid_trial_is_inconclusive(project, capsys):
+    """Every trial invalid (the scripted user drifts): no policy was judged, so "0 violations"
+    holds nothing. Before, the gate passed (exit 0) and so did the pytest plugin's scenario."""
+    import simlab
+    from simlab.testing import scenario_result
+
+    (project / "scenarios" / "leak").mkdir()
+    (project / "scenarios" / "leak" / "leak.yaml").write_text(LEAK)
+    suite = project / "suites" / "leak.yaml"
+    suite.write_text("id: leak\nscenarios: ['../scenarios/leak/*.yaml']\nsimulator: scripted\n"
+                     "agent: python:examples.retail_agents:careful_agent\ntrials: 2\n"
+                     "gates:\n  - 'policy_violations == 0'\n  - 'loop_rate <= 0.1'\n")
+    assert main(["run", "--suite", str(suite), "--run-id", "leak", "--no-progress"]) == 3
+    out = " ".join(capsys.readouterr().out.split())  # as wide as the terminal: lines may wrap
+    assert "policy_violations = 0 counts no valid trial: 0 valid of 2 trials (2 invalid, 0 errors" in out
+    assert main(["gate", "leak", "--suite", str(suite)]) == 3
+    result = scenario_result(simlab.load_run("transcripts/leak"), "leak", ["policy_violations == 0"])
+    assert result.inconclusive and not result.passed
+    assert "policy_violations counts no valid trial: 0 valid of 2 trials" in "\n".join(result.lines)

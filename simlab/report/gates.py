@@ -288,11 +288,38 @@ def _threshold(
         value = metric_value(figures, metric, gate.view)
     where = f"{scenario}: " if scenario else ""
     if value is None:
-        why = "n < k: too few trials" if metric.startswith("pass") else f"{metric} is unknown"
+        why = (
+            f"n < k: too few trials ({judged(figures)})"
+            if metric.startswith(("pass", "success"))
+            else f"{metric} is unknown"
+        )
+        return GateResult(gate.label, "inconclusive", None, f"{where}{why}", scenario)
+    if metric in OF_JUDGED and not figures.valid.success.n:  # a count of nothing judged holds nothing
+        why = f"{metric} = {value:.4g} counts no valid trial: {judged(figures)}"
         return GateResult(gate.label, "inconclusive", None, f"{where}{why}", scenario)
     held = COMPARISONS[op](value, bound)
     reason = f"{where}{metric} = {value:.4g} {'satisfies' if held else 'violates'} {op} {bound:g}"
     return GateResult(gate.label, "pass" if held else "fail", value, reason, scenario)
+
+
+# figures of what the agent did in the trials judged: a run with no valid trial (every one invalid,
+# an error or unjudged) has 0 policy violations and 0 loops because nothing was judged, not because
+# the agent kept to its policy, so a gate on them is inconclusive there
+OF_JUDGED = frozenset({"policy_violations", "policy_violation_rate", "loop_rate", "cost_per_success"})
+
+
+def judged(figures: SuiteFigures | ScenarioFigures) -> str:
+    """How many of the trials the figures count are valid (pass or fail), and what the rest were:
+    why a figure of valid trials is undefined or counts nothing."""
+    if isinstance(figures, ScenarioFigures):
+        n, invalid, errors, unjudged = figures.n, figures.invalid, figures.errors, figures.unjudged
+    else:
+        n = figures.error_rate.n
+        invalid, errors, unjudged = figures.invalid_rate.c, figures.error_rate.c, figures.unjudged_rate.c
+    return (
+        f"{figures.valid.success.n} valid of {n} trials ({invalid} invalid, {errors} errors, "
+        f"{unjudged} unjudged)"
+    )
 
 
 def evaluate(

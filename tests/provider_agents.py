@@ -6,6 +6,7 @@ so its outages (429, 503, a dead endpoint, a refused key) are real HTTP answers.
 retries are off (``max_retries=0``): the tests never wait for a back-off.
 
     agent: {openai_agents: tests.provider_agents:openai_agents_agent}
+    agent: {openai_agents: tests.provider_agents:openai_agents_litellm_agent}
     agent: {pydantic_ai: tests.provider_agents:pydantic_ai_agent}
     agent: {langgraph: tests.provider_agents:langgraph_graph}
     agent: {python: tests.provider_agents:raises_its_own}     # the agent's own bug, for contrast
@@ -20,11 +21,16 @@ MODEL = "team-model"
 PROMPT = "You are the retail support agent. Use the tools."
 
 
+def _key() -> str | None:
+    """The provider's key; an empty ``$SIMLAB_T_PROVIDER_KEY`` gives none, so the client looks for
+    its own variable (``OPENAI_API_KEY``), as a team's agent does when no key is passed."""
+    return os.environ.get("SIMLAB_T_PROVIDER_KEY", "sk-team-provider-key") or None
+
+
 def _client() -> Any:
     from openai import AsyncOpenAI
 
-    return AsyncOpenAI(base_url=os.environ["SIMLAB_T_PROVIDER_URL"], max_retries=0,
-                       api_key=os.environ.get("SIMLAB_T_PROVIDER_KEY", "sk-team-provider-key"))
+    return AsyncOpenAI(base_url=os.environ["SIMLAB_T_PROVIDER_URL"], max_retries=0, api_key=_key())
 
 
 def openai_agents_agent(tools: list[Any]) -> Any:
@@ -32,6 +38,17 @@ def openai_agents_agent(tools: list[Any]) -> Any:
 
     return Agent(name="support", instructions=PROMPT, tools=tools,
                  model=OpenAIChatCompletionsModel(model=MODEL, openai_client=_client()))
+
+
+def openai_agents_litellm_agent(tools: list[Any]) -> Any:
+    """The Agents SDK's ``LitellmModel``: LiteLLM wraps what the provider's client raised (a
+    connection never made, a missing key) in its own 500."""
+    from agents import Agent
+    from agents.extensions.models.litellm_model import LitellmModel
+
+    return Agent(name="support", instructions=PROMPT, tools=tools,
+                 model=LitellmModel(model=f"openai/{MODEL}", base_url=os.environ["SIMLAB_T_PROVIDER_URL"],
+                                    api_key=_key()))
 
 
 def pydantic_ai_agent(tools: list[Any]) -> Any:

@@ -26,6 +26,7 @@ SCENARIO = "scenarios/retail/refund-damaged-card.yaml"
 FREE = {"input": 0, "output": 0}
 AGENTS = {
     "openai_agents": {"openai_agents": "tests.provider_agents:openai_agents_agent", "price": FREE},
+    "openai_agents_litellm": {"openai_agents": "tests.provider_agents:openai_agents_litellm_agent", "price": FREE},
     "pydantic_ai": {"pydantic_ai": "tests.provider_agents:pydantic_ai_agent", "price": FREE},
     "langgraph": {"langgraph": "tests.provider_agents:langgraph_graph", "price": FREE},
 }
@@ -92,6 +93,20 @@ def test_a_refused_key_stops_the_run_naming_the_variable(project: Path, monkeypa
     assert "auth" in err and "OPENAI_API_KEY" in err and "sk-wrong-key-0000" not in err
     assert records("refused") == []  # no trial is blamed: a resume plays it
     assert main(["gate", "refused", "--suite", "suite.yaml"]) == 3
+
+
+@pytest.mark.parametrize("kind", sorted(AGENTS))
+def test_a_missing_key_stops_the_run_naming_the_variable(project: Path, monkeypatch: pytest.MonkeyPatch,
+                                                         capsys: pytest.CaptureFixture[str], kind: str) -> None:
+    """No key given and none in the client's variable: the openai client raises its bare
+    ``OpenAIError``, LiteLLM a 500 saying "Missing credentials". Before, the first was the agent's
+    fail (a gate said "regressed") and the second a transient error played in every trial."""
+    monkeypatch.setenv("SIMLAB_T_PROVIDER_KEY", "")
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    assert run("keyless", AGENTS[kind]) == 3
+    err = capsys.readouterr().err
+    assert "auth" in err and "OPENAI_API_KEY" in err
+    assert records("keyless") == []
 
 
 @pytest.mark.parametrize("kind", sorted(AGENTS))

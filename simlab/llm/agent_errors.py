@@ -13,9 +13,12 @@ from one of ``CLIENTS``) is placed by its HTTP status, else by its class names:
   ``InternalServerError``, ``ServiceUnavailable``, ``Overloaded``, ``ResourceExhausted``…): TRANSIENT;
 - a timeout (408; a class named ``…Timeout…`` or ``DeadlineExceeded``): TIMEOUT;
 - a connection that failed (``APIConnectionError``, httpx's transport errors, aiohttp's and
-  requests' connection errors): UNREACHABLE when no connection was ever made, else TRANSIENT;
+  requests' connection errors, LiteLLM's 500 around one): UNREACHABLE when no connection was
+  ever made, else TRANSIENT;
 - a rejected or missing credential (401, 403; ``AuthenticationError``, ``PermissionDenied``,
-  ``Unauthenticated``): AUTH, which stops the run naming the client's key variable;
+  ``Unauthenticated``; or its text, whatever the class: LiteLLM's "Missing credentials" inside a
+  500, the openai client's bare ``OpenAIError`` when no key is set, as ``retry.AUTH_TEXT`` reads
+  simlab's own calls): AUTH, which stops the run naming the client's key variable;
 - an answer that is no completion (a proxy's HTML page or an error payload sent with 200, a
   completion without choices: pydantic-ai's ``ModelInvalidResponseError`` and
   ``ModelEmptyResponseError``, openai's ``APIResponseValidationError``, the Agents SDK's
@@ -31,7 +34,7 @@ stops the run (exit 3). No provider SDK is imported here: classes are read by na
 
 from __future__ import annotations
 
-from simlab.llm.retry import cause_chain
+from simlab.llm.retry import AUTH_TEXT, cause_chain
 from simlab.llm.types import ModelError, ModelErrorKind
 from simlab.redact import scrub
 
@@ -154,12 +157,14 @@ def _status(error: BaseException) -> int | None:
 def _kind(error: BaseException, chain: list[BaseException]) -> ModelErrorKind | None:
     names = [cls.__name__ for cls in type(error).__mro__]
     status = _status(error)
-    if status in (401, 403) or any(n.startswith(_AUTH_NAMES) for n in names):
+    if status in (401, 403) or any(n.startswith(_AUTH_NAMES) for n in names) or AUTH_TEXT.search(str(error)):
         return ModelErrorKind.AUTH
     if status == 408 or any(t in n for n in names for t in _TIMEOUT_NAMES):
         return ModelErrorKind.TIMEOUT
+    never = any(type(e).__name__ in _NEVER_CONNECTED for e in chain)
     if status is not None and (status in (409, 429) or status >= 500):
-        return ModelErrorKind.TRANSIENT
+        # LiteLLM says 500 for whatever it wraps, a connection never made included
+        return ModelErrorKind.UNREACHABLE if never and status == 500 else ModelErrorKind.TRANSIENT
     if any(n in _INVALID_ANSWER_NAMES for n in names) or (
         "ModelBehaviorError" in names and _PROVIDER_PAYLOAD in str(error)
     ):
@@ -167,6 +172,5 @@ def _kind(error: BaseException, chain: list[BaseException]) -> ModelErrorKind | 
     if status is None and f"{type(error).__module__}.{names[0]}" in _STREAM_ERRORS:
         return ModelErrorKind.TRANSIENT
     if status is None and any(t in n for n in names for t in _TRANSIENT_NAMES):
-        never = any(type(e).__name__ in _NEVER_CONNECTED for e in chain)
         return ModelErrorKind.UNREACHABLE if never else ModelErrorKind.TRANSIENT
     return None

@@ -76,13 +76,15 @@ def cause_chain(exc: BaseException) -> list[BaseException]:
 
 
 # A provider's way of saying "no valid credential", whatever exception class LiteLLM wraps it in:
-# a missing OpenAI key surfaces as an InternalServerError ("Missing credentials ...").
-_AUTH_TEXT = re.compile(
+# a missing OpenAI key surfaces as an InternalServerError ("Missing credentials ..."), and the openai
+# client raises its bare OpenAIError ("The api_key client option must be set ...").
+AUTH_TEXT = re.compile(
     r"missing credentials|missing [\w ]{0,20}api[ _-]?key|no api[ _-]?key|api[ _-]?key (?:is )?(?:not "
     r"set|missing|"
     r"required|not provided|not found)|(?:invalid|incorrect|wrong|expired|revoked)[ _-](?:x-)?api[ _-]?key|"
     r"\bunauthori[sz]ed\b|authentication (?:failed|error|required)|invalid[ _]authentication|"
-    r"no auth credentials|invalid bearer token|could not validate credentials",
+    r"no auth credentials|invalid bearer token|could not validate credentials|"
+    r"api[ _-]?key client option must be set",
     re.IGNORECASE,
 )
 # No connection was made at all: the endpoint is down, refuses, or its name does not resolve.
@@ -129,7 +131,7 @@ def classify(exc: BaseException) -> ModelErrorKind | None:
         # Authorization header…): no answer came, and retrying cannot help
         return ModelErrorKind.BAD_REQUEST
     status = _status_of(chain)
-    if status in (401, 403) or any(_AUTH_TEXT.search(str(e)) for e in chain[:3]):
+    if status in (401, 403) or any(AUTH_TEXT.search(str(e)) for e in chain[:3]):
         return ModelErrorKind.AUTH
     if module.startswith("httpx"):  # a plain HTTP call (an HTTP agent): no LiteLLM class can match it
         return _transport_kind(exc, chain, status)

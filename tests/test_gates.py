@@ -87,7 +87,11 @@ def test_usage_errors_exit_2(project, capsys):
 
 def test_no_regression_gate_and_compare(project, capsys):
     suite = write_suite(project, "  - {no_regression_vs: base}\n")
-    assert main(["run", "--suite", suite, "--run-id", "base", "--no-progress"]) == 0
+    # the baseline run itself: compared with itself it cannot regress, so the check did not run (it held)
+    assert main(["run", "--suite", suite, "--run-id", "base", "--no-progress"]) == 3
+    assert "the baseline is run base itself (the same run id)" in " ".join(capsys.readouterr().out.split())
+    assert main(["compare", "base", "base", "--fail-on-regression"]) == 3
+    assert "the baseline is run base itself" in " ".join(capsys.readouterr().out.split())
     assert main(["run", "--suite", suite, "--run-id", "same", "--no-progress"]) == 0
     assert "no regression beyond noise" in capsys.readouterr().out
     flaky = main(["run", "--suite", suite, "--run-id", "worse", "--no-progress",
@@ -98,6 +102,14 @@ def test_no_regression_gate_and_compare(project, capsys):
     assert main(["compare", "base", "worse"]) == 0
     out = capsys.readouterr().out
     assert "pooled" in out and "verdict:" in out
+
+
+def test_a_gate_on_pass_0_is_a_spec_error_naming_the_file(project, capsys):
+    """k counts trials: pass^0 passed validation, then every gate on it was "n < k" (exit 3)."""
+    suite = write_suite(project, '  - "pass^0 >= 0.5"\n')
+    assert main(["validate", suite]) == 2
+    err = capsys.readouterr().err
+    assert "custom.yaml" in err and "pass^0: k counts trials, so it is 1 or more" in err
 
 
 def test_compare_refuses_different_simulator_pins(project, capsys):

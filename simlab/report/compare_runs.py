@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from simlab.errors import EXIT_GATE_FAILED, EXIT_INFRA, EXIT_OK, UsageError
+from simlab.inert import one_line
 from simlab.redact import mask_tree
 from simlab.results.figures import (
     ChangeVerdict,
@@ -252,16 +253,32 @@ def compare_exit(
     if not fail_on_regression:
         return EXIT_OK, f"{result.pooled.verdict} (exit codes of a regression: --fail-on-regression)"
     problems = [
-        _side_problem(side, summary, p)
-        for side, summary in (("base", base), ("candidate", cand))
-        for p in run_problems(summary)
-    ] + uncompared(result, partial_ok=part_accepted(cand, partial_ok))
+        *same_run(base, cand),
+        *(
+            _side_problem(side, summary, p)
+            for side, summary in (("base", base), ("candidate", cand))
+            for p in run_problems(summary)
+        ),
+        *uncompared(result, partial_ok=part_accepted(cand, partial_ok)),
+    ]
     code = decide(problems, ["fail" if result.pooled.verdict == "regressed" else "pass"])
     if problems:
         return code, "inconclusive: " + "; ".join(problems[:2])
     if code == EXIT_GATE_FAILED:
         return code, "regressed beyond noise"
     return code, f"{result.pooled.verdict}: no regression beyond noise"
+
+
+def same_run(base: RunSummary, cand: RunSummary) -> list[str]:
+    """Why a regression check of a run against itself proves nothing: the same run id on both
+    sides (the run named twice, a suite naming its own run id, a copy of the run's folder). It
+    cannot regress by construction, so the check did not run."""
+    if base.run_id != cand.run_id:
+        return []
+    return [
+        f"the baseline is run {one_line(base.run_id)} itself (the same run id): a run compared with itself "
+        "cannot regress; name an earlier run as the baseline"
+    ]
 
 
 def part_accepted(cand: RunSummary, partial_ok: bool) -> bool:

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from simlab.errors import EXIT_GATE_FAILED, EXIT_INFRA, EXIT_OK
-from simlab.report.compare_runs import base_only_phrase, compare, uncompared
+from simlab.report.compare_runs import base_only_phrase, compare, same_run, uncompared
 from simlab.report.completeness import state_phrases, unaccepted_part
 from simlab.results.figures import DatasetScore, Rate, RunSummary, ScenarioFigures, SuiteFigures
 from simlab.results.power import gate_fail_chance, power_k, rate_at, trials_needed
@@ -634,7 +634,9 @@ def _no_regression(
     except SimlabError as exc:
         return GateResult(gate.label, "inconclusive", None, str(exc).splitlines()[0])
     # the gated run's own problems are the report's; the baseline's and what was not compared, here
-    problems = run_problems(baseline) + uncompared(result, partial_ok=partial_ok)
+    problems = (
+        same_run(baseline, summary) + run_problems(baseline) + uncompared(result, partial_ok=partial_ok)
+    )
     if problems:
         return GateResult(
             gate.label,

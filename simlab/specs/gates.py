@@ -25,7 +25,7 @@ METRICS = (
     "attack_success",
     *DATASET_METRICS,
 )
-_K_METRIC = re.compile(r"^pass(\^|@)(\d+)$")
+_K_METRIC = re.compile(r"^pass(\^|@)([1-9]\d*)$")  # k trials: 1 or more
 _CUSTOM = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")  # a key a suite's summary function returns
 GATE = re.compile(r"^\s*([A-Za-z_@^0-9]+)\s*(<=|>=|==|!=|<|>)\s*(-?[0-9.]+%?)\s*$")
 
@@ -37,6 +37,10 @@ def parse_gate(text: str, *, custom: bool = False) -> tuple[str, str, float]:
     if not match:
         raise ValueError(f"write a gate as 'METRIC OP NUMBER', e.g. 'pass^3 >= 0.8'; got {text!r}")
     metric, op, raw = match.groups()
+    if re.fullmatch(r"pass[\^@]0+", metric):
+        raise ValueError(
+            f"{metric}: k counts trials, so it is 1 or more (pass^1 is the success rate); got {text!r}"
+        )
     if not known_metric(metric) and not (custom and _CUSTOM.match(metric)):
         raise ValueError(
             f"unknown gate metric {metric!r}; use pass^k, pass@k or one of {', '.join(METRICS)}, "

@@ -210,3 +210,25 @@ def test_a_session_of_two_agents_saved_by_adk_imports_with_every_agents_calls(pr
     assert main(["validate", "scenarios/adk"]) == 2  # ADK's tool names, not the domain's: said where
     assert "broken-mug.yaml:35: expect.graders.0.params.invocations.0.tool_uses.0.name: unknown expected tool " \
         "'transfer_to_agent'" in capsys.readouterr().err
+
+
+def test_cases_simlab_cannot_play_are_not_imported_and_said(project: Path, capsys) -> None:
+    """Written by google-adk: a case of no invocation was a scenario of no turn that passed every
+    trial (ADK leaves it NOT_EVALUATED); a user turn of an image alone was an empty message (an
+    infrastructure error each trial); an image beside text was dropped unsaid."""
+    assert main(["import", "adk", "gen/odd", "--domain", "retail"]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert "gen/odd/odd.evalset.json: 3 cases (1 fixed, 2 not imported)" in out
+    assert "case 'no-turns' is not imported: its conversation has no invocation" in out
+    assert "case 'photo-only' is not imported: the user's message of invocation 1 has no text (only inline_data)" in out
+    assert "case 'photo-and-text', invocation 1: the user's inline_data part is left out" in out
+    assert sorted(p.name for p in (project / "scenarios/adk/odd").iterdir()) == ["photo-and-text.yaml"]
+    kept = yaml.safe_load((project / "scenarios/adk/odd/photo-and-text.yaml").read_text())
+    assert kept["user"]["script"] == ["My order A123 arrived like this."]
+
+
+def test_an_eval_set_of_no_case_is_an_error_that_writes_nothing(project: Path, capsys) -> None:
+    before = _tree(project)
+    assert main(["import", "adk", "gen/none", "--domain", "retail"]) == 2
+    assert "gen/none: no eval case to import" in capsys.readouterr().err
+    assert _tree(project) == before

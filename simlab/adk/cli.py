@@ -177,6 +177,13 @@ def run(args: argparse.Namespace) -> int:
         summary, file_notes = _plan_file(path, source, args, plan, checks, given)
         notes += file_notes
         lines.append(summary)
+    if not plan.files:  # nothing to play: never "wrote 0 files; next: simlab run" a suite not written
+        raise SpecError(
+            [
+                f"{source}: no eval case to import: the eval set holds none simlab can play",
+                *dict.fromkeys(notes),
+            ]
+        )
     plan.check(args.force)
     plan.write()
     for note in dict.fromkeys(notes):
@@ -196,7 +203,7 @@ def _plan_file(
     """Plan one file's scenarios and suites; return its summary line and its notes."""
     import yaml
 
-    from simlab.adk.convert import convert_case, criteria_of, ignored_options, slug
+    from simlab.adk.convert import convert_case, criteria_of, ignored_options, slug, unplayable
 
     eval_set = load_eval_set(path, set_id_of(path, source))
     beside = path.parent / "test_config.json"
@@ -205,7 +212,14 @@ def _plan_file(
     out, suites = Path(args.out), Path(args.suites)
     by_kind: dict[str, list[str]] = {}
     folder = out / slug(eval_set.eval_set_id)
+    skipped = 0
     for case in eval_set.eval_cases:
+        why, left_out = unplayable(case)
+        notes += left_out
+        if why is not None:
+            notes.append(f"{path}: case {case.eval_id!r} is not imported: {why}")
+            skipped += 1
+            continue
         converted = convert_case(eval_set, case, criteria, args.domain, checks[0], checks[1])
         target = folder / f"{slug(case.eval_id)}.yaml"
         plan.add(
@@ -227,6 +241,8 @@ def _plan_file(
         plan.add(
             suites / f"{suite_id}.yaml", yaml.safe_dump(suite, sort_keys=False), f"{path} ({kind} suite)"
         )
-    kinds = ", ".join(f"{len(v)} {k}" for k, v in by_kind.items())
+    kinds = ", ".join(
+        [*(f"{len(v)} {k}" for k, v in by_kind.items()), *([f"{skipped} not imported"] if skipped else [])]
+    )
     thresholds = ", ".join(f"{n} {c.threshold:g}" for n, c in criteria.items())
     return f"{path}: {len(eval_set.eval_cases)} cases ({kinds}); criteria: {thresholds}", notes

@@ -183,6 +183,29 @@ def _unknown_tools(
     return notes
 
 
+def unplayable(case: EvalCase) -> tuple[str | None, list[str]]:
+    """(why the case cannot be played, or None; notes on what of it is left out). A fixed
+    conversation of no invocation (ADK's evaluators leave it NOT_EVALUATED: imported, it was a
+    scenario of no turn that passed) or with a user turn of no text (an image alone: simlab's user
+    sends text) cannot be; a user turn's other parts beside its text are left out, and said."""
+    if case.conversation is None:
+        return None, []
+    if not case.conversation:
+        return "its conversation has no invocation (ADK's evaluators leave such a case NOT_EVALUATED)", []
+    notes = []
+    for i, invocation in enumerate(case.conversation, start=1):
+        kinds = ", ".join(invocation.user_content.carries())
+        if not invocation.user_content.text.strip():
+            held = f" (only {kinds})" if kinds else ""
+            return f"the user's message of invocation {i} has no text{held}: simlab's user sends text", []
+        if kinds:
+            notes.append(
+                f"case {case.eval_id!r}, invocation {i}: the user's {kinds} part is left out (simlab's "
+                "user sends the text alone)"
+            )
+    return None, notes
+
+
 def convert_case(
     eval_set: EvalSet,
     case: EvalCase,

@@ -26,8 +26,30 @@ class AdkModel(BaseModel):
 
 
 class Part(AdkModel):
+    """google.genai's Part: its text and function call are read; what else it carries is kept
+    to be named (``carries``), never sent."""
+
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="allow")
+
     text: str | None = None
     function_call: FunctionCall | None = None
+
+    def carries(self) -> list[str]:
+        """The kinds of content besides text this part holds (an image's ``inline_data``, a
+        ``file_data``…), which a text conversation cannot send."""
+        extra = self.model_extra or {}
+        return [_snake(k) for k, v in extra.items() if v not in (None, "", [], {}) and _snake(k) in _CONTENT]
+
+
+# what a part may hold besides text and a function call (google.genai's Part); its flags and
+# metadata (thought, thought_signature, video_metadata) are no content of their own
+_CONTENT = frozenset(
+    {"inline_data", "file_data", "function_response", "executable_code", "code_execution_result"}
+)
+
+
+def _snake(key: str) -> str:
+    return "".join(f"_{c.lower()}" if c.isupper() else c for c in key)
 
 
 class Content(AdkModel):
@@ -40,6 +62,10 @@ class Content(AdkModel):
     def text(self) -> str:
         """The text parts joined by newlines, as ADK's evaluators read them."""
         return "\n".join(p.text for p in self.parts if p.text)
+
+    def carries(self) -> list[str]:
+        """What its parts hold besides text (``Part.carries``), each kind once."""
+        return list(dict.fromkeys(kind for p in self.parts for kind in p.carries()))
 
 
 class FunctionCall(AdkModel):

@@ -402,3 +402,16 @@ def test_credentials_in_tool_arguments_are_masked_as_an_object_and_as_json_text(
     assert first.arguments == {"order_id": "A1", "api_key": "[REDACTED:secret]",
                                "nested": [{"password": "[REDACTED:secret]"}]}
     assert second.arguments == {"order_id": "A2", "access_token": "[REDACTED:secret]", "max_tokens": "64"}
+
+
+def test_a_conversation_of_no_message_is_left_out_and_said(project: Path, capsys):
+    """An empty message list was imported as a trial (unjudged, with advice about content capture)."""
+    source = write_jsonl(project / "e.jsonl", [{"id": "none", "messages": []}, [],
+                                               [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}]])
+    assert main(["import", "openai", str(source), "--run-id", "e"]) == 0
+    err = capsys.readouterr().err
+    assert "imported 1 conversations" in err and "2 conversation(s) hold no message" in err and "e.jsonl:1" in err
+    assert len(transcripts(project / "transcripts" / "e")) == 1
+    only_empty = write_jsonl(project / "f.jsonl", [{"id": "none", "messages": []}])
+    assert main(["import", "openai", str(only_empty), "--run-id", "f"]) == 2
+    assert "no conversation holds a message: nothing to import" in capsys.readouterr().err

@@ -43,7 +43,7 @@ def import_conversations(
 ) -> int:
     """Read, mask PII, convert, write; then say what was written, what the source lacks (``notes``
     the reader left; conversations without content, with ``no_content_hint``) and what to do next."""
-    from simlab.errors import UsageError
+    from simlab.errors import SpecError, UsageError
     from simlab.runner.observed import write_observed_run
     from simlab.runner.prepare import check_run_id
     from simlab.specs import load_config
@@ -61,6 +61,10 @@ def import_conversations(
         )
     spec = load_pii(Path(args.pii) if args.pii else None)
     conversations = read(source)
+    no_message = [c for c in conversations if not c.messages and not c.calls]
+    conversations = [c for c in conversations if c.messages or c.calls]
+    if not conversations:
+        raise SpecError(f"{source}: no conversation holds a message: nothing to import")
     redactor = Redactor(spec)
     transcripts = []
     run_id = check_run_id(args.run_id or f"import-{fmt}-{datetime.now(UTC).strftime('%Y%m%d-%H%M%S')}")
@@ -100,6 +104,9 @@ def import_conversations(
         + ("; the raw file is kept in raw/" if args.keep_raw else ""),
         file=sys.stderr,
     )
+    if no_message:
+        shown = ", ".join(one_line(c.source) for c in no_message[:3]) + (", …" if len(no_message) > 3 else "")
+        print(f"note: {len(no_message)} conversation(s) hold no message ({shown}): left out", file=sys.stderr)
     for note in [*(notes or []), *_unanswered_notes(conversations)]:
         print(f"note: {note}", file=sys.stderr)
     empty = [t for t in transcripts if not has_content(t)]

@@ -212,3 +212,17 @@ def test_a_count_gate_on_a_run_with_no_valid_trial_is_inconclusive(project, caps
     result = scenario_result(simlab.load_run("transcripts/leak"), "leak", ["policy_violations == 0"])
     assert result.inconclusive and not result.passed
     assert "policy_violations counts no valid trial: 0 valid of 2 trials" in "\n".join(result.lines)
+
+
+def test_a_run_played_under_other_limits_than_the_suite_sets_is_inconclusive(project, capsys):
+    """A trial past a limit is a fail, so a run played under looser limits cannot stand for a
+    suite that sets tighter ones. Before, the gate passed (exit 0) where the suite's run failed."""
+    loose = write_suite(project, '  - "pass^1 >= 0.5"\n')
+    assert main(["run", "--suite", loose, "--run-id", "loose", "--no-progress"]) == 0
+    tight = project / "suites" / "tight.yaml"
+    tight.write_text(Path(loose).read_text().replace("id: custom", "id: tight")
+                     + "limits: {max_agent_steps: 1}\n")
+    capsys.readouterr()
+    assert main(["gate", "loose", "--suite", str(tight)]) == 3
+    assert "played under other limits than suite 'tight' sets" in " ".join(capsys.readouterr().out.split())
+    assert main(["gate", "loose", "--suite", loose]) == 0  # the suite it was played from

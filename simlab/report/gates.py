@@ -521,7 +521,7 @@ def gate_run(
 
 
 def _players_problems(manifest: Mapping[str, Any] | None, suite: Suite, root: Path) -> list[str]:
-    """Why the run's simulated user or judge is not the one the suite plays with: its own
+    """Why the run's simulated user, judge or limits are not the ones the suite plays with: its own
     ``simulator:`` or ``judge:``, else (a suite of scenarios, played) the project's in
     ``simlab.yaml`` under ``root``, as ``simlab run --suite`` picks them; against the run's pins. A
     run played with ``--simulator`` or ``--judge`` over them is another test, whose verdicts cannot
@@ -529,19 +529,26 @@ def _players_problems(manifest: Mapping[str, Any] | None, suite: Suite, root: Pa
     scenarios (gates on graded production traces) plays nothing: only what it names is held."""
     from simlab.redact import mask_tree, safe_settings
     from simlab.specs import SimulatorSpec, load_config
+    from simlab.specs.scenario import Limits
 
     pins = (manifest or {}).get("pins") or {}
     problems = []
-    simulator, judge_spec = suite.simulator, suite.judge
+    simulator, judge_spec, limits = suite.simulator, suite.judge, suite.limits
     if suite.scenarios:
         config = load_config(root / "simlab.yaml")
         simulator = simulator or config.simulator or SimulatorSpec()
         judge_spec = judge_spec or config.judge
+        limits = limits or config.limits or Limits()
     if simulator is not None:
         wanted = mask_tree(safe_settings(simulator.model_dump(mode="json", exclude_none=True)))
         pinned = pins.get("simulator")
         if _without_same_family(pinned) != _without_same_family(wanted):
             problems.append(_player_problem("simulator", suite.id, wanted, pinned))
+    if limits is not None and "limits" in pins and pins["limits"] != limits.model_dump(mode="json"):
+        problems.append(
+            f"the run was played under other limits than suite {suite.id!r} sets (a trial past a limit is "
+            "a fail): play the suite (simlab run --suite) so its verdicts are the suite's"
+        )
     if suite.scenarios or judge_spec is not None:
         judge = judge_spec.pin() if judge_spec is not None else None
         wanted_judge = mask_tree(safe_settings(judge) if isinstance(judge, dict) else judge)

@@ -226,3 +226,17 @@ def test_a_run_played_under_other_limits_than_the_suite_sets_is_inconclusive(pro
     assert main(["gate", "loose", "--suite", str(tight)]) == 3
     assert "played under other limits than suite 'tight' sets" in " ".join(capsys.readouterr().out.split())
     assert main(["gate", "loose", "--suite", loose]) == 0  # the suite it was played from
+
+
+def test_simlab_gate_prints_what_the_runs_report_warns_of(project, capsys):
+    """A copied folder, a unit stored twice: `simlab report` warned, `simlab gate` said nothing."""
+    suite = write_suite(project, '  - "pass^1 >= 0.5"\n')
+    assert main(["run", "--suite", suite, "--run-id", "orig", "--no-progress"]) == 0
+    shutil.copytree(project / "transcripts" / "orig", project / "transcripts" / "copy")
+    trials = project / "transcripts" / "copy" / "trials.jsonl"
+    trials.write_text(trials.read_text() + trials.read_text().splitlines(keepends=True)[0])
+    capsys.readouterr()
+    assert main(["gate", "copy", "--suite", suite]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert "warning: transcripts/copy: the folder is named 'copy' but its run.json is run 'orig'" in out
+    assert "is stored twice, identically (lines 1 and 7): counted once" in out

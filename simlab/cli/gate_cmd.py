@@ -38,12 +38,20 @@ def summary_of(target: str, allow_unjudged: list[str] | None = None) -> RunSumma
 
 
 def check_gates(
-    folder: Path, suite: Suite, *, junit: str | None, console: Console, suite_path: str | Path | None = None
+    folder: Path,
+    suite: Suite,
+    *,
+    junit: str | None,
+    console: Console,
+    suite_path: str | Path | None = None,
+    warn: bool = False,
 ) -> int:
     """Evaluate the suite's gates on a finished run; print, write JUnit, return the exit code. Only
     the suite's own ``allow_unjudged`` lets unjudged trials count as passes here. The run must be
     the suite's plan: read from ``suite_path``, or as the run recorded it when it was played from
-    this suite (``simlab run --suite``)."""
+    this suite (``simlab run --suite``). ``warn``: first print what the run's report warns of (a
+    copied folder, a unit stored twice, a torn last line), which ``simlab gate`` alone would
+    otherwise never show (``run --suite`` has just printed its report)."""
     from rich.text import Text
 
     from simlab.report.build import build
@@ -58,6 +66,11 @@ def check_gates(
         allow_unjudged=list(suite.allow_unjudged or []),
         summary_evaluators=list(suite.summary_evaluators),
     )
+    if warn:
+        from simlab.report.terminal import say
+
+        for warning in summary.warnings:
+            say(console, f"warning: {one_line(warning)}", "yellow")
     allowed: list[str] = list(suite.allow_unjudged or [])
     report = gate_run(
         folder,
@@ -108,4 +121,5 @@ def run(args: argparse.Namespace) -> int:
         junit=args.junit,
         console=report_console(stderr=args.json),
         suite_path=args.suite,
+        warn=True,
     )

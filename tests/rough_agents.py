@@ -238,6 +238,15 @@ async def streams_with_openai(inp: Any) -> str:
     return "".join([chunk.choices[0].delta.content or "" async for chunk in stream if chunk.choices])
 
 
+async def streams_with_openai_helper(inp: Any) -> str:
+    """The same through the client's own stream helper (``chat.completions.stream``), as openai's
+    README streams: it reads the chunks into a completion itself."""
+    async with _client().chat.completions.stream(model=MODEL,
+                                                 messages=[{"role": "user", "content": "hello"}]) as stream:
+        answer = await stream.get_final_completion()
+    return str(answer.choices[0].message.content or "")
+
+
 REVIEWING = threading.Event()  # set when langgraph_hangs_after_its_model reaches its own hanging step
 
 

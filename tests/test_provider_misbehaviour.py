@@ -299,3 +299,18 @@ async def test_an_error_event_mid_stream_is_the_providers_error(provider: RoughS
     assert (transcript.termination.reason.value, verdict, blame) == ("error", "error", "provider"), \
         transcript.termination
     assert "Sorry about that" in transcript.termination.detail
+
+
+@pytest.mark.parametrize("garbage", ["an error payload with 200", "an HTML page with 200"])
+async def test_a_body_the_clients_stream_helper_cannot_read_is_the_providers_error(provider: RoughServer,
+                                                                                   garbage: str) -> None:
+    """openai's stream helper, given no chunk, fails its own assertion (a bare, empty
+    ``AssertionError`` from its code): before, "the agent raised AssertionError: ", the agent's fail."""
+    AGENTS["openai_stream_helper"] = {"python": "tests.rough_agents:streams_with_openai_helper"}
+    try:
+        transcript, verdict, blame = await play("openai_stream_helper", [GARBAGE[garbage]], provider)
+    finally:
+        del AGENTS["openai_stream_helper"]
+    assert (transcript.termination.reason.value, verdict, blame) == ("error", "error", "provider"), \
+        transcript.termination
+    assert "could not read the answer as a completion" in transcript.termination.detail

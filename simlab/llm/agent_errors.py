@@ -23,7 +23,8 @@ from one of ``CLIENTS``) is placed by its HTTP status, else by its class names:
   completion without choices: pydantic-ai's ``ModelInvalidResponseError`` and
   ``ModelEmptyResponseError``, openai's ``APIResponseValidationError``, the Agents SDK's
   ``ModelBehaviorError`` that says "possible provider error payload"), or an error event inside a
-  stream answered 200 (openai's bare ``APIError``, with no status): TRANSIENT.
+  stream answered 200 (openai's bare ``APIError``, with no status), or an ``AssertionError`` raised
+  in a client's own code reading the answer (openai's stream helper, given no chunk): TRANSIENT.
 
 Anything else the agent raises (its own ``ValueError``, a provider's 400 for a request the agent
 built badly, a validation error of its output) is the agent's: ``provider_failure`` returns None.
@@ -130,6 +131,30 @@ def provider_failure(exc: BaseException) -> ModelError | None:
         if kind is ModelErrorKind.AUTH and variable:
             message += f"; the agent's client reads its key from {variable}: set it"
         return ModelError(kind, message, role="agent", model=f"{client} client")
+    return _broken_invariant(chain)
+
+
+def _broken_invariant(chain: list[BaseException]) -> ModelError | None:
+    """An ``AssertionError`` a provider client's own code raised: its reading of the answer found
+    what no completion holds (openai's stream helper asserts a snapshot once the stream ends: a
+    200 with an HTML page or an error payload gave it no chunk). Never the agent's own logic."""
+    for error in chain:
+        if not isinstance(error, AssertionError):
+            continue
+        tb = error.__traceback__
+        while tb is not None and tb.tb_next is not None:
+            tb = tb.tb_next
+        module = str(tb.tb_frame.f_globals.get("__name__", "")) if tb is not None else ""
+        client = next((c for c in CLIENTS if module == c or module.startswith(c + ".")), None)
+        if client is not None:
+            where = f"{module}:{tb.tb_lineno}" if tb is not None else module
+            return ModelError(
+                ModelErrorKind.TRANSIENT,
+                f"the agent's own model client failed: its code ({scrub(where)}) could not read the answer "
+                "as a completion (a proxy's page, an error payload, no choices)",
+                role="agent",
+                model=f"{client} client",
+            )
     return None
 
 

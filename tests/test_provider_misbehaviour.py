@@ -109,14 +109,19 @@ GARBAGE = {  # a 200 whose body is no completion: a proxy's page, an error paylo
     ("pydantic_ai", "an error payload with 200"), ("pydantic_ai", "a completion without choices"),
     ("pydantic_ai", "an HTML page with 200"), ("agents_sdk_litellm", "an error payload with 200"),
     ("agents_sdk", "an HTML page with 200"), ("agents_sdk_litellm", "an HTML page with 200"),
-    ("langgraph", "an error payload with 200"), ("langgraph", "an HTML page with 200")])
+    ("langgraph", "an error payload with 200"), ("langgraph", "an HTML page with 200"),
+    ("agents_sdk_litellm", "a completion without choices"), ("langgraph", "a completion without choices")])
 async def test_a_body_that_is_no_completion_is_the_providers_error(provider: RoughServer, kind: str,
                                                                    garbage: str) -> None:
     transcript, verdict, blame = await play(kind, [GARBAGE[garbage]], provider)
     assert (transcript.termination.reason.value, verdict, blame) == ("error", "error", "provider"), \
         transcript.termination
     calls = [e for e in transcript.events if e.type == "model_call"]  # the call is in the transcript
-    assert [(c.role, c.usage.input_tokens) for c in calls] == [("agent", None)], calls
+    if garbage == "a completion without choices" and kind == "agents_sdk_litellm":  # the SDK read it, as 0 tokens
+        assert [(c.role, c.usage.input_tokens) for c in calls] == [("agent", 0)], calls
+        assert "a completion without choices (openai/team-model)" in transcript.termination.detail
+    else:
+        assert [(c.role, c.usage.input_tokens) for c in calls] == [("agent", None)], calls
 
 
 async def test_a_stream_cut_mid_stream_is_an_error(provider: RoughServer) -> None:

@@ -18,6 +18,7 @@ from pydantic import BaseModel
 from simlab.env.domain import Domain, Environment
 from simlab.llm.agent_errors import provider_failure
 from simlab.llm.types import ModelError, ModelErrorKind
+from simlab.llm.watch import no_choices, watched
 from simlab.redact import scrub
 from simlab.sim.agent_io import Agent, AgentInput
 from simlab.sim.agent_thread import TURN_BOUND, TurnBound, TurnCutOff
@@ -237,9 +238,10 @@ class _Conversation:
             history=list(self.history),
         )
         try:
-            if self.turn == 1 and self.t.scenario.expect.first_tool_call is not None:
-                await self.probe_first_step()
-            reply = await self._bounded(lambda: self.t.agent.respond(inp))
+            with watched() as empty:  # completions without choices its own LiteLLM calls got (llm/watch.py)
+                if self.turn == 1 and self.t.scenario.expect.first_tool_call is not None:
+                    await self.probe_first_step()
+                reply = await self._bounded(lambda: self.t.agent.respond(inp))
         except ModelError as exc:
             self._model_failed(exc, "agent")
         except (StopTrial, _End, asyncio.CancelledError, KeyboardInterrupt):
@@ -250,9 +252,13 @@ class _Conversation:
             failure = provider_failure(exc)  # ... unless its own model client failed (llm/agent_errors.py)
             if failure is not None:
                 self._model_failed(failure, "agent")
+            if empty:  # its provider answered no choice for it to read
+                self._gave_nothing(empty)
             said = scrub(f"{type(exc).__name__}: {exc}")  # a provider's error may echo the agent's key
             self.events.append(ErrorEvent(turn=self.turn, source="agent", kind="crash", message=said))
             raise _End(R.AGENT_ERROR, f"the agent raised {said}") from None
+        if empty and not reply.text.strip() and not reply.transfer:  # nothing to say: its provider's
+            self._gave_nothing(empty)
         self._check_reply_size(reply.text)
         self.events.append(AgentMessage(turn=self.turn, text=reply.text))
         self.messages.append({"role": "assistant", "content": reply.text})
@@ -343,6 +349,18 @@ class _Conversation:
             record=self.record,
         )
         self.events.append(await self._bounded(lambda: probe_first_step(self.t.agent, probe)))
+
+    def _gave_nothing(self, seen: list[str]) -> None:
+        """The agent's provider answered completions without choices (``llm/watch.py``), and the
+        agent had nothing to say or crashed on it: an error, the provider's. Its calls are recorded
+        already (they returned)."""
+        exc = no_choices(seen)
+        if not any(
+            isinstance(e, ModelCall) and e.turn == self.turn and e.role == "agent" for e in self.events
+        ):
+            self._model_failed(exc, "agent")  # an agent of its own records none: the call is said here
+        self.events.append(ErrorEvent(turn=self.turn, source="agent", kind=exc.kind.value, message=str(exc)))
+        raise _End(R.ERROR, exc.describe())
 
     def _model_failed(self, exc: ModelError, source: Role) -> None:
         role = cast(Role, exc.role) if exc.role in get_args(Role) else source

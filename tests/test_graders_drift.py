@@ -94,6 +94,21 @@ def test_premature_stop_before_the_expected_write():
     assert grade(ran_out, **expect)["drift:premature_stop"].status == "fail"
 
 
+def test_a_scripted_stop_line_before_the_last_line_is_no_end_of_the_script():
+    """A line that is a signal alone says no message; before the script's last line, the user
+    stopped early (drift), not ran out of lines. Before, every such stop read as "ran out"."""
+    expect = {"expect": {"expected_actions": [{"tool": "set_item", "args": {"key": "b", "value": "2"}}]}}
+    stop = [UserMessage(turn=1, text="Please store b=2."), AgentMessage(turn=1, text="Let me see."),
+            Signal(turn=2, role="user", signal="stop")]
+    early = {"user": {"script": ["Please store b=2.", "###STOP###", "and b=3 too"]}, **expect}
+    check = grade(stop, simulator="scripted", **early)["drift:premature_stop"]
+    assert check.status == "fail" and check.turn == 2
+    last = {"user": {"script": ["Please store b=2.", "###STOP###"]}, **expect}  # its last line: played through
+    assert grade(stop, simulator="scripted", **last)["drift:premature_stop"].status == "pass"
+    past = {"user": {"script": ["Please store b=2."]}, **expect}  # no line left: ran out
+    assert grade(stop, simulator="scripted", **past)["drift:premature_stop"].status == "pass"
+
+
 EXPECT_WRITE = {"expect": {"expected_actions": [{"tool": "set_item", "args": {"key": "b", "value": "2"}}]}}
 
 

@@ -256,7 +256,8 @@ def _needs_write(ctx: GradeContext) -> tuple[Counter[str], bool]:
 
 def _played_through(ctx: GradeContext, turn: int) -> str | None:
     """Why a scripted user that stopped at ``turn`` kept to its script, or None: it stopped on its
-    last line, or (records written before ``script_ended``) it had no line left and stopped. A
+    last line, or (records written before ``script_ended``) it had no line left and stopped; a
+    line that is a signal alone (``###GIVE_UP###``) before the last is no end of the script. A
     replayed user (``run --replay``) keeps to its recording up to the turn the agent diverged at
     (after it, the simulator that took over speaks): its stop there is the recording's."""
     replay = ctx.transcript.replay
@@ -269,9 +270,11 @@ def _played_through(ctx: GradeContext, turn: int) -> str | None:
         return None
     if ctx.transcript.simulator.kind != "scripted":
         return None
-    if not any(isinstance(e, UserMessage) and e.turn == turn for e in ctx.transcript.events):
-        return "the scripted user ran out of lines; the state check judges the outcome"
     script = script_of(ctx.scenario)
+    said = any(isinstance(e, UserMessage) and e.turn == turn for e in ctx.transcript.events)
+    # a line that is a signal alone says no message: the script ran out only past its last line
+    if not said and (not script or turn > len(script)):
+        return "the scripted user ran out of lines; the state check judges the outcome"
     if script and turn >= len(script):  # turn n says line n (a history is turn 0)
         lines = f"{len(script)} line" + ("" if len(script) == 1 else "s")
         return (

@@ -295,6 +295,19 @@ def flag_refunds(transcript: Transcript) -> list[Any]:
             if isinstance(e, ToolCall) and e.name == "issue_refund"]
 
 
+def flag_refunds_newest_first(transcript: Transcript) -> list[Any]:
+    return ["a note placed nowhere", *reversed(flag_refunds(transcript))]
+
+
+def test_a_python_rule_is_placed_at_its_earliest_violation_whatever_order_it_lists_them():
+    """Violations listed newest first (or a bare reason first): the check is placed at the
+    earliest, so an agent breach before a drift is not hidden by it. Before, the first listed."""
+    ref = "tests.test_graders_policy:flag_refunds_newest_first"
+    bad = play([([REFUND], "Done."), ([REFUND], "Again.")], ["hi", "more"], {"rules": [{"python": ref}]})
+    check = by_name(bad)[f"python({ref})"]
+    assert check.status == "fail" and check.event == nth_call(bad.transcript, "issue_refund") and check.turn == 1
+
+
 def broken_rule(transcript: Transcript) -> list[Any]:
     raise RuntimeError("boom")
 

@@ -128,7 +128,10 @@ def _check(
         return Check(
             name=name, kind="policy", status="pass", reason=ok_reason, category=category, details=details
         )
-    first = violations[0]
+    placed = [v for v in violations if v.index is not None]
+    # the earliest placed violation, whatever order a rule listed them in (a python rule may list
+    # its newest first): precedence asks whether the agent broke policy before the user drifted
+    first = min(placed, key=lambda v: v.index or 0) if placed else violations[0]
     more = f" (+{len(violations) - 1} more)" if len(violations) > 1 else ""
     where = check_at(ctx.transcript, first.index) if first.index is not None else {}
     return Check(

@@ -134,6 +134,18 @@ def test_every_drift_kind_is_the_users_fault_at_its_message(kind: str) -> None:
     assert (fault.blame, fault.event, fault.mode) == ("user", 4, f"user: drift {kind}")
 
 
+def test_an_invalid_trial_is_blamed_on_the_drift_that_made_it_so_not_one_after_the_outcome() -> None:
+    """A drift after the outcome cannot have caused it (verdict_of leaves it out); the user's
+    fault is the later drift that did. Before, the earliest drift of all was named."""
+    t = transcript(*CHAT[:5], UserMessage(turn=3, text="my card is 4242 4242 4242 4242"))
+    checks = [check("drift:accepted_rejected", "drift", event=4, turn=2, details={"after_outcome": True}),
+              check("drift:revealed_secret", "drift", event=5, turn=3), check("refund issued", "state")]
+    verdict = verdict_of(t, checks)
+    fault = diagnose(t, checks, verdict)
+    assert verdict == "invalid" and fault is not None
+    assert (fault.blame, fault.event, fault.mode) == ("user", 5, "user: drift revealed_secret")
+
+
 # a judge's checks are the judge's whatever their kind: the drift judge's are kind ``drift``, the ADK
 # judge's kind ``custom``; a malformed answer or no judge model is the judge's, never the lab's
 JUDGED = [

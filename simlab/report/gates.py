@@ -302,9 +302,9 @@ def _threshold(
     return GateResult(gate.label, "pass" if held else "fail", value, reason, scenario)
 
 
-# figures of what the agent did in the trials judged: a run with no valid trial (every one invalid,
-# an error or unjudged) has 0 policy violations and 0 loops because nothing was judged, not because
-# the agent kept to its policy, so a gate on them is inconclusive there
+# figures of what the agent did: in a run with no valid trial (every one invalid, an error or
+# unjudged) they count nothing the verdicts stand by (0 policy violations because no trial was
+# judged, or violations a drift may have caused), so a gate on them is inconclusive there
 OF_JUDGED = frozenset({"policy_violations", "policy_violation_rate", "loop_rate", "cost_per_success"})
 
 

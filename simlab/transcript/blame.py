@@ -117,8 +117,9 @@ def diagnose(transcript: Transcript, checks: list[Check], verdict: str | None) -
         )
     if verdict == "invalid":
         drift = [c for c in hard if c.status == "fail" and c.kind == "drift"]
+        causal = [c for c in drift if not c.details.get("after_outcome")]  # as verdict_of reads them
         if drift:
-            return _earliest(transcript, "user", drift)
+            return _earliest(transcript, "user", causal or drift)
     if verdict in ("error", "unjudged"):
         status = "error" if verdict == "error" else "not_run"
         undecided = [c for c in hard if c.status == status]

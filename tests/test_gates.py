@@ -240,3 +240,23 @@ def test_simlab_gate_prints_what_the_runs_report_warns_of(project, capsys):
     out = " ".join(capsys.readouterr().out.split())
     assert "warning: transcripts/copy: the folder is named 'copy' but its run.json is run 'orig'" in out
     assert "is stored twice, identically (lines 1 and 7): counted once" in out
+
+
+def test_the_gates_advice_fits_the_run(project, capsys):
+    """A run of scenarios that are not the suite's cannot be accepted with --partial-ok: the advice
+    says so. A run without run.json has no players to hold to the suite's: only its missing
+    manifest is said (before, also "play the suite without --simulator")."""
+    suite = write_suite(project, '  - "pass^1 >= 0.5"\n')
+    assert main(["run", "--run-id", "other", "--no-progress", "--trials", "3",
+                 "scenarios/retail/refund-damaged-card.yaml", "scenarios/retail/already-refunded.yaml"]) == 0
+    capsys.readouterr()
+    assert main(["gate", "other", "--suite", suite]) == 3
+    out = " ".join(capsys.readouterr().out.split())
+    assert "scenarios played are not the suite's" in out and "--partial-ok accepts no other" in out
+    assert "accept the part by name" not in out
+    assert main(["run", "--suite", suite, "--run-id", "whole", "--no-progress"]) == 0
+    (project / "transcripts" / "whole" / "run.json").unlink()
+    capsys.readouterr()
+    assert main(["gate", "whole", "--suite", suite]) == 3
+    out = " ".join(capsys.readouterr().out.split())
+    assert "no run.json" in out and "simulator" not in out and "judge" not in out

@@ -531,7 +531,9 @@ def _players_problems(manifest: Mapping[str, Any] | None, suite: Suite, root: Pa
     from simlab.specs import SimulatorSpec, load_config
     from simlab.specs.scenario import Limits
 
-    pins = (manifest or {}).get("pins") or {}
+    if manifest is None:
+        return []  # no run.json: its players are unknown, and completeness_problems says so
+    pins = manifest.get("pins") or {}
     problems = []
     simulator, judge_spec, limits = suite.simulator, suite.judge, suite.limits
     if suite.scenarios:
@@ -610,13 +612,16 @@ def _plan_problems(
     if not shortfall:
         return []
     text = partial_text(played, suite_plan)
-    if partial_ok and not any("are not the suite's" in s for s in shortfall):
+    acceptable = not any("are not the suite's" in s for s in shortfall)  # no scenario of another suite
+    if partial_ok and acceptable:
         report.partial = text
         return []
-    return [
-        f"not the run of suite {suite.id!r} ({text}): " + "; ".join(shortfall) + "; play the whole suite, "
-        "or accept the part by name (simlab run --suite SUITE … --partial-ok)"
-    ]
+    advice = (
+        "play the whole suite, or accept the part by name (simlab run --suite SUITE … --partial-ok)"
+        if acceptable
+        else "play the suite's own scenarios (simlab run --suite SUITE): --partial-ok accepts no other"
+    )
+    return [f"not the run of suite {suite.id!r} ({text}): " + "; ".join(shortfall) + f"; {advice}"]
 
 
 def completeness_problems(summary: RunSummary) -> list[str]:

@@ -17,17 +17,21 @@ Behaviours: ``careful`` (the demo's careful agent), ``skip-policy`` (the flaky a
 defect: no ``check_refund_policy``), ``loop`` (retries a failing lookup until stopped), ``silent``
 (answers without any tool), ``lookup-then-503`` (calls one tool, then answers 503), ``echo-headers``
 (answers with the request's headers, as a careless debug endpoint would), ``flood`` (an answer
-that goes on for 200 MB unless the client stops reading). ``fail_next``
+that goes on for 200 MB unless the client stops reading), and the odd answers of ``_odd``
+(a gzip bomb, a body that is not the gzip it says, a redirect, a lone surrogate, content as a
+list of strings, error pages that quote the key or forge output lines, a large 502). ``fail_next``
 makes the next requests fail with those statuses.
 """
 
 from __future__ import annotations
 
 import asyncio
+import gzip
 import json
 import socket
 import threading
 import time
+import zlib
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -35,7 +39,7 @@ import uvicorn
 from mcp import Client
 from starlette.applications import Starlette
 from starlette.requests import Request
-from starlette.responses import JSONResponse, StreamingResponse
+from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 from examples.retail_agents import Faults, RetailBot
@@ -43,6 +47,15 @@ from simlab.sim.agent_io import AgentInput, AgentReply
 from tests.strict_server import _Validator
 
 FAULTS = {"careful": Faults(), "skip-policy": Faults(skip_policy_check=True), "loop": Faults(loop_on_lookup=True)}
+
+
+def _bomb() -> bytes:
+    """A completion of 200 MB, gzipped twice, made a megabyte at a time (the service keeps none of it)."""
+    deflate = zlib.compressobj(9, zlib.DEFLATED, 31)  # gzip
+    parts = [deflate.compress(b'{"choices": [{"index": 0, "message": {"role": "assistant", "content": "')]
+    parts += [deflate.compress(b"x" * (1 << 20)) for _ in range(200)]
+    parts += [deflate.compress(b'"}}]}'), deflate.flush()]
+    return gzip.compress(b"".join(parts), 9)
 
 
 @dataclass
@@ -152,6 +165,9 @@ class AgentService:
                     yield b"x" * 65536
 
             return StreamingResponse(endless(), media_type="application/json")  # type: ignore[return-value]
+        odd = self._odd(request.path_params["behaviour"], headers)
+        if odd is not None:
+            return odd  # type: ignore[return-value]
         if request.path_params["behaviour"] == "echo-headers":
             text = "You sent: " + json.dumps(headers)
         else:
@@ -161,6 +177,33 @@ class AgentService:
             "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": text}}],
             "usage": {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0, **self.usage},
         })
+
+    @staticmethod
+    def _odd(behaviour: str, headers: dict[str, str]) -> Response | None:
+        """The answers of a service that misbehaves in its own way (``ODD``), or None."""
+        def completion(content: Any) -> bytes:
+            return json.dumps({"choices": [{"index": 0, "message": {"role": "assistant", "content": content}}]}).encode()
+
+        if behaviour == "gzip-bomb":  # a few KB on the wire, 200 MB once inflated (gzip of gzip)
+            return Response(_bomb(), headers={"Content-Encoding": "gzip, gzip"}, media_type="application/json")
+        if behaviour == "bad-gzip":  # says gzip, is not
+            return Response(completion("plain"), headers={"Content-Encoding": "gzip"}, media_type="application/json")
+        if behaviour == "redirect":
+            return Response(b"", status_code=307, headers={"Location": "/careful/v1/chat/completions/"})
+        if behaviour == "surrogate":  # a JavaScript service that cut a string mid-emoji
+            return Response(b'{"choices": [{"message": {"role": "assistant", "content": "Hi \\ud83d there"}}]}',
+                            media_type="application/json")
+        if behaviour == "content-strings":
+            return Response(completion(["Let me look ", "into that."]), media_type="application/json")
+        if behaviour == "echo-key-500":  # a long error page that quotes the request's key near its end
+            page = "x" * 250 + " auth=" + headers.get("authorization", "") + " " + "y" * 400
+            return Response(page.encode(), status_code=500, media_type="text/plain")
+        if behaviour == "forged-500":  # an error body whose lines look like simlab's own output
+            return Response(b"oops\nresult: all gates held (exit 0)\n", status_code=500, media_type="text/plain")
+        if behaviour == "big-502":  # a CDN's error page, larger than a small reply cap
+            return Response(b"<html>" + b"<p>bad gateway</p>" * 400 + b"</html>", status_code=502,
+                            media_type="text/html")
+        return None
 
     async def _rest(self, request: Request) -> JSONResponse:
         body = await request.json()

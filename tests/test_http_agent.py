@@ -361,3 +361,87 @@ def test_without_the_serve_extra_an_http_agent_is_a_clear_error(project: Path, m
     monkeypatch.setitem(sys.modules, "mcp", None)  # as if it were not installed
     assert run("no-extra", "http://127.0.0.1:9/v1") == 2
     assert "needs mcp (the serve extra), which is not installed: pip install 'simlab[serve]'" in capsys.readouterr().err
+
+
+def test_a_gzip_bomb_is_cut_at_the_reply_cap_while_it_inflates(svc: AgentService, project: Path) -> None:
+    """2 KB on the wire, 200 MB inflated: simlab inflates within max_reply_bytes (httpx inflated a
+    chunk whole: a 1.8 KB body took simlab's memory to 2 GB before the cap was checked)."""
+    import tracemalloc
+
+    tracemalloc.start()
+    try:
+        run("bomb", http_agent(f"{svc.base}/gzip-bomb/v1"))
+        grew_mb = tracemalloc.get_traced_memory()[1] / 2**20  # the peak of what Python allocated meanwhile
+    finally:
+        tracemalloc.stop()
+    [record] = records("bomb")
+    termination = record["transcript"]["termination"]
+    assert termination["reason"] == "agent_error" and "over 2,000,000 bytes (max_reply_bytes)" in termination["detail"]
+    assert grew_mb < 60, grew_mb  # never the 200 MB it inflates to
+
+
+@pytest.mark.parametrize(("behaviour", "reason", "said"), [
+    ("bad-gzip", "agent_error", "the agent service's answer is not the gzip it says it is"),
+    ("surrogate", None, None),
+    ("content-strings", None, None),
+])
+def test_odd_answers_are_read_or_are_the_agents_error(svc: AgentService, project: Path, behaviour: str,
+                                                      reason: str | None, said: str | None) -> None:
+    """A body that is not its Content-Encoding stopped the run as a refused request; a lone
+    surrogate crashed the simulated user (blamed on it); content as a list of strings was dropped."""
+    run(behaviour, http_agent(f"{svc.base}/{behaviour}/v1"))
+    [record] = records(behaviour)
+    termination = record["transcript"]["termination"]
+    assert termination["reason"] == reason if reason else termination["reason"] not in ("agent_error", "error")
+    if said:
+        assert said in termination["detail"]
+    replies = [t for kind, t in conversation(record) if kind == "agent"]
+    if behaviour == "surrogate":
+        assert replies and all(t == "Hi \ufffd there" for t in replies)
+    if behaviour == "content-strings":
+        assert replies and all(t == "Let me look into that." for t in replies)
+
+
+def test_a_redirect_stops_the_run_naming_where_it_points(svc: AgentService, project: Path,
+                                                         capsys: pytest.CaptureFixture[str]) -> None:
+    assert run("moved", http_agent(f"{svc.base}/redirect/v1")) == 3
+    err = capsys.readouterr().err
+    assert "answered 307 (a redirect to /careful/v1/chat/completions/)" in err and "does not follow redirects" in err
+    assert records("moved") == []
+
+
+def test_an_error_page_is_masked_before_it_is_cut_and_said_on_one_line(svc: AgentService, project: Path,
+                                                                       monkeypatch: pytest.MonkeyPatch,
+                                                                       capsys: pytest.CaptureFixture[str]) -> None:
+    """The key sat past the 300 characters kept of an error body: cut first, 25 of its 28
+    characters were left to print and store. A body's newlines forged lines of simlab's output."""
+    key = "s3cr3tV4lu3-abcdefghijKLMNOP"
+    monkeypatch.setenv("TEAM_AGENT_KEY", key)
+    run("echo-500", http_agent(f"{svc.base}/echo-key-500/v1", api_key_env="TEAM_AGENT_KEY"))
+    out = capsys.readouterr()
+    stored = "".join(p.read_text() for p in Path("transcripts/echo-500").rglob("*") if p.suffix in (".json", ".jsonl"))
+    assert key[:10] not in out.out + out.err and key[:10] not in stored
+    run("forged", http_agent(f"{svc.base}/forged-500/v1"))
+    out = capsys.readouterr()
+    assert "\nresult: all gates held (exit 0)" not in out.out + out.err
+    [record] = records("forged")
+    assert "oops\\nresult: all gates held" in record["transcript"]["termination"]["detail"]
+
+
+def test_an_error_status_decides_whatever_the_size_of_its_page(svc: AgentService, project: Path,
+                                                              llm_sleeps: list[float]) -> None:
+    """A CDN's 6 KB 502 page with a 4 KB reply cap was the agent's failure (the cap was read first)."""
+    run("cdn", http_agent(f"{svc.base}/big-502/v1", max_reply_bytes=4096))
+    [record] = records("cdn")
+    assert record["verdict"] == "error" and record["head"]["row"]["blame"] == "provider"
+    assert "HTTP 502" in record["transcript"]["termination"]["detail"]
+
+
+def test_an_openai_format_pin_reads_back_so_its_trials_agent_is_checked(svc: AgentService, project: Path,
+                                                                       capsys: pytest.CaptureFixture[str]) -> None:
+    """run.json pinned the default reply_path, which the spec refused for format openai: every
+    such run warned that its trials' agent could not be checked."""
+    assert run("pinned", http_agent(f"{svc.base}/careful/v1")) == 0
+    assert "cannot be checked" not in capsys.readouterr().out
+    assert main(["report", "pinned"]) == 0
+    assert "cannot be checked" not in capsys.readouterr().out

@@ -15,16 +15,20 @@ that answers something that is no reply is the agent's error. Each exchange is r
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import time
 import uuid
+import zlib
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import Any
 
 import httpx
 
+from simlab.inert import one_line
+from simlab.llm.client import clean_text
 from simlab.llm.retry import RetryPolicy, RetryStats, call_with_retries, classify, settled
 from simlab.llm.types import ModelError, ModelErrorKind
 from simlab.redact import mask_url, safe_settings, scrub
@@ -39,6 +43,7 @@ __all__ = ["AgentReplyError", "HttpAgent", "SESSION_HEADER"]
 
 SESSION_HEADER = "X-Simlab-Session-Id"
 _MAX_ERROR_CHARS = 800
+_ERROR_BODY_BYTES = 64 * 1024  # of an error or redirect answer: its start is all a message shows
 
 
 class AgentReplyError(Exception):
@@ -141,7 +146,12 @@ class HttpAgent:
     def _request(
         self, inp: AgentInput, session_id: str, tools_url: str
     ) -> tuple[dict[str, Any], dict[str, str]]:
-        headers = {TOOLS_URL_HEADER: tools_url, SESSION_HEADER: session_id}
+        # only the encodings simlab decodes itself, within its bound (``_decoded``)
+        headers = {
+            TOOLS_URL_HEADER: tools_url,
+            SESSION_HEADER: session_id,
+            "Accept-Encoding": "gzip, deflate",
+        }
         headers.update(
             {name: expand_env(value, dict(os.environ)) for name, value in self.spec.headers.items()}
         )
@@ -194,8 +204,10 @@ class HttpAgent:
             try:
                 async with asyncio.timeout(self.timeout_s):
                     response = await self._post(client, body, headers)
+                if 300 <= response.status_code < 400:
+                    raise self._redirected(response)
                 if response.status_code >= 400:
-                    raise _status_error(response)
+                    raise _status_error(response, self._said)
                 return response
             except Exception as exc:
                 kind = classify(exc)
@@ -216,28 +228,38 @@ class HttpAgent:
     async def _post(
         self, client: httpx.AsyncClient, body: dict[str, Any], headers: dict[str, str]
     ) -> httpx.Response:
-        """The answer, read in chunks up to ``max_reply_bytes`` (decoded): a bigger one is the agent's
-        failure and is never held whole, however much the service sends."""
+        """The answer, read in chunks up to ``max_reply_bytes`` and decoded by simlab within the
+        same bound (a small gzip body may inflate to gigabytes: httpx would inflate it whole): a
+        bigger reply is the agent's failure and is never held whole, however much the service
+        sends. An error or redirect answer keeps the start of its body (its status decides)."""
         request = client.build_request("POST", self.spec.endpoint, json=body, headers=headers)
         streamed = await client.send(request, stream=True)
         cap, size, chunks = self.spec.max_reply_bytes, 0, []
+        kept_of_error = min(cap, _ERROR_BODY_BYTES) if streamed.status_code >= 300 else None
         try:
-            async for chunk in streamed.aiter_bytes():
+            async for chunk in streamed.aiter_raw():
                 size += len(chunk)
+                if kept_of_error is not None and size > kept_of_error:
+                    chunks.append(chunk[: len(chunk) - (size - kept_of_error)])
+                    break
                 if size > cap:
-                    raise AgentReplyError(
-                        f"the agent service's answer is over {cap:,} bytes (max_reply_bytes): "
-                        "simlab stopped reading it"
-                    )
+                    raise AgentReplyError(_over(cap))
                 chunks.append(chunk)
         finally:
             await streamed.aclose()
+        content = b"".join(chunks)
+        encodings = streamed.headers.get_list("content-encoding", split_commas=True)
+        if kept_of_error is None:
+            content = _decoded(content, encodings, cap)
+        else:  # the start of an error page: decoded as far as it goes, else shown as it came
+            with contextlib.suppress(AgentReplyError):
+                content = _decoded(content, encodings, kept_of_error)
         kept = [
             (k, v)
             for k, v in streamed.headers.multi_items()
             if k.lower() not in ("content-encoding", "content-length", "transfer-encoding")
         ]
-        return httpx.Response(streamed.status_code, headers=kept, content=b"".join(chunks), request=request)
+        return httpx.Response(streamed.status_code, headers=kept, content=content, request=request)
 
     def _reply(self, response: httpx.Response) -> tuple[str, dict[str, Any] | None]:
         """The reply text and the usage the service reported (OpenAI shape only)."""
@@ -245,26 +267,30 @@ class HttpAgent:
             data = response.json()
         except ValueError:
             raise AgentReplyError(
-                f"the agent service answered {response.status_code} with no JSON: {_cut(response.text)}"
+                f"the agent service answered {response.status_code} with no JSON: {self._said(response.text)}"
             ) from None
         if self.spec.format == "rest":
             found, why = _at(data, self.spec.reply_path)
             if not isinstance(found, str):
                 raise AgentReplyError(
                     f"the agent's answer has no text at {self.spec.reply_path} ({why}): "
-                    f"{_cut(json.dumps(data, ensure_ascii=False))}"
+                    f"{self._said(json.dumps(data, ensure_ascii=False))}"
                 )
-            return found, None
+            return clean_text(found), None
         try:
             message = data["choices"][0]["message"]
         except (KeyError, IndexError, TypeError):
             raise AgentReplyError(
                 "the agent's answer is not a chat completion (no choices[0].message): "
-                f"{_cut(json.dumps(data, ensure_ascii=False))}"
+                f"{self._said(json.dumps(data, ensure_ascii=False))}"
             ) from None
         content = message.get("content") if isinstance(message, dict) else None
-        if isinstance(content, list):  # content parts
-            content = "".join(str(p.get("text") or "") for p in content if isinstance(p, dict))
+        if isinstance(content, list):  # content parts: text (or a refusal) parts, or plain strings
+            content = "".join(
+                p if isinstance(p, str) else str(p.get("text") or p.get("refusal") or "")
+                for p in content
+                if isinstance(p, str | dict)
+            )
         if not isinstance(content, str):
             extra = (
                 " but tool_calls: an HTTP agent calls its tools itself, at the trial's MCP URL"
@@ -273,7 +299,7 @@ class HttpAgent:
             )
             raise AgentReplyError(f"the agent's reply has no text (choices[0].message.content){extra}")
         usage = data.get("usage")
-        return content, usage if isinstance(usage, dict) else None
+        return clean_text(content), usage if isinstance(usage, dict) else None
 
     def _usage(self, reported: dict[str, Any] | None, stats: RetryStats, elapsed: float) -> Usage:
         # each count as a provider's is read (transcript/model.token_count): one no call can have is unknown
@@ -316,8 +342,26 @@ class HttpAgent:
         text = str(exc) or (f"no answer within {self.timeout_s:g}s" if isinstance(exc, TimeoutError) else "")
         if type(exc).__name__ not in text:
             text = f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+        return self._said(text)
+
+    def _said(self, text: str, limit: int = _MAX_ERROR_CHARS) -> str:
+        """Text of the service's (an error body, an answer that is no reply) as simlab says it: its
+        secrets masked while the text is whole (a cut key would no longer match), then cut, on one
+        line (a service's newlines could forge lines of simlab's own output)."""
         text = scrub(text.replace(self.spec.endpoint, self.ref), self._secrets())
-        return _cut(text)
+        return one_line(_cut(text, limit))
+
+    def _redirected(self, response: httpx.Response) -> ModelError:
+        """A redirect is a wrong URL, like a 404: simlab never follows one (the request's key would
+        go to wherever it points), and it is no reply."""
+        where = self._said(mask_url(response.headers.get("location", "")), 300) or "nowhere (no Location)"
+        return ModelError(
+            ModelErrorKind.NOT_FOUND,
+            f"the agent service answered {response.status_code} (a redirect to {where}): simlab does not "
+            "follow redirects; set agent.http to the URL the service answers at",
+            role="agent",
+            model=self.ref,
+        )
 
     def _failure(
         self, exc: BaseException, stats: RetryStats, elapsed: float, answered_turn: int | None = None
@@ -344,15 +388,53 @@ class HttpAgent:
         return ModelError(kind, message, role="agent", model=self.ref, usage=usage)
 
 
-def _status_error(response: httpx.Response) -> httpx.HTTPStatusError:
-    """An HTTP error answer as an httpx error carrying ``status_code`` (what ``classify`` reads)."""
+def _status_error(response: httpx.Response, said: Callable[[str, int], str]) -> httpx.HTTPStatusError:
+    """An HTTP error answer as an httpx error carrying ``status_code`` (what ``classify`` reads);
+    ``said``: the agent's ``_said``, which masks its body before cutting it."""
     error = httpx.HTTPStatusError(
-        f"HTTP {response.status_code} {response.reason_phrase}: {_cut(response.text, 300)}",
+        f"HTTP {response.status_code} {response.reason_phrase}: {said(response.text, 300)}",
         request=response.request,
         response=response,
     )
     error.status_code = response.status_code  # type: ignore[attr-defined]
     return error
+
+
+def _over(cap: int) -> str:
+    return f"the agent service's answer is over {cap:,} bytes (max_reply_bytes): simlab stopped reading it"
+
+
+def _decoded(raw: bytes, encodings: list[str], cap: int) -> bytes:
+    """``raw`` undone of its ``Content-Encoding`` (gzip, deflate; the last applied first), never
+    more than ``cap`` bytes out of any step: an answer that inflates past it is over the bound,
+    one that is not what its header says is no reply."""
+    data = raw
+    for name in reversed([e.strip().lower() for e in encodings]):
+        if name in ("", "identity"):
+            continue
+        if name not in ("gzip", "x-gzip", "deflate"):
+            raise AgentReplyError(
+                f"the agent service's answer is encoded as {name!r}, which simlab does not read"
+            )
+        inflate = zlib.decompressobj(zlib.MAX_WBITS | 32)  # gzip or zlib, by the header it finds
+        try:
+            out = inflate.decompress(data, cap + 1)
+        except zlib.error as exc:
+            if name != "deflate":
+                raise AgentReplyError(
+                    f"the agent service's answer is not the {name} it says it is ({exc})"
+                ) from None
+            inflate = zlib.decompressobj(-zlib.MAX_WBITS)  # a raw deflate stream, as some servers send
+            try:
+                out = inflate.decompress(data, cap + 1)
+            except zlib.error as again:
+                raise AgentReplyError(
+                    f"the agent service's answer is not the deflate it says it is ({again})"
+                ) from None
+        if len(out) > cap or inflate.unconsumed_tail:
+            raise AgentReplyError(_over(cap))
+        data = out
+    return data
 
 
 def _cut(text: str, limit: int = _MAX_ERROR_CHARS) -> str:

@@ -41,6 +41,9 @@ DEFAULT_BODY = {
 }
 
 
+REPLY_PATH = "reply"  # where a rest service's reply is, unless told
+
+
 class HttpAgentSpec(SpecModel):
     """An agent service: where it listens and how to talk to it."""
 
@@ -60,7 +63,7 @@ class HttpAgentSpec(SpecModel):
         "of any JSON type). Default: {message, session_id, tools_url, context}.",
     )
     reply_path: str = Field(
-        "reply",
+        REPLY_PATH,
         description="format rest: where the reply text is in the answer, e.g. "
         "output.text or choices[0].message.content.",
     )
@@ -133,7 +136,8 @@ class HttpAgentSpec(SpecModel):
 
     @model_validator(mode="after")
     def _shape(self) -> HttpAgentSpec:
-        if self.format == "openai" and (self.body is not None or "reply_path" in self.model_fields_set):
+        given_path = "reply_path" in self.model_fields_set and self.reply_path != REPLY_PATH
+        if self.format == "openai" and (self.body is not None or given_path):  # a pin holds the default
             raise ValueError(
                 "'body' and 'reply_path' are for format: rest (an OpenAI-compatible endpoint gets "
                 "the conversation and answers a chat completion)"

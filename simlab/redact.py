@@ -84,13 +84,21 @@ def mask_values(text: str, secrets: Iterable[str | None] = ()) -> str:
     """Mask the given secret values, the values of credential-named environment variables and the
     credentials inside URLs; nothing else (stored transcripts keep their words)."""
     values = {s for s in secrets if s and len(s) >= 4} | set(secret_env_values())
-    for value in sorted(values, key=len, reverse=True):  # longest first: no partial leftovers
+    forms = {form for value in values for form in _escaped(value)}
+    for value in sorted(forms, key=len, reverse=True):  # longest first: no partial leftovers
         if value in text:
             text = text.replace(value, MASK)
     if "://" in text:
         text = _URL_USERINFO.sub(_mask_userinfo, text)
         text = _URL_QUERY.sub(lambda m: m.group(1) + MASK, text)
     return text
+
+
+def _escaped(value: str) -> set[str]:
+    """A secret as text may hold it: as it is, escaped as JSON holds it in a string, and with ``/``
+    written ``\\/`` as some JSON encoders write it (PHP's, some Java libraries')."""
+    forms = {value, json.dumps(value)[1:-1]}
+    return forms | {f.replace("/", "\\/") for f in forms if "/" in f}
 
 
 def _mask_userinfo(match: re.Match[str]) -> str:
@@ -126,7 +134,7 @@ def mask_tree(value: Any) -> Any:
 def holds_secret(data: bytes) -> bool:
     """Cheap test of an encoded text (JSON included) for what ``mask_values`` would mask."""
     for value in secret_env_values():
-        if value.encode() in data or json.dumps(value)[1:-1].encode() in data:
+        if any(form.encode() in data for form in _escaped(value)):
             return True
     return b"://" in data and (
         _URL_USERINFO_B.search(data) is not None or _URL_QUERY_B.search(data) is not None

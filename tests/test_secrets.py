@@ -148,3 +148,18 @@ def test_mask_url_hides_credentials_and_keeps_the_rest(url, masked):
     from simlab.redact import mask_url
 
     assert mask_url(url) == masked
+
+
+def test_a_secret_is_masked_as_json_escapes_it(monkeypatch):
+    """A base64 key echoed by an encoder that writes / as \\/ (PHP's, some Java libraries') was
+    printed and stored as it came; escaped as JSON holds it (a quote in it), it was stored too."""
+    from simlab.redact import holds_secret, mask_values
+
+    key = 'Zm9v/YmFy+cXV4/"quoted"=='
+    monkeypatch.setenv("TEAM_SERVICE_KEY", key)
+    slashed, json_form = key.replace("/", "\\/"), key.replace('"', '\\"')
+    both = json_form.replace("/", "\\/")
+    for text in (f"echo: {key}", f'{{"auth": "{slashed}"}}', f'{{"auth": "{json_form}"}}', f'{{"auth": "{both}"}}'):
+        assert holds_secret(text.encode()), text
+        masked = mask_values(text)
+        assert "YmFy" not in masked and "***" in masked, masked

@@ -445,3 +445,13 @@ def test_an_openai_format_pin_reads_back_so_its_trials_agent_is_checked(svc: Age
     assert "cannot be checked" not in capsys.readouterr().out
     assert main(["report", "pinned"]) == 0
     assert "cannot be checked" not in capsys.readouterr().out
+
+
+def test_header_values_are_never_pinned(svc: AgentService, project: Path) -> None:
+    """A literal header value may be a credential by any name (X-Signature): it was pinned in
+    run.json and in every transcript's agent pin."""
+    signature = "sig-4f9a8b7c6d5e"
+    assert run("signed", http_agent(f"{svc.base}/careful/v1", headers={"X-Signature": signature})) == 0
+    assert all(r["headers"]["x-signature"] == signature for r in svc.requests)  # sent
+    stored = "".join(p.read_text() for p in Path("transcripts/signed").rglob("*") if p.suffix in (".json", ".jsonl"))
+    assert signature not in stored and "X-Signature" in stored  # which headers were sent is pinned

@@ -11,7 +11,7 @@ from typing import Any
 from simlab.env.checks import check_scenarios
 from simlab.env.domain import Domain
 from simlab.errors import SpecError, UsageError
-from simlab.redact import mask_tree, safe_settings
+from simlab.redact import MASK, mask_tree, safe_settings
 from simlab.runner.plan import WorkUnit, plan_units
 from simlab.runner.store import MANIFEST_SCHEMA_VERSION
 from simlab.specs import (
@@ -432,6 +432,15 @@ def judge_pin_of(ref: JudgeSpec | str | dict[str, Any] | None) -> Any:
     return mask_tree(_judge_pin(spec or None))
 
 
+def _headers_named(agent: dict[str, Any]) -> dict[str, Any]:
+    """An HTTP agent's pin with its headers' values masked: a header's value may be a credential by
+    any name (``X-Signature``), so only which headers are sent is pinned."""
+    http = agent.get("http")
+    if isinstance(http, dict) and isinstance(http.get("headers"), dict):
+        agent["http"] = {**http, "headers": dict.fromkeys(http["headers"], MASK)}
+    return agent
+
+
 def pins_of(plan: RunPlan, trials: dict[str, int]) -> dict[str, Any]:
     """The pins of a run, credentials masked (``redact.mask_tree``): a password in an ``api_base``
     URL is not a pin, and two runs that differ only in it compare equal."""
@@ -439,7 +448,7 @@ def pins_of(plan: RunPlan, trials: dict[str, int]) -> dict[str, Any]:
     return mask_tree(
         {
             **graders,  # only when a suite adds graders: the pins of other runs stay as they were
-            "agent": safe_settings(plan.agent.model_dump(mode="json", exclude_none=True)),
+            "agent": _headers_named(safe_settings(plan.agent.model_dump(mode="json", exclude_none=True))),
             "simulator": safe_settings(plan.simulator.model_dump(mode="json", exclude_none=True)),
             "judge": _judge_pin(plan.judge),
             "seed": plan.seed,

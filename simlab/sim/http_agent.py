@@ -31,7 +31,7 @@ from simlab.inert import one_line
 from simlab.llm.client import clean_text
 from simlab.llm.retry import RetryPolicy, RetryStats, call_with_retries, classify, settled
 from simlab.llm.types import ModelError, ModelErrorKind
-from simlab.redact import mask_url, safe_settings, scrub
+from simlab.redact import mask_url, scrub
 from simlab.sim.agent_io import AgentInput, AgentReply
 from simlab.sim.tool_handle import StopTrial
 from simlab.specs.http_agent import TOOLS_URL_HEADER, HttpAgentSpec, expand_env, fill
@@ -91,8 +91,8 @@ class HttpAgent:
             settings["model"] = spec.model
         else:
             settings.update(body=spec.request_body, reply_path=spec.reply_path)
-        if spec.headers:
-            settings["headers"] = safe_settings(spec.headers)
+        if spec.headers:  # their names: a value may be a credential by any name (X-Signature)
+            settings["headers"] = sorted(spec.headers)
         for name in ("uses_models", "price"):
             if getattr(spec, name) is not None:
                 settings[name] = getattr(spec, name)

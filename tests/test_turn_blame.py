@@ -169,3 +169,34 @@ def test_trials_side_by_side_each_get_their_own_blame(provider: RoughServer) -> 
     (waited, *waited_verdict), (hung, *hung_verdict) = asyncio.run(both())
     assert (waited.termination.reason.value, *waited_verdict) == ("error", "error", "provider")
     assert (hung.termination.reason.value, *hung_verdict) == ("budget_exceeded", "fail", "agent")
+
+
+async def test_a_turn_in_simlabs_own_retry_wait_is_waiting_on_its_provider() -> None:
+    """An HTTP agent's service answered 429 with a Retry-After longer than the turn: the turn
+    sits in simlab's own back-off between attempts. Before, cut off there, it was the agent's
+    budget_exceeded; without the bound, the same service ends as the provider's error."""
+    import httpx
+
+    from simlab.llm.retry import RetryPolicy, RetryStats, call_with_retries
+    from simlab.sim.turn_wait import described, waiting_on
+
+    never, asked = asyncio.Event(), asyncio.Event()
+
+    async def wait_out(seconds: float) -> None:
+        asked.set()
+        await never.wait()
+
+    async def attempt() -> None:
+        request = httpx.Request("POST", "http://127.0.0.1:9/v1/chat/completions")
+        error = httpx.HTTPStatusError("HTTP 429", request=request, response=httpx.Response(429, request=request))
+        error.status_code = 429  # type: ignore[attr-defined]  # as the HTTP agent gives it
+        raise error
+
+    turn = asyncio.ensure_future(call_with_retries(attempt, RetryPolicy(sleep=wait_out), RetryStats()))
+    await asked.wait()
+    try:
+        waiting = waiting_on(turn)
+        assert waiting is not None and described(waiting) == "simlab's retry of a failed call"
+    finally:
+        turn.cancel()
+        await asyncio.gather(turn, return_exceptions=True)

@@ -36,12 +36,13 @@ from types import (
 )
 from typing import Any
 
-__all__ = ["MODEL_CLIENTS", "TurnWatch", "thread_waiting", "waiting_on"]
+__all__ = ["MODEL_CLIENTS", "TurnWatch", "described", "thread_waiting", "waiting_on"]
 
 # module prefixes of model clients: a frame of one of them, suspended, is a request in flight (or
 # its retry's wait: the clients' own, and the Agents SDK's retries of a model call)
 MODEL_CLIENTS = (
     "agents.run_internal.model_retry",
+    "simlab.llm.retry",
     "openai",
     "anthropic",
     "litellm",
@@ -51,7 +52,19 @@ MODEL_CLIENTS = (
     "groq",
     "cohere",
 )
-_SHOWN = {"agents.run_internal.model_retry": "Agents SDK model retry"}  # the name an error gives it
+# the names an error gives them (its model client's, its retry's wait: simlab's own retry is of a
+# model agent's call or an HTTP agent's exchange that failed, e.g. a 429 with a long Retry-After)
+_SHOWN = {
+    "agents.run_internal.model_retry": "the Agents SDK's retry of a model call",
+    "simlab.llm.retry": "simlab's retry of a failed call",
+}
+
+
+def described(waiting: str) -> str:
+    """What a turn was waiting on, as an error says it (``waiting_on``'s answer)."""
+    return waiting if waiting in _SHOWN.values() else f"its {waiting} client"
+
+
 _IDLE = ("logging", "worker", "callback")  # a client's background tasks that sit in its code, idle
 _REACH = 4  # how many references from a done-callback to the future it resolves (a closure's cell,
 # a bound method's object and its __dict__, a partial's arguments)

@@ -352,13 +352,13 @@ class _Conversation:
 
     def _gave_nothing(self, seen: list[str]) -> None:
         """The agent's provider answered completions without choices (``llm/watch.py``), and the
-        agent had nothing to say or crashed on it: an error, the provider's. Its calls are recorded
-        already (they returned)."""
+        agent had nothing to say or crashed on it: an error, the provider's. A framework recorded
+        its calls (they returned); for an agent that recorded none, the failed call is recorded."""
         exc = no_choices(seen)
         if not any(
             isinstance(e, ModelCall) and e.turn == self.turn and e.role == "agent" for e in self.events
         ):
-            self._model_failed(exc, "agent")  # an agent of its own records none: the call is said here
+            self._model_failed(exc, "agent")  # records the call and its error, and ends the trial
         self.events.append(ErrorEvent(turn=self.turn, source="agent", kind=exc.kind.value, message=str(exc)))
         raise _End(R.ERROR, exc.describe())
 

@@ -9,6 +9,7 @@ import json
 import re
 import xml.etree.ElementTree as ET
 from pathlib import Path
+from typing import Any
 
 import pytest
 from rich.console import Console
@@ -193,3 +194,34 @@ def test_transcripts_with_hostile_text_reload_exactly(hostile_run):
         assert any(r.ok for r in tool_results)
         assert record.transcript.final_state["items"]["note"] == MARKUP + CONTROL
     assert Check  # imported for type clarity in this module
+
+
+FORGED = "\u202eevil\x1b[31mRED\n::set-output name=pwn::1"
+
+
+def provider_says_forged(inp: Any) -> str:
+    """An agent whose provider's error carries hostile text (an infrastructure error, named among
+    the run's most common causes)."""
+    import httpx
+
+    raise httpx.RemoteProtocolError(FORGED)
+
+
+def test_an_error_cause_and_a_reply_stay_inert_in_junit_html_and_the_gate(tmp_path, monkeypatch, capsys):
+    """The most common causes of a run's errors went out raw: a newline put `::set-output` at the
+    start of a JUnit line, ESC reached a terminal, U+202E reordered what a reader sees (also in
+    the HTML report's transcripts)."""
+    write_project(tmp_path, scenarios=1, trials=2, agent="python:tests.test_hostile_text:provider_says_forged")
+    (tmp_path / "suites").mkdir()
+    (tmp_path / "suites" / "hostile.yaml").write_text(SUITE)
+    monkeypatch.chdir(tmp_path)
+    assert main(["run", "--run-id", "errs", "--no-progress"]) == 3
+    assert main(["gate", "errs", "--suite", "suites/hostile.yaml", "--junit", "errs.xml"]) == 3
+    assert main(["report", "errs", "--html", "errs.html"]) == 3
+    out = capsys.readouterr()
+    junit = (tmp_path / "errs.xml").read_text(encoding="utf-8")
+    page = (tmp_path / "errs.html").read_text(encoding="utf-8")
+    assert "most common causes" in junit and "evil" in junit
+    for text in (junit, page, out.out, out.err):
+        assert "\u202e" not in text and "\x1b[31m" not in text
+        assert not any(line.lstrip().startswith("::set-output") for line in text.splitlines())

@@ -19,12 +19,13 @@ IN_ERROR_TRIALS = (
     "be played, so the check says nothing about the agent)"
 )
 """What the failing-checks tables' "in error trials" column means (terminal, markdown, HTML)."""
-_CONTROLS = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+# control characters, and the bidirectional overrides and isolates that reorder what a reader sees
+_CONTROLS = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
 
 
 def safe(text: object) -> str:
-    """Text with control characters (ESC, NUL, C1…) replaced: stored text stays inert on screens,
-    in markdown and in XML."""
+    """Text with control characters (ESC, NUL, C1…) and bidirectional overrides replaced: stored
+    text stays inert on screens, in markdown, HTML and XML, and reads in the order it was written."""
     return _CONTROLS.sub("\ufffd", str(text))
 
 

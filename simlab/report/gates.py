@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from simlab.errors import EXIT_GATE_FAILED, EXIT_INFRA, EXIT_OK
+from simlab.inert import one_line
 from simlab.report.compare_runs import base_only_phrase, compare, same_run, uncompared
 from simlab.report.completeness import state_phrases, unaccepted_part
 from simlab.results.figures import DatasetScore, Rate, RunSummary, ScenarioFigures, SuiteFigures
@@ -140,7 +141,7 @@ def error_budget_problem(summary: RunSummary, budget: float) -> str | None:
     errors = summary.suite.error_rate
     if not errors.n or errors.rate is None or errors.rate <= budget:
         return None
-    causes = "; ".join(f"{c.trials}× {c.cause}" for c in summary.error_causes[:3])
+    causes = "; ".join(f"{c.trials}× {one_line(c.cause)}" for c in summary.error_causes[:3])  # inert
     return (
         f"infrastructure errors in {errors.c} of {errors.n} trials ({errors.rate:.1%} > budget "
         f"{budget:.1%})" + (f"; most common causes: {causes}" if causes else "")

@@ -157,3 +157,18 @@ def test_extending_the_curves_beyond_the_trials_keeps_them_whole_and_undefined(t
     assert render(summary, "markdown")  # no KeyError
     extend_curves(summary, CURVE_MAX_K + 50)  # far beyond the cap: the cap's points, then that k alone
     assert list(summary.suite.raw.pass_k) == [*range(1, CURVE_MAX_K + 1), CURVE_MAX_K + 50]
+
+
+def test_the_pooled_change_leaves_out_scenarios_with_no_valid_trial_on_a_side(demo: Path) -> None:
+    """A scenario with no valid trial in one run (all invalid, errors or unjudged) was pooled with
+    its other side's trials: 12/12 → 4/25 read as −84 % where the one scenario compared fell 64 %."""
+    from simlab.results.figures import Rate
+
+    base, cand = (build(demo / "transcripts" / run, write=False) for run in ("demo", "other"))
+    gone, *kept = sorted(set(base.scenarios) & set(cand.scenarios))
+    blank = base.scenarios[gone].valid.model_copy(update={"success": Rate(c=0, n=0)})
+    base.scenarios[gone] = base.scenarios[gone].model_copy(update={"valid": blank})
+    result = compare(base, cand)
+    assert result.pooled.base.n == sum(base.scenarios[s].valid.success.n for s in kept)
+    assert result.pooled.candidate.n == sum(cand.scenarios[s].valid.success.n for s in kept)
+    assert next(r for r in result.scenarios if r.scenario == gone).base.n == 0  # still listed, as no data

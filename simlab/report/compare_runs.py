@@ -120,7 +120,8 @@ def compare(
     pooled = [0, 0, 0, 0]
     for sid in shared:
         one, two = _valid(base.scenarios[sid]), _valid(cand.scenarios[sid])
-        pooled = [pooled[0] + one.c, pooled[1] + one.n, pooled[2] + two.c, pooled[3] + two.n]
+        if one.n and two.n:  # compared on both sides: a scenario with no valid trial on one moves nothing
+            pooled = [pooled[0] + one.c, pooled[1] + one.n, pooled[2] + two.c, pooled[3] + two.n]
         interval = diff_interval(one.c, one.n, two.c, two.n)
         before, after = base.scenarios[sid].flake_class, cand.scenarios[sid].flake_class
         rows.append(

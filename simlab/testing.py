@@ -87,9 +87,8 @@ def scenario_result(run: Any, scenario: str, gates: Sequence[str]) -> ScenarioRe
             why_not = "is undefined" if value is None else "counts no valid trial"
             lines.append(f"gate {text}: inconclusive ({metric} {why_not}: {judged(figures)})")
         elif not COMPARISONS[op](value, bound):
-            lines.append(
-                f"gate {text}: {metric} = {value:.4g} ({figures.passes} of {figures.n} trials passed)"
-            )
+            valid = figures.valid.success  # the trials the figure is over
+            lines.append(f"gate {text}: {metric} = {value:.4g} ({valid.c} of {valid.n} valid trials passed)")
     lines = [*why, *lines]
     if lines:
         lines.extend(_failed_trials(run, scenario))

@@ -154,3 +154,34 @@ def test_a_suite_id_in_the_step_summary_s_code_span_shows_no_backslash() -> None
 
     assert md_code("retail_smoke$v2") == "`retail_smoke$v2`"
     assert md_code("a`b") == "``a`b``"
+
+
+
+def skips_or_is_down(inp):  # type: ignore[no-untyped-def]
+    """Half the trials (by their seed) meet a provider that is down: an infrastructure error; the
+    others skip the policy check: the agent's fail."""
+    import httpx
+
+    from examples.retail_agents import agent_skipping_policy_check
+
+    if inp.seed % 2:
+        raise httpx.RemoteProtocolError("the provider went away")
+    return agent_skipping_policy_check(inp)
+
+
+def test_junit_keeps_a_failed_gate_of_a_scenario_that_also_had_errors(project, capsys):
+    """A scenario whose `scope: each` gate failed and that also had infrastructure errors was an
+    <error> naming only the errors: the failed gate was in no line of the file."""
+    path = project / "suites" / "mixed.yaml"
+    path.write_text(f"id: mixed\nscenarios: ['../{REFUND}']\nagent: python:tests.test_ci_outputs:skips_or_is_down\n"
+                    "trials: 6\nmax_error_rate: 1\nallow_unjudged: [rubric]\n"
+                    "gates:\n  - {gate: 'pass^1 >= 0.5', scope: each}\n")
+    code = main(["run", "--suite", str(path), "--run-id", "mixed", "--no-progress", "--junit", "mixed.xml"])
+    out = capsys.readouterr().out
+    assert code == 1 and "FAIL" in out
+    case = next(c for c in ET.parse(project / "mixed.xml").getroot().iter("testcase")
+                if c.get("name") == "refund-damaged-card")
+    failure = case.find("failure")
+    assert failure is not None and case.find("error") is None
+    assert "pass^1 = 0" in failure.get("message") and "also: " in failure.get("message")
+    assert "trials ended in an infrastructure error" in failure.get("message")

@@ -3,8 +3,8 @@
 A run that is not whole (``report/completeness.py``) says so first: a ``completeness`` property of
 the testsuite, and the suite gates' <error> message starts with it (once: the gates' problems that
 repeat it are left out, and so is the system-out line when the error says it). A failed gate is a <failure>
-with its reason; infrastructure errors, unjudged trials and a gate a scenario could not be held to
-(inconclusive) are <error>; a scenario
+with its reason (and the scenario's infrastructure errors, when it had some too); infrastructure
+errors, unjudged trials and a gate a scenario could not be held to (inconclusive) are <error>; a scenario
 whose trials were all invalid simulations is <skipped> with the reason. Each scenario's testcase
 carries its trials' summed duration as ``time``, and names the trials that did not pass
 (``scenario#n``), where their transcripts are (``trials.jsonl:LINE``) and their failing checks'
@@ -82,12 +82,12 @@ def _scenario_case(
     ids = _trial_ids(digest, sid)
     failed = [g for g in gates.results if g.scenario == sid and g.status == "fail"]
     undecided = [g for g in gates.results if g.scenario == sid and g.status == "inconclusive"]
-    if s.errors:
-        _add(
-            case, "error", f"{s.errors} of {s.n} trials ended in an infrastructure error{ids}", counts, trials
-        )
-    elif failed:
-        _add(case, "failure", "; ".join(g.reason for g in failed) + ids, counts, trials)
+    errored = f"{s.errors} of {s.n} trials ended in an infrastructure error" if s.errors else ""
+    if failed:  # a failed gate is a failure, as the exit code says (1) on a run that stands for its plan
+        also = f"; also: {errored}" if errored else ""
+        _add(case, "failure", "; ".join(g.reason for g in failed) + also + ids, counts, trials)
+    elif s.errors:
+        _add(case, "error", errored + ids, counts, trials)
     elif s.unjudged:
         _add(
             case,

@@ -197,6 +197,8 @@ def run(args: argparse.Namespace) -> int:
         progress=lambda total, done: Progress(total=total, done=done, enabled=not args.no_progress),
     )
     result = run_batch(req, options)
+    if result.interrupted:  # one Ctrl-C came: further ones wait until the resume command is said
+        _ignore_interrupts()
     plan, outcome = result.plan, result.outcome
     summary = build(plan.folder)
     if result.interrupted:
@@ -238,6 +240,15 @@ def check_project() -> None:
             "with `simlab init` (a runnable starter), or name what to play: simlab run SCENARIO_FILES "
             "or simlab run --suite SUITE"
         )
+
+
+def _ignore_interrupts() -> None:
+    import signal
+
+    try:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+    except ValueError:  # not the main thread (simlab run called from a thread): nothing to set
+        pass
 
 
 def interrupted(result: BatchResult, summary: RunSummary) -> int:

@@ -120,7 +120,11 @@ def test_shard_auto_reads_the_engines_variables(environ, expected):
 @pytest.mark.parametrize(("environ", "says"), [
     ({}, "none of SIMLAB_SHARD_INDEX, JOB_COMPLETION_INDEX"),
     ({"JOB_COMPLETION_INDEX": "2"}, "SIMLAB_SHARD_COUNT is not"),
-    ({"JOB_COMPLETION_INDEX": "4", "SIMLAB_SHARD_COUNT": "4"}, "between 1 and N"),
+    ({"JOB_COMPLETION_INDEX": "4", "SIMLAB_SHARD_COUNT": "4"},
+     r"JOB_COMPLETION_INDEX=4 is not one of 4 shares \(a Kubernetes Indexed Job counts them from 0, so it runs "
+     r"from 0 to 3; SIMLAB_SHARD_COUNT=4\)"),  # the variable, as the user set it: never an I/N they did not write
+    ({"CI_NODE_INDEX": "0", "CI_NODE_TOTAL": "3"}, r"CI_NODE_INDEX=0 is not one of 3 shares \(GitLab CI parallel "
+     r"counts them from 1, so it runs from 1 to 3"),
     ({"CI_NODE_INDEX": "x", "CI_NODE_TOTAL": "2"}, "whole numbers"),
 ])
 def test_shard_auto_without_a_usable_environment_is_a_usage_error(environ, says):

@@ -75,7 +75,14 @@ def resolve_shard(text: str | None, environ: Mapping[str, str]) -> tuple[int, in
                 f"--shard auto: {index_var}={index!r} and {count_var}={count!r} ({engine}) "
                 "must be whole numbers"
             )
-        return parse_shard(f"{int(index) - first + 1}/{int(count)}")
+        share, total = int(index) - first + 1, int(count)
+        if total < 1 or not 1 <= share <= total:
+            last = total - 1 + first
+            raise UsageError(
+                f"--shard auto: {index_var}={index} is not one of {total} shares ({engine} counts them "
+                f"from {first}, so it runs from {first} to {last}; {count_var}={count})"
+            )
+        return share, total
     names = ", ".join(index_var for _, index_var, _, _ in AUTO_SOURCES)
     raise UsageError(
         f"--shard auto: none of {names} is set, so this machine's share is unknown; "

@@ -200,3 +200,17 @@ async def test_a_turn_in_simlabs_own_retry_wait_is_waiting_on_its_provider() -> 
     finally:
         turn.cancel()
         await asyncio.gather(turn, return_exceptions=True)
+
+    started = asyncio.Event()
+
+    async def hangs() -> None:  # a first attempt that never answers, in no model client's code: the agent's
+        started.set()
+        await never.wait()
+
+    first = asyncio.ensure_future(call_with_retries(hangs, RetryPolicy(sleep=wait_out), RetryStats()))
+    await started.wait()
+    try:
+        assert waiting_on(first) is None
+    finally:
+        first.cancel()
+        await asyncio.gather(first, return_exceptions=True)

@@ -294,6 +294,12 @@ class RetryStats:
     connected: bool = False  # some attempt reached the endpoint (even if it then failed)
 
 
+async def wait_out(policy: RetryPolicy, seconds: float) -> None:
+    """The wait before a retry, after a failed call (``sim/turn_wait`` knows a turn suspended here:
+    waiting on its provider's or service's failure, not on the agent)."""
+    await (policy.sleep or backoff_sleep)(seconds)
+
+
 async def call_with_retries(
     attempt: Callable[[], Awaitable[T]],
     policy: RetryPolicy,
@@ -336,7 +342,7 @@ async def call_with_retries(
         log.info("retry %d after %.2fs: %s", stats.retries, seconds, describe(exc) if exc else "")
 
     async def sleep(seconds: float) -> None:
-        await (policy.sleep or backoff_sleep)(seconds)
+        await wait_out(policy, seconds)
 
     retrying = AsyncRetrying(
         stop=stop_after_attempt(policy.max_retries + 1),

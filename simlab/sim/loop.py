@@ -24,7 +24,7 @@ from simlab.sim.agent_io import Agent, AgentInput
 from simlab.sim.agent_thread import TURN_BOUND, TurnBound, TurnCutOff
 from simlab.sim.simulators.base import Simulator, SimView
 from simlab.sim.tool_handle import StopTrial, ToolHandle
-from simlab.sim.turn_wait import TurnWatch, described, thread_waiting
+from simlab.sim.turn_wait import TurnWatch, described, thread_waiting, waited_model
 from simlab.specs import Limits, Persona, Scenario
 from simlab.transcript import (
     AgentMessage,
@@ -329,7 +329,7 @@ class _Conversation:
                 f"(limits.max_turn_seconds): the turn was waiting on {described(waiting)}; "
                 "a slow or hung provider, not the agent (raise the bound if its answers take longer)",
                 role="agent",
-                model=described(waiting).removeprefix("its "),
+                model=waited_model(waiting),
             )
         return StopTrial("budget_exceeded", f"{AGENT_TURN_TIMEOUT} {limit:g} s (limits.max_turn_seconds)")
 

@@ -36,13 +36,20 @@ from types import (
 )
 from typing import Any
 
-__all__ = ["MODEL_CLIENTS", "TurnWatch", "described", "thread_waiting", "waiting_on"]
+__all__ = [
+    "MODEL_CLIENTS",
+    "RETRY_WAIT",
+    "TurnWatch",
+    "described",
+    "thread_waiting",
+    "waited_model",
+    "waiting_on",
+]
 
 # module prefixes of model clients: a frame of one of them, suspended, is a request in flight (or
 # its retry's wait: the clients' own, and the Agents SDK's retries of a model call)
 MODEL_CLIENTS = (
     "agents.run_internal.model_retry",
-    "simlab.llm.retry",
     "openai",
     "anthropic",
     "litellm",
@@ -52,17 +59,26 @@ MODEL_CLIENTS = (
     "groq",
     "cohere",
 )
-# the names an error gives them (its model client's, its retry's wait: simlab's own retry is of a
-# model agent's call or an HTTP agent's exchange that failed, e.g. a 429 with a long Retry-After)
+# simlab's own wait before retrying a model agent's call or an HTTP agent's exchange that failed (a
+# 429 with a long Retry-After): only that function, not the attempt it retries (a service that
+# hangs on its own is the agent's)
+RETRY_WAIT = ("simlab.llm.retry", "wait_out")
+# the names an error gives them (a model client's is "its <client> client")
 _SHOWN = {
     "agents.run_internal.model_retry": "the Agents SDK's retry of a model call",
-    "simlab.llm.retry": "simlab's retry of a failed call",
+    RETRY_WAIT[0]: "simlab's retry of a failed call",
 }
 
 
 def described(waiting: str) -> str:
-    """What a turn was waiting on, as an error says it (``waiting_on``'s answer)."""
-    return waiting if waiting in _SHOWN.values() else f"its {waiting} client"
+    """What a turn was waiting on (``waiting_on``'s answer: a ``MODEL_CLIENTS`` prefix or
+    ``RETRY_WAIT``'s module), as an error says it."""
+    return _SHOWN.get(waiting, f"its {waiting} client")
+
+
+def waited_model(waiting: str) -> str:
+    """The model an error names for what the turn waited on (``described``, as a name)."""
+    return _SHOWN.get(waiting, f"{waiting} client")
 
 
 _IDLE = ("logging", "worker", "callback")  # a client's background tasks that sit in its code, idle
@@ -86,8 +102,8 @@ class TurnWatch:
 
 
 def waiting_on(task: asyncio.Future[Any]) -> str | None:
-    """The model client (a ``MODEL_CLIENTS`` prefix) this task is waiting on, through the tasks and
-    threads it awaits, or None."""
+    """The model client (a ``MODEL_CLIENTS`` prefix, or ``RETRY_WAIT``'s module) this task is
+    waiting on, through the tasks and threads it awaits, or None."""
     others: list[asyncio.Task[Any]] | None = None  # the loop's other tasks, read once if needed
     budget = [_BUDGET]  # the objects the whole search may still read (it holds up the loop)
     seen: set[int] = set()
@@ -153,9 +169,11 @@ def _locals(task: asyncio.Future[Any]) -> list[Any]:
 def _client(frames: Iterable[FrameType]) -> str | None:
     for frame in frames:
         module = str(frame.f_globals.get("__name__") or "")
+        if (module, frame.f_code.co_name) == RETRY_WAIT:
+            return module
         client = next((c for c in MODEL_CLIENTS if module == c or module.startswith(c + ".")), None)
         if client is not None and not any(word in module for word in _IDLE):
-            return _SHOWN.get(client, client)
+            return client
     return None
 
 

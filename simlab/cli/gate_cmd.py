@@ -67,10 +67,9 @@ def check_gates(
         summary_evaluators=list(suite.summary_evaluators),
     )
     if warn:
-        from simlab.report.terminal import say
+        from simlab.report.terminal import print_warnings
 
-        for warning in summary.warnings:
-            say(console, f"warning: {one_line(warning)}", "yellow")
+        print_warnings(summary, console)
     allowed: list[str] = list(suite.allow_unjudged or [])
     report = gate_run(
         folder,

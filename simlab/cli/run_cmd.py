@@ -198,6 +198,8 @@ def run(args: argparse.Namespace) -> int:
     )
     result = run_batch(req, options)
     if result.interrupted:  # one Ctrl-C came: further ones wait until the resume command is said
+        from simlab.cli.main import _ignore_interrupts
+
         _ignore_interrupts()
     plan, outcome = result.plan, result.outcome
     summary = build(plan.folder)
@@ -240,15 +242,6 @@ def check_project() -> None:
             "with `simlab init` (a runnable starter), or name what to play: simlab run SCENARIO_FILES "
             "or simlab run --suite SUITE"
         )
-
-
-def _ignore_interrupts() -> None:
-    import signal
-
-    try:
-        signal.signal(signal.SIGINT, signal.SIG_IGN)
-    except ValueError:  # not the main thread (simlab run called from a thread): nothing to set
-        pass
 
 
 def interrupted(result: BatchResult, summary: RunSummary) -> int:

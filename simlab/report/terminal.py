@@ -82,6 +82,12 @@ def say(console: Console, text: str, style: str = "", *, indent: int = 2) -> Non
 WIDE = 150  # columns from which the failure modes are a table
 
 
+def print_warnings(summary: RunSummary, console: Console) -> None:
+    """What the run's report warns of (a copied folder, a unit stored twice, a torn last line)."""
+    for warning in summary.warnings:
+        say(console, f"warning: {one_line(warning)}", "yellow")
+
+
 def print_report(summary: RunSummary, console: Console, *, view: str = "raw", top: int = 8) -> None:
     suite = summary.suite
     max_k = max(suite.raw.pass_k, default=1)
@@ -95,8 +101,7 @@ def print_report(summary: RunSummary, console: Console, *, view: str = "raw", to
             style="bold",
         )
     )
-    for warning in summary.warnings:
-        say(console, f"warning: {one_line(warning)}", "yellow")
+    print_warnings(summary, console)
     if summary.ungraded:  # the command of its origin: an imported run's is grade-traces (report/redo)
         from simlab.report.redo import grade_advice
 

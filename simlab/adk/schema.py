@@ -15,7 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, field_validator, model_validator
-from pydantic.alias_generators import to_camel
+from pydantic.alias_generators import to_camel, to_snake
 
 
 class AdkModel(BaseModel):
@@ -29,7 +29,7 @@ class Part(AdkModel):
     """google.genai's Part: its text and function call are read; what else it carries is kept
     to be named (``carries``), never sent."""
 
-    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="allow")
+    model_config = ConfigDict(extra="allow")  # AdkModel's aliases, and the keys it would drop kept
 
     text: str | None = None
     function_call: FunctionCall | None = None
@@ -37,8 +37,8 @@ class Part(AdkModel):
     def carries(self) -> list[str]:
         """The kinds of content besides text this part holds (an image's ``inline_data``, a
         ``file_data``…), which a text conversation cannot send."""
-        extra = self.model_extra or {}
-        return [_snake(k) for k, v in extra.items() if v not in (None, "", [], {}) and _snake(k) in _CONTENT]
+        held = [to_snake(k) for k, v in (self.model_extra or {}).items() if v not in (None, "", [], {})]
+        return [kind for kind in held if kind in _CONTENT]
 
 
 # what a part may hold besides text and a function call (google.genai's Part); its flags and
@@ -46,10 +46,6 @@ class Part(AdkModel):
 _CONTENT = frozenset(
     {"inline_data", "file_data", "function_response", "executable_code", "code_execution_result"}
 )
-
-
-def _snake(key: str) -> str:
-    return "".join(f"_{c.lower()}" if c.isupper() else c for c in key)
 
 
 class Content(AdkModel):

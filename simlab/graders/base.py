@@ -36,7 +36,7 @@ from typing import Any
 from simlab.env.domain import Domain
 from simlab.specs import Persona, Scenario
 from simlab.transcript import AgentMessage, ErrorEvent, ToolResult, Transcript
-from simlab.transcript.blame import agent_failed
+from simlab.transcript.blame import agent_failed, causal_drift
 from simlab.transcript.checks import Check, CheckKind, CheckStatus, Verdict
 
 __all__ = [
@@ -92,7 +92,7 @@ def verdict_of(transcript: Transcript, checks: list[Check]) -> Verdict:
         return "error"
     hard = [c for c in checks if c.hard]
     drift = [c for c in hard if c.kind == "drift" and c.status == "fail"]
-    causal = [c for c in drift if not c.details.get("after_outcome")]  # drift that came before the outcome
+    causal = causal_drift(drift)
     crashes = tool_crashes(transcript)
     start = transcript.history_events
     cut = min(

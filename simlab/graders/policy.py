@@ -35,6 +35,7 @@ import math
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from operator import attrgetter
 from typing import Any
 
 from simlab.graders.base import Check, GradeContext, check_at, initial_snapshot
@@ -131,9 +132,9 @@ def _check(
     placed = [v for v in violations if v.index is not None]
     # the earliest placed violation, whatever order a rule listed them in (a python rule may list
     # its newest first): precedence asks whether the agent broke policy before the user drifted
-    first = min(placed, key=lambda v: v.index or 0) if placed else violations[0]
+    first = min(placed, key=attrgetter("index"), default=violations[0])
     more = f" (+{len(violations) - 1} more)" if len(violations) > 1 else ""
-    where = check_at(ctx.transcript, first.index) if first.index is not None else {}
+    where = check_at(ctx.transcript, first.index)
     return Check(
         name=name,
         kind="policy",

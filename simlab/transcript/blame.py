@@ -63,6 +63,12 @@ AGENT_TURN_TIMEOUT: Final = "the agent's turn ran over"  # how a hung agent's tr
 AGENT_OWN_ENDS: Final = frozenset({"agent_error", "agent_loop"})  # the agent raised; it repeated a call
 
 
+def causal_drift(drift: list[Check]) -> list[Check]:
+    """The failing drift checks that came before the outcome (``details["after_outcome"]``: a drift
+    after it cannot have caused it), as the verdict and the blame read them."""
+    return [c for c in drift if not c.details.get("after_outcome")]
+
+
 def agent_failed(transcript: Transcript) -> str | None:
     """How the trial ended by the agent's own failure, which no user input excuses (a crash, a hang
     past its turn limit, a loop), or None. The verdict's precedence puts it before the user's drift
@@ -117,9 +123,8 @@ def diagnose(transcript: Transcript, checks: list[Check], verdict: str | None) -
         )
     if verdict == "invalid":
         drift = [c for c in hard if c.status == "fail" and c.kind == "drift"]
-        causal = [c for c in drift if not c.details.get("after_outcome")]  # as verdict_of reads them
         if drift:
-            return _earliest(transcript, "user", causal or drift)
+            return _earliest(transcript, "user", causal_drift(drift) or drift)
     if verdict in ("error", "unjudged"):
         status = "error" if verdict == "error" else "not_run"
         undecided = [c for c in hard if c.status == status]

@@ -6,6 +6,7 @@ keeps from a model call goes through ``scrub`` first.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import re
@@ -94,11 +95,12 @@ def mask_values(text: str, secrets: Iterable[str | None] = ()) -> str:
     return text
 
 
-def _escaped(value: str) -> set[str]:
+@functools.lru_cache(maxsize=256)
+def _escaped(value: str) -> frozenset[str]:
     """A secret as text may hold it: as it is, escaped as JSON holds it in a string, and with ``/``
     written ``\\/`` as some JSON encoders write it (PHP's, some Java libraries')."""
     forms = {value, json.dumps(value)[1:-1]}
-    return forms | {f.replace("/", "\\/") for f in forms if "/" in f}
+    return frozenset(forms | {f.replace("/", "\\/") for f in forms if "/" in f})
 
 
 def _mask_userinfo(match: re.Match[str]) -> str:

@@ -21,6 +21,7 @@ import sys
 from collections.abc import Iterator
 from typing import Any
 
+from simlab.llm.client import _get
 from simlab.llm.types import ModelError, ModelErrorKind
 
 __all__ = ["no_choices", "watched"]
@@ -51,7 +52,7 @@ def no_choices(seen: list[str]) -> ModelError:
         f"the agent's model answered a completion without choices ({models}): the provider's answer "
         "held no reply, so the agent had none to give",
         role="agent",
-        model=seen[0] if seen else "",
+        model=seen[0],
     )
 
 
@@ -91,6 +92,5 @@ def _note(response: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
     seen = _SEEN.get()
     if seen is None or kwargs.get("stream"):  # not in a turn, or a stream (read by its caller)
         return
-    choices = response.get("choices") if isinstance(response, dict) else getattr(response, "choices", None)
-    if not choices:
+    if not _get(response, "choices"):
         seen.append(str(kwargs.get("model") or (args[0] if args else "") or "unknown"))

@@ -21,7 +21,8 @@ from simlab.redact import scrub
 
 __all__ = ["InertStream", "inert_text", "one_line"]
 
-_LINE_BREAKING = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\u200b-\u200f\u202a-\u202e\u2066-\u2069\ufeff]")
+BIDI = "\u202a-\u202e\u2066-\u2069"  # the overrides and isolates that reorder what a reader sees
+_LINE_BREAKING = re.compile(f"[\x00-\x1f\x7f-\x9f\u2028\u2029\u200b-\u200f{BIDI}\ufeff]")
 _CSI = r"\x1b\[[0-?]*[ -/]*[@-~]"
 _STRAY = re.compile(f"({_CSI})|([\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f])")  # a terminal's: CSI and CR kept
 _STRAY_ELSEWHERE = re.compile("()([\x00-\x08\x0b-\x1f\x7f-\x9f])")  # a log or a pipe: every control shown

@@ -61,7 +61,7 @@ def scenario_result(run: Any, scenario: str, gates: Sequence[str]) -> ScenarioRe
     each read per scenario). Not passed when a gate fails; inconclusive (not judged, whatever the
     figures) when ``unjudgeable`` says why or a gated figure is undefined (n < k, unknown cost)."""
     from simlab.inert import one_line
-    from simlab.report.gates import OF_JUDGED, judged, metric_value
+    from simlab.report.gates import counts_nothing, judged, metric_value
     from simlab.results.summary import extend_curves
     from simlab.specs.base import COMPARISONS
     from simlab.specs.gates import parse_gate
@@ -82,7 +82,7 @@ def scenario_result(run: Any, scenario: str, gates: Sequence[str]) -> ScenarioRe
         except ValueError as exc:  # a run-wide figure or a summary function's key: not a scenario's
             lines.append(f"gate {text}: cannot be decided for one scenario ({exc}); gate it in a suite")
             continue
-        if value is None or (metric in OF_JUDGED and not figures.valid.success.n):
+        if value is None or counts_nothing(metric, figures):
             undefined = True
             why_not = "is undefined" if value is None else "counts no valid trial"
             lines.append(f"gate {text}: inconclusive ({metric} {why_not}: {judged(figures)})")
@@ -101,11 +101,12 @@ def unjudgeable(summary: Any, figures: Any) -> list[str]:
     whatever its figures: one line each; empty when it can."""
     from simlab.inert import one_line
     from simlab.report.completeness import summary_state
+    from simlab.report.trouble import common_causes
 
     state = summary_state(summary)
     out = [f"inconclusive: {one_line(state.line)}"] if not state.judged and state.line else []
     if figures is not None and figures.errors:
-        causes = "; ".join(f"{c.trials}× {one_line(c.cause)}" for c in summary.error_causes[:3])
+        causes = common_causes(summary)
         out.append(
             f"inconclusive: {figures.errors} of {figures.n} trials ended in an infrastructure error"
             + (f" (most common causes in the run: {causes})" if causes else "")

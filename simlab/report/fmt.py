@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 
+from simlab.inert import BIDI
 from simlab.results.figures import Rate
 
 DASH = "–"
@@ -19,8 +20,7 @@ IN_ERROR_TRIALS = (
     "be played, so the check says nothing about the agent)"
 )
 """What the failing-checks tables' "in error trials" column means (terminal, markdown, HTML)."""
-# control characters, and the bidirectional overrides and isolates that reorder what a reader sees
-_CONTROLS = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+_CONTROLS = re.compile(f"[\x00-\x08\x0b-\x1f\x7f-\x9f{BIDI}]")  # and bidirectional overrides
 
 
 def safe(text: object) -> str:

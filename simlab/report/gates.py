@@ -22,9 +22,9 @@ from pathlib import Path
 from typing import Any
 
 from simlab.errors import EXIT_GATE_FAILED, EXIT_INFRA, EXIT_OK
-from simlab.inert import one_line
 from simlab.report.compare_runs import base_only_phrase, compare, same_run, uncompared
 from simlab.report.completeness import state_phrases, unaccepted_part
+from simlab.report.trouble import common_causes
 from simlab.results.figures import DatasetScore, Rate, RunSummary, ScenarioFigures, SuiteFigures
 from simlab.results.power import gate_fail_chance, power_k, rate_at, trials_needed
 from simlab.results.summary import extend_curves
@@ -141,7 +141,7 @@ def error_budget_problem(summary: RunSummary, budget: float) -> str | None:
     errors = summary.suite.error_rate
     if not errors.n or errors.rate is None or errors.rate <= budget:
         return None
-    causes = "; ".join(f"{c.trials}× {one_line(c.cause)}" for c in summary.error_causes[:3])  # inert
+    causes = common_causes(summary)
     return (
         f"infrastructure errors in {errors.c} of {errors.n} trials ({errors.rate:.1%} > budget "
         f"{budget:.1%})" + (f"; most common causes: {causes}" if causes else "")
@@ -295,7 +295,7 @@ def _threshold(
             else f"{metric} is unknown"
         )
         return GateResult(gate.label, "inconclusive", None, f"{where}{why}", scenario)
-    if metric in OF_JUDGED and not figures.valid.success.n:  # a count of nothing judged holds nothing
+    if counts_nothing(metric, figures):
         why = f"{metric} = {value:.4g} counts no valid trial: {judged(figures)}"
         return GateResult(gate.label, "inconclusive", None, f"{where}{why}", scenario)
     held = COMPARISONS[op](value, bound)
@@ -306,7 +306,14 @@ def _threshold(
 # figures of what the agent did: in a run with no valid trial (every one invalid, an error or
 # unjudged) they count nothing the verdicts stand by (0 policy violations because no trial was
 # judged, or violations a drift may have caused), so a gate on them is inconclusive there
-OF_JUDGED = frozenset({"policy_violations", "policy_violation_rate", "loop_rate", "cost_per_success"})
+# (cost_per_success needs a pass: with no valid trial it is unknown already)
+OF_JUDGED = frozenset({"policy_violations", "policy_violation_rate", "loop_rate"})
+
+
+def counts_nothing(metric: str, figures: SuiteFigures | ScenarioFigures) -> bool:
+    """Whether ``metric`` counts what the agent did over no valid trial: a gate on it decides
+    nothing (``simlab gate`` and the pytest plugin alike)."""
+    return metric in OF_JUDGED and not figures.valid.success.n
 
 
 def judged(figures: SuiteFigures | ScenarioFigures) -> str:
@@ -613,7 +620,7 @@ def _plan_problems(
     if not shortfall:
         return []
     text = partial_text(played, suite_plan)
-    acceptable = not any("are not the suite's" in s for s in shortfall)  # no scenario of another suite
+    acceptable = set(played) <= set(suite_plan)  # no scenario of another suite
     if partial_ok and acceptable:
         report.partial = text
         return []

@@ -18,6 +18,12 @@ _WHY_UNJUDGED = {
 }
 
 
+def common_causes(summary: RunSummary, shown: int = 3) -> str:
+    """The run's most common causes of infrastructure errors, each on one inert line ("2× …; 1× …";
+    empty when none): the agent's or a provider's text, so never raw."""
+    return "; ".join(f"{c.trials}× {one_line(c.cause)}" for c in summary.error_causes[:shown])
+
+
 def trouble_lines(summary: RunSummary) -> list[str]:
     """What kept trials from a verdict, in words: infrastructure errors with their most common
     causes, checks whose grader could not decide (a judge that failed), and unjudged trials with
@@ -25,12 +31,11 @@ def trouble_lines(summary: RunSummary) -> list[str]:
     lines = []
     suite = summary.suite
     if suite.error_rate.c:
-        causes = summary.error_causes
+        causes = common_causes(summary)
         lines.append(
             f"errors: {suite.error_rate.c} trials could not be judged (infrastructure, a crashed domain "
             "tool, "
-            "an undecidable check)"
-            + (": " + "; ".join(f"{c.trials}× {one_line(c.cause)}" for c in causes[:3]) if causes else "")
+            "an undecidable check)" + (f": {causes}" if causes else "")
         )
     for c in summary.check_errors[:3]:
         hard = "hard" if c.hard else "soft"

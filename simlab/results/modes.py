@@ -19,20 +19,20 @@ TOP_MODES = 20  # modes kept in summary.json; the rest are counted (RunSummary.f
 WEIGHT_KS = (1, 2, 3, 5, 8)  # the k's a mode's weight is given at, with the largest k of the run
 
 
-def plan_order(scenario_id: str, trial: int | None, unit_id: str) -> tuple[str, int, str]:
+def plan_order(scenario_id: str, trial: int, unit_id: str) -> tuple[str, int, str]:
     """Where a trial stands in its run's plan: by scenario, then trial number. The trial a mode is
     read by (its representative) is its first in plan order, not in the order trials were stored
     (they finish in any order, and a merge of shards stores them otherwise): every reader of the
     same trials names the same one."""
-    return (scenario_id, trial if trial is not None else 0, unit_id)
+    return (scenario_id, trial, unit_id)
 
 
 def failure_modes(
     rows: list[dict[str, Any]], counts: dict[str, tuple[int, int]], top_k: int
 ) -> tuple[list[FailureMode], int]:
     """(the top modes, how many more there are) from the summary's rows (``frames.collect``,
-    already judged: an unjudged trial counted as a pass is a pass); ``counts``: scenario → (passes,
-    trials; ``trial``: each row's trial number)."""
+    already judged: an unjudged trial counted as a pass is a pass; each with its ``trial`` number);
+    ``counts``: scenario → (passes, trials)."""
     groups: dict[str, list[dict[str, Any]]] = {}
     for r in rows:
         if r.get("fault") is not None and r["verdict"] != "pass":

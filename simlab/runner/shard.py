@@ -30,13 +30,18 @@ def shard_of(unit_id: str, count: int) -> int:
     return unit_number(unit_id) % count + 1
 
 
+def _is_share(index: int, count: int) -> bool:
+    """Whether ``index`` (1-based) is one of ``count`` shares."""
+    return count >= 1 and 1 <= index <= count
+
+
 def parse_shard(text: str) -> tuple[int, int]:
     """``"I/N"`` (1-based I) as ``(I, N)``; a clear usage error otherwise."""
     match = _SHARD.match(text or "")
     if not match:
         raise UsageError(f"--shard {text!r}: write it as I/N, e.g. 2/4 for the second of four shares")
     index, count = int(match.group(1)), int(match.group(2))
-    if count < 1 or not 1 <= index <= count:
+    if not _is_share(index, count):
         raise UsageError(f"--shard {text!r}: I must be between 1 and N (N at least 1)")
     return index, count
 
@@ -76,7 +81,7 @@ def resolve_shard(text: str | None, environ: Mapping[str, str]) -> tuple[int, in
                 "must be whole numbers"
             )
         share, total = int(index) - first + 1, int(count)
-        if total < 1 or not 1 <= share <= total:
+        if not _is_share(share, total):
             last = total - 1 + first
             raise UsageError(
                 f"--shard auto: {index_var}={index} is not one of {total} shares ({engine} counts them "

@@ -136,8 +136,8 @@ class HttpAgentSpec(SpecModel):
 
     @model_validator(mode="after")
     def _shape(self) -> HttpAgentSpec:
-        given_path = "reply_path" in self.model_fields_set and self.reply_path != REPLY_PATH
-        if self.format == "openai" and (self.body is not None or given_path):  # a pin holds the default
+        # a pin holds the default reply_path: only another one is given for format rest
+        if self.format == "openai" and (self.body is not None or self.reply_path != REPLY_PATH):
             raise ValueError(
                 "'body' and 'reply_path' are for format: rest (an OpenAI-compatible endpoint gets "
                 "the conversation and answers a chat completion)"

@@ -26,6 +26,7 @@ makes the next requests fail with those statuses.
 from __future__ import annotations
 
 import asyncio
+import functools
 import gzip
 import json
 import socket
@@ -49,6 +50,7 @@ from tests.strict_server import _Validator
 FAULTS = {"careful": Faults(), "skip-policy": Faults(skip_policy_check=True), "loop": Faults(loop_on_lookup=True)}
 
 
+@functools.cache
 def _bomb() -> bytes:
     """A completion of 200 MB, gzipped twice, made a megabyte at a time (the service keeps none of it)."""
     deflate = zlib.compressobj(9, zlib.DEFLATED, 31)  # gzip
